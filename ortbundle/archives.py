@@ -1,0 +1,202 @@
+"""Read archive members in place: names are data, sizes are bounded, wheels are RECORD-checked.
+
+An archive is opened once; its member names are validated up front (no `..`, absolute paths,
+drive letters, NUL bytes or duplicates), so a hostile archive is refused before anything is
+written. Extraction streams a member to a file while hashing it, and refuses a member that
+inflates past its declared size, past a sane ratio, or to bytes its wheel RECORD disagrees with.
+"""
+
+from __future__ import annotations
+
+import base64
+import csv
+import hashlib
+import io
+import zipfile
+from dataclasses import dataclass
+from pathlib import Path, PurePosixPath
+from types import TracebackType
+
+from ortbundle.errors import ArchiveError, IntegrityError
+
+CHUNK = 1 << 20
+MAX_MEMBER_SIZE = 4 << 30  # 4 GiB: far above any runtime library
+MAX_RATIO = 250  # inflated/compressed; real libraries measure under 10
+
+
+@dataclass(frozen=True)
+class Member:
+    name: str
+    size: int
+    compressed_size: int
+    crc: int
+    record_sha256: str | None  # hex, from the wheel's RECORD
+
+    @property
+    def basename(self) -> str:
+        return PurePosixPath(self.name).name
+
+
+@dataclass(frozen=True)
+class Extracted:
+    path: Path
+    size: int
+    sha256: str
+
+
+def check_member_name(name: str) -> str | None:
+    """Why a member name is unsafe to treat as a relative path, or None if it is fine."""
+    if "\x00" in name:
+        return "contains a NUL byte"
+    if "\\" in name:
+        return "contains a backslash"
+    if name.startswith("/"):
+        return "is an absolute path"
+    if len(name) >= 2 and name[1] == ":":
+        return "starts with a drive letter"
+    parts = PurePosixPath(name).parts
+    if ".." in parts:
+        return "climbs out with '..'"
+    if not name or not parts:
+        return "is empty"
+    return None
+
+
+def _record_hash(value: str) -> str | None:
+    algo, _, encoded = value.partition("=")
+    if algo != "sha256" or not encoded:
+        return None
+    padded = encoded + "=" * (-len(encoded) % 4)
+    try:
+        return base64.urlsafe_b64decode(padded).hex()
+    except ValueError:
+        return None
+
+
+class ZipArchive:
+    """A wheel, an AAR or any zip, read in place."""
+
+    def __init__(self, path: Path, *, label: str, component: str | None = None) -> None:
+        self.path = path
+        self.label = label
+        self.component = component
+        try:
+            self._zip = zipfile.ZipFile(path)
+        except (zipfile.BadZipFile, OSError) as exc:
+            raise ArchiveError(
+                f"{label} is not a readable zip archive ({exc})",
+                component=component,
+                file=str(path),
+                fix="delete the cache entry and fetch again; if it persists the upstream file is "
+                "broken",
+            ) from None
+        self.members: dict[str, Member] = {}
+        infos = [i for i in self._zip.infolist() if not i.is_dir()]
+        for info in infos:
+            problem = check_member_name(info.filename)
+            if problem:
+                self._refuse(info.filename, f"member name {problem}")
+            if info.filename in self.members:
+                self._refuse(info.filename, "member name appears twice")
+            self.members[info.filename] = Member(
+                name=info.filename,
+                size=info.file_size,
+                compressed_size=info.compress_size,
+                crc=info.CRC,
+                record_sha256=None,
+            )
+        self.is_wheel = False
+        record_names = [n for n in self.members if n.endswith(".dist-info/RECORD")]
+        if record_names:
+            self.is_wheel = True
+            self._apply_record(record_names[0])
+
+    def _refuse(self, member: str, why: str) -> None:
+        raise ArchiveError(
+            f"{self.label}: {why}: {member!r}",
+            component=self.component,
+            file=str(self.path),
+            fix="this archive is hostile or corrupt; it was not unpacked. Check the pin",
+        )
+
+    def _apply_record(self, record_name: str) -> None:
+        text = self._zip.read(record_name).decode("utf-8", errors="replace")
+        for row in csv.reader(io.StringIO(text)):
+            if not row or row[0] not in self.members:
+                continue
+            digest = _record_hash(row[1]) if len(row) > 1 else None
+            old = self.members[row[0]]
+            self.members[row[0]] = Member(
+                old.name, old.size, old.compressed_size, old.crc, record_sha256=digest
+            )
+
+    def __enter__(self) -> ZipArchive:
+        return self
+
+    def __exit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
+        self.close()
+
+    def close(self) -> None:
+        self._zip.close()
+
+    def extract(self, name: str, dest: Path) -> Extracted:
+        """Stream one member to `dest`, hashing as it goes; verify against RECORD."""
+        member = self.members.get(name)
+        if member is None:
+            raise ArchiveError(
+                f"{self.label} has no member {name!r}",
+                component=self.component,
+                file=str(self.path),
+                fix="check the member path in the recipe against the archive's listing",
+            )
+        if member.size > MAX_MEMBER_SIZE or (
+            member.size > (1 << 20) and member.size > MAX_RATIO * max(member.compressed_size, 1)
+        ):
+            self._refuse(
+                name,
+                f"member inflates to {member.size} bytes from {member.compressed_size} (zip bomb?)",
+            )
+        if self.is_wheel and member.record_sha256 is None:
+            raise IntegrityError(
+                f"{self.label}: member {name!r} has no sha256 in the wheel's RECORD",
+                component=self.component,
+                file=str(self.path),
+                fix="the wheel is malformed; do not ship it",
+            )
+        digest = hashlib.sha256()
+        written = 0
+        try:
+            with self._zip.open(name) as stream, dest.open("wb") as out:
+                while chunk := stream.read(CHUNK):
+                    written += len(chunk)
+                    if written > member.size:
+                        self._refuse(name, "member inflates past its declared size (zip bomb?)")
+                    out.write(chunk)
+                    digest.update(chunk)
+        except (zipfile.BadZipFile, EOFError, OSError, ValueError) as exc:
+            dest.unlink(missing_ok=True)
+            raise ArchiveError(
+                f"{self.label}: member {name!r} cannot be read ({exc})",
+                component=self.component,
+                file=str(self.path),
+                fix="the archive is corrupt; delete the cache entry and fetch again",
+            ) from None
+        except ArchiveError:
+            dest.unlink(missing_ok=True)
+            raise
+        actual = digest.hexdigest()
+        if member.record_sha256 is not None and actual != member.record_sha256:
+            dest.unlink(missing_ok=True)
+            raise IntegrityError(
+                f"{self.label}: member {name!r} has sha256 {actual}, its RECORD says "
+                f"{member.record_sha256}",
+                component=self.component,
+                file=str(self.path),
+                fix="the wheel was altered after it was built; do not ship it",
+            )
+        return Extracted(path=dest, size=written, sha256=actual)

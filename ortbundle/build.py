@@ -1,0 +1,237 @@
+"""The pipeline, end to end: plan → fetch → (per target, in parallel) prune and stage → report."""
+
+from __future__ import annotations
+
+import os
+from collections import Counter
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from rich.table import Table
+
+from ortbundle.errors import OrtbundleError
+from ortbundle.fetch.artifacts import Artifact, Fetcher
+from ortbundle.fetch.cache import Cache, default_cache_dir
+from ortbundle.fetch.download import RetryPolicy
+from ortbundle.progress import Reporter
+from ortbundle.recipes import Product, Recipe, Source, load_product, load_recipe
+from ortbundle.stage import (
+    StagedRuntime,
+    StagedText,
+    discard,
+    open_archives,
+    publish,
+    scratch_dir,
+    stage_license_texts,
+    stage_runtime,
+)
+from ortbundle.targets import get_target
+
+DEFAULT_PRODUCT = "darkroom"
+
+
+@dataclass(frozen=True)
+class Project:
+    """Where a project's inputs live and where its output goes."""
+
+    root: Path
+    dist: Path
+
+    @classmethod
+    def at(cls, root: Path, dist: Path | None = None) -> Project:
+        return cls(root=root, dist=dist or root / "dist")
+
+    @property
+    def recipes(self) -> Path:
+        return self.root / "recipes"
+
+    @property
+    def manifests(self) -> Path:
+        return self.root / "manifests"
+
+    @property
+    def licenses(self) -> Path:
+        return self.root / "licenses"
+
+
+@dataclass(frozen=True)
+class BuildOptions:
+    product: str = DEFAULT_PRODUCT
+    targets: tuple[str, ...] = ()  # empty: every target of the product
+    offline: bool = False
+    index_url: str | None = None
+    jobs: int = 0  # 0: one per core
+    cache_dir: Path | None = None
+    retry: RetryPolicy = field(default_factory=RetryPolicy)
+
+    @property
+    def workers(self) -> int:
+        return self.jobs if self.jobs > 0 else (os.cpu_count() or 1)
+
+
+@dataclass(frozen=True)
+class Plan:
+    product: Product
+    recipes: dict[str, Recipe]
+    targets: tuple[str, ...]
+
+    def sources_for(self, target: str) -> list[tuple[Recipe, set[str]]]:
+        """Per runtime on `target`: the source ids it reads (libraries and licence texts)."""
+        result = []
+        for runtime in self.product.runtimes_for(target):
+            recipe = self.recipes[runtime]
+            plan = recipe.for_target(target)
+            ids = {take.source for take in plan.takes}
+            ids |= {t.source for rule in plan.licenses for t in rule.texts if t.source}
+            result.append((recipe, ids))
+        return result
+
+    def all_sources(self) -> list[tuple[str, Source]]:
+        wanted: list[tuple[str, Source]] = []
+        for target in self.targets:
+            for recipe, ids in self.sources_for(target):
+                wanted.extend((recipe.name, recipe.sources[sid]) for sid in sorted(ids))
+        return wanted
+
+
+@dataclass(frozen=True)
+class TargetResult:
+    target: str
+    stage: Path
+    runtimes: tuple[StagedRuntime, ...]
+    texts: tuple[StagedText, ...]
+
+
+@dataclass(frozen=True)
+class BuildResult:
+    plan: Plan
+    artifacts: dict[str, Artifact]
+    targets: tuple[TargetResult, ...]
+
+    @property
+    def version_dir(self) -> Path:
+        return self.targets[0].stage.parent
+
+
+def load_plan(project: Project, options: BuildOptions) -> Plan:
+    product = load_product(project.manifests / f"{options.product}.toml")
+    targets = options.targets or product.targets
+    for target in targets:
+        get_target(target)
+        if target not in product.targets:
+            raise OrtbundleError(
+                f"product {product.name} does not ship target {target}",
+                target=target,
+                file=str(product.path),
+                fix=f"use one of: {', '.join(product.targets)}",
+            )
+    recipes = {name: load_recipe(project.recipes / f"{name}.toml") for name in product.runtimes}
+    for target in targets:
+        for runtime in product.runtimes_for(target):
+            recipes[runtime].for_target(target)
+    return Plan(product=product, recipes=recipes, targets=tuple(targets))
+
+
+def fetch(
+    project: Project, options: BuildOptions, reporter: Reporter
+) -> tuple[Plan, dict[str, Artifact]]:
+    plan = load_plan(project, options)
+    cache = Cache(options.cache_dir or default_cache_dir())
+    fetcher = Fetcher(
+        cache, reporter, offline=options.offline, index_url=options.index_url, policy=options.retry
+    )
+    artifacts = fetcher.fetch_all(plan.all_sources(), jobs=options.workers)
+    return plan, artifacts
+
+
+def _build_target(
+    project: Project, plan: Plan, target_name: str, artifacts: dict[str, Artifact]
+) -> TargetResult:
+    target = get_target(target_name)
+    final = project.dist / plan.product.name / plan.product.version / target_name
+    tmp = scratch_dir(final)
+    try:
+        runtimes: list[StagedRuntime] = []
+        texts: list[StagedText] = []
+        for recipe, ids in plan.sources_for(target_name):
+            paths = {sid: artifacts[recipe.sources[sid].sha256].path for sid in ids}
+            archives = open_archives(recipe, ids, paths)
+            try:
+                runtimes.append(stage_runtime(recipe, target, archives, tmp))
+                texts.extend(stage_license_texts(recipe, target, archives, tmp, project.licenses))
+            finally:
+                for archive in archives.values():
+                    archive.close()
+        publish(tmp, final)
+    except BaseException:
+        discard(tmp)
+        raise
+    return TargetResult(target_name, final, tuple(runtimes), tuple(texts))
+
+
+def build(project: Project, options: BuildOptions, reporter: Reporter) -> BuildResult:
+    plan, artifacts = fetch(project, options, reporter)
+    with ThreadPoolExecutor(max_workers=min(options.workers, len(plan.targets))) as pool:
+        futures = [
+            pool.submit(_build_target, project, plan, target, artifacts) for target in plan.targets
+        ]
+        results = tuple(f.result() for f in futures)
+    return BuildResult(plan=plan, artifacts=artifacts, targets=results)
+
+
+def _mib(size: int) -> str:
+    return f"{size / (1 << 20):.1f}"
+
+
+def _reason_bucket(reason: str) -> str:
+    return "alias" if reason.startswith("alias of ") else reason
+
+
+def size_table(result: BuildResult) -> Table:
+    """Per target and runtime: what was kept, and what was dropped and why."""
+    table = Table(title=f"{result.plan.product.name} {result.plan.product.version}")
+    for column in ("target", "runtime", "kept", "MiB", "dropped", "MiB dropped", "why dropped"):
+        table.add_column(column, justify="right" if column in ("kept", "MiB") else "left")
+    for target in result.targets:
+        for staged in target.runtimes:
+            kept = staged.closure.kept
+            dropped = staged.closure.dropped
+            reasons = Counter(_reason_bucket(d.reason) for d in dropped)
+            why = "; ".join(f"{reason} ×{count}" for reason, count in sorted(reasons.items()))
+            if staged.outside_globs:
+                why = f"{why}; not a library ×{staged.outside_globs}".lstrip("; ")
+            table.add_row(
+                target.target,
+                staged.runtime,
+                str(len(kept)),
+                _mib(sum(k.size for k in kept)),
+                str(len(dropped)),
+                _mib(sum(d.size for d in dropped)),
+                why,
+            )
+    return table
+
+
+def externals_lines(result: BuildResult) -> list[str]:
+    lines = []
+    for target in result.targets:
+        needs: dict[str, set[str]] = {}
+        for staged in target.runtimes:
+            for ext in staged.closure.externals:
+                needs.setdefault(f"{ext.group} ({ext.kind})", set()).add(ext.name)
+        summary = "; ".join(
+            f"{group}: {_compact(sorted(names, key=str.lower))}"
+            for group, names in sorted(needs.items())
+        )
+        lines.append(f"{target.target} needs from the system: {summary}")
+    return lines
+
+
+def _compact(names: list[str]) -> str:
+    """Name every library except the Windows API sets, which are counted."""
+    api_sets = [n for n in names if n.lower().startswith(("api-ms-win-", "ext-ms-win-"))]
+    shown = [n for n in names if n not in api_sets]
+    if api_sets:
+        shown.append(f"{len(api_sets)} API sets (api-ms-win-*)")
+    return ", ".join(shown)

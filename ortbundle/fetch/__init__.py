@@ -1,0 +1,1 @@
+"""Resolve coordinates to URLs, download once, keep verified bytes in a content-addressed cache."""

@@ -1,0 +1,112 @@
+"""A content-addressed download cache shared by every build on the machine.
+
+Blobs are named by their SHA-256 and only ever written by renaming a verified file into place,
+so a reader never sees half a file. A per-blob lock stops two builds downloading the same file at
+once. A blob whose size or mtime changed since it was stored is re-hashed before use and dropped
+if it no longer matches — the cache is a convenience, never a source of truth.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import fcntl
+import hashlib
+import json
+import os
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+
+from ortbundle.fetch.download import CHUNK
+
+ENV_CACHE_DIR = "ORTBUNDLE_CACHE_DIR"
+
+
+def default_cache_dir() -> Path:
+    if explicit := os.environ.get(ENV_CACHE_DIR):
+        return Path(explicit)
+    base = os.environ.get("XDG_CACHE_HOME") or str(Path.home() / ".cache")
+    return Path(base) / "ortbundle"
+
+
+@dataclass(frozen=True)
+class CacheEntry:
+    path: Path
+    sha256: str
+    size: int
+    url: str  # where the bytes came from when they were stored
+
+
+def sha256_file(path: Path) -> str:
+    digest = hashlib.sha256()
+    with path.open("rb") as stream:
+        while chunk := stream.read(CHUNK):
+            digest.update(chunk)
+    return digest.hexdigest()
+
+
+class Cache:
+    def __init__(self, root: Path) -> None:
+        self.root = root
+
+    def blob_path(self, sha256: str) -> Path:
+        return self.root / "sha256" / sha256[:2] / sha256
+
+    def partial_path(self, sha256: str) -> Path:
+        return self.root / "partial" / f"{sha256}.part"
+
+    def _meta_path(self, sha256: str) -> Path:
+        return self.blob_path(sha256).with_suffix(".json")
+
+    @contextlib.contextmanager
+    def lock(self, sha256: str) -> Iterator[None]:
+        """Exclusive per-blob lock (flock: released by the kernel if the process dies)."""
+        lock_dir = self.root / "locks"
+        lock_dir.mkdir(parents=True, exist_ok=True)
+        with (lock_dir / f"{sha256}.lock").open("a") as handle:
+            fcntl.flock(handle.fileno(), fcntl.LOCK_EX)
+            try:
+                yield
+            finally:
+                fcntl.flock(handle.fileno(), fcntl.LOCK_UN)
+
+    def get(self, sha256: str) -> CacheEntry | None:
+        """The verified blob, or None. A blob changed on disk is re-hashed and dropped if bad."""
+        blob = self.blob_path(sha256)
+        try:
+            stat = blob.stat()
+            meta = json.loads(self._meta_path(sha256).read_text("utf-8"))
+        except (OSError, ValueError):
+            return None
+        if meta.get("size") != stat.st_size or meta.get("mtime_ns") != stat.st_mtime_ns:
+            if stat.st_size != meta.get("size") or sha256_file(blob) != sha256:
+                self.evict(sha256)
+                return None
+            meta["mtime_ns"] = stat.st_mtime_ns
+            self._write_meta(sha256, meta)
+        return CacheEntry(path=blob, sha256=sha256, size=stat.st_size, url=str(meta.get("url", "")))
+
+    def verify(self, sha256: str) -> bool:
+        """Re-hash a blob regardless of its metadata (cache import, `invoke verify`)."""
+        blob = self.blob_path(sha256)
+        return blob.exists() and sha256_file(blob) == sha256
+
+    def store(self, verified: Path, sha256: str, *, url: str) -> CacheEntry:
+        """Move an already-verified file into the cache (atomic rename)."""
+        blob = self.blob_path(sha256)
+        blob.parent.mkdir(parents=True, exist_ok=True)
+        verified.chmod(0o644)
+        os.replace(verified, blob)
+        stat = blob.stat()
+        self._write_meta(sha256, {"size": stat.st_size, "mtime_ns": stat.st_mtime_ns, "url": url})
+        return CacheEntry(path=blob, sha256=sha256, size=stat.st_size, url=url)
+
+    def evict(self, sha256: str) -> None:
+        self.blob_path(sha256).unlink(missing_ok=True)
+        self._meta_path(sha256).unlink(missing_ok=True)
+
+    def _write_meta(self, sha256: str, meta: dict[str, object]) -> None:
+        path = self._meta_path(sha256)
+        tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
+        tmp.write_text(json.dumps(meta, sort_keys=True), "utf-8")
+        os.replace(tmp, path)

@@ -1,0 +1,325 @@
+"""Recipes (`recipes/<component>.toml`) and product manifests (`manifests/<product>.toml`).
+
+Parsing validates everything a later step relies on, so a mistake in a recipe is reported once,
+up front, with the file it is in — not as a KeyError in the middle of a build.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import re
+import tomllib
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from ortbundle.errors import ConfigError
+from ortbundle.targets import get_target
+
+_SHA256 = re.compile(r"^[0-9a-f]{64}$")
+_NAME = re.compile(r"^[a-z0-9][a-z0-9._-]*$")
+
+
+@dataclass(frozen=True)
+class PypiCoordinates:
+    project: str
+    version: str
+    filename: str
+
+    def describe(self) -> str:
+        return f"pypi:{self.project}=={self.version} ({self.filename})"
+
+
+@dataclass(frozen=True)
+class Source:
+    """One pinned upstream artifact."""
+
+    id: str
+    pypi: PypiCoordinates
+    sha256: str
+    size: int | None = None
+
+    @property
+    def filename(self) -> str:
+        return self.pypi.filename
+
+    def describe(self) -> str:
+        return self.pypi.describe()
+
+
+@dataclass(frozen=True)
+class Take:
+    """Which members of one source may be staged as libraries."""
+
+    source: str
+    libraries: tuple[str, ...]  # globs over member paths
+
+
+@dataclass(frozen=True)
+class Drop:
+    names: tuple[str, ...]  # globs over library file names
+    reason: str
+
+
+@dataclass(frozen=True)
+class LicenseText:
+    """A licence text: an archive member of a source, or a file under the repo's licenses/."""
+
+    source: str | None
+    member: str | None
+    file: str | None
+
+    def describe(self) -> str:
+        return f"{self.source}:{self.member}" if self.source else f"licenses/{self.file}"
+
+
+@dataclass(frozen=True)
+class LicenseRule:
+    """Which staged files belong to which licensed component."""
+
+    component: str
+    version: str
+    expression: str
+    files: tuple[str, ...]  # globs over staged file names
+    texts: tuple[LicenseText, ...]
+
+
+@dataclass(frozen=True)
+class TargetRecipe:
+    target: str
+    entry: str  # glob naming the entry library among the staged files
+    takes: tuple[Take, ...]
+    roots: tuple[str, ...]  # globs over library file names
+    drops: tuple[Drop, ...]
+    licenses: tuple[LicenseRule, ...]
+
+
+@dataclass(frozen=True)
+class Recipe:
+    name: str
+    kind: str
+    version: str
+    description: str
+    providers: tuple[str, ...]
+    gpu_vendors: tuple[str, ...]
+    sources: dict[str, Source]
+    targets: dict[str, TargetRecipe]
+    path: Path
+    digest: str  # SHA-256 of the recipe file: part of every cache key built from it
+
+    def for_target(self, target: str) -> TargetRecipe:
+        if target not in self.targets:
+            raise ConfigError(
+                f"recipe {self.name} has no section for this target",
+                component=self.name,
+                target=target,
+                file=str(self.path),
+                fix=f"add [targets.{target}] to the recipe or drop the target from the product",
+            )
+        return self.targets[target]
+
+
+@dataclass(frozen=True)
+class Product:
+    name: str
+    version: str
+    description: str
+    url: str
+    targets: tuple[str, ...]
+    runtimes: tuple[str, ...]  # in the loader's search order
+    runtime_targets: dict[str, tuple[str, ...]]
+    path: Path
+    digest: str
+
+    def runtimes_for(self, target: str) -> tuple[str, ...]:
+        return tuple(r for r in self.runtimes if target in self.runtime_targets[r])
+
+
+class _Reader:
+    """Typed access to a TOML table that names the file in every error."""
+
+    def __init__(self, path: Path, where: str, table: Any) -> None:
+        if not isinstance(table, dict):
+            raise ConfigError(f"{where} must be a table", file=str(path))
+        self.path = path
+        self.where = where
+        self.table: dict[str, Any] = table
+
+    def _fail(self, message: str) -> ConfigError:
+        return ConfigError(f"{self.where}: {message}", file=str(self.path))
+
+    def text(self, key: str, default: str | None = None) -> str:
+        value = self.table.get(key, default)
+        if not isinstance(value, str) or not value:
+            raise self._fail(f"{key!r} must be a non-empty string")
+        return value
+
+    def opt_text(self, key: str) -> str | None:
+        return self.text(key) if key in self.table else None
+
+    def text_list(self, key: str, *, required: bool = True) -> tuple[str, ...]:
+        value = self.table.get(key, [] if not required else None)
+        if isinstance(value, str):
+            value = [value]
+        if not isinstance(value, list) or not all(isinstance(v, str) and v for v in value):
+            raise self._fail(f"{key!r} must be a list of strings")
+        if required and not value:
+            raise self._fail(f"{key!r} must not be empty")
+        return tuple(value)
+
+    def sub(self, key: str) -> _Reader:
+        if key not in self.table:
+            raise self._fail(f"missing [{key}]")
+        return _Reader(self.path, f"{self.where}.{key}" if self.where else key, self.table[key])
+
+    def subs(self, key: str) -> list[_Reader]:
+        value = self.table.get(key, [])
+        if not isinstance(value, list):
+            raise self._fail(f"{key!r} must be an array of tables")
+        return [_Reader(self.path, f"{self.where}.{key}[{i}]", v) for i, v in enumerate(value)]
+
+
+def _load_toml(path: Path) -> tuple[dict[str, Any], str]:
+    try:
+        raw = path.read_bytes()
+    except FileNotFoundError:
+        raise ConfigError(f"{path.name} does not exist", file=str(path)) from None
+    try:
+        return tomllib.loads(raw.decode("utf-8")), hashlib.sha256(raw).hexdigest()
+    except (tomllib.TOMLDecodeError, UnicodeDecodeError) as exc:
+        raise ConfigError(f"not valid TOML: {exc}", file=str(path)) from None
+
+
+def _source(reader: _Reader, source_id: str) -> Source:
+    pypi = reader.sub("pypi")
+    sha256 = reader.text("sha256").lower()
+    if not _SHA256.match(sha256):
+        raise reader._fail("'sha256' must be 64 hex digits")
+    size = reader.table.get("size")
+    if size is not None and (not isinstance(size, int) or size <= 0):
+        raise reader._fail("'size' must be a positive integer")
+    return Source(
+        id=source_id,
+        pypi=PypiCoordinates(
+            project=pypi.text("project"),
+            version=pypi.text("version"),
+            filename=pypi.text("filename"),
+        ),
+        sha256=sha256,
+        size=size,
+    )
+
+
+def _license_rule(reader: _Reader, sources: dict[str, Source]) -> LicenseRule:
+    texts = []
+    for text in reader.subs("texts"):
+        source, member, file = (
+            text.opt_text("source"),
+            text.opt_text("member"),
+            text.opt_text("file"),
+        )
+        if (source is None) != (member is None) or (source is None) == (file is None):
+            raise text._fail("a text is either {source, member} or {file}")
+        if source is not None and source not in sources:
+            raise text._fail(f"unknown source {source!r}")
+        texts.append(LicenseText(source=source, member=member, file=file))
+    return LicenseRule(
+        component=reader.text("component"),
+        version=reader.text("version"),
+        expression=reader.text("expression"),
+        files=reader.text_list("files"),
+        texts=tuple(texts),
+    )
+
+
+def _target_recipe(reader: _Reader, target: str, sources: dict[str, Source]) -> TargetRecipe:
+    get_target(target)  # unknown targets fail here, naming the valid ones
+    takes = []
+    for take in reader.subs("take"):
+        source = take.text("source")
+        if source not in sources:
+            raise take._fail(f"unknown source {source!r}")
+        takes.append(Take(source=source, libraries=take.text_list("libraries")))
+    if not takes:
+        raise reader._fail("needs at least one [[...take]] naming a source")
+    drops = tuple(
+        Drop(names=d.text_list("names"), reason=d.text("reason")) for d in reader.subs("drop")
+    )
+    return TargetRecipe(
+        target=target,
+        entry=reader.text("entry"),
+        takes=tuple(takes),
+        roots=reader.text_list("roots"),
+        drops=drops,
+        licenses=tuple(_license_rule(r, sources) for r in reader.subs("licenses")),
+    )
+
+
+def load_recipe(path: Path) -> Recipe:
+    data, digest = _load_toml(path)
+    top = _Reader(path, "", data)
+    component = top.sub("component")
+    name = component.text("name")
+    if not _NAME.match(name):
+        raise component._fail(f"name {name!r} must be lower-case letters, digits, . _ -")
+    if name != path.stem:
+        raise component._fail(f"name {name!r} must match the file name {path.stem!r}")
+    kind = component.text("kind")
+    if kind != "runtime":
+        raise component._fail(f"kind {kind!r} is not supported (runtime)")
+    sources_table = top.sub("sources")
+    sources = {sid: _source(sources_table.sub(sid), sid) for sid in sources_table.table}
+    targets_table = top.sub("targets")
+    targets = {
+        t: _target_recipe(targets_table.sub(t), t, sources) for t in sorted(targets_table.table)
+    }
+    return Recipe(
+        name=name,
+        kind=kind,
+        version=component.text("version"),
+        description=component.text("description"),
+        providers=component.text_list("providers"),
+        gpu_vendors=component.text_list("gpu_vendors", required=False),
+        sources=sources,
+        targets=targets,
+        path=path,
+        digest=digest,
+    )
+
+
+def load_product(path: Path) -> Product:
+    data, digest = _load_toml(path)
+    top = _Reader(path, "", data)
+    product = top.sub("product")
+    name = product.text("name")
+    if not _NAME.match(name):
+        raise product._fail(f"name {name!r} must be lower-case letters, digits, . _ -")
+    targets = product.text_list("targets")
+    for t in targets:
+        get_target(t)
+    runtimes = product.text_list("runtimes")
+    runtime_targets: dict[str, tuple[str, ...]] = {}
+    overrides = top.table.get("runtime", {})
+    for runtime in runtimes:
+        if isinstance(overrides, dict) and runtime in overrides:
+            only = _Reader(path, f"runtime.{runtime}", overrides[runtime]).text_list("targets")
+            unknown = sorted(set(only) - set(targets))
+            if unknown:
+                raise ConfigError(
+                    f"runtime {runtime} names targets the product lacks: {', '.join(unknown)}",
+                    file=str(path),
+                )
+            runtime_targets[runtime] = only
+        else:
+            runtime_targets[runtime] = targets
+    return Product(
+        name=name,
+        version=product.text("version"),
+        description=product.text("description"),
+        url=product.text("url"),
+        targets=targets,
+        runtimes=runtimes,
+        runtime_targets=runtime_targets,
+        path=path,
+        digest=digest,
+    )

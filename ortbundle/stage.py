@@ -1,0 +1,231 @@
+"""Lay out one target's stage: runtimes pruned to their closure, licence texts beside them.
+
+A stage is built in a hidden sibling directory and renamed into place only when complete, so
+`dist/` holds either the previous stage or the new one — never half of either.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import fnmatch
+import itertools
+import os
+import shutil
+from dataclasses import dataclass
+from pathlib import Path
+
+from ortbundle.archives import ZipArchive
+from ortbundle.binaries import inspect
+from ortbundle.closure import Candidate, Closure, Materialized, prune
+from ortbundle.errors import ArchiveError, ConfigError
+from ortbundle.fetch.cache import sha256_file
+from ortbundle.recipes import Recipe
+from ortbundle.targets import Target
+
+LIBRARY_MODE = 0o644
+TEXT_MODE = 0o644
+
+
+@dataclass(frozen=True)
+class StagedFile:
+    path: str  # relative to the target stage, POSIX separators
+    size: int
+    sha256: str
+    link_to: str | None = None  # for symlinks: the file name they point to
+
+
+@dataclass(frozen=True)
+class StagedRuntime:
+    runtime: str
+    target: str
+    directory: str  # relative to the target stage
+    closure: Closure
+    files: tuple[StagedFile, ...]
+    outside_globs: int  # archive members that are not libraries at all
+
+
+@dataclass(frozen=True)
+class StagedText:
+    component: str
+    path: str  # relative to the target stage
+    origin: str  # "source:member" or "licenses/<file>"
+    size: int
+    sha256: str
+
+
+def open_archives(
+    recipe: Recipe, source_ids: set[str], paths: dict[str, Path]
+) -> dict[str, ZipArchive]:
+    """Open each needed source once; `paths` maps source id to the cached file."""
+    archives: dict[str, ZipArchive] = {}
+    try:
+        for sid in sorted(source_ids):
+            source = recipe.sources[sid]
+            archives[sid] = ZipArchive(paths[sid], label=source.filename, component=recipe.name)
+    except BaseException:
+        for archive in archives.values():
+            archive.close()
+        raise
+    return archives
+
+
+def stage_runtime(
+    recipe: Recipe,
+    target: Target,
+    archives: dict[str, ZipArchive],
+    stage_root: Path,
+) -> StagedRuntime:
+    """Prune one runtime into `stage_root/runtimes/<name>/`."""
+    plan = recipe.for_target(target.name)
+    relative = f"runtimes/{recipe.name}"
+    runtime_dir = stage_root / relative
+    incoming = runtime_dir / ".incoming"
+    incoming.mkdir(parents=True)
+    candidates: list[Candidate] = []
+    outside = 0
+    for take in plan.takes:
+        archive = archives[take.source]
+        for member in archive.members.values():
+            if any(fnmatch.fnmatchcase(member.name, glob) for glob in take.libraries):
+                identity = member.record_sha256 or f"{member.size}:{member.crc:08x}"
+                candidates.append(
+                    Candidate(take.source, member.name, member.basename, member.size, identity)
+                )
+            else:
+                outside += 1
+    counter = itertools.count()
+
+    def materialize(cand: Candidate) -> Materialized:
+        dest = incoming / f"{next(counter)}-{cand.name}"
+        extracted = archives[cand.source].extract(cand.member, dest)
+        info = inspect(extracted.path, name=f"{cand.source}:{cand.member}")
+        return Materialized(extracted.path, extracted.sha256, extracted.size, info)
+
+    closure = prune(
+        component=recipe.name,
+        target=target,
+        recipe=plan,
+        candidates=candidates,
+        materialize=materialize,
+    )
+    files: list[StagedFile] = []
+    for lib in closure.kept:
+        final = runtime_dir / lib.name
+        lib.path.chmod(LIBRARY_MODE)
+        os.replace(lib.path, final)
+        files.append(StagedFile(f"{relative}/{lib.name}", lib.size, lib.sha256))
+    for link, points_to in closure.links:
+        (runtime_dir / link).symlink_to(points_to)
+        kept = next(f for f in files if f.path == f"{relative}/{points_to}")
+        files.append(StagedFile(f"{relative}/{link}", kept.size, kept.sha256, link_to=points_to))
+    shutil.rmtree(incoming)
+    return StagedRuntime(
+        runtime=recipe.name,
+        target=target.name,
+        directory=relative,
+        closure=closure,
+        files=tuple(sorted(files, key=lambda f: f.path)),
+        outside_globs=outside,
+    )
+
+
+def stage_license_texts(
+    recipe: Recipe,
+    target: Target,
+    archives: dict[str, ZipArchive],
+    stage_root: Path,
+    repo_licenses: Path,
+) -> list[StagedText]:
+    """Copy each licence text the recipe names, verbatim, to licenses/<component>/."""
+    texts: list[StagedText] = []
+    for rule in recipe.for_target(target.name).licenses:
+        directory = stage_root / "licenses" / rule.component
+        directory.mkdir(parents=True, exist_ok=True)
+        for text in rule.texts:
+            if text.source is not None and text.member is not None:
+                name = text.member.rsplit("/", 1)[-1]
+                dest = directory / name
+                scratch = directory / f".{name}.incoming"
+                extracted = archives[text.source].extract(text.member, scratch)
+                size, sha256 = extracted.size, extracted.sha256
+            else:
+                assert text.file is not None
+                origin = repo_licenses / text.file
+                if not origin.is_file():
+                    raise ConfigError(
+                        "licence text file is missing",
+                        component=recipe.name,
+                        target=target.name,
+                        file=str(origin),
+                        fix="add the upstream text to licenses/ verbatim, with its provenance "
+                        "in licenses/README.md",
+                    )
+                name = Path(text.file).name
+                dest = directory / name
+                scratch = directory / f".{name}.incoming"
+                shutil.copyfile(origin, scratch)
+                size, sha256 = scratch.stat().st_size, sha256_file(scratch)
+            previous = next((t for t in texts if t.path == _rel(stage_root, dest)), None)
+            if dest.exists() and (previous is None or previous.sha256 != sha256):
+                scratch.unlink()
+                raise ArchiveError(
+                    f"two different licence texts would both be {_rel(stage_root, dest)}",
+                    component=recipe.name,
+                    target=target.name,
+                    file=text.describe(),
+                    fix="give the component distinct names in the recipe's [[licenses]]",
+                )
+            scratch.chmod(TEXT_MODE)
+            os.replace(scratch, dest)
+            if previous is None:
+                texts.append(
+                    StagedText(
+                        rule.component, _rel(stage_root, dest), text.describe(), size, sha256
+                    )
+                )
+    return texts
+
+
+def _rel(root: Path, path: Path) -> str:
+    return path.relative_to(root).as_posix()
+
+
+def publish(tmp: Path, final: Path) -> None:
+    """Swap a finished stage into place; the old one is removed only after the swap."""
+    old = final.with_name(f".{final.name}.old-{os.getpid()}")
+    if final.exists() or final.is_symlink():
+        os.replace(final, old)
+    os.replace(tmp, final)
+    if old.exists():
+        shutil.rmtree(old)
+
+
+def scratch_dir(final: Path) -> Path:
+    """A fresh hidden sibling of `final` to build into; stale ones of dead builds are removed."""
+    final.parent.mkdir(parents=True, exist_ok=True)
+    for stale in final.parent.glob(f".{final.name}.*-*"):
+        pid = stale.name.rsplit("-", 1)[-1]
+        if pid.isdigit() and not _alive(int(pid)):
+            shutil.rmtree(stale, ignore_errors=True)
+    tmp = final.with_name(f".{final.name}.partial-{os.getpid()}")
+    if tmp.exists():
+        shutil.rmtree(tmp)
+    tmp.mkdir()
+    return tmp
+
+
+def _alive(pid: int) -> bool:
+    if pid == os.getpid():
+        return True
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    return True
+
+
+def discard(tmp: Path) -> None:
+    with contextlib.suppress(FileNotFoundError):
+        shutil.rmtree(tmp)
