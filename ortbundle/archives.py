@@ -93,9 +93,10 @@ class ZipArchive:
         self.members: dict[str, Member] = {}
         infos = [i for i in self._zip.infolist() if not i.is_dir()]
         for info in infos:
-            problem = check_member_name(info.filename)
+            # zipfile cuts names at a NUL and turns backslashes into slashes: judge the original
+            problem = check_member_name(info.orig_filename) or check_member_name(info.filename)
             if problem:
-                self._refuse(info.filename, f"member name {problem}")
+                self._refuse(info.orig_filename, f"member name {problem}")
             if info.filename in self.members:
                 self._refuse(info.filename, "member name appears twice")
             self.members[info.filename] = Member(

@@ -145,39 +145,48 @@ def fetch(
     return plan, artifacts
 
 
-def _build_target(
-    project: Project, plan: Plan, target_name: str, artifacts: dict[str, Artifact]
+def _stage_target(
+    project: Project, plan: Plan, target_name: str, artifacts: dict[str, Artifact], tmp: Path
 ) -> TargetResult:
     target = get_target(target_name)
-    final = project.dist / plan.product.name / plan.product.version / target_name
-    tmp = scratch_dir(final)
-    try:
-        runtimes: list[StagedRuntime] = []
-        texts: list[StagedText] = []
-        for recipe, ids in plan.sources_for(target_name):
-            paths = {sid: artifacts[recipe.sources[sid].sha256].path for sid in ids}
-            archives = open_archives(recipe, ids, paths)
-            try:
-                runtimes.append(stage_runtime(recipe, target, archives, tmp))
-                texts.extend(stage_license_texts(recipe, target, archives, tmp, project.licenses))
-            finally:
-                for archive in archives.values():
-                    archive.close()
-        publish(tmp, final)
-    except BaseException:
-        discard(tmp)
-        raise
-    return TargetResult(target_name, final, tuple(runtimes), tuple(texts))
+    runtimes: list[StagedRuntime] = []
+    texts: list[StagedText] = []
+    for recipe, ids in plan.sources_for(target_name):
+        paths = {sid: artifacts[recipe.sources[sid].sha256].path for sid in ids}
+        archives = open_archives(recipe, ids, paths)
+        try:
+            runtimes.append(stage_runtime(recipe, target, archives, tmp))
+            texts.extend(stage_license_texts(recipe, target, archives, tmp, project.licenses))
+        finally:
+            for archive in archives.values():
+                archive.close()
+    return TargetResult(target_name, tmp, tuple(runtimes), tuple(texts))
 
 
 def build(project: Project, options: BuildOptions, reporter: Reporter) -> BuildResult:
+    """Stage every target aside; publish them only when all succeeded."""
     plan, artifacts = fetch(project, options, reporter)
-    with ThreadPoolExecutor(max_workers=min(options.workers, len(plan.targets))) as pool:
-        futures = [
-            pool.submit(_build_target, project, plan, target, artifacts) for target in plan.targets
-        ]
-        results = tuple(f.result() for f in futures)
-    return BuildResult(plan=plan, artifacts=artifacts, targets=results)
+    version_dir = project.dist / plan.product.name / plan.product.version
+    finals = {t: version_dir / t for t in plan.targets}
+    scratch = {t: scratch_dir(final) for t, final in finals.items()}
+    try:
+        with ThreadPoolExecutor(max_workers=min(options.workers, len(plan.targets))) as pool:
+            futures = [
+                pool.submit(_stage_target, project, plan, t, artifacts, scratch[t])
+                for t in plan.targets
+            ]
+            staged = [f.result() for f in futures]
+    except BaseException:
+        for tmp in scratch.values():
+            discard(tmp, up_to=project.dist)
+        raise
+    results = []
+    for result in staged:
+        publish(result.stage, finals[result.target])
+        results.append(
+            TargetResult(result.target, finals[result.target], result.runtimes, result.texts)
+        )
+    return BuildResult(plan=plan, artifacts=artifacts, targets=tuple(results))
 
 
 def _mib(size: int) -> str:

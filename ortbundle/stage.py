@@ -226,6 +226,16 @@ def _alive(pid: int) -> bool:
     return True
 
 
-def discard(tmp: Path) -> None:
+def discard(tmp: Path, *, up_to: Path | None = None) -> None:
+    """Remove a scratch stage, and the parents it created if they are now empty."""
     with contextlib.suppress(FileNotFoundError):
         shutil.rmtree(tmp)
+    if up_to is None:
+        return
+    parent = tmp.parent
+    while parent != up_to.parent and parent.is_relative_to(up_to):
+        try:
+            parent.rmdir()
+        except OSError:
+            return
+        parent = parent.parent

@@ -10,17 +10,25 @@ from __future__ import annotations
 import hashlib
 import random
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from email.utils import parsedate_to_datetime
 from pathlib import Path
 from urllib.parse import urlsplit
 
 import requests
+import urllib3
 
 from ortbundle.errors import FetchError, IntegrityError
 
 CHUNK = 1 << 20
+# A dropped connection surfaces as any of these, depending on when it drops.
+_TRANSIENT = (
+    requests.ConnectionError,
+    requests.Timeout,
+    requests.exceptions.ChunkedEncodingError,
+    urllib3.exceptions.HTTPError,
+)
 _RETRY_STATUS = frozenset({429, 500, 502, 503, 504})
 
 
@@ -88,7 +96,7 @@ def request_with_retries(
     for attempt in range(policy.attempts):
         try:
             response = session.get(url, headers=headers, timeout=policy.timeout)
-        except (requests.ConnectionError, requests.Timeout) as exc:
+        except _TRANSIENT as exc:
             last = f"{type(exc).__name__}"
             time.sleep(policy.delay(attempt))
             continue
@@ -111,6 +119,13 @@ def request_with_retries(
         file=url,
         fix="check the network or the mirror, then build again",
     )
+
+
+def _chunks(response: requests.Response) -> Iterator[bytes]:
+    """Bytes as they arrive (read1), so a dropped connection loses nothing already received."""
+    raw = response.raw
+    while chunk := raw.read1(CHUNK, decode_content=True):
+        yield chunk
 
 
 @dataclass(frozen=True)
@@ -178,7 +193,7 @@ def download(
                         fix="the mirror serves a different file; fix the mirror or the pin",
                     )
                 with partial.open("ab" if have else "wb") as out:
-                    for chunk in resp.iter_content(CHUNK):
+                    for chunk in _chunks(resp):
                         have += len(chunk)
                         if expected_size is not None and have > expected_size:
                             raise IntegrityError(
@@ -194,7 +209,7 @@ def download(
                     failure = f"body ended at {have} of {total} bytes"
                     time.sleep(policy.delay(attempt))
                     continue
-        except (requests.ConnectionError, requests.Timeout) as exc:
+        except _TRANSIENT as exc:
             failure = f"{type(exc).__name__} after {have} bytes"
             time.sleep(policy.delay(attempt))
             continue

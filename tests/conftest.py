@@ -1,0 +1,26 @@
+from __future__ import annotations
+
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from ortbundle.progress import Reporter, plain_reporter
+from tests.helpers.index_server import IndexServer
+from tests.helpers.project import FakeProject
+
+
+@pytest.fixture
+def server() -> Iterator[IndexServer]:
+    with IndexServer().running() as running:
+        yield running
+
+
+@pytest.fixture
+def fake(tmp_path: Path, server: IndexServer) -> FakeProject:
+    return FakeProject(root=tmp_path / "project", server=server)
+
+
+@pytest.fixture
+def reporter() -> Reporter:
+    return plain_reporter()

@@ -1,0 +1,169 @@
+"""Downloads against a local index with injected faults: retries, resume, refusal, cache."""
+
+from __future__ import annotations
+
+import threading
+from pathlib import Path
+
+import pytest
+import requests
+
+from ortbundle.build import build, fetch
+from ortbundle.errors import FetchError, IntegrityError
+from ortbundle.fetch.cache import Cache
+from ortbundle.fetch.config import index_config
+from ortbundle.fetch.download import RetryPolicy, download
+from ortbundle.progress import Reporter
+from tests.helpers.index_server import IndexServer
+from tests.helpers.project import FAST_RETRY, FakeProject
+from tests.helpers.wheels import sha256_of
+
+LINUX = ("linux-x86_64",)
+
+
+def linux_wheel(fake: FakeProject) -> str:
+    return fake.wheels["linux-x86_64"].name
+
+
+def test_5xx_is_retried(fake: FakeProject, reporter: Reporter) -> None:
+    fake.write()
+    fake.server.faults.status_first = [500, 503]
+    build(fake.project, fake.options(targets=LINUX), reporter)
+    assert fake.server.file_requests(linux_wheel(fake)) == 3
+
+
+def test_429_honours_retry_after(fake: FakeProject, reporter: Reporter) -> None:
+    fake.write()
+    fake.server.faults.status_first = [429]
+    fake.server.faults.retry_after = "0"
+    build(fake.project, fake.options(targets=LINUX), reporter)
+    assert fake.server.file_requests(linux_wheel(fake)) == 2
+
+
+def test_404_is_not_retried(fake: FakeProject, reporter: Reporter) -> None:
+    fake.write()
+    fake.server.faults.status_first = [404]
+    with pytest.raises(FetchError, match="HTTP 404"):
+        build(fake.project, fake.options(targets=LINUX), reporter)
+    assert fake.server.file_requests(linux_wheel(fake)) == 1
+
+
+def test_interrupted_download_resumes_with_range(fake: FakeProject, reporter: Reporter) -> None:
+    fake.write()
+    fake.server.faults.reset_after = 1000
+    build(fake.project, fake.options(targets=LINUX), reporter)
+    ranges = [r for _, path, r in fake.server.requests if path.endswith(linux_wheel(fake))]
+    assert ranges == [None, "bytes=1000-"]
+    blob = Cache(fake.root / "cache").blob_path(fake.pin("linux-x86_64"))
+    assert blob.read_bytes() == fake.wheels["linux-x86_64"].read_bytes()
+
+
+def test_partial_download_survives_into_the_next_build(
+    fake: FakeProject, reporter: Reporter
+) -> None:
+    fake.write()
+    fake.server.faults.reset_after = 1500
+    one_try = RetryPolicy(attempts=1, base_delay=0.01, read_timeout=2.0)
+    with pytest.raises(FetchError, match="1500 bytes kept for resuming"):
+        build(fake.project, fake.options(targets=LINUX, retry=one_try), reporter)
+    build(fake.project, fake.options(targets=LINUX), reporter)
+    ranges = [r for _, path, r in fake.server.requests if path.endswith(linux_wheel(fake))]
+    assert ranges == [None, "bytes=1500-"]
+
+
+def test_server_ignoring_range_restarts_cleanly(fake: FakeProject, reporter: Reporter) -> None:
+    fake.write()
+    fake.server.faults.reset_after = 700
+    fake.server.faults.ignore_range = True
+    build(fake.project, fake.options(targets=LINUX), reporter)
+    blob = Cache(fake.root / "cache").blob_path(fake.pin("linux-x86_64"))
+    assert blob.read_bytes() == fake.wheels["linux-x86_64"].read_bytes()
+
+
+def test_cache_file_modified_on_disk_is_fetched_again(
+    fake: FakeProject, reporter: Reporter
+) -> None:
+    fake.write()
+    fetch(fake.project, fake.options(targets=LINUX), reporter)
+    cache = Cache(fake.root / "cache")
+    blob = cache.blob_path(fake.pin("linux-x86_64"))
+    with blob.open("r+b") as handle:
+        handle.seek(100)
+        handle.write(b"X")
+    _plan, artifacts = fetch(fake.project, fake.options(targets=LINUX), reporter)
+    assert all(a.downloaded for a in artifacts.values())
+    assert sha256_of(blob) == fake.pin("linux-x86_64")
+
+
+def test_two_builds_sharing_a_cache_download_once(
+    fake: FakeProject, reporter: Reporter, tmp_path: Path
+) -> None:
+    fake.write()
+    errors: list[BaseException] = []
+
+    def one() -> None:
+        try:
+            fetch(fake.project, fake.options(targets=LINUX), reporter)
+        except BaseException as exc:  # noqa: BLE001 - reported below
+            errors.append(exc)
+
+    threads = [threading.Thread(target=one) for _ in range(3)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    assert errors == []
+    assert fake.server.file_requests(linux_wheel(fake)) == 1
+
+
+def test_more_bytes_than_the_pinned_size_is_refused(server: IndexServer, tmp_path: Path) -> None:
+    wheel = tmp_path / "x.whl"
+    wheel.write_bytes(b"y" * 5000)
+    server.add("x", wheel)
+    partial = tmp_path / "x.part"
+    with pytest.raises(IntegrityError, match="announces 5000 bytes, the pin says 4000"):
+        download(
+            requests.Session(),
+            server.url.replace("/simple/", "/files/x.whl"),
+            partial,
+            sha256=sha256_of(wheel),
+            expected_size=4000,
+            policy=FAST_RETRY,
+            what="x.whl",
+        )
+    assert not partial.exists()
+
+
+def test_right_size_wrong_bytes_is_refused(server: IndexServer, tmp_path: Path) -> None:
+    wheel = tmp_path / "x.whl"
+    wheel.write_bytes(b"y" * 5000)
+    server.add("x", wheel)
+    server.faults.body_override = b"z" * 5000
+    partial = tmp_path / "x.part"
+    with pytest.raises(IntegrityError, match="does not match the pin"):
+        download(
+            requests.Session(),
+            server.url.replace("/simple/", "/files/x.whl"),
+            partial,
+            sha256=sha256_of(wheel),
+            expected_size=5000,
+            policy=FAST_RETRY,
+            what="x.whl",
+        )
+    assert not partial.exists()
+
+
+def test_index_url_comes_from_pip_configuration(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("PIP_INDEX_URL", "http://127.0.0.1:1/mirror/simple")
+    assert index_config().index_urls[0] == "http://127.0.0.1:1/mirror/simple"
+    explicit = index_config("http://127.0.0.1:2/other/simple")
+    assert explicit.index_urls == ("http://127.0.0.1:2/other/simple",)
+
+
+def test_project_missing_from_index_says_where_it_looked(
+    fake: FakeProject, reporter: Reporter
+) -> None:
+    fake.write()
+    fake.server.files.clear()
+    with pytest.raises(FetchError, match="not in the configured index.*no such project"):
+        build(fake.project, fake.options(targets=LINUX), reporter)

@@ -1,0 +1,134 @@
+"""The real tier: the default product from the real pinned wheels (downloaded once, then cached)."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+import pytest
+
+from ortbundle.binaries import inspect
+from ortbundle.build import DEFAULT_PRODUCT, BuildOptions, BuildResult, Project, build
+from ortbundle.progress import plain_reporter
+from ortbundle.targets import get_target
+
+pytestmark = pytest.mark.real
+ROOT = Path(__file__).resolve().parent.parent
+
+EXPECTED = {
+    ("linux-x86_64", "openvino"): {
+        "libonnxruntime.so.1.24.1",
+        "libonnxruntime.so.1 -> libonnxruntime.so.1.24.1",
+        "libonnxruntime_providers_openvino.so",
+        "libonnxruntime_providers_shared.so",
+        "libopenvino.so.2541",
+        "libopenvino_auto_plugin.so",
+        "libopenvino_hetero_plugin.so",
+        "libopenvino_intel_gpu_plugin.so",
+        "libopenvino_onnx_frontend.so.2541",
+        "libtbb.so.12",
+        "libtbbmalloc.so",
+        "libtbbmalloc.so.2 -> libtbbmalloc.so",
+    },
+    ("linux-x86_64", "webgpu"): {
+        "libonnxruntime.so.1.27.0",
+        "libonnxruntime.so.1 -> libonnxruntime.so.1.27.0",
+        "libonnxruntime_providers_shared.so",
+    },
+    ("windows-x86_64", "openvino"): {
+        "onnxruntime.dll",
+        "onnxruntime_providers_openvino.dll",
+        "onnxruntime_providers_shared.dll",
+        "openvino.dll",
+        "openvino_auto_plugin.dll",
+        "openvino_hetero_plugin.dll",
+        "openvino_intel_gpu_plugin.dll",
+        "openvino_onnx_frontend.dll",
+        "tbb12.dll",
+        "tbbmalloc.dll",
+    },
+    ("windows-x86_64", "webgpu"): {
+        "onnxruntime.dll",
+        "onnxruntime_providers_shared.dll",
+        "dxcompiler.dll",
+        "dxil.dll",
+    },
+}
+# the seed's pruned sizes, in MiB (seeds/inference-backends.md §3.2): 81 + 31 Linux, 67 + 42 Windows
+EXPECTED_MIB = {
+    ("linux-x86_64", "openvino"): 81,
+    ("linux-x86_64", "webgpu"): 31,
+    ("windows-x86_64", "openvino"): 67,
+    ("windows-x86_64", "webgpu"): 42,
+}
+
+
+@pytest.fixture(scope="module")
+def real_build(tmp_path_factory: pytest.TempPathFactory) -> BuildResult:
+    dist = tmp_path_factory.mktemp("dist")
+    return build(Project.at(ROOT, dist), BuildOptions(product=DEFAULT_PRODUCT), plain_reporter())
+
+
+def listing(directory: Path) -> set[str]:
+    return {
+        f"{p.name} -> {os.readlink(p)}" if p.is_symlink() else p.name for p in directory.iterdir()
+    }
+
+
+def test_exact_kept_file_sets(real_build: BuildResult) -> None:
+    seen = set()
+    for target in real_build.targets:
+        for runtime in target.runtimes:
+            key = (target.target, runtime.runtime)
+            seen.add(key)
+            assert listing(target.stage / runtime.directory) == EXPECTED[key], key
+            mib = sum(k.size for k in runtime.closure.kept) / (1 << 20)
+            assert abs(mib - EXPECTED_MIB[key]) < 1, (key, mib)
+    assert seen == set(EXPECTED)
+
+
+def test_no_python_binding_or_dropped_plugin_is_staged(real_build: BuildResult) -> None:
+    forbidden = (
+        "pybind",
+        ".pyd",
+        "cpu_plugin",
+        "npu_plugin",
+        "openvino_c",
+        "tensorflow",
+        "paddle",
+        "pytorch",
+        "jax",
+        "auto_batch",
+        "tbbbind",
+        "tbbmalloc_proxy",
+    )
+    for target in real_build.targets:
+        for path in target.stage.rglob("*"):
+            assert not any(word in path.name for word in forbidden), path
+
+
+def test_every_needed_library_resolves(real_build: BuildResult) -> None:
+    """Re-read every staged library from disk and resolve each needed name independently."""
+    for result in real_build.targets:
+        target = get_target(result.target)
+        for runtime in result.runtimes:
+            directory = result.stage / runtime.directory
+            present = {target.key(p.name) for p in directory.iterdir()}
+            for path in directory.iterdir():
+                if path.is_symlink():
+                    continue
+                info = inspect(path)
+                assert info.machine == target.machine, path
+                for needed in info.all_needed:
+                    assert target.key(needed) in present or target.external_group(needed), (
+                        f"{path.name} needs {needed}"
+                    )
+
+
+def test_linux_licence_texts_come_from_the_openvino_wheel(real_build: BuildResult) -> None:
+    linux = next(t for t in real_build.targets if t.target == "linux-x86_64")
+    origins = {t.path: t.origin for t in linux.texts}
+    assert origins["licenses/openvino/LICENSE"].startswith("openvino-windows:openvino-2025.4.1")
+    assert "licenses/onetbb/onetbb_third-party-programs.txt" in origins
+    text = (linux.stage / "licenses/openvino/LICENSE").read_text()
+    assert "Apache License" in text

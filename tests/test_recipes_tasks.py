@@ -1,0 +1,95 @@
+"""Recipe and manifest validation, and the task surface."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from ortbundle.build import DEFAULT_PRODUCT, BuildOptions, Project, load_plan
+from ortbundle.errors import ConfigError
+from ortbundle.recipes import load_recipe
+
+ROOT = Path(__file__).resolve().parent.parent
+
+
+def test_repository_recipes_and_default_product_load() -> None:
+    plan = load_plan(Project.at(ROOT), BuildOptions(product=DEFAULT_PRODUCT))
+    assert plan.targets == ("linux-x86_64", "windows-x86_64")
+    assert list(plan.recipes) == ["openvino", "webgpu"]
+    filenames = {s.filename for _, s in plan.all_sources()}
+    assert len(filenames) == 5
+
+
+def test_bad_pin_is_reported_with_the_file(tmp_path: Path) -> None:
+    text = (
+        (ROOT / "recipes/webgpu.toml")
+        .read_text()
+        .replace("142eb8bdb803c58117bf64164d201f43180bc87229cac14b590aa4ea79e0f70b", "not-a-hash")
+    )
+    path = tmp_path / "webgpu.toml"
+    path.write_text(text)
+    with pytest.raises(ConfigError) as err:
+        load_recipe(path)
+    assert "sources.ort-linux: 'sha256' must be 64 hex digits" in str(err.value)
+    assert str(path) in str(err.value)
+
+
+def test_unknown_source_in_take(tmp_path: Path) -> None:
+    text = (
+        (ROOT / "recipes/webgpu.toml")
+        .read_text()
+        .replace('source = "ort-linux"\nlibraries', 'source = "nope"\nlibraries')
+    )
+    path = tmp_path / "webgpu.toml"
+    path.write_text(text)
+    with pytest.raises(ConfigError, match="unknown source 'nope'"):
+        load_recipe(path)
+
+
+def test_invalid_toml(tmp_path: Path) -> None:
+    path = tmp_path / "broken.toml"
+    path.write_text("[component\n")
+    with pytest.raises(ConfigError, match="not valid TOML"):
+        load_recipe(path)
+
+
+def test_invoke_list_explains_each_task() -> None:
+    out = subprocess.run(
+        [sys.executable, "-m", "invoke", "--list"],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        check=True,
+    ).stdout
+    for name in ("build", "fetch", "clean", "test"):
+        assert f"  {name} " in out
+
+
+def test_build_task_exit_code_names_the_failure(tmp_path: Path) -> None:
+    result = subprocess.run(
+        [sys.executable, "-m", "invoke", "build", "--product", "no-such-product"],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        check=False,
+    )
+    assert result.returncode == ConfigError.exit_code
+    assert "no-such-product.toml does not exist" in result.stderr + result.stdout
+
+
+def test_no_registry_host_is_written_in_the_repository() -> None:
+    """Hosts come from configuration; the code and data name none."""
+    pip_index = __import__("pip._internal.models.index", fromlist=["PyPI"]).PyPI
+    hosts = {pip_index.netloc, pip_index.file_storage_domain}
+    tracked = subprocess.run(
+        ["git", "ls-files"], cwd=ROOT, capture_output=True, text=True, check=False
+    ).stdout.split()
+    for name in tracked:
+        path = ROOT / name
+        if path.is_file() and path.suffix in {".py", ".toml", ".md", ".txt", ""}:
+            text = path.read_text(errors="replace")
+            for host in hosts:
+                assert host not in text, f"{name} names {host}"
