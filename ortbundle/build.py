@@ -14,6 +14,7 @@ from ortbundle.errors import OrtbundleError
 from ortbundle.fetch.artifacts import Artifact, Fetcher
 from ortbundle.fetch.cache import Cache, default_cache_dir
 from ortbundle.fetch.download import RetryPolicy
+from ortbundle.index_json import write_index
 from ortbundle.progress import Reporter
 from ortbundle.recipes import Product, Recipe, Source, load_product, load_recipe
 from ortbundle.stage import (
@@ -149,18 +150,19 @@ def _stage_target(
     project: Project, plan: Plan, target_name: str, artifacts: dict[str, Artifact], tmp: Path
 ) -> TargetResult:
     target = get_target(target_name)
-    runtimes: list[StagedRuntime] = []
+    runtimes: list[tuple[Recipe, StagedRuntime]] = []
     texts: list[StagedText] = []
     for recipe, ids in plan.sources_for(target_name):
         paths = {sid: artifacts[recipe.sources[sid].sha256].path for sid in ids}
         archives = open_archives(recipe, ids, paths)
         try:
-            runtimes.append(stage_runtime(recipe, target, archives, tmp))
+            runtimes.append((recipe, stage_runtime(recipe, target, archives, tmp)))
             texts.extend(stage_license_texts(recipe, target, archives, tmp, project.licenses))
         finally:
             for archive in archives.values():
                 archive.close()
-    return TargetResult(target_name, tmp, tuple(runtimes), tuple(texts))
+    write_index(tmp, plan.product, target_name, runtimes)
+    return TargetResult(target_name, tmp, tuple(s for _, s in runtimes), tuple(texts))
 
 
 def build(project: Project, options: BuildOptions, reporter: Reporter) -> BuildResult:

@@ -100,6 +100,7 @@ class Recipe:
     kind: str
     version: str
     description: str
+    label: str  # how a person names it: "OpenVINO", "WebGPU"
     providers: tuple[str, ...]
     gpu_vendors: tuple[str, ...]
     sources: dict[str, Source]
@@ -128,6 +129,7 @@ class Product:
     targets: tuple[str, ...]
     runtimes: tuple[str, ...]  # in the loader's search order
     runtime_targets: dict[str, tuple[str, ...]]
+    override_env: str  # the variable that names a runtime directory and wins outright
     path: Path
     digest: str
 
@@ -278,6 +280,7 @@ def load_recipe(path: Path) -> Recipe:
         kind=kind,
         version=component.text("version"),
         description=component.text("description"),
+        label=component.text("label", name),
         providers=component.text_list("providers"),
         gpu_vendors=component.text_list("gpu_vendors", required=False),
         sources=sources,
@@ -320,6 +323,9 @@ def load_product(path: Path) -> Product:
         targets=targets,
         runtimes=runtimes,
         runtime_targets=runtime_targets,
+        override_env=_Reader(path, "loader", top.table.get("loader", {})).text(
+            "override_env", "ORTBUNDLE_RUNTIME_DIR"
+        ),
         path=path,
         digest=digest,
     )

@@ -34,6 +34,8 @@ def test_stages_the_closure_and_nothing_else(fake: FakeProject, reporter: Report
     stage = fake.root / "dist" / "fakeproduct" / "1.2.3"
     assert tree(stage / "linux-x86_64") == {
         "licenses/fake/LICENSE": "file",
+        "runtime_loader.py": "file",
+        "runtimes.json": "file",
         "runtimes/fake/libdep.so.2": "file",
         "runtimes/fake/libonnxruntime.so.1": "-> libonnxruntime.so.1.0.0",
         "runtimes/fake/libonnxruntime.so.1.0.0": "file",
@@ -41,6 +43,8 @@ def test_stages_the_closure_and_nothing_else(fake: FakeProject, reporter: Report
         "runtimes/fake/libprovider.so": "file",
     }
     assert tree(stage / "windows-x86_64") == {
+        "runtime_loader.py": "file",
+        "runtimes.json": "file",
         "runtimes/fake/Delayed.dll": "file",  # delay import, resolved case-insensitively
         "runtimes/fake/dep.dll": "file",
         "runtimes/fake/onnxruntime.dll": "file",

@@ -132,3 +132,39 @@ def test_linux_licence_texts_come_from_the_openvino_wheel(real_build: BuildResul
     assert "licenses/onetbb/onetbb_third-party-programs.txt" in origins
     text = (linux.stage / "licenses/openvino/LICENSE").read_text()
     assert "Apache License" in text
+
+
+@pytest.mark.parametrize(("runtime", "version"), [("openvino", "1.24.1"), ("webgpu", "1.27.0")])
+def test_loader_opens_the_real_linux_runtimes(
+    real_build: BuildResult, runtime: str, version: str
+) -> None:
+    """Run the shipped loader from the staged tree, as the application would."""
+    import subprocess
+    import sys
+
+    stage = next(t for t in real_build.targets if t.target == "linux-x86_64").stage
+    env = dict(os.environ, DARKROOM_ORT_DIR=f"runtimes/{runtime}")
+    out = subprocess.run(
+        [sys.executable, str(stage / "runtime_loader.py"), "--open", "--verify", "--json"],
+        capture_output=True,
+        text=True,
+        check=True,
+        env=env,
+    ).stdout
+    assert f'"loaded_version": "{version}"' in out
+
+
+def test_loader_refuses_a_version_the_index_does_not_claim(
+    real_build: BuildResult, tmp_path: Path
+) -> None:
+    import json
+
+    from ortbundle.loader import LoaderError, open_runtime
+
+    stage = next(t for t in real_build.targets if t.target == "linux-x86_64").stage
+    (tmp_path / "runtimes").symlink_to(stage / "runtimes")
+    index = json.loads((stage / "runtimes.json").read_text())
+    webgpu = next(r for r in index["runtimes"] if r["name"] == "webgpu")
+    webgpu["ort_version"] = "9.9.9"
+    with pytest.raises(LoaderError, match="reports ONNX Runtime 1.27.0, runtimes.json says 9.9.9"):
+        open_runtime(tmp_path, webgpu)

@@ -1,0 +1,73 @@
+"""runtimes.json: the contract between a package and any loader (the Python one here, the app's).
+
+Written into every target stage with the loader module beside it. Versioned by `schema`; the
+JSON Schema lives in ortbundle/data/runtimes.schema.json.
+"""
+
+from __future__ import annotations
+
+import json
+import shutil
+from importlib import resources
+from pathlib import Path
+from typing import Any
+
+from ortbundle.loader import SCHEMA
+from ortbundle.recipes import Product, Recipe
+from ortbundle.stage import StagedRuntime
+
+INDEX_NAME = "runtimes.json"
+LOADER_NAME = "runtime_loader.py"
+GENERIC_GPU_PROVIDERS = frozenset({"WebGpuExecutionProvider", "DmlExecutionProvider"})
+
+
+def runtime_entry(recipe: Recipe, staged: StagedRuntime) -> dict[str, Any]:
+    prefix = staged.directory + "/"
+    files = []
+    for f in staged.files:
+        item: dict[str, Any] = {
+            "path": f.path.removeprefix(prefix),
+            "size": f.size,
+            "sha256": f.sha256,
+        }
+        if f.link_to:
+            item["link_to"] = f.link_to
+        files.append(item)
+    return {
+        "name": recipe.name,
+        "label": recipe.label,
+        "directory": staged.directory,
+        "entry": staged.closure.entry,
+        "ort_version": recipe.version,
+        "providers": list(recipe.providers),
+        "fits": {
+            "gpu_vendors": list(recipe.gpu_vendors),
+            "any_gpu": bool(GENERIC_GPU_PROVIDERS & set(recipe.providers)),
+            "soc_families": [],
+        },
+        "plugin_eps": [],
+        "files": files,
+    }
+
+
+def write_index(
+    stage: Path,
+    product: Product,
+    target: str,
+    runtimes: list[tuple[Recipe, StagedRuntime]],
+) -> dict[str, Any]:
+    """Write runtimes.json and the loader into a (scratch) target stage."""
+    index = {
+        "schema": SCHEMA,
+        "product": {"name": product.name, "version": product.version},
+        "target": target,
+        "override_env": product.override_env,
+        "runtimes": [runtime_entry(recipe, staged) for recipe, staged in runtimes],
+    }
+    (stage / INDEX_NAME).write_text(json.dumps(index, indent=2, sort_keys=True) + "\n", "utf-8")
+    loader = resources.files("ortbundle").joinpath("loader.py")
+    with resources.as_file(loader) as source:
+        shutil.copyfile(source, stage / LOADER_NAME)
+    (stage / LOADER_NAME).chmod(0o755)
+    (stage / INDEX_NAME).chmod(0o644)
+    return index
