@@ -116,41 +116,37 @@ def test_two_builds_sharing_a_cache_download_once(
     assert fake.server.file_requests(linux_wheel(fake)) == 1
 
 
-def test_more_bytes_than_the_pinned_size_is_refused(server: IndexServer, tmp_path: Path) -> None:
+def serve_and_download(
+    server: IndexServer, tmp_path: Path, *, expected_size: int, body: bytes | None = None
+) -> Path:
+    """Serve a 5000-byte file (or `body` in its place) and download it against its real pin."""
     wheel = tmp_path / "x.whl"
     wheel.write_bytes(b"y" * 5000)
     server.add("x", wheel)
+    server.faults.body_override = body
     partial = tmp_path / "x.part"
+    download(
+        requests.Session(),
+        server.url.replace("/simple/", "/files/x.whl"),
+        partial,
+        sha256=sha256_of(wheel),
+        expected_size=expected_size,
+        policy=FAST_RETRY,
+        what="x.whl",
+    )
+    return partial
+
+
+def test_more_bytes_than_the_pinned_size_is_refused(server: IndexServer, tmp_path: Path) -> None:
     with pytest.raises(IntegrityError, match="announces 5000 bytes, the pin says 4000"):
-        download(
-            requests.Session(),
-            server.url.replace("/simple/", "/files/x.whl"),
-            partial,
-            sha256=sha256_of(wheel),
-            expected_size=4000,
-            policy=FAST_RETRY,
-            what="x.whl",
-        )
-    assert not partial.exists()
+        serve_and_download(server, tmp_path, expected_size=4000)
+    assert not (tmp_path / "x.part").exists()
 
 
 def test_right_size_wrong_bytes_is_refused(server: IndexServer, tmp_path: Path) -> None:
-    wheel = tmp_path / "x.whl"
-    wheel.write_bytes(b"y" * 5000)
-    server.add("x", wheel)
-    server.faults.body_override = b"z" * 5000
-    partial = tmp_path / "x.part"
     with pytest.raises(IntegrityError, match="does not match the pin"):
-        download(
-            requests.Session(),
-            server.url.replace("/simple/", "/files/x.whl"),
-            partial,
-            sha256=sha256_of(wheel),
-            expected_size=5000,
-            policy=FAST_RETRY,
-            what="x.whl",
-        )
-    assert not partial.exists()
+        serve_and_download(server, tmp_path, expected_size=5000, body=b"z" * 5000)
+    assert not (tmp_path / "x.part").exists()
 
 
 def test_index_url_comes_from_pip_configuration(monkeypatch: pytest.MonkeyPatch) -> None:

@@ -23,14 +23,18 @@ def test_repository_recipes_and_default_product_load() -> None:
     assert len(filenames) == 5
 
 
-def test_bad_pin_is_reported_with_the_file(tmp_path: Path) -> None:
-    text = (
-        (ROOT / "recipes/webgpu.toml")
-        .read_text()
-        .replace("142eb8bdb803c58117bf64164d201f43180bc87229cac14b590aa4ea79e0f70b", "not-a-hash")
-    )
+def edited_recipe(tmp_path: Path, old: str, new: str) -> Path:
+    text = (ROOT / "recipes/webgpu.toml").read_text()
+    assert old in text
     path = tmp_path / "webgpu.toml"
-    path.write_text(text)
+    path.write_text(text.replace(old, new))
+    return path
+
+
+def test_bad_pin_is_reported_with_the_file(tmp_path: Path) -> None:
+    path = edited_recipe(
+        tmp_path, "142eb8bdb803c58117bf64164d201f43180bc87229cac14b590aa4ea79e0f70b", "not-a-hash"
+    )
     with pytest.raises(ConfigError) as err:
         load_recipe(path)
     assert "sources.ort-linux: 'sha256' must be 64 hex digits" in str(err.value)
@@ -38,13 +42,7 @@ def test_bad_pin_is_reported_with_the_file(tmp_path: Path) -> None:
 
 
 def test_unknown_source_in_take(tmp_path: Path) -> None:
-    text = (
-        (ROOT / "recipes/webgpu.toml")
-        .read_text()
-        .replace('source = "ort-linux"\nlibraries', 'source = "nope"\nlibraries')
-    )
-    path = tmp_path / "webgpu.toml"
-    path.write_text(text)
+    path = edited_recipe(tmp_path, 'source = "ort-linux"\nlibraries', 'source = "nope"\nlibraries')
     with pytest.raises(ConfigError, match="unknown source 'nope'"):
         load_recipe(path)
 
