@@ -159,11 +159,13 @@ def download(
     """Download `url` into `partial`, resuming what is there; return only verified bytes."""
     partial.parent.mkdir(parents=True, exist_ok=True)
     failure = ""
+    # Hash what an earlier build left once; from then on the digest follows every write, so a
+    # retry inside this call resumes without reading the partial file again.
+    digest, have = _hash_prefix(partial) if partial.exists() else (hashlib.sha256(), 0)
+    if expected_size is not None and have > expected_size:
+        partial.unlink()
+        digest, have = hashlib.sha256(), 0
     for attempt in range(policy.attempts):
-        digest, have = _hash_prefix(partial) if partial.exists() else (hashlib.sha256(), 0)
-        if expected_size is not None and have > expected_size:
-            partial.unlink()
-            digest, have = hashlib.sha256(), 0
         headers = {"Range": f"bytes={have}-"} if have else {}
         try:
             with session.get(url, headers=headers, stream=True, timeout=policy.timeout) as resp:
