@@ -1,0 +1,93 @@
+"""Packaging channels: each turns one finished target stage into the files a packager ships.
+
+A channel never looks inside the build: it receives a `PackageInput` — the stage directory, the
+exact list of files in it, the licences and the external libraries the closure found — and
+writes its files under `dist/<product>/<version>/packaging/<channel>/`. Everything a channel
+writes must be a pure function of its input (no clocks, host paths or user names), so two
+builds of the same inputs produce the same bytes.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Protocol
+
+
+@dataclass(frozen=True)
+class ShippedFile:
+    """One entry of a target stage, as it must appear in every package."""
+
+    path: str  # relative to the stage root, POSIX separators
+    size: int
+    sha256: str  # of the content (for a symlink: of the file it points to)
+    mode: int  # 0o644 or 0o755
+    link_to: str | None = None  # symlink target, relative to the link's own directory
+
+
+@dataclass(frozen=True)
+class ExternalLibrary:
+    """A library the staged files need but do not carry (from the closure)."""
+
+    name: str  # as the binaries name it: libstdc++.so.6, MSVCP140.dll
+    group: str  # targets.toml group: glibc, gcc-libs, msvc-runtime, opencl, vulkan, ...
+    kind: str  # system | toolchain | redist | driver
+    note: str
+    needed_by: tuple[str, ...]  # staged paths
+
+
+@dataclass(frozen=True)
+class ShippedRuntime:
+    name: str  # "openvino"
+    label: str  # "OpenVINO"
+    directory: str  # "runtimes/openvino"
+    needs_gpu: bool  # a GPU rung: needs /dev/dri in a sandbox
+
+
+@dataclass(frozen=True)
+class PackagingSettings:
+    """The product manifest's [packaging] table, with defaults filled in."""
+
+    package_name: str  # Arch pkgname, NSIS install directory, Flatpak module name
+    pkgrel: int
+    publisher: str  # NSIS VersionInfo CompanyName and Add/Remove Programs publisher
+    flatpak_app_id: str
+    flatpak_runtime: str
+    flatpak_runtime_version: str
+    flatpak_sdk: str
+    flatpak_command: str
+
+
+@dataclass(frozen=True)
+class PackageInput:
+    product: str
+    version: str
+    description: str
+    url: str
+    target: str
+    stage: Path  # the published target stage: dist/<product>/<version>/<target>
+    files: tuple[ShippedFile, ...]  # every entry of the stage, sorted by path
+    licenses: tuple[str, ...]  # SPDX ids and LicenseRef-… of every shipped component, sorted
+    externals: tuple[ExternalLibrary, ...]
+    runtimes: tuple[ShippedRuntime, ...]
+    settings: PackagingSettings
+    source_date_epoch: int  # every timestamp written into a package
+
+
+@dataclass(frozen=True)
+class ChannelOutput:
+    channel: str
+    directory: Path
+    files: tuple[Path, ...]  # what the channel wrote, sorted
+    notes: tuple[str, ...]  # what a packager must know (printed by the build)
+
+
+class Channel(Protocol):
+    """One packaging format. Implementations live in ortbundle/channels/<name>.py."""
+
+    name: str  # "arch", "flatpak", "nsis"
+    target: str  # the target whose stage it packages
+
+    def generate(self, package: PackageInput, out: Path) -> ChannelOutput:
+        """Write the channel's files into `out` (an empty directory) and return them."""
+        ...

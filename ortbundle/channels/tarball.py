@@ -1,0 +1,119 @@
+"""A byte-for-byte reproducible .tar.gz of a target stage, shared by the Linux channels.
+
+Entries are sorted, owned by root, stamped with SOURCE_DATE_EPOCH and carry fixed modes; the
+gzip header has no name and no time. Each file is hashed while it is archived and checked
+against the stage's file list, so a stage changed after the build is never packaged.
+"""
+
+from __future__ import annotations
+
+import gzip
+import hashlib
+import io
+import os
+import tarfile
+from pathlib import Path, PurePosixPath
+from typing import BinaryIO
+
+from ortbundle.channels import PackageInput
+from ortbundle.errors import IntegrityError
+
+DIR_MODE = 0o755
+
+
+class _HashingReader(io.RawIOBase):
+    def __init__(self, raw: io.BufferedReader) -> None:
+        self._raw = raw
+        self.digest = hashlib.sha256()
+
+    def readable(self) -> bool:
+        return True
+
+    def readinto(self, buffer: memoryview) -> int:  # type: ignore[override]
+        n = self._raw.readinto(buffer)
+        if n:
+            self.digest.update(buffer[:n])
+        return n or 0
+
+
+def _info(name: str, epoch: int, mode: int) -> tarfile.TarInfo:
+    info = tarfile.TarInfo(name)
+    info.mtime = epoch
+    info.mode = mode
+    info.uid = info.gid = 0
+    info.uname = info.gname = "root"
+    return info
+
+
+def write_stage_tarball(package: PackageInput, dest: Path, prefix: str) -> str:
+    """Write `dest` (prefix/ + every stage entry) and return its SHA-256."""
+    directories: set[str] = set()
+    for f in package.files:
+        parent = PurePosixPath(f.path).parent
+        while str(parent) != ".":
+            directories.add(str(parent))
+            parent = parent.parent
+    entries = sorted([(d, None) for d in directories] + [(f.path, f) for f in package.files])
+    partial = dest.with_name(f".{dest.name}.partial-{os.getpid()}")
+    digest = hashlib.sha256()
+    try:
+        with partial.open("wb") as raw:
+            writer = _DigestWriter(raw, digest)
+            with (
+                gzip.GzipFile(filename="", mode="wb", fileobj=writer, mtime=0) as gz,
+                tarfile.open(fileobj=gz, mode="w", format=tarfile.GNU_FORMAT) as tar,
+            ):
+                top = _info(prefix, package.source_date_epoch, DIR_MODE)
+                top.type = tarfile.DIRTYPE
+                tar.addfile(top)
+                for path, shipped in entries:
+                    name = f"{prefix}/{path}"
+                    if shipped is None:
+                        info = _info(name, package.source_date_epoch, DIR_MODE)
+                        info.type = tarfile.DIRTYPE
+                        tar.addfile(info)
+                    elif shipped.link_to is not None:
+                        info = _info(name, package.source_date_epoch, 0o777)
+                        info.type = tarfile.SYMTYPE
+                        info.linkname = shipped.link_to
+                        tar.addfile(info)
+                    else:
+                        info = _info(name, package.source_date_epoch, shipped.mode)
+                        info.size = shipped.size
+                        source = package.stage / path
+                        if not source.is_file():
+                            raise _changed(package, source)
+                        with source.open("rb") as src:
+                            reader = _HashingReader(src)
+                            try:
+                                tar.addfile(info, io.BufferedReader(reader, 1 << 20))
+                            except OSError:  # shorter than the file list says
+                                reader.digest.update(b"\0")
+                        if reader.digest.hexdigest() != shipped.sha256:
+                            raise _changed(package, source)
+        os.replace(partial, dest)
+    finally:
+        partial.unlink(missing_ok=True)
+    return digest.hexdigest()
+
+
+def _changed(package: PackageInput, path: Path) -> IntegrityError:
+    return IntegrityError(
+        "a staged file changed or vanished after the build",
+        target=package.target,
+        file=str(path),
+        fix="rebuild the stage (invoke build) instead of editing it",
+    )
+
+
+class _DigestWriter(io.RawIOBase):
+    def __init__(self, raw: BinaryIO, digest: hashlib._Hash) -> None:
+        self._raw = raw
+        self._digest = digest
+
+    def writable(self) -> bool:
+        return True
+
+    def write(self, data: bytes) -> int:  # type: ignore[override]
+        self._digest.update(data)
+        return self._raw.write(data)
