@@ -1,0 +1,399 @@
+"""Arch Linux channel: a PKGBUILD, its .SRCINFO and the stage tarball the PKGBUILD installs.
+
+The package installs the stage as it was built — every file with its mode, every symlink as a
+symlink, nothing stripped — under /usr/lib/<pkgname>/, and copies the licence texts and NOTICE
+to /usr/share/licenses/<pkgname>/. `depends`/`optdepends` come only from the external
+libraries the closure found, mapped to Arch packages by data/arch.toml. The .SRCINFO is written
+here, byte for byte as `makepkg --printsrcinfo` prints it, so no makepkg is needed to ship one.
+"""
+
+from __future__ import annotations
+
+import posixpath
+import re
+import tomllib
+import unicodedata
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass
+from functools import cache
+from importlib import resources
+from pathlib import Path, PurePosixPath
+from typing import Any
+
+from ortbundle.channels import ChannelOutput, PackageInput, ShippedFile
+from ortbundle.channels.tarball import write_stage_tarball
+from ortbundle.errors import ConfigError, OrtbundleError
+from ortbundle.templating import render
+
+_DATA_FILE = "ortbundle/data/arch.toml"
+_COMPONENT = "packaging:arch"
+# Arch's package name rules (lowercase, as the wiki and the AUR require; makepkg's lint is laxer).
+_PKGNAME = re.compile(r"[a-z0-9@_+][a-z0-9@._+-]*")
+# What pkgver may hold after mapping: makepkg forbids ':', '/', '-', whitespace and non-ASCII;
+# we keep to the characters vercmp orders predictably.
+_PKGVER = re.compile(r"[A-Za-z0-9][A-Za-z0-9._+]*")
+_ARCH = ("x86_64",)
+# Never let makepkg rewrite or drop a staged file: no stripping, no debug split, and keep what
+# its tidy steps would delete by name (libtool: *.la; staticlibs: *.a beside a .so; purge:
+# *.pod, .packlist; emptydirs). The positive names mean "keep"; !purge means "do not purge".
+_OPTIONS = ("!strip", "!debug", "libtool", "staticlibs", "emptydirs", "!purge")
+_LICENSE_DIR = "licenses"
+_NOTICE = "NOTICE"
+# Unicode bidirectional controls: inert to bash, but they make a PKGBUILD read differently
+# from what it does.
+_BIDI = frozenset("\u061c\u200e\u200f\u202a\u202b\u202c\u202d\u202e\u2066\u2067\u2068\u2069")
+
+# makepkg's srcinfo.sh: the pkgbase section's fields, in the order it prints them.
+_SRCINFO_SCALARS = ("pkgdesc", "pkgver", "pkgrel", "epoch", "url", "install", "changelog")
+_SRCINFO_ARRAYS = (
+    *("arch", "groups", "license", "checkdepends", "makedepends", "depends", "optdepends"),
+    *("provides", "conflicts", "replaces", "noextract", "options", "backup", "source"),
+    "validpgpkeys",
+    *(f"{algo}sums" for algo in ("ck", "md5", "sha1", "sha224", "sha256", "sha384", "sha512")),
+    "b2sums",
+)
+
+
+@dataclass(frozen=True)
+class _GroupPackages:
+    depends: tuple[str, ...]
+    optdepends: tuple[tuple[str, str], ...]  # (package, reason)
+
+
+@dataclass(frozen=True)
+class _Entry:
+    """One line of package(): install `source` (or link to `link_to`) at `dest`."""
+
+    source: str
+    dest: str
+    mode: str
+    link_to: str | None
+
+
+class ArchChannel:
+    """PKGBUILD + .SRCINFO + stage tarball for the linux-x86_64 stage."""
+
+    name = "arch"
+    target = "linux-x86_64"
+
+    def generate(self, package: PackageInput, out: Path) -> ChannelOutput:
+        """Write PKGBUILD, .SRCINFO and <pkgname>-<pkgver>.tar.gz into the empty `out`."""
+        if package.target != self.target:
+            raise OrtbundleError(
+                f"the Arch channel packages the {self.target} stage, not {package.target}",
+                component=_COMPONENT,
+                target=package.target,
+            )
+        pkgname = _pkgname(package.settings.package_name)
+        pkgver, version_note = _pkgver(package.version)
+        pkgrel = _pkgrel(package.settings.pkgrel)
+        pkgdesc = _one_line(package.description, "description")
+        url = _url(package.url)
+        licenses = _licenses(package.licenses)
+        depends, optdepends, dep_notes = _dependencies(package)
+        lib_entries, share_entries = _layout(package.files)
+
+        out.mkdir(parents=True, exist_ok=True)
+        if any(out.iterdir()):
+            raise OrtbundleError(
+                "the Arch packaging directory is not empty",
+                component=_COMPONENT,
+                target=package.target,
+                file=str(out),
+                fix="remove it; the build writes it afresh",
+            )
+        prefix = f"{pkgname}-{pkgver}"
+        tarball = out / f"{prefix}.tar.gz"
+        digest = write_stage_tarball(package, tarball, prefix)
+
+        scalars = {"pkgver": pkgver, "pkgrel": pkgrel, "pkgdesc": pkgdesc, "url": url}
+        arrays: dict[str, Sequence[str]] = {
+            "arch": _ARCH,
+            "license": licenses,
+            "depends": depends,
+            "optdepends": optdepends,
+            "options": _OPTIONS,
+            "source": (tarball.name,),
+            "sha256sums": (digest,),
+        }
+        pkgbuild = render(
+            "PKGBUILD.j2",
+            {
+                "pkgname": pkgname,
+                **scalars,
+                **arrays,
+                "prefix": prefix,
+                "lib_dirs": _directories(e.dest for e in lib_entries),
+                "lib_entries": lib_entries,
+                "share_dirs": _directories(e.dest for e in share_entries),
+                "share_entries": share_entries,
+            },
+            {"bash": _bash_quote},
+        )
+        (out / "PKGBUILD").write_text(pkgbuild, encoding="utf-8", newline="\n")
+        (out / ".SRCINFO").write_text(
+            _srcinfo(pkgname, scalars, arrays), encoding="utf-8", newline="\n"
+        )
+        notes = (
+            *version_note,
+            *dep_notes,
+            f"the PKGBUILD's source is the local {tarball.name}: ship it beside the PKGBUILD "
+            "(an AUR package needs it at a URL instead)",
+        )
+        return ChannelOutput(
+            channel=self.name,
+            directory=out,
+            files=tuple(sorted((out / "PKGBUILD", out / ".SRCINFO", tarball))),
+            notes=notes,
+        )
+
+
+def _error(message: str, *, file: str | None = None, fix: str | None = None) -> ConfigError:
+    return ConfigError(message, component=_COMPONENT, file=file, fix=fix)
+
+
+def _pkgname(name: str) -> str:
+    """Arch's pkgname rules, refused rather than rewritten: the name is the user's choice."""
+    if not _PKGNAME.fullmatch(name):
+        raise _error(
+            f"{name!r} is not a valid Arch package name",
+            fix="set [packaging] package_name to lowercase letters, digits and @._+- "
+            "(not starting with - or .)",
+        )
+    return name
+
+
+def _pkgver(version: str) -> tuple[str, tuple[str, ...]]:
+    """Map the product version to a pkgver, or refuse it.
+
+    Arch forbids '-' in pkgver. A '-' before a pre-release tag is dropped (1.2.0-rc1 →
+    1.2.0rc1), which vercmp sorts before 1.2.0 as it should; '_' or '.' would sort after it.
+    Any other '-' has no faithful spelling, so it is refused.
+    """
+    mapped = re.sub(r"-(?=[A-Za-z])", "", version)
+    if not _PKGVER.fullmatch(mapped):
+        raise _error(
+            f"version {version!r} cannot be an Arch pkgver",
+            fix="use ASCII letters, digits and . _ + (no ':', '/', '~' or whitespace), starting "
+            "with a letter or digit; a '-' only before a pre-release tag (1.2.0-rc1)",
+        )
+    if mapped == version:
+        return mapped, ()
+    return mapped, (
+        f"pkgver {mapped} stands for version {version} (Arch forbids '-' in pkgver; "
+        f"vercmp sorts {mapped} before the release)",
+    )
+
+
+def _pkgrel(pkgrel: int) -> str:
+    if isinstance(pkgrel, bool) or not isinstance(pkgrel, int) or pkgrel < 1:
+        raise _error(f"pkgrel must be a positive integer, not {pkgrel!r}")
+    return str(pkgrel)
+
+
+def _one_line(text: str, what: str) -> str:
+    """Collapse every whitespace run (newlines too) to one space, as .SRCINFO would anyway.
+
+    With no whitespace but single inner spaces left, makepkg's [[:space:]] normalisation is the
+    identity in every locale, so PKGBUILD and .SRCINFO hold the same value.
+    """
+    single = " ".join(text.split())
+    bad = [c for c in single if unicodedata.category(c) in ("Cc", "Cs") or c in _BIDI]
+    if bad:
+        raise _error(
+            f"the {what} contains control characters ({', '.join(sorted(map(ascii, set(bad))))})",
+            fix=f"remove them from the product's {what}",
+        )
+    return single
+
+
+def _url(url: str) -> str:
+    """A URL is one token: whitespace in it is a mistake, so refuse rather than repair."""
+    if url != _one_line(url, "url") or " " in url:
+        raise _error(f"the url {url!r} contains whitespace", fix="fix the product's url")
+    return url
+
+
+def _licenses(licenses: Iterable[str]) -> tuple[str, ...]:
+    normalised = sorted({_one_line(spdx, "licence identifier") for spdx in licenses})
+    if not normalised or "" in normalised:
+        raise _error(
+            "the stage has no licence identifiers (or an empty one)",
+            fix="name each component's SPDX licence in the recipe",
+        )
+    return tuple(normalised)
+
+
+@cache
+def _mapping() -> dict[str, _GroupPackages]:
+    """data/arch.toml: external group → Arch packages, checked once."""
+    text = resources.files("ortbundle").joinpath("data/arch.toml").read_text("utf-8")
+    try:
+        groups = tomllib.loads(text)["groups"]
+        return {str(group): _parse_group(str(group), raw) for group, raw in groups.items()}
+    except (tomllib.TOMLDecodeError, KeyError, TypeError, AttributeError) as broken:
+        raise _error(
+            f"cannot read the Arch dependency mapping: {broken}", file=_DATA_FILE
+        ) from None
+
+
+def _parse_group(group: str, raw: Mapping[str, Any]) -> _GroupPackages:
+    unknown = set(raw) - {"depends", "optdepends"}
+    if unknown:
+        raise _error(f"group {group}: unknown keys {sorted(unknown)}", file=_DATA_FILE)
+    depends = tuple(str(p) for p in raw.get("depends", ()))
+    optdepends = tuple((str(o["package"]), str(o["reason"])) for o in raw.get("optdepends", ()))
+    for package in (*depends, *(p for p, _ in optdepends)):
+        if not _PKGNAME.fullmatch(package):
+            raise _error(f"group {group}: {package!r} is not an Arch package name", file=_DATA_FILE)
+    for _, reason in optdepends:
+        if not reason or reason != _one_line(reason, "reason"):
+            raise _error(f"group {group}: a reason must be one non-empty line", file=_DATA_FILE)
+    return _GroupPackages(depends, optdepends)
+
+
+def _dependencies(package: PackageInput) -> tuple[tuple[str, ...], tuple[str, ...], list[str]]:
+    """depends and optdepends for the externals present, sorted, with where each came from."""
+    mapping = _mapping()
+    depends: dict[str, set[tuple[str, str]]] = {}
+    optional: dict[str, set[tuple[str, str]]] = {}
+    reasons: dict[str, set[str]] = {}
+    for lib in package.externals:
+        if lib.group not in mapping:
+            raise ConfigError(
+                f"no Arch package is known for {lib.name} (group {lib.group})",
+                component=_COMPONENT,
+                target=package.target,
+                file=_DATA_FILE,
+                fix=f"add [groups.{lib.group}] with the Arch package(s) that provide it",
+            )
+        packages = mapping[lib.group]
+        for name in packages.depends:
+            depends.setdefault(name, set()).add((lib.name, lib.group))
+        for name, reason in packages.optdepends:
+            optional.setdefault(name, set()).add((lib.name, lib.group))
+            reasons.setdefault(name, set()).add(reason)
+    for name in depends:  # a hard dependency needs no optional entry
+        optional.pop(name, None)
+    optdepends = tuple(f"{name}: {'; '.join(sorted(reasons[name]))}" for name in sorted(optional))
+    notes = [
+        f"{field} {name}: for {', '.join(sorted({lib for lib, _ in libs}))} "
+        f"(group {', '.join(sorted({group for _, group in libs}))})"
+        for field, table in (("depends", depends), ("optdepends", optional))
+        for name, libs in sorted(table.items())
+    ]
+    return tuple(sorted(depends)), optdepends, notes
+
+
+def _layout(files: Sequence[ShippedFile]) -> tuple[list[_Entry], list[_Entry]]:
+    """package()'s lines: the stage under /usr/lib, licence texts + NOTICE under /usr/share."""
+    by_path = {f.path: f for f in files}
+    lib: list[_Entry] = []
+    share: list[_Entry] = []
+    for f in sorted(files, key=lambda f: f.path):
+        _check_path(f.path)
+        if f.link_to is None:
+            if f.mode & ~0o777:
+                raise _stage_error(f"has mode {f.mode:o}; only permission bits are shipped", f.path)
+            lib.append(_Entry(f.path, f.path, f"{f.mode:03o}", None))
+        else:
+            _resolve(f.path, by_path)
+            lib.append(_Entry(f.path, f.path, "", f.link_to))
+        if f.path == _NOTICE or f.path.startswith(f"{_LICENSE_DIR}/"):
+            dest = f.path if f.path == _NOTICE else f.path.removeprefix(f"{_LICENSE_DIR}/")
+            share.append(_Entry(_resolve(f.path, by_path), dest, "644", None))
+    if not any(e.dest != _NOTICE for e in share):
+        raise _stage_error("has no licence texts", _LICENSE_DIR)
+    dests = {e.dest for e in share}
+    if len(dests) != len(share):
+        raise _stage_error(f"would put two licence files at one path in {_LICENSE_DIR}", _NOTICE)
+    for entry in share:
+        if any(parent in dests for parent in _directories([entry.dest])):
+            raise _stage_error(f"would put a file and a directory at {entry.dest}", entry.source)
+    return lib, share
+
+
+def _check_path(path: str) -> None:
+    pure = PurePosixPath(path)
+    if (
+        pure.is_absolute()
+        or str(pure) != path
+        or any(part in (".", "..") for part in pure.parts)
+        or any(unicodedata.category(c) in ("Cc", "Cs") for c in path)
+    ):
+        raise _stage_error("is not a plain relative path", path)
+
+
+def _resolve(path: str, by_path: Mapping[str, ShippedFile]) -> str:
+    """Follow symlinks inside the stage to a regular file; anything else is refused."""
+    seen: set[str] = set()
+    while (shipped := by_path.get(path)) is not None and shipped.link_to is not None:
+        seen.add(path)
+        target = posixpath.normpath(posixpath.join(posixpath.dirname(path), shipped.link_to))
+        if shipped.link_to.startswith("/") or target.startswith("../") or target in seen:
+            raise _stage_error(f"links outside the stage or in a loop ({shipped.link_to})", path)
+        path = target
+    if path not in by_path:
+        raise _stage_error("is a symlink to a file the stage lacks", path)
+    return path
+
+
+def _stage_error(problem: str, path: str) -> OrtbundleError:
+    return OrtbundleError(
+        f"a stage entry {problem}",
+        component=_COMPONENT,
+        file=path,
+        fix="rebuild the stage (invoke build) instead of editing it",
+    )
+
+
+def _directories(paths: Iterable[str]) -> list[str]:
+    """Every proper parent directory of `paths`, sorted so parents come first."""
+    found: set[str] = set()
+    for path in paths:
+        parent = posixpath.dirname(path)
+        while parent:
+            found.add(parent)
+            parent = posixpath.dirname(parent)
+    return sorted(found)
+
+
+def _bash_quote(value: object) -> str:
+    """One bash word holding `value` literally: single quotes, each ' written as '\\''.
+
+    Nothing inside single quotes is expanded, so $(…), `…`, ${…} and " stay text. Control
+    characters are refused: every value was made one line before it got here.
+    """
+    text = str(value)
+    if any(unicodedata.category(c) in ("Cc", "Cs") for c in text):
+        raise OrtbundleError(
+            f"{text!r} cannot be written into a PKGBUILD (control characters)",
+            component=_COMPONENT,
+        )
+    return "'" + text.replace("'", "'\\''") + "'"
+
+
+def _srcinfo_value(value: str) -> str:
+    """srcinfo.sh's normalisation: whitespace runs → one space, one leading/trailing dropped."""
+    collapsed = re.sub(r"\s+", " ", value)
+    return collapsed.removeprefix(" ").removesuffix(" ")
+
+
+def _srcinfo(pkgname: str, scalars: Mapping[str, str], arrays: Mapping[str, Sequence[str]]) -> str:
+    """What `makepkg --printsrcinfo` prints for our single-package PKGBUILD."""
+    unknown = (set(scalars) - set(_SRCINFO_SCALARS)) | (set(arrays) - set(_SRCINFO_ARRAYS))
+    if unknown:
+        raise AssertionError(f"fields .SRCINFO does not know: {sorted(unknown)}")
+    lines = [f"pkgbase = {pkgname}"]
+    lines += [
+        f"\t{name} = {_srcinfo_value(scalars[name])}"
+        for name in _SRCINFO_SCALARS
+        if scalars.get(name)  # makepkg: [[ ${!attr} ]] — unset or empty is left out
+    ]
+    lines += [
+        f"\t{name} = {_srcinfo_value(value)}"
+        for name in _SRCINFO_ARRAYS
+        for value in arrays.get(name, ())
+    ]
+    lines += ["", f"pkgname = {pkgname}"]
+    return "\n".join(lines) + "\n"
