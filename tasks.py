@@ -4,17 +4,24 @@ from __future__ import annotations
 
 import shlex
 import sys
+from pathlib import Path
+from typing import Any
 
 from invoke.context import Context
 from invoke.exceptions import Exit
 from invoke.tasks import task
 
 from ortbundle.build import DEFAULT_PRODUCT, BuildOptions
-from ortbundle.cli import CommandFailed, run_build, run_clean, run_fetch
+from ortbundle.cli import CommandFailed, run_audit, run_build, run_clean, run_fetch
 
 
 def _options(
-    product: str, target: list[str], offline: bool, index_url: str | None, jobs: int
+    product: str,
+    target: list[str],
+    offline: bool,
+    index_url: str | None,
+    jobs: int,
+    **more: Any,
 ) -> BuildOptions:
     return BuildOptions(
         product=product,
@@ -22,6 +29,7 @@ def _options(
         offline=offline,
         index_url=index_url,
         jobs=jobs,
+        **more,
     )
 
 
@@ -31,6 +39,7 @@ _BUILD_HELP = {
     "offline": "use the download cache only; name any artifact it lacks",
     "index-url": "Python package index to resolve wheels through (default: pip's configuration)",
     "jobs": "parallel workers (default: one per core)",
+    "release": "strict: the licence audit accepts no waiver or review, a signing key is required",
 }
 
 
@@ -42,15 +51,54 @@ def build(
     offline: bool = False,
     index_url: str | None = None,
     jobs: int = 0,
+    release: bool = False,
 ) -> None:
-    """Fetch, prune and stage every runtime of a product into dist/, then print the size table."""
+    """Fetch, prune, stage, audit and package a product into dist/<product>/<version>/."""
     try:
-        run_build(_options(product, target or [], offline, index_url, jobs))
+        run_build(_options(product, target or [], offline, index_url, jobs, release=release))
     except CommandFailed as exc:
         raise Exit(str(exc), code=exc.code) from None
 
 
-@task(iterable=["target"], help=_BUILD_HELP)
+@task(
+    iterable=["channel"],
+    help={
+        "product": f"product manifest under manifests/ (default: {DEFAULT_PRODUCT})",
+        "channel": "audit only this channel (repeatable; default: the product's channels; "
+        "also: source, apk)",
+        "release": "fail on anything waived or needing review, not only on refusals and gaps",
+        "offline": "use the download cache only",
+        "index-url": "Python package index to resolve wheels through",
+        "json": "where to write the JSON report (default: dist/<product>/<version>.audit.json)",
+    },
+)
+def audit(
+    c: Context,
+    product: str = DEFAULT_PRODUCT,
+    channel: list[str] | None = None,
+    release: bool = False,
+    offline: bool = False,
+    index_url: str | None = None,
+    json: str | None = None,
+) -> None:
+    """Licence audit: every staged file attributed, every text present, the policy per channel."""
+    options = _options(
+        product,
+        [],
+        offline,
+        index_url,
+        0,
+        release=release,
+        audit_only=True,
+        audit_channels=tuple(channel or ()),
+    )
+    try:
+        run_audit(options, json_path=Path(json) if json else None)
+    except CommandFailed as exc:
+        raise Exit(str(exc), code=exc.code) from None
+
+
+@task(iterable=["target"], help={k: v for k, v in _BUILD_HELP.items() if k != "release"})
 def fetch(
     c: Context,
     product: str = DEFAULT_PRODUCT,

@@ -10,14 +10,27 @@ from pathlib import Path
 
 from rich.table import Table
 
-from ortbundle.errors import OrtbundleError
+from ortbundle import __version__
+from ortbundle.audit import ChannelAudit, audit_channel, load_policy, report_json
+from ortbundle.channels import ShippedFile
+from ortbundle.errors import AuditError, OrtbundleError
 from ortbundle.fetch.artifacts import Artifact, Fetcher
 from ortbundle.fetch.cache import Cache, default_cache_dir
 from ortbundle.fetch.download import RetryPolicy
-from ortbundle.index_json import write_index
+from ortbundle.index_json import INDEX_NAME, LOADER_NAME, write_index
+from ortbundle.licensing import (
+    NOTICE_NAME,
+    TOOL_COMPONENT,
+    TargetLicensing,
+    attribute_target,
+    list_stage,
+    notice_text,
+    with_tool_file,
+)
 from ortbundle.progress import Reporter
 from ortbundle.recipes import Product, Recipe, Source, load_product, load_recipe
 from ortbundle.stage import (
+    TEXT_MODE,
     StagedRuntime,
     StagedText,
     discard,
@@ -26,10 +39,15 @@ from ortbundle.stage import (
     scratch_dir,
     stage_license_texts,
     stage_runtime,
+    stage_tool_license,
+    staged_file,
 )
 from ortbundle.targets import get_target
 
 DEFAULT_PRODUCT = "darkroom"
+POLICY_NAME = "policy.toml"  # under the project's licenses/
+AUDIT_NAME = "audit.json"
+TOOL_LICENSE = Path(__file__).resolve().parent.parent / "LICENSE"  # ortbundle's own
 
 
 @dataclass(frozen=True)
@@ -65,6 +83,9 @@ class BuildOptions:
     jobs: int = 0  # 0: one per core
     cache_dir: Path | None = None
     retry: RetryPolicy = field(default_factory=RetryPolicy)
+    release: bool = False  # the audit gate is strict, a signing key is required
+    audit_only: bool = False  # stage aside, audit, and publish nothing
+    audit_channels: tuple[str, ...] = ()  # empty: the product's packaging channels
 
     @property
     def workers(self) -> int:
@@ -102,6 +123,8 @@ class TargetResult:
     stage: Path
     runtimes: tuple[StagedRuntime, ...]
     texts: tuple[StagedText, ...]
+    licensing: TargetLicensing
+    files: tuple[ShippedFile, ...]  # every entry of the stage, as the packages must carry it
 
 
 @dataclass(frozen=True)
@@ -109,10 +132,8 @@ class BuildResult:
     plan: Plan
     artifacts: dict[str, Artifact]
     targets: tuple[TargetResult, ...]
-
-    @property
-    def version_dir(self) -> Path:
-        return self.targets[0].stage.parent
+    audits: tuple[ChannelAudit, ...]
+    version_dir: Path
 
 
 def load_plan(project: Project, options: BuildOptions) -> Plan:
@@ -146,10 +167,28 @@ def fetch(
     return plan, artifacts
 
 
+class AuditFailed(AuditError):
+    """The gate refused: carries the audits so the report is printed before the exit."""
+
+    def __init__(
+        self, product: Product, audits: tuple[ChannelAudit, ...], licensing: list[TargetLicensing]
+    ) -> None:
+        channels = ", ".join(a.channel for a in audits if not a.passed)
+        super().__init__(
+            f"the licence audit failed for: {channels}",
+            fix="add the missing texts or policy entries; a waiver needs a reviewer's name, "
+            "and a release build accepts none",
+        )
+        self.product = product
+        self.audits = audits
+        self.licensing = licensing
+
+
 def _stage_target(
     project: Project, plan: Plan, target_name: str, artifacts: dict[str, Artifact], tmp: Path
 ) -> TargetResult:
     target = get_target(target_name)
+    tmp.mkdir()
     runtimes: list[tuple[Recipe, StagedRuntime]] = []
     texts: list[StagedText] = []
     for recipe, ids in plan.sources_for(target_name):
@@ -162,33 +201,72 @@ def _stage_target(
             for archive in archives.values():
                 archive.close()
     write_index(tmp, plan.product, target_name, runtimes)
-    return TargetResult(target_name, tmp, tuple(s for _, s in runtimes), tuple(texts))
+    tool_text = stage_tool_license(tmp, TOOL_COMPONENT, TOOL_LICENSE)
+    tool_files = [staged_file(tmp, name) for name in (INDEX_NAME, LOADER_NAME)]
+    licensing = attribute_target(
+        target_name, tmp, runtimes, texts, tool_files, [tool_text], __version__
+    )
+    notice = tmp / NOTICE_NAME
+    notice.write_text(notice_text(plan.product.name, plan.product.version, licensing), "utf-8")
+    notice.chmod(TEXT_MODE)
+    licensing = with_tool_file(licensing, staged_file(tmp, NOTICE_NAME))
+    files = list_stage(tmp, licensing)
+    return TargetResult(
+        target_name, tmp, tuple(s for _, s in runtimes), tuple(texts), licensing, files
+    )
+
+
+def _audit(
+    project: Project, plan: Plan, staged: list[TargetResult], options: BuildOptions
+) -> tuple[ChannelAudit, ...]:
+    policy = load_policy(project.licenses / POLICY_NAME)
+    licensing = [t.licensing for t in staged]
+    channels = options.audit_channels or plan.product.channels
+    return tuple(
+        audit_channel(policy.channel(c), licensing, plan.product.waivers, release=options.release)
+        for c in channels
+    )
 
 
 def build(project: Project, options: BuildOptions, reporter: Reporter) -> BuildResult:
-    """Stage every target aside; publish them only when all succeeded."""
+    """Stage, attribute and audit every target aside; publish the version only if all succeeded.
+
+    The whole version directory (stages, evidence, packaging) is built in a hidden sibling and
+    swapped in at the end, so dist/ holds the previous build or the new one, never a mix.
+    """
     plan, artifacts = fetch(project, options, reporter)
     version_dir = project.dist / plan.product.name / plan.product.version
-    finals = {t: version_dir / t for t in plan.targets}
-    scratch = {t: scratch_dir(final) for t, final in finals.items()}
+    scratch = scratch_dir(version_dir)
     try:
         with ThreadPoolExecutor(max_workers=min(options.workers, len(plan.targets))) as pool:
             futures = [
-                pool.submit(_stage_target, project, plan, t, artifacts, scratch[t])
+                pool.submit(_stage_target, project, plan, t, artifacts, scratch / t)
                 for t in plan.targets
             ]
             staged = [f.result() for f in futures]
-    except BaseException:
-        for tmp in scratch.values():
-            discard(tmp, up_to=project.dist)
-        raise
-    results = []
-    for result in staged:
-        publish(result.stage, finals[result.target])
-        results.append(
-            TargetResult(result.target, finals[result.target], result.runtimes, result.texts)
+        audits = _audit(project, plan, staged, options)
+        failed = [a for a in audits if not a.passed]
+        if failed and (options.release or options.audit_only):
+            raise AuditFailed(plan.product, audits, [t.licensing for t in staged])
+        (scratch / AUDIT_NAME).write_text(
+            report_json(
+                plan.product.name, plan.product.version, audits, [t.licensing for t in staged]
+            ),
+            "utf-8",
         )
-    return BuildResult(plan=plan, artifacts=artifacts, targets=tuple(results))
+        if options.audit_only:
+            discard(scratch, up_to=project.dist)
+        else:
+            publish(scratch, version_dir)
+    except BaseException:
+        discard(scratch, up_to=project.dist)
+        raise
+    final = scratch if options.audit_only else version_dir
+    targets = tuple(
+        TargetResult(t.target, final / t.target, t.runtimes, t.texts, t.licensing, t.files)
+        for t in staged
+    )
+    return BuildResult(plan, artifacts, targets, audits, version_dir)
 
 
 def _mib(size: int) -> str:

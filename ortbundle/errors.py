@@ -94,3 +94,24 @@ class ClosureError(OrtbundleError):
 
     exit_code = 8
     kind = "closure"
+
+
+class LicenseError(OrtbundleError):
+    """A staged file has no licence attribution, or an attribution is ambiguous or invalid."""
+
+    exit_code = 9
+    kind = "licence"
+
+
+class AuditError(OrtbundleError):
+    """The licence audit refused a channel: missing text, refused licence, or (release) a waiver."""
+
+    exit_code = 10
+    kind = "audit"
+
+
+class PackagingError(OrtbundleError):
+    """A packaging tool (makensis, makepkg, …) failed on what we generated."""
+
+    exit_code = 11
+    kind = "packaging"

@@ -13,6 +13,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from ortbundle.channels import CHANNEL_TARGETS, PackagingSettings
 from ortbundle.errors import ConfigError
 from ortbundle.targets import get_target
 
@@ -82,6 +83,7 @@ class LicenseRule:
     expression: str
     files: tuple[str, ...]  # globs over staged file names
     texts: tuple[LicenseText, ...]
+    purl: str | None = None  # package URL for the SBOM; derived when absent
 
 
 @dataclass(frozen=True)
@@ -121,6 +123,18 @@ class Recipe:
 
 
 @dataclass(frozen=True)
+class Waiver:
+    """A person's signed-off exception: the audit accepts this file's gap and says so loudly."""
+
+    file: str  # glob over target-relative staged paths
+    license: str  # the attributed expression it accepts; a changed licence voids it
+    reason: str
+    reviewer: str
+    targets: tuple[str, ...]  # empty: every target
+    channels: tuple[str, ...]  # empty: every channel
+
+
+@dataclass(frozen=True)
 class Product:
     name: str
     version: str
@@ -130,6 +144,9 @@ class Product:
     runtimes: tuple[str, ...]  # in the loader's search order
     runtime_targets: dict[str, tuple[str, ...]]
     override_env: str  # the variable that names a runtime directory and wins outright
+    channels: tuple[str, ...]  # packaging channels built for it
+    packaging: PackagingSettings
+    waivers: tuple[Waiver, ...]
     path: Path
     digest: str
 
@@ -231,7 +248,15 @@ def _license_rule(reader: _Reader, sources: dict[str, Source]) -> LicenseRule:
         expression=reader.text("expression"),
         files=reader.text_list("files"),
         texts=tuple(texts),
+        purl=_purl(reader),
     )
+
+
+def _purl(reader: _Reader) -> str | None:
+    purl = reader.opt_text("purl")
+    if purl is not None and not re.match(r"^pkg:[a-z][a-z0-9.+-]*/\S+$", purl):
+        raise reader._fail(f"purl {purl!r} is not a package URL (pkg:type/name@version)")
+    return purl
 
 
 def _target_recipe(reader: _Reader, target: str, sources: dict[str, Source]) -> TargetRecipe:
@@ -315,6 +340,15 @@ def load_product(path: Path) -> Product:
             runtime_targets[runtime] = only
         else:
             runtime_targets[runtime] = targets
+    channels = product.text_list("channels", required=False) or tuple(
+        c for c, t in CHANNEL_TARGETS.items() if t in targets
+    )
+    for channel in channels:
+        if channel not in CHANNEL_TARGETS or CHANNEL_TARGETS[channel] not in targets:
+            raise product._fail(
+                f"channel {channel!r} is unknown or its target is not built "
+                f"(known: {', '.join(f'{c} ({t})' for c, t in CHANNEL_TARGETS.items())})"
+            )
     return Product(
         name=name,
         version=product.text("version"),
@@ -326,6 +360,49 @@ def load_product(path: Path) -> Product:
         override_env=_Reader(path, "loader", top.table.get("loader", {})).text(
             "override_env", "ORTBUNDLE_RUNTIME_DIR"
         ),
+        channels=channels,
+        packaging=_packaging(_Reader(path, "packaging", top.table.get("packaging", {})), name),
+        waivers=tuple(_waiver(w, targets) for w in top.subs("waivers")),
         path=path,
         digest=digest,
     )
+
+
+_APP_ID = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*(\.[A-Za-z_][A-Za-z0-9_-]*){2,}$")
+
+
+def _packaging(reader: _Reader, product: str) -> PackagingSettings:
+    package_name = reader.text("package_name", f"{product}-onnxruntime")
+    if not re.match(r"^[a-z0-9@_+][a-z0-9@._+-]*$", package_name):
+        raise reader._fail(f"package_name {package_name!r}: use lower-case letters, digits, @._+-")
+    app_id = reader.text("flatpak_app_id", f"org.example.{product.replace('-', '_')}")
+    if not _APP_ID.match(app_id) or len(app_id) > 255:
+        raise reader._fail(f"flatpak_app_id {app_id!r} is not a reverse-DNS application id")
+    pkgrel = reader.table.get("pkgrel", 1)
+    if not isinstance(pkgrel, int) or isinstance(pkgrel, bool) or pkgrel < 1:
+        raise reader._fail("'pkgrel' must be a positive integer")
+    return PackagingSettings(
+        package_name=package_name,
+        pkgrel=pkgrel,
+        publisher=reader.text("publisher", product),
+        flatpak_app_id=app_id,
+        flatpak_runtime=reader.text("flatpak_runtime", "org.freedesktop.Platform"),
+        flatpak_runtime_version=reader.text("flatpak_runtime_version", "24.08"),
+        flatpak_sdk=reader.text("flatpak_sdk", "org.freedesktop.Sdk"),
+        flatpak_command=reader.text("flatpak_command", product),
+    )
+
+
+def _waiver(reader: _Reader, targets: tuple[str, ...]) -> Waiver:
+    waiver = Waiver(
+        file=reader.text("file"),
+        license=reader.text("license"),
+        reason=reader.text("reason"),
+        reviewer=reader.text("reviewer"),
+        targets=reader.text_list("targets", required=False),
+        channels=reader.text_list("channels", required=False),
+    )
+    unknown = sorted(set(waiver.targets) - set(targets))
+    if unknown:
+        raise reader._fail(f"names targets the product lacks: {', '.join(unknown)}")
+    return waiver

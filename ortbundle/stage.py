@@ -186,6 +186,24 @@ def stage_license_texts(
     return texts
 
 
+def staged_file(stage_root: Path, relative: str) -> StagedFile:
+    """Describe a file the build wrote itself (runtimes.json, the loader, NOTICE)."""
+    path = stage_root / relative
+    return StagedFile(relative, path.stat().st_size, sha256_file(path))
+
+
+def stage_tool_license(stage_root: Path, component: str, origin: Path) -> StagedText:
+    """ortbundle's own licence, for the files it writes into every stage."""
+    directory = stage_root / "licenses" / component
+    directory.mkdir(parents=True, exist_ok=True)
+    dest = directory / origin.name
+    shutil.copyfile(origin, dest)
+    dest.chmod(TEXT_MODE)
+    return StagedText(
+        component, _rel(stage_root, dest), origin.name, dest.stat().st_size, sha256_file(dest)
+    )
+
+
 def _rel(root: Path, path: Path) -> str:
     return path.relative_to(root).as_posix()
 

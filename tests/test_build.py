@@ -33,7 +33,9 @@ def test_stages_the_closure_and_nothing_else(fake: FakeProject, reporter: Report
     result = build(fake.project, fake.options(), reporter)
     stage = fake.root / "dist" / "fakeproduct" / "1.2.3"
     assert tree(stage / "linux-x86_64") == {
+        "NOTICE": "file",
         "licenses/fake/LICENSE": "file",
+        "licenses/ortbundle/LICENSE": "file",
         "runtime_loader.py": "file",
         "runtimes.json": "file",
         "runtimes/fake/libdep.so.2": "file",
@@ -43,6 +45,9 @@ def test_stages_the_closure_and_nothing_else(fake: FakeProject, reporter: Report
         "runtimes/fake/libprovider.so": "file",
     }
     assert tree(stage / "windows-x86_64") == {
+        "NOTICE": "file",
+        "licenses/fake/LICENSE": "file",
+        "licenses/ortbundle/LICENSE": "file",
         "runtime_loader.py": "file",
         "runtimes.json": "file",
         "runtimes/fake/Delayed.dll": "file",  # delay import, resolved case-insensitively

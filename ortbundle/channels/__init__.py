@@ -13,6 +13,9 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Protocol
 
+# Which target's stage each channel packages (the Android module joins with its own target).
+CHANNEL_TARGETS = {"arch": "linux-x86_64", "flatpak": "linux-x86_64", "nsis": "windows-x86_64"}
+
 
 @dataclass(frozen=True)
 class ShippedFile:

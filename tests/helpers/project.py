@@ -13,6 +13,15 @@ from tests.helpers.index_server import IndexServer
 from tests.helpers.pe import make_pe
 from tests.helpers.wheels import make_wheel, sha256_of
 
+REPO_POLICY = Path(__file__).resolve().parents[2] / "licenses" / "policy.toml"
+WINDOWS_LICENSES = """
+[[targets.windows-x86_64.licenses]]
+component = "fake"
+version = "1.0.0"
+expression = "MIT"
+files = ["*.dll"]
+texts = [{ source = "windows", member = "onnxruntime/LICENSE" }]
+"""
 FAST_RETRY = RetryPolicy(attempts=4, base_delay=0.01, max_delay=0.05, read_timeout=2.0)
 
 
@@ -64,6 +73,9 @@ class FakeProject:
     )
     windows_roots: list[str] = field(default_factory=lambda: ["onnxruntime.dll"])
     pins: dict[str, str] = field(default_factory=dict)  # override a target's sha256 pin
+    windows_licenses: str = WINDOWS_LICENSES  # the Windows target's [[licenses]] rules
+    product_extra: str = ""  # appended to the product manifest (waivers, channels, …)
+    policy: str = REPO_POLICY.read_text("utf-8")
     wheels: dict[str, Path] = field(default_factory=dict)
 
     def write(self) -> FakeProject:
@@ -98,7 +110,9 @@ class FakeProject:
                 runtimes = ["fake"]
                 """
             )
+            + self.product_extra
         )
+        (self.root / "licenses" / "policy.toml").write_text(self.policy)
         return self
 
     def pin(self, target: str) -> str:
@@ -106,8 +120,9 @@ class FakeProject:
 
     def recipe_text(self) -> str:
         linux, windows = self.wheels["linux-x86_64"], self.wheels["windows-x86_64"]
-        return textwrap.dedent(
-            f"""\
+        return (
+            textwrap.dedent(
+                f"""\
             # A synthetic runtime: comments must survive `pin`.
             [component]
             name = "fake"
@@ -156,7 +171,9 @@ class FakeProject:
             names = ["*.pyd"]
             reason = "Python binding"
             """
-        ).replace("'", '"')
+            ).replace("'", '"')
+            + self.windows_licenses
+        )
 
     @property
     def project(self) -> Project:

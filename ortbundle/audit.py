@@ -1,0 +1,421 @@
+"""The licence audit: per channel, every shipped component against the policy, texts and waivers.
+
+Policy is data (`licenses/policy.toml`); waivers are a person's sign-off in the product
+manifest. The audit never turns a gap into "OK": a waived gap is reported as WAIVED, with the
+reason and the reviewer, every time it is relied on, and `--release` refuses it.
+"""
+
+from __future__ import annotations
+
+import fnmatch
+import json
+import tomllib
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
+from functools import cache
+from pathlib import Path
+from typing import Any, Literal
+
+from license_expression import Licensing, get_spdx_licensing
+from rich.console import Console
+from rich.table import Table
+
+from ortbundle.errors import ConfigError
+from ortbundle.licensing import ComponentUse, TargetLicensing
+from ortbundle.recipes import Waiver
+
+Verdict = Literal["allow", "review", "refuse"]
+Status = Literal["ok", "waived", "review", "fail"]
+_RANK: dict[str, int] = {"allow": 0, "review": 1, "refuse": 2}
+AUDIT_SCHEMA = "ortbundle.audit/1"
+
+
+@dataclass(frozen=True)
+class ChannelPolicy:
+    name: str
+    targets: tuple[str, ...]  # globs over target names
+    allow: tuple[str, ...]  # globs over licence ids, sets expanded
+    review: tuple[str, ...]
+    refuse: tuple[str, ...]
+    unknown: Verdict
+
+    def covers(self, target: str) -> bool:
+        return any(fnmatch.fnmatchcase(target, glob) for glob in self.targets)
+
+    def verdict_for_id(self, license_id: str) -> Verdict:
+        """Refuse beats review beats allow: a broad allow glob cannot hide a refusal."""
+        for verdict, globs in (("refuse", self.refuse), ("review", self.review)):
+            if any(fnmatch.fnmatchcase(license_id, g) for g in globs):
+                return verdict  # type: ignore[return-value]
+        if any(fnmatch.fnmatchcase(license_id, g) for g in self.allow):
+            return "allow"
+        return self.unknown
+
+    def evaluate(self, expression: str) -> Verdict:
+        """AND needs every part acceptable; OR takes the best alternative."""
+        licensing = _licensing()
+        tree = licensing.parse(expression)
+        return self._walk(licensing, tree)
+
+    def _walk(self, licensing: Licensing, node: Any) -> Verdict:
+        if isinstance(node, licensing.AND):
+            return max((self._walk(licensing, a) for a in node.args), key=_RANK.__getitem__)
+        if isinstance(node, licensing.OR):
+            return min((self._walk(licensing, a) for a in node.args), key=_RANK.__getitem__)
+        symbol = getattr(node, "license_symbol", node)  # "X WITH exception": judged as X
+        return self.verdict_for_id(str(symbol.key))
+
+
+@dataclass(frozen=True)
+class Policy:
+    path: Path
+    channels: dict[str, ChannelPolicy]
+
+    def channel(self, name: str) -> ChannelPolicy:
+        if name not in self.channels:
+            raise ConfigError(
+                f"the licence policy has no channel {name!r}",
+                file=str(self.path),
+                fix=f"use one of: {', '.join(sorted(self.channels))}, or add [channels.{name}]",
+            )
+        return self.channels[name]
+
+
+@cache
+def _licensing() -> Licensing:
+    return get_spdx_licensing()
+
+
+def load_policy(path: Path) -> Policy:
+    try:
+        data = tomllib.loads(path.read_text("utf-8"))
+    except FileNotFoundError:
+        raise ConfigError(
+            "the licence policy is missing", file=str(path), fix="restore licenses/policy.toml"
+        ) from None
+    except tomllib.TOMLDecodeError as exc:
+        raise ConfigError(f"not valid TOML: {exc}", file=str(path)) from None
+    sets = data.get("sets", {})
+
+    def expand(values: Any, where: str) -> tuple[str, ...]:
+        if not isinstance(values, list) or not all(isinstance(v, str) for v in values):
+            raise ConfigError(f"{where} must be a list of strings", file=str(path))
+        out: list[str] = []
+        for value in values:
+            if value.startswith("@"):
+                if value[1:] not in sets:
+                    raise ConfigError(f"{where}: unknown set {value}", file=str(path))
+                out.extend(expand(sets[value[1:]], f"sets.{value[1:]}"))
+            else:
+                out.append(value)
+        return tuple(out)
+
+    channels: dict[str, ChannelPolicy] = {}
+    for name, table in data.get("channels", {}).items():
+        unknown = table.get("unknown", "review")
+        if unknown not in _RANK:
+            raise ConfigError(
+                f"channels.{name}.unknown must be allow, review or refuse", file=str(path)
+            )
+        channels[name] = ChannelPolicy(
+            name=name,
+            targets=expand(table.get("targets", ["*"]), f"channels.{name}.targets"),
+            allow=expand(table.get("allow", []), f"channels.{name}.allow"),
+            review=expand(table.get("review", []), f"channels.{name}.review"),
+            refuse=expand(table.get("refuse", []), f"channels.{name}.refuse"),
+            unknown=unknown,
+        )
+    return Policy(path=path, channels=channels)
+
+
+@dataclass(frozen=True)
+class ComponentAudit:
+    name: str
+    version: str
+    expression: str
+    purl: str
+    files: tuple[str, ...]  # "<target>/<path>"
+    size: int
+    texts: tuple[str, ...]  # "<target>/<path>"
+    text_present: bool
+    verdict: Verdict
+    status: Status
+    waivers: tuple[Waiver, ...]
+    problems: tuple[str, ...]
+
+
+@dataclass(frozen=True)
+class ChannelAudit:
+    channel: str
+    targets: tuple[str, ...]
+    components: tuple[ComponentAudit, ...]
+    unused_waivers: tuple[Waiver, ...]
+    release: bool
+
+    @property
+    def waived(self) -> tuple[ComponentAudit, ...]:
+        return tuple(c for c in self.components if c.status == "waived")
+
+    @property
+    def failures(self) -> tuple[str, ...]:
+        out = [f"{c.name}: {p}" for c in self.components if c.status == "fail" for p in c.problems]
+        if self.release:
+            out += [
+                f"{c.name}: {p} ({c.status} — a release needs none)"
+                for c in self.components
+                if c.status in ("waived", "review")
+                for p in c.problems
+            ]
+            out += [f"waiver for {w.file} matches no shipped file" for w in self.unused_waivers]
+        return tuple(out)
+
+    @property
+    def passed(self) -> bool:
+        return not self.failures
+
+
+def audit_channel(
+    policy: ChannelPolicy,
+    licensing: Sequence[TargetLicensing],
+    waivers: Iterable[Waiver],
+    *,
+    release: bool,
+) -> ChannelAudit:
+    targets = tuple(t for t in licensing if policy.covers(t.target))
+    relevant = [
+        w
+        for w in waivers
+        if not w.channels or policy.name in w.channels
+        if not w.targets or any(t.target in w.targets for t in targets)
+    ]
+    used: set[int] = set()
+    grouped: dict[tuple[str, str], list[tuple[str, ComponentUse]]] = {}
+    for tl in targets:
+        for component in tl.components:
+            grouped.setdefault((component.name, component.version), []).append(
+                (tl.target, component)
+            )
+    results = []
+    for (name, version), uses in sorted(grouped.items()):
+        expressions = {c.expression for _, c in uses}
+        expression = (
+            " AND ".join(sorted(expressions)) if len(expressions) > 1 else uses[0][1].expression
+        )
+        verdict = policy.evaluate(expression)
+        files = [(t, f.path) for t, c in uses for f in c.files]
+        own_files = [(t, f.path) for t, c in uses for f in c.files if f.link_to is None]
+        text_present = all(c.has_text for _, c in uses)
+        problems: list[str] = []
+        if verdict == "refuse":
+            problems.append(f"licence {expression} is refused on the {policy.name} channel")
+        if not text_present:
+            missing = sorted(t for t, c in uses if not c.has_text)
+            problems.append(f"no licence text ({', '.join(missing)})")
+        if verdict == "review":
+            problems.append(f"licence {expression} needs review on the {policy.name} channel")
+        matched: list[Waiver] = []
+        for index, waiver in enumerate(relevant):
+            hits = [
+                (t, p)
+                for t, p in own_files
+                if fnmatch.fnmatchcase(p, waiver.file)
+                and (not waiver.targets or t in waiver.targets)
+            ]
+            if not hits:
+                continue
+            used.add(index)
+            if _same_expression(waiver.license, expression):
+                matched.append(waiver)
+            else:
+                problems.append(
+                    f"waiver for {waiver.file} accepts {waiver.license}, but the file is now "
+                    f"{expression}: the waiver no longer applies"
+                )
+        covered = all(
+            any(
+                fnmatch.fnmatchcase(p, w.file) and (not w.targets or t in w.targets)
+                for w in matched
+            )
+            for t, p in own_files
+        )
+        status: Status
+        if verdict == "refuse":
+            status = "fail"  # no waiver overrides a refusal: the policy itself must change
+        elif not problems:
+            status = "ok"
+        elif matched and covered:
+            status = "waived"
+        elif not text_present:
+            status = "fail"
+        else:
+            status = "review"
+        results.append(
+            ComponentAudit(
+                name=name,
+                version=version,
+                expression=expression,
+                purl=uses[0][1].purl,
+                files=tuple(f"{t}/{p}" for t, p in sorted(files)),
+                size=sum(c.size for _, c in uses),
+                texts=tuple(sorted(f"{t}/{x.path}" for t, c in uses for x in c.texts)),
+                text_present=text_present,
+                verdict=verdict,
+                status=status,
+                waivers=tuple(matched) if status == "waived" else (),
+                problems=tuple(problems),
+            )
+        )
+    unused = tuple(w for i, w in enumerate(relevant) if i not in used)
+    return ChannelAudit(
+        channel=policy.name,
+        targets=tuple(t.target for t in targets),
+        components=tuple(results),
+        unused_waivers=unused,
+        release=release,
+    )
+
+
+def _same_expression(a: str, b: str) -> bool:
+    licensing = _licensing()
+    try:
+        return bool(licensing.parse(a).simplify() == licensing.parse(b).simplify())
+    except Exception:  # noqa: BLE001 - an unparsable waiver licence simply does not match
+        return False
+
+
+def _mib(size: int) -> str:
+    return f"{size / (1 << 20):.1f}"
+
+
+_STYLE = {"ok": "green", "waived": "bold yellow", "review": "yellow", "fail": "bold red"}
+
+
+def print_report(console: Console, audits: Sequence[ChannelAudit]) -> None:
+    """What an auditor reads: per channel, per component, then every waiver relied on."""
+    for audit in audits:
+        title = f"licence audit — {audit.channel} ({', '.join(audit.targets)})"
+        if audit.release:
+            title += " — release"
+        table = Table(title=title)
+        for column in (
+            "component",
+            "version",
+            "licence",
+            "files",
+            "MiB",
+            "text",
+            "policy",
+            "status",
+        ):
+            table.add_column(column, justify="right" if column in ("files", "MiB") else "left")
+        for c in audit.components:
+            table.add_row(
+                c.name,
+                c.version,
+                c.expression,
+                str(len(c.files)),
+                _mib(c.size),
+                "present" if c.text_present else "[bold red]MISSING[/]",
+                c.verdict,
+                f"[{_STYLE[c.status]}]{c.status.upper()}[/]",
+            )
+        console.print(table)
+        for c in audit.waived:
+            for w in c.waivers:
+                console.print(
+                    f"[bold yellow]WAIVED[/] {audit.channel}: {c.name} {w.file} — {w.license} — "
+                    f"{w.reason} — reviewed by {w.reviewer}",
+                    highlight=False,
+                )
+        for c in audit.components:
+            if c.status == "review":
+                for p in c.problems:
+                    console.print(
+                        f"[yellow]REVIEW[/] {audit.channel}: {c.name}: {p}", highlight=False
+                    )
+        for w in audit.unused_waivers:
+            console.print(
+                f"[yellow]UNUSED WAIVER[/] {audit.channel}: {w.file} matches no shipped file",
+                highlight=False,
+            )
+        for failure in audit.failures:
+            console.print(f"[bold red]FAIL[/] {audit.channel}: {failure}", highlight=False)
+        verdict = "[green]passed[/]" if audit.passed else "[bold red]FAILED[/]"
+        console.print(f"{audit.channel}: audit {verdict}", highlight=False)
+
+
+def coverage_lines(licensing: Sequence[TargetLicensing]) -> list[str]:
+    lines = []
+    for tl in licensing:
+        files = [f for c in tl.components for f in c.files if f.link_to is None]
+        texts = [t for c in tl.components for t in c.texts]
+        size = sum(f.size for f in files) + sum(t.size for t in texts)
+        lines.append(
+            f"{tl.target}: {len(files) + len(texts)} files, {size} bytes, 100% attributed to "
+            f"{len(tl.components)} components"
+        )
+    return lines
+
+
+def report_json(
+    product: str, version: str, audits: Sequence[ChannelAudit], licensing: Sequence[TargetLicensing]
+) -> str:
+    def waiver(w: Waiver) -> dict[str, Any]:
+        return {
+            "file": w.file,
+            "license": w.license,
+            "reason": w.reason,
+            "reviewer": w.reviewer,
+            "targets": list(w.targets),
+            "channels": list(w.channels),
+        }
+
+    document = {
+        "schema": AUDIT_SCHEMA,
+        "product": {"name": product, "version": version},
+        "passed": all(a.passed for a in audits),
+        "attribution": [
+            {
+                "target": tl.target,
+                "files": _attributed_files(tl),
+            }
+            for tl in licensing
+        ],
+        "channels": [
+            {
+                "channel": a.channel,
+                "targets": list(a.targets),
+                "release": a.release,
+                "passed": a.passed,
+                "failures": list(a.failures),
+                "components": [
+                    {
+                        "name": c.name,
+                        "version": c.version,
+                        "license": c.expression,
+                        "purl": c.purl,
+                        "files": list(c.files),
+                        "size": c.size,
+                        "texts": list(c.texts),
+                        "text_present": c.text_present,
+                        "policy": c.verdict,
+                        "status": c.status,
+                        "problems": list(c.problems),
+                        "waivers": [waiver(w) for w in c.waivers],
+                    }
+                    for c in a.components
+                ],
+                "unused_waivers": [waiver(w) for w in a.unused_waivers],
+            }
+            for a in audits
+        ],
+    }
+    return json.dumps(document, indent=2, sort_keys=True) + "\n"
+
+
+def _attributed_files(licensing: TargetLicensing) -> list[dict[str, Any]]:
+    items: list[dict[str, Any]] = []
+    for c in licensing.components:
+        items += [{"path": f.path, "size": f.size, "component": c.name} for f in c.files]
+        items += [{"path": t.path, "size": t.size, "component": c.name} for t in c.texts]
+    return sorted(items, key=lambda item: str(item["path"]))

@@ -1,0 +1,333 @@
+"""Licences, per file: attribute every staged file, validate the expressions, write NOTICE.
+
+Archive metadata is not evidence (the Linux OpenVINO wheel says "MIT" and ships Apache-2.0
+libraries), so every file in a target stage is mapped to exactly one component by the recipe's
+[[licenses]] globs. A file no rule claims, or two rules claim, stops the build here, before
+anything is published.
+"""
+
+from __future__ import annotations
+
+import fnmatch
+import re
+from collections.abc import Iterable
+from dataclasses import dataclass, field, replace
+from functools import cache
+from pathlib import Path
+from urllib.parse import quote
+
+from license_expression import ExpressionError, Licensing, get_spdx_licensing
+
+from ortbundle.channels import ShippedFile
+from ortbundle.errors import LicenseError
+from ortbundle.recipes import LicenseRule, Recipe, Source
+from ortbundle.stage import StagedFile, StagedRuntime, StagedText
+from ortbundle.templating import render
+
+TOOL_COMPONENT = "ortbundle"  # the loader, runtimes.json and NOTICE are ours
+TOOL_EXPRESSION = "MIT"
+NOTICE_NAME = "NOTICE"
+_LICENSE_REF = re.compile(r"^LicenseRef-[A-Za-z0-9.-]+$")
+_COPYRIGHT = re.compile(
+    r"^\W{0,4}(copyright\s*(\(c\)|©)|copyright\s+(\d{4}|the\b)|©\s*\d{4}|\(c\)\s*\d{4})",
+    re.IGNORECASE,
+)
+
+
+@cache
+def _licensing() -> Licensing:
+    return get_spdx_licensing()
+
+
+def normalize_expression(expression: str, *, where: str) -> tuple[str, tuple[str, ...]]:
+    """Validate an SPDX expression; return it normalised and its licence ids (sorted).
+
+    `LicenseRef-…` ids stand for terms SPDX does not list (a vendor EULA, unknown terms).
+    """
+    licensing = _licensing()
+    try:
+        parsed = licensing.parse(expression, validate=False)
+    except ExpressionError as exc:
+        raise LicenseError(
+            f"{expression!r} is not a licence expression: {exc}",
+            file=where,
+            fix="write an SPDX expression, e.g. 'MIT AND BSD-3-Clause'",
+        ) from None
+    if parsed is None:
+        raise LicenseError("empty licence expression", file=where, fix="write an SPDX expression")
+    symbols = sorted({str(s.key) for s in licensing.license_symbols(parsed)})
+    info = licensing.validate(expression, strict=True)
+    unknown = [s for s in info.invalid_symbols if not _LICENSE_REF.match(str(s))]
+    if unknown:
+        raise LicenseError(
+            f"unknown licence id(s) {', '.join(map(str, unknown))} in {expression!r}",
+            file=where,
+            fix="use SPDX ids (spdx.org/licenses) or LicenseRef-<name> for other terms",
+        )
+    normalized = info.normalized_expression or str(parsed)
+    return normalized, tuple(symbols)
+
+
+@dataclass(frozen=True)
+class ComponentUse:
+    """One licensed component as it ships on one target."""
+
+    name: str
+    version: str
+    expression: str  # normalised SPDX expression
+    license_ids: tuple[str, ...]
+    purl: str
+    files: tuple[StagedFile, ...]  # what it contributes (libraries, links, metadata)
+    texts: tuple[StagedText, ...]  # its licence texts in the stage
+    copyrights: tuple[str, ...]  # copyright lines found in its texts
+    sources: tuple[Source, ...]  # the upstream artifacts its files came from
+
+    @property
+    def size(self) -> int:
+        return sum(f.size for f in self.files if f.link_to is None)
+
+    @property
+    def has_text(self) -> bool:
+        return bool(self.texts)
+
+
+@dataclass(frozen=True)
+class TargetLicensing:
+    target: str
+    components: tuple[ComponentUse, ...]  # sorted by name
+
+    @property
+    def license_ids(self) -> tuple[str, ...]:
+        return tuple(sorted({i for c in self.components for i in c.license_ids}))
+
+    def owner(self, path: str) -> ComponentUse:
+        for component in self.components:
+            if any(f.path == path for f in component.files) or any(
+                t.path == path for t in component.texts
+            ):
+                return component
+        raise KeyError(path)
+
+
+def purl_for(rule: LicenseRule, sources: Iterable[Source]) -> str:
+    """The rule's own purl, else pypi when its files come from that very project, else generic."""
+    if rule.purl:
+        return rule.purl
+    projects = {s.pypi.project for s in sources}
+    if projects == {rule.component}:
+        return f"pkg:pypi/{rule.component}@{quote(rule.version, safe='')}"
+    return f"pkg:generic/{rule.component}@{quote(rule.version, safe='')}"
+
+
+def copyright_lines(data: bytes) -> tuple[str, ...]:
+    """Copyright statements in a licence text, in order, once each; none from a binary document."""
+    if b"\0" in data[:8192] or data.startswith(b"%PDF"):
+        return ()  # a binary document (the Qualcomm PDF) ships as it is; nothing to quote
+    try:
+        text = data.decode("utf-8")
+    except UnicodeDecodeError:
+        text = data.decode("cp1252", errors="replace")  # older vendor texts are Latin-1
+    seen: dict[str, None] = {}
+    for line in text.splitlines():
+        stripped = " ".join(line.split())
+        if _COPYRIGHT.match(stripped) and "[yyyy]" not in stripped.lower():
+            seen.setdefault(stripped[:300], None)
+    return tuple(seen)
+
+
+def attribute_target(
+    target: str,
+    stage: Path,
+    runtimes: Iterable[tuple[Recipe, StagedRuntime]],
+    texts: Iterable[StagedText],
+    tool_files: Iterable[StagedFile],
+    tool_texts: Iterable[StagedText],
+    tool_version: str,
+) -> TargetLicensing:
+    """Map every staged file to exactly one component; a file left over or claimed twice fails."""
+    all_texts = list(texts)
+    uses: dict[str, _Collected] = {}
+    for recipe, staged in runtimes:
+        plan = recipe.for_target(target)
+        kept_source = {k.name: k.source for k in staged.closure.kept}
+        prefix = staged.directory + "/"
+        for f in staged.files:
+            name = f.path.removeprefix(prefix)
+            matching = [
+                r for r in plan.licenses if any(fnmatch.fnmatchcase(name, g) for g in r.files)
+            ]
+            if not matching:
+                raise LicenseError(
+                    f"staged file {f.path} has no licence attribution",
+                    component=recipe.name,
+                    target=target,
+                    file=str(recipe.path),
+                    fix=f"add a [[targets.{target}.licenses]] rule whose files match {name!r}",
+                )
+            if len(matching) > 1:
+                raise LicenseError(
+                    f"staged file {f.path} is claimed by components "
+                    f"{', '.join(r.component for r in matching)}",
+                    component=recipe.name,
+                    target=target,
+                    file=str(recipe.path),
+                    fix="narrow the [[licenses]] file globs so each file matches one rule",
+                )
+            rule = matching[0]
+            entry = uses.setdefault(rule.component, _Collected(rule, recipe))
+            previous = entry.rule
+            if (previous.version, previous.expression) != (rule.version, rule.expression):
+                raise LicenseError(
+                    f"component {rule.component} is declared as {previous.version} "
+                    f"({previous.expression}) and as {rule.version} ({rule.expression})",
+                    component=recipe.name,
+                    target=target,
+                    file=str(recipe.path),
+                    fix="one component, one version and licence: rename one of them",
+                )
+            entry.files.append(f)
+            source_id = kept_source.get(f.link_to or name)
+            if source_id is not None:
+                source = recipe.sources[source_id]
+                entry.sources[source.sha256] = source
+    result: list[ComponentUse] = []
+    for name, entry in sorted(uses.items()):
+        rule = entry.rule
+        expression, ids = normalize_expression(
+            rule.expression, where=f"{entry.recipe.path} ({name} on {target})"
+        )
+        own_texts = tuple(sorted((t for t in all_texts if t.component == name), key=_by_path))
+        sources = tuple(entry.sources.values())
+        result.append(
+            ComponentUse(
+                name=name,
+                version=rule.version,
+                expression=expression,
+                license_ids=ids,
+                purl=purl_for(rule, sources),
+                files=tuple(sorted(entry.files, key=_by_path)),
+                texts=own_texts,
+                copyrights=_copyrights(stage, own_texts),
+                sources=tuple(sorted(sources, key=lambda s: s.filename)),
+            )
+        )
+    unowned_texts = sorted({t.component for t in all_texts} - set(uses))
+    if unowned_texts:
+        raise LicenseError(
+            f"licence texts staged for {', '.join(unowned_texts)}, which ship no file here",
+            target=target,
+            fix="drop the unused [[licenses]] rule for this target or fix its file globs",
+        )
+    tool_texts = tuple(sorted(tool_texts, key=_by_path))
+    expression, ids = normalize_expression(TOOL_EXPRESSION, where="ortbundle")
+    result.append(
+        ComponentUse(
+            name=TOOL_COMPONENT,
+            version=tool_version,
+            expression=expression,
+            license_ids=ids,
+            purl=f"pkg:generic/{TOOL_COMPONENT}@{quote(tool_version, safe='')}",
+            files=tuple(sorted(tool_files, key=_by_path)),
+            texts=tool_texts,
+            copyrights=_copyrights(stage, tool_texts),
+            sources=(),
+        )
+    )
+    return TargetLicensing(target=target, components=tuple(sorted(result, key=lambda c: c.name)))
+
+
+@dataclass
+class _Collected:
+    rule: LicenseRule
+    recipe: Recipe
+    files: list[StagedFile] = field(default_factory=list)
+    sources: dict[str, Source] = field(default_factory=dict)
+
+
+def _by_path(item: StagedFile | StagedText) -> str:
+    return item.path
+
+
+def _copyrights(stage: Path, texts: Iterable[StagedText]) -> tuple[str, ...]:
+    lines: dict[str, None] = {}
+    for text in texts:
+        for line in copyright_lines((stage / text.path).read_bytes()):
+            lines.setdefault(line, None)
+    return tuple(lines)
+
+
+def notice_text(product: str, version: str, licensing: TargetLicensing) -> str:
+    """The NOTICE file: every component, its licence, copyright lines and where its texts sit."""
+    return render(
+        "NOTICE.j2",
+        {
+            "product": product,
+            "version": version,
+            "target": licensing.target,
+            "licensing": licensing,
+        },
+    )
+
+
+def with_tool_file(licensing: TargetLicensing, file: StagedFile) -> TargetLicensing:
+    """Add a file written after attribution (NOTICE, which cannot describe itself)."""
+    components = tuple(
+        replace(c, files=tuple(sorted((*c.files, file), key=_by_path)))
+        if c.name == TOOL_COMPONENT
+        else c
+        for c in licensing.components
+    )
+    return replace(licensing, components=components)
+
+
+def list_stage(stage: Path, licensing: TargetLicensing) -> tuple[ShippedFile, ...]:
+    """Every entry on disk, as packages must carry it; an entry nobody is attributed stops here.
+
+    Hashes come from the attribution (computed while extracting), so nothing is read twice;
+    sizes are checked against the disk.
+    """
+    known = {f.path: f for c in licensing.components for f in c.files}
+    known.update(
+        {
+            t.path: StagedFile(t.path, t.size, t.sha256)
+            for c in licensing.components
+            for t in c.texts
+        }
+    )
+    shipped: list[ShippedFile] = []
+    for path in sorted(stage.rglob("*")):
+        if path.is_dir() and not path.is_symlink():
+            continue
+        relative = path.relative_to(stage).as_posix()
+        entry = known.get(relative)
+        if entry is None:
+            raise LicenseError(
+                f"{relative} is in the stage but attributed to no component",
+                target=licensing.target,
+                file=str(path),
+                fix="every staged file needs a [[licenses]] rule; remove the stray file",
+            )
+        if path.is_symlink():
+            shipped.append(
+                ShippedFile(
+                    relative, entry.size, entry.sha256, 0o777, link_to=path.readlink().as_posix()
+                )
+            )
+            continue
+        stat = path.stat()
+        if stat.st_size != entry.size:
+            raise LicenseError(
+                f"{relative} changed size after it was attributed",
+                target=licensing.target,
+                file=str(path),
+                fix="rebuild; nothing may write into a stage after attribution",
+            )
+        shipped.append(ShippedFile(relative, entry.size, entry.sha256, stat.st_mode & 0o777))
+    missing = sorted(set(known) - {f.path for f in shipped})
+    if missing:
+        raise LicenseError(
+            f"attributed files are missing from the stage: {', '.join(missing)}",
+            target=licensing.target,
+            fix="rebuild the stage",
+        )
+    return tuple(shipped)
