@@ -1,0 +1,489 @@
+"""NSIS channel: an `installer.nsi` for the windows-x86_64 stage, compiled when makensis is here.
+
+Files written into `out` (`dist/<product>/<version>/packaging/nsis/`):
+
+- `installer.nsi` — UTF-8 with a BOM, so makensis on Windows reads it right even without
+  `-INPUTCHARSET`. It installs every file of `package.files` (and nothing else) to
+  `$PROGRAMFILES64\\<settings.package_name>` — the package name rather than the product, because
+  it is also the Add/Remove Programs key and must stay a plain directory name — keeping the
+  stage's layout (`runtimes\\openvino\\…`, `licenses\\…`, NOTICE, runtimes.json and
+  runtime_loader.py at the root). Payload paths are relative to the script's directory (makensis
+  resolves `File` sources against it), so the script holds no host path and compiles anywhere
+  the stage sits next to it as the build lays it out.
+- `<product>-<version>-setup.exe` — only if `makensis` is on PATH (otherwise a note says how to
+  get it). Characters other than `A-Za-z0-9._+-` in product or version become `_` in this name.
+
+Escaping. A script line passes three NSIS stages: a preprocessor (`${define}`, `$%ENV%` and
+`$\\r $\\n $\\t`, applied even right after `$$`), the tokenizer (`$\\"`, `$\\'` and `` $\\` ``
+become quotes anywhere in a token) and, for run-time strings only, variable expansion (`$$` is
+`$`, `$NAME`/`$(lang)` are looked up). `nsis_string` produces a double-quoted token that
+survives all three: quotes become `$\\q`, tab/CR/LF become `$\\t $\\r $\\n`, `$` becomes `$$` —
+and a `{`, `%` or `\\` right after it is written `${U+7B}`, `${U+25}`, `${U+5C}` so the
+preprocessor cannot see a define, an environment variable or an escape. Strings NSIS stores as
+written (VersionInfo, File sources) get `${U+24}` for each `$` instead. Two things cannot be
+written at all and are refused: other control characters, and a value ending in `$\\` (the
+tokenizer would read its closing quote as `$\\"`).
+
+A `ShippedFile` with `link_to` is refused: NSIS cannot create symbolic links, and installing a
+copy would silently diverge from the stage the file list describes (a Windows stage has none).
+
+Reproducibility: `SetDateSave off` keeps stage mtimes out of the payload, makensis runs with
+`-NOCONFIG` (a host nsisconf.nsh could add anything) and SOURCE_DATE_EPOCH, and the PE header's
+TimeDateStamp is the one of makensis's own exehead stub, not the compile time. Two compiles with
+the same makensis build give the same bytes; a different NSIS build gives different (but again
+stable) bytes. The installer is unsigned; signing happens after, on the packager's side.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import re
+import shutil
+import stat
+import subprocess
+import unicodedata
+from collections.abc import Iterable
+from pathlib import Path, PurePosixPath
+from typing import Any
+
+from ortbundle.channels import ChannelOutput, PackageInput, ShippedFile
+from ortbundle.errors import ConfigError, IntegrityError, PackagingError
+from ortbundle.templating import render
+
+__all__ = ["NsisChannel", "nsis_string"]
+
+SCRIPT_NAME = "installer.nsi"
+UNINSTALLER = "uninstall.exe"
+_COMPONENT = "nsis"
+_TEMPLATE = "installer.nsi.j2"
+_UNINSTALL_ROOT = "Software\\Microsoft\\Windows\\CurrentVersion\\Uninstall\\"
+_MAX_STRLEN = 1023  # NSIS_MAX_STRLEN (1024) minus the terminator: run-time buffers are that big
+_CHUNK = 1 << 20
+_TAIL_LINES = 25
+
+_QUOTES = frozenset("\"'`")
+_CONTROL = {"\t": "$\\t", "\n": "$\\n", "\r": "$\\r"}
+# After a `$`, these would start a define, an environment variable or an escape in the
+# preprocessor, which does not skip `$$`; ${U+XXXX} writes the character without that meaning.
+_AFTER_DOLLAR = {"{": "${U+7B}", "%": "${U+25}", "\\": "${U+5C}"}
+_REFUSED_CATEGORIES = frozenset({"Cc", "Cs"})  # control characters, lone surrogates
+
+_WINDOWS_FORBIDDEN = frozenset('<>:"/\\|?*')
+_WINDOWS_RESERVED = frozenset(
+    ["CON", "PRN", "AUX", "NUL"] + [f"COM{i}" for i in range(10)] + [f"LPT{i}" for i in range(10)]
+)
+_DLL_NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9._+-]*")
+_FILE_WORD = re.compile(r"[^A-Za-z0-9._+-]")
+_VERSION_HEAD = re.compile(r"[0-9]+(?:\.[0-9]+)*")
+_MAKENSIS_VERSION = re.compile(r"v?(\d+)\.(\d+)")
+
+
+def nsis_string(value: str, *, expand: bool = True, prefix: str = "") -> str:
+    """Quote `value` as one NSIS token whose final text is exactly `value`.
+
+    `expand=True` for strings NSIS expands at run time (most arguments: Name, registry values,
+    messages, paths); `expand=False` for ones it keeps as written (VIAddVersionKey, File,
+    OutFile). `prefix` is trusted NSIS text put inside the quotes first (`$INSTDIR\\`).
+    Raises ValueError for what NSIS cannot carry (see the module docstring).
+    """
+    if prefix.endswith(("$", "$\\")):
+        raise ValueError("an NSIS prefix must not end in '$' or '$\\'")
+    if len(value) > _MAX_STRLEN:
+        raise ValueError(f"longer than NSIS's {_MAX_STRLEN} characters")
+    if value.endswith("$\\"):
+        raise ValueError("ends in '$\\', which NSIS cannot quote")
+    out = ['"', prefix]
+    after_dollar = False
+    for ch in value:
+        if ch == "$":
+            out.append("$$" if expand else "${U+24}")
+            after_dollar = expand
+            continue
+        if after_dollar and ch in _AFTER_DOLLAR:
+            out.append(_AFTER_DOLLAR[ch])
+        elif ch in _QUOTES:
+            out.append("$\\" + ch)
+        elif ch in _CONTROL:
+            out.append(_CONTROL[ch])
+        elif unicodedata.category(ch) in _REFUSED_CATEGORIES:
+            raise ValueError(f"holds the control character U+{ord(ch):04X}")
+        else:
+            out.append(ch)
+        after_dollar = False
+    out.append('"')
+    return "".join(out)
+
+
+class NsisChannel:
+    """The Windows installer: installer.nsi, and the setup .exe when makensis is available."""
+
+    name = "nsis"
+    target = "windows-x86_64"
+
+    def generate(self, package: PackageInput, out: Path) -> ChannelOutput:
+        """Check the stage, write installer.nsi, and compile it if makensis is on PATH."""
+        if package.target != self.target:
+            raise ConfigError(
+                f"the NSIS channel packages the {self.target} stage, not {package.target}",
+                component=_COMPONENT,
+                target=package.target,
+            )
+        out.mkdir(parents=True, exist_ok=True)
+        context = _context(package, out)
+        _verify_stage(package)
+        script = out / SCRIPT_NAME
+        text = render(_TEMPLATE, context, _FILTERS)
+        script.write_bytes(text.encode("utf-8-sig"))
+
+        exe_name: str = context["outfile"]
+        makensis = shutil.which("makensis")
+        if makensis is None:
+            notes = (
+                f"{SCRIPT_NAME} was not compiled: makensis is not on PATH. Install NSIS 3 "
+                "(Debian/Ubuntu: apt-get install nsis), then run "
+                f"`makensis -WX -V2 -NOCONFIG -INPUTCHARSET UTF8 {SCRIPT_NAME}` in this "
+                f"directory with SOURCE_DATE_EPOCH={package.source_date_epoch} to get {exe_name}",
+            )
+            return ChannelOutput(self.name, out, (script,), notes + _redist_notes(package))
+        version = _compile(makensis, package, out, exe_name)
+        exe = out / exe_name
+        notes = (
+            f"{exe_name}: {len(package.files)} files, {context['estimated_kib']} KiB installed, "
+            f"built with makensis {version}; unsigned — sign it before publishing",
+        )
+        return ChannelOutput(
+            self.name, out, tuple(sorted((script, exe))), notes + _redist_notes(package)
+        )
+
+
+def _compile(makensis: str, package: PackageInput, out: Path, exe_name: str) -> str:
+    """Run makensis on the written script; return its version. Failure leaves no .exe."""
+    version = _makensis_version(makensis, package)
+    env = dict(os.environ, SOURCE_DATE_EPOCH=str(package.source_date_epoch))
+    command = [makensis, "-WX", "-V2", "-NOCONFIG", "-INPUTCHARSET", "UTF8", SCRIPT_NAME]
+    exe = out / exe_name
+    try:
+        result = subprocess.run(
+            command,
+            cwd=out,
+            env=env,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.STDOUT,
+            check=False,
+        )
+    except OSError as exc:
+        exe.unlink(missing_ok=True)
+        raise PackagingError(
+            f"could not run makensis: {exc}",
+            component=_COMPONENT,
+            target=package.target,
+            file=str(out / SCRIPT_NAME),
+        ) from exc
+    if result.returncode != 0 or not exe.is_file():
+        exe.unlink(missing_ok=True)
+        output = result.stdout.decode("utf-8", errors="replace").strip().splitlines()
+        tail = "\n".join(output[-_TAIL_LINES:]) or "(no output)"
+        raise PackagingError(
+            f"makensis failed on {SCRIPT_NAME} (exit {result.returncode}); last output:\n{tail}",
+            component=_COMPONENT,
+            target=package.target,
+            file=str(out / SCRIPT_NAME),
+            fix="a warning fails the build too (-WX); fix the script's inputs, or report it",
+        )
+    return version
+
+
+def _makensis_version(makensis: str, package: PackageInput) -> str:
+    """NSIS 3 is needed (Unicode true, ${U+…}, $\\t); 2.x would fail with a confusing message."""
+    try:
+        result = subprocess.run(
+            [makensis, "-VERSION"], stdout=subprocess.PIPE, stderr=subprocess.STDOUT, check=False
+        )
+    except OSError as exc:
+        raise PackagingError(
+            f"could not run makensis: {exc}", component=_COMPONENT, target=package.target
+        ) from exc
+    version = result.stdout.decode("utf-8", errors="replace").strip()
+    match = _MAKENSIS_VERSION.match(version)
+    if match is None or int(match.group(1)) < 3:
+        raise PackagingError(
+            f"makensis {version or '(no version)'} is not NSIS 3",
+            component=_COMPONENT,
+            target=package.target,
+            fix="install NSIS 3 or newer (Debian/Ubuntu: apt-get install nsis)",
+        )
+    return version
+
+
+def _verify_stage(package: PackageInput) -> None:
+    """Each listed file must still be the regular file of that size and SHA-256 the build staged."""
+    for shipped in package.files:
+        path = package.stage / shipped.path
+        try:
+            info = path.lstat()
+        except FileNotFoundError:
+            raise _changed(package, path) from None
+        if not stat.S_ISREG(info.st_mode) or info.st_size != shipped.size:
+            raise _changed(package, path)
+        digest = hashlib.sha256()
+        with path.open("rb") as f:
+            while chunk := f.read(_CHUNK):
+                digest.update(chunk)
+        if digest.hexdigest() != shipped.sha256:
+            raise _changed(package, path)
+
+
+def _changed(package: PackageInput, path: Path) -> IntegrityError:
+    return IntegrityError(
+        "a staged file changed or vanished after the build",
+        component=_COMPONENT,
+        target=package.target,
+        file=str(path),
+        fix="rebuild the stage (invoke build) instead of editing it",
+    )
+
+
+def _context(package: PackageInput, out: Path) -> dict[str, Any]:
+    """Everything the template needs, each value checked so that rendering cannot fail."""
+    settings = package.settings
+    _check_windows_name(package, settings.package_name, "packaging.package_name")
+    relative = _stage_from(package, out)
+    paths = [_checked_path(package, f) for f in package.files]
+    _check_collisions(package, paths)
+
+    groups: dict[str, list[str]] = {}
+    for path in paths:
+        parent = str(path.parent)
+        groups.setdefault("" if parent == "." else parent, []).append(_win(path))
+    directories = [
+        {
+            "path": _win(PurePosixPath(parent)) if parent else "",
+            "sources": [f"{relative}\\{p}" for p in sorted(groups[parent])],
+        }
+        for parent in sorted(groups)
+    ]
+    all_dirs = {str(p) for path in paths for p in path.parents if str(p) != "."}
+    uninstall_dirs = sorted(all_dirs, key=lambda d: (-d.count("/"), d))
+
+    redist = _redist(package)
+    licenses = ", ".join(package.licenses)
+    display_name = f"{package.product} {package.version}"
+    context: dict[str, Any] = {
+        "display_name": display_name,
+        "product": package.product,
+        "version": package.version,
+        "publisher": settings.publisher,
+        "description": package.description,
+        "url": package.url,
+        "copyright": (
+            f"{settings.publisher}; components under {licenses} (see NOTICE)"
+            if licenses
+            else settings.publisher
+        ),
+        "package_name": settings.package_name,
+        "outfile": f"{_file_word(package.product)}-{_file_word(package.version)}-setup.exe",
+        "vi_version": _version_quad(package.version),
+        "uninstall_key": _UNINSTALL_ROOT + settings.package_name,
+        "uninstaller": UNINSTALLER,
+        "estimated_kib": (sum(f.size for f in package.files) + 1023) // 1024,
+        "directories": directories,
+        "uninstall_files": [_win(p) for p in paths],
+        "uninstall_dirs": [_win(PurePosixPath(d)) for d in uninstall_dirs],
+        "redist": redist,
+        "x64_message": f"{display_name} needs 64-bit (x64) Windows.",
+        "redist_intro": (
+            f"{display_name} needs these Microsoft Visual C++ runtime libraries, which are "
+            "missing from Windows\\System32:"
+        ),
+        "redist_outro": "Install the redistributable named above, then run this setup again.",
+    }
+    for field in (
+        "product",
+        "version",
+        "publisher",
+        "description",
+        "url",
+        "copyright",
+        "package_name",
+        "display_name",
+        "uninstall_key",
+        "x64_message",
+        "redist_intro",
+    ):
+        _check_text(package, field, context[field])
+    for dll in redist:
+        _check_text(package, f"external {dll['name']} note", dll["line"])
+    return context
+
+
+def _redist(package: PackageInput) -> list[dict[str, str]]:
+    """The redistributable DLLs to look for in System32, one message line each."""
+    found: dict[str, dict[str, str]] = {}
+    for external in sorted(package.externals, key=lambda e: e.name.casefold()):
+        if external.kind != "redist" or external.name.casefold() in found:
+            continue
+        if not _DLL_NAME.fullmatch(external.name):
+            raise ConfigError(
+                f"external library name {external.name!r} is not a plain DLL file name",
+                component=_COMPONENT,
+                target=package.target,
+                fix="fix the closure's external entry in targets.toml",
+            )
+        where = external.note or external.group
+        line = f"  {external.name} ({where})" if where else f"  {external.name}"
+        found[external.name.casefold()] = {"name": external.name, "line": line}
+    return list(found.values())
+
+
+def _redist_notes(package: PackageInput) -> tuple[str, ...]:
+    redist = _redist(package)
+    if not redist:
+        return ()
+    names = ", ".join(d["name"] for d in redist)
+    wanted = sorted({e.note or e.group for e in package.externals if e.kind == "redist"})
+    return (f"the installer stops unless {names} are in System32; users need: {'; '.join(wanted)}",)
+
+
+def _stage_from(package: PackageInput, out: Path) -> str:
+    """The stage as a Windows-style path relative to the script's directory."""
+    stage, here = package.stage.resolve(), out.resolve()
+    if here == stage or stage in here.parents:
+        raise ConfigError(
+            "the NSIS output directory is inside the stage it packages",
+            component=_COMPONENT,
+            target=package.target,
+            file=str(out),
+            fix="write packaging next to the stage (dist/<product>/<version>/packaging/nsis)",
+        )
+    try:
+        relative = os.path.relpath(stage, here)
+    except ValueError as exc:  # Windows: another drive
+        raise ConfigError(
+            f"the stage cannot be reached by a relative path from the NSIS directory: {exc}",
+            component=_COMPONENT,
+            target=package.target,
+            file=str(package.stage),
+        ) from exc
+    relative = relative.replace(os.sep, "\\").replace("/", "\\")
+    _check_text(package, "the stage's relative path", relative)
+    return relative
+
+
+def _checked_path(package: PackageInput, shipped: ShippedFile) -> PurePosixPath:
+    """A stage path NSIS can carry: relative, Windows-valid components, no links, no `$`."""
+    if shipped.link_to is not None:
+        raise ConfigError(
+            "NSIS cannot install a symbolic link",
+            component=_COMPONENT,
+            target=package.target,
+            file=shipped.path,
+            fix="a Windows stage holds no symlinks; rebuild the windows-x86_64 stage",
+        )
+    path = PurePosixPath(shipped.path)
+    if path.is_absolute() or not path.parts or str(path) != shipped.path:
+        raise _bad_path(package, shipped.path, "is not a normalised relative path")
+    for part in path.parts:
+        _check_windows_name(package, part, "stage path", file=shipped.path)
+        if "$" in part:
+            # File takes its source verbatim while SetOutPath/Delete expand `$`: one name, two
+            # escapings for the same path. No ONNX Runtime or OpenVINO file has a `$`.
+            raise _bad_path(package, shipped.path, "contains '$'")
+    _check_text(package, "stage path", _win(path), file=shipped.path)
+    return path
+
+
+def _check_collisions(package: PackageInput, paths: Iterable[PurePosixPath]) -> None:
+    """Windows names are case-insensitive: no two entries may become one, nor the uninstaller."""
+    seen: dict[str, str] = {}
+    for path in paths:
+        if str(path).casefold() == UNINSTALLER:
+            raise _bad_path(package, str(path), "is the name of the uninstaller NSIS writes")
+        for entry in [*reversed(path.parents[:-1]), path]:
+            key = str(entry).casefold()
+            if seen.setdefault(key, str(entry)) != str(entry):
+                raise _bad_path(
+                    package, str(path), f"collides with {seen[key]!r} on a case-insensitive disk"
+                )
+
+
+def _check_windows_name(
+    package: PackageInput, name: str, what: str, *, file: str | None = None
+) -> None:
+    problem = None
+    if not name or name in {".", ".."}:
+        problem = "is empty or a dot name"
+    elif any(ch in _WINDOWS_FORBIDDEN or ord(ch) < 32 for ch in name):
+        problem = 'contains a character Windows forbids in names (<>:"/\\|?* or control)'
+    elif name[-1] in ". ":
+        problem = "ends in a dot or a space"
+    elif name.split(".")[0].rstrip(" ").upper() in _WINDOWS_RESERVED:
+        problem = "is a reserved Windows device name"
+    if problem:
+        raise ConfigError(
+            f"{what} {name!r} {problem}",
+            component=_COMPONENT,
+            target=package.target,
+            file=file,
+            fix="rename it to a valid Windows file name",
+        )
+
+
+def _check_text(package: PackageInput, field: str, value: str, *, file: str | None = None) -> None:
+    try:
+        nsis_string(value)
+    except ValueError as exc:
+        raise ConfigError(
+            f"{field} cannot go into the NSIS script: it {exc}",
+            component=_COMPONENT,
+            target=package.target,
+            file=file,
+            fix="shorten it or drop the character",
+        ) from None
+
+
+def _bad_path(package: PackageInput, path: str, problem: str) -> ConfigError:
+    return ConfigError(
+        f"stage path {problem}",
+        component=_COMPONENT,
+        target=package.target,
+        file=path,
+        fix="rename the file in the recipe's keep/rename rules",
+    )
+
+
+def _version_quad(version: str) -> str:
+    """VIProductVersion wants X.X.X.X of 16-bit numbers: the leading numeric release, padded.
+
+    `v1.22.0rc1` → 1.22.0.0, `1!2.3` (PEP 440 epoch) → 2.3.0.0, `2025.0.0.17942` stays, parts
+    over 65535 are clamped, and a version with no leading number gives 0.0.0.0.
+    """
+    text = version.strip().removeprefix("v").removeprefix("V")
+    text = re.sub(r"^[0-9]+!", "", text)
+    match = _VERSION_HEAD.match(text)
+    parts = match.group().split(".")[:4] if match else []
+    numbers = []
+    for part in parts:
+        digits = part.lstrip("0") or "0"
+        numbers.append(0xFFFF if len(digits) > 5 else min(int(digits), 0xFFFF))
+    numbers += [0] * (4 - len(numbers))
+    return ".".join(str(n) for n in numbers)
+
+
+def _file_word(text: str) -> str:
+    return _FILE_WORD.sub("_", text) or "_"
+
+
+def _win(path: PurePosixPath) -> str:
+    return "\\".join(path.parts)
+
+
+def _instdir(relative: str) -> str:
+    return nsis_string(relative, prefix="$INSTDIR\\") if relative else '"$INSTDIR"'
+
+
+def _verbatim(value: str) -> str:
+    return nsis_string(value, expand=False)
+
+
+_FILTERS = {"nsis": nsis_string, "nsis_verbatim": _verbatim, "instdir": _instdir}
