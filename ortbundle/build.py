@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import os
 from collections import Counter
+from collections.abc import Mapping
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -12,8 +13,8 @@ from rich.table import Table
 
 from ortbundle import __version__
 from ortbundle.audit import ChannelAudit, audit_channel, load_policy, report_json
-from ortbundle.channels import ShippedFile
-from ortbundle.errors import AuditError, OrtbundleError
+from ortbundle.channels import ChannelOutput, ShippedFile
+from ortbundle.errors import AuditError, ConfigError, OrtbundleError
 from ortbundle.fetch.artifacts import Artifact, Fetcher
 from ortbundle.fetch.cache import Cache, default_cache_dir
 from ortbundle.fetch.download import RetryPolicy
@@ -27,8 +28,27 @@ from ortbundle.licensing import (
     notice_text,
     with_tool_file,
 )
+from ortbundle.packaging import generate_all, package_input
 from ortbundle.progress import Reporter
 from ortbundle.recipes import Product, Recipe, Source, load_product, load_recipe
+from ortbundle.record import (
+    MANIFEST_NAME,
+    SBOM_NAME,
+    SIGNATURE_NAME,
+    list_outputs,
+    manifest_json,
+    sbom_json,
+    signature_text,
+    source_date_epoch,
+    stage_outputs,
+)
+from ortbundle.signing import (
+    ENV_KEY,
+    ENV_KEY_FILE,
+    SecretKey,
+    default_key_path,
+    load_signing_key,
+)
 from ortbundle.stage import (
     TEXT_MODE,
     StagedRuntime,
@@ -86,6 +106,8 @@ class BuildOptions:
     release: bool = False  # the audit gate is strict, a signing key is required
     audit_only: bool = False  # stage aside, audit, and publish nothing
     audit_channels: tuple[str, ...] = ()  # empty: the product's packaging channels
+    signing_key: Path | None = None  # else $ORTBUNDLE_SIGNING_KEY(_FILE), else the keygen default
+    environ: Mapping[str, str] | None = None  # None: os.environ (tests pass their own)
 
     @property
     def workers(self) -> int:
@@ -134,6 +156,8 @@ class BuildResult:
     targets: tuple[TargetResult, ...]
     audits: tuple[ChannelAudit, ...]
     version_dir: Path
+    packages: tuple[ChannelOutput, ...] = ()
+    signed_by: str | None = None  # key id, None for an unsigned development build
 
 
 def load_plan(project: Project, options: BuildOptions) -> Plan:
@@ -185,7 +209,11 @@ class AuditFailed(AuditError):
 
 
 def _stage_target(
-    project: Project, plan: Plan, target_name: str, artifacts: dict[str, Artifact], tmp: Path
+    project: Project,
+    plan: Plan,
+    target_name: str,
+    artifacts: dict[str, Artifact],
+    tmp: Path,
 ) -> TargetResult:
     target = get_target(target_name)
     tmp.mkdir()
@@ -234,6 +262,10 @@ def build(project: Project, options: BuildOptions, reporter: Reporter) -> BuildR
     The whole version directory (stages, evidence, packaging) is built in a hidden sibling and
     swapped in at the end, so dist/ holds the previous build or the new one, never a mix.
     """
+    environ = os.environ if options.environ is None else options.environ
+    plan = load_plan(project, options)
+    key = None if options.audit_only else _signing_key(plan.product, options, environ)
+    epoch = source_date_epoch(project.root, environ)
     plan, artifacts = fetch(project, options, reporter)
     version_dir = project.dist / plan.product.name / plan.product.version
     scratch = scratch_dir(version_dir)
@@ -246,27 +278,94 @@ def build(project: Project, options: BuildOptions, reporter: Reporter) -> BuildR
             staged = [f.result() for f in futures]
         audits = _audit(project, plan, staged, options)
         failed = [a for a in audits if not a.passed]
+        licensing = [t.licensing for t in staged]
         if failed and (options.release or options.audit_only):
-            raise AuditFailed(plan.product, audits, [t.licensing for t in staged])
-        (scratch / AUDIT_NAME).write_text(
-            report_json(
-                plan.product.name, plan.product.version, audits, [t.licensing for t in staged]
-            ),
-            "utf-8",
-        )
+            raise AuditFailed(plan.product, audits, licensing)
         if options.audit_only:
             discard(scratch, up_to=project.dist)
-        else:
-            publish(scratch, version_dir)
+            return BuildResult(plan, artifacts, tuple(staged), audits, version_dir)
+        packages = _record_and_package(
+            project, plan, artifacts, staged, audits, scratch, epoch, key, options
+        )
+        publish(scratch, version_dir)
     except BaseException:
         discard(scratch, up_to=project.dist)
         raise
-    final = scratch if options.audit_only else version_dir
     targets = tuple(
-        TargetResult(t.target, final / t.target, t.runtimes, t.texts, t.licensing, t.files)
+        TargetResult(t.target, version_dir / t.target, t.runtimes, t.texts, t.licensing, t.files)
         for t in staged
     )
-    return BuildResult(plan, artifacts, targets, audits, version_dir)
+    return BuildResult(
+        plan,
+        artifacts,
+        targets,
+        audits,
+        version_dir,
+        packages,
+        key.public_key().key_id_hex if key else None,
+    )
+
+
+def _signing_key(
+    product: Product, options: BuildOptions, environ: Mapping[str, str]
+) -> SecretKey | None:
+    path = options.signing_key
+    if path is None and not (environ.get(ENV_KEY) or environ.get(ENV_KEY_FILE)):
+        default = default_key_path(product.name, environ)
+        path = default if default.is_file() else None
+    key = load_signing_key(path, environ)
+    if key is None and options.release:
+        raise ConfigError(
+            "a release build must be signed, and no signing key is configured",
+            fix=f"run invoke keygen, pass --signing-key, or set {ENV_KEY} / {ENV_KEY_FILE}",
+        )
+    return key
+
+
+def _record_and_package(
+    project: Project,
+    plan: Plan,
+    artifacts: dict[str, Artifact],
+    staged: list[TargetResult],
+    audits: tuple[ChannelAudit, ...],
+    scratch: Path,
+    epoch: int,
+    key: SecretKey | None,
+    options: BuildOptions,
+) -> tuple[ChannelOutput, ...]:
+    """Evidence and packages, written into the scratch version directory before it is published."""
+    licensing = [t.licensing for t in staged]
+    product = plan.product
+    (scratch / AUDIT_NAME).write_text(
+        report_json(product.name, product.version, audits, licensing), "utf-8"
+    )
+    (scratch / SBOM_NAME).write_text(sbom_json(product, licensing, artifacts, epoch), "utf-8")
+    inputs = {
+        t.target: package_input(
+            product,
+            t.target,
+            t.stage,
+            t.files,
+            t.licensing,
+            [(plan.recipes[r.runtime], r) for r in t.runtimes],
+            epoch,
+            options.cache_dir or default_cache_dir(),
+        )
+        for t in staged
+    }
+    packages = generate_all(product.channels, inputs, scratch / "packaging", options.workers)
+    modes = {f"{t.target}/{f.path}": f.mode for t in staged for f in t.files}
+    outputs = list_outputs(scratch, stage_outputs(licensing, modes))
+    public_id = key.public_key().key_id_hex if key else None
+    manifest = manifest_json(
+        product, plan.recipes, artifacts, outputs, epoch, public_id, project.root
+    ).encode()
+    (scratch / MANIFEST_NAME).write_bytes(manifest)
+    if key is not None:
+        (scratch / SIGNATURE_NAME).write_text(signature_text(manifest, key, product), "utf-8")
+    for path in scratch.rglob("*"):
+        os.utime(path, (epoch, epoch), follow_symlinks=False)
+    return tuple(packages)
 
 
 def _mib(size: int) -> str:

@@ -312,6 +312,12 @@ def load_secret_key(path: Path, *, password: str | None = None) -> SecretKey:
     return _parse_secret_key(_read_text(path, "secret key"), password, str(path))
 
 
+def default_key_path(product: str, environ: Mapping[str, str]) -> Path:
+    """Where `invoke keygen` keeps a product's secret key: the user's config, never the repo."""
+    config = environ.get("XDG_CONFIG_HOME") or str(Path(environ.get("HOME", "~")) / ".config")
+    return Path(config).expanduser() / "ortbundle" / "keys" / f"{product}.key"
+
+
 def load_signing_key(path: Path | None, environ: Mapping[str, str]) -> SecretKey | None:
     """The key to sign with: an explicit path, else CI's environment, else None.
 

@@ -75,6 +75,7 @@ class PackageInput:
     runtimes: tuple[ShippedRuntime, ...]
     settings: PackagingSettings
     source_date_epoch: int  # every timestamp written into a package
+    cache: Path | None = None  # where expensive outputs are memoised (see channels/memo.py)
 
 
 @dataclass(frozen=True)

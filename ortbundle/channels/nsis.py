@@ -48,6 +48,7 @@ from pathlib import Path, PurePosixPath
 from typing import Any
 
 from ortbundle.channels import ChannelOutput, PackageInput, ShippedFile
+from ortbundle.channels.memo import input_key, memoized
 from ortbundle.errors import ConfigError, IntegrityError, PackagingError
 from ortbundle.templating import render
 
@@ -146,8 +147,16 @@ class NsisChannel:
                 f"directory with SOURCE_DATE_EPOCH={package.source_date_epoch} to get {exe_name}",
             )
             return ChannelOutput(self.name, out, (script,), notes + _redist_notes(package))
-        version = _compile(makensis, package, out, exe_name)
+        version = _makensis_version(makensis, package)
         exe = out / exe_name
+        key = input_key(package, "nsis-installer", [text, version, exe_name])
+        memoized(
+            package,
+            "nsis-installer",
+            key,
+            exe,
+            lambda _: _compile(makensis, package, out, exe_name),
+        )
         notes = (
             f"{exe_name}: {len(package.files)} files, {context['estimated_kib']} KiB installed, "
             f"built with makensis {version}; unsigned — sign it before publishing",
@@ -157,9 +166,8 @@ class NsisChannel:
         )
 
 
-def _compile(makensis: str, package: PackageInput, out: Path, exe_name: str) -> str:
-    """Run makensis on the written script; return its version. Failure leaves no .exe."""
-    version = _makensis_version(makensis, package)
+def _compile(makensis: str, package: PackageInput, out: Path, exe_name: str) -> None:
+    """Run makensis on the written script. Failure leaves no .exe."""
     env = dict(os.environ, SOURCE_DATE_EPOCH=str(package.source_date_epoch))
     command = [makensis, "-WX", "-V2", "-NOCONFIG", "-INPUTCHARSET", "UTF8", SCRIPT_NAME]
     exe = out / exe_name
@@ -191,7 +199,6 @@ def _compile(makensis: str, package: PackageInput, out: Path, exe_name: str) -> 
             file=str(out / SCRIPT_NAME),
             fix="a warning fails the build too (-WX); fix the script's inputs, or report it",
         )
-    return version
 
 
 def _makensis_version(makensis: str, package: PackageInput) -> str:

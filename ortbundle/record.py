@@ -1,0 +1,298 @@
+"""The evidence of a build: the build manifest, the SBOM, and the manifest's signature.
+
+Everything here is a pure function of the build's inputs and outputs: no clock (timestamps
+come from SOURCE_DATE_EPOCH), no host paths, no user names, so two builds of the same inputs
+write the same bytes — and an Ed25519 signature over the same bytes is the same signature.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import subprocess
+import uuid
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+from cyclonedx.model import HashAlgorithm, HashType, Property
+from cyclonedx.model.bom import Bom, BomMetaData
+from cyclonedx.model.component import Component, ComponentType
+from cyclonedx.model.license import LicenseExpression
+from cyclonedx.model.tool import ToolRepository
+from cyclonedx.output.json import JsonV1Dot6
+from packageurl import PackageURL
+
+from ortbundle import __version__
+from ortbundle.errors import ConfigError
+from ortbundle.fetch.artifacts import Artifact
+from ortbundle.licensing import TargetLicensing
+from ortbundle.recipes import Product, Recipe
+from ortbundle.signing import SecretKey, sign
+
+MANIFEST_SCHEMA = "ortbundle.manifest/1"
+MANIFEST_NAME = "manifest.json"
+SIGNATURE_NAME = "manifest.json.minisig"
+SBOM_NAME = "sbom.cdx.json"
+# Files beside the manifest that it cannot list: itself, its signature.
+UNLISTED = frozenset({MANIFEST_NAME, SIGNATURE_NAME})
+
+
+@dataclass(frozen=True)
+class Output:
+    path: str  # relative to dist/<product>/<version>/
+    size: int
+    sha256: str
+    mode: int
+    link_to: str | None
+    component: str | None  # None for evidence and packaging files
+    license: str | None
+
+
+def source_date_epoch(root: Path, environ: Mapping[str, str] | None = None) -> int:
+    """SOURCE_DATE_EPOCH if set, else the commit time of the recipes, else 0 (never "now")."""
+    environ = os.environ if environ is None else environ
+    value = environ.get("SOURCE_DATE_EPOCH", "").strip()
+    if value:
+        if not value.isdigit():
+            raise ConfigError(
+                f"SOURCE_DATE_EPOCH={value!r} is not a count of seconds",
+                fix="set it to an integer such as the last commit's time (git log -1 --format=%ct)",
+            )
+        return int(value)
+    try:
+        found = subprocess.run(
+            ["git", "log", "-1", "--format=%ct", "--", "recipes", "manifests", "licenses"],
+            cwd=root,
+            capture_output=True,
+            text=True,
+            timeout=30,
+            check=False,
+        )
+    except (OSError, subprocess.SubprocessError):
+        return 0
+    text = found.stdout.strip()
+    return int(text) if found.returncode == 0 and text.isdigit() else 0
+
+
+def hash_file(path: Path) -> tuple[int, str]:
+    digest = hashlib.sha256()
+    size = 0
+    with path.open("rb") as handle:
+        while chunk := handle.read(1 << 20):
+            digest.update(chunk)
+            size += len(chunk)
+    return size, digest.hexdigest()
+
+
+def list_outputs(version_dir: Path, known: Mapping[str, Output]) -> list[Output]:
+    """Every entry under the version directory; hashes reused where the build already knows them."""
+    outputs: list[Output] = []
+    for path in sorted(version_dir.rglob("*")):
+        relative = path.relative_to(version_dir).as_posix()
+        if relative in UNLISTED or (path.is_dir() and not path.is_symlink()):
+            continue
+        if relative in known:
+            outputs.append(known[relative])
+            continue
+        if path.is_symlink():
+            size, sha256 = hash_file(path.resolve())
+            outputs.append(
+                Output(relative, size, sha256, 0o777, path.readlink().as_posix(), None, None)
+            )
+            continue
+        size, sha256 = hash_file(path)
+        outputs.append(
+            Output(relative, size, sha256, path.stat().st_mode & 0o777, None, None, None)
+        )
+    return outputs
+
+
+def stage_outputs(
+    licensing: Iterable[TargetLicensing], modes: Mapping[str, int]
+) -> dict[str, Output]:
+    """The stage entries, keyed by path under the version directory, with their component."""
+    known: dict[str, Output] = {}
+    for tl in licensing:
+        for c in tl.components:
+            for f in c.files:
+                path = f"{tl.target}/{f.path}"
+                known[path] = Output(
+                    path, f.size, f.sha256, modes.get(path, 0o644), f.link_to, c.name, c.expression
+                )
+            for t in c.texts:
+                path = f"{tl.target}/{t.path}"
+                known[path] = Output(
+                    path, t.size, t.sha256, modes.get(path, 0o644), None, c.name, c.expression
+                )
+    return known
+
+
+def manifest_json(
+    product: Product,
+    recipes: Mapping[str, Recipe],
+    artifacts: Mapping[str, Artifact],
+    outputs: Sequence[Output],
+    epoch: int,
+    public_key_id: str | None,
+    root: Path,
+) -> str:
+    inputs = []
+    for name, recipe in sorted(recipes.items()):
+        for sid, source in sorted(recipe.sources.items()):
+            artifact = artifacts.get(source.sha256)
+            if artifact is None:
+                continue  # a source no built target reads
+            inputs.append(
+                {
+                    "component": name,
+                    "source": sid,
+                    "kind": "pypi",
+                    "project": source.pypi.project,
+                    "version": source.pypi.version,
+                    "filename": source.filename,
+                    "url": artifact.url,
+                    "size": artifact.size,
+                    "sha256": source.sha256,
+                }
+            )
+    document = {
+        "schema": MANIFEST_SCHEMA,
+        "tool": {"name": "ortbundle", "version": __version__},
+        "product": {
+            "name": product.name,
+            "version": product.version,
+            "manifest": _relative(product.path, root),
+            "manifest_sha256": product.digest,
+        },
+        "recipes": [
+            {"name": n, "path": _relative(r.path, root), "sha256": r.digest}
+            for n, r in sorted(recipes.items())
+        ],
+        "source_date_epoch": epoch,
+        "signing_key_id": public_key_id,
+        "inputs": inputs,
+        "outputs": [_output_json(o) for o in sorted(outputs, key=lambda o: o.path)],
+    }
+    return json.dumps(document, indent=2, sort_keys=True) + "\n"
+
+
+def _output_json(output: Output) -> dict[str, Any]:
+    item: dict[str, Any] = {
+        "path": output.path,
+        "size": output.size,
+        "sha256": output.sha256,
+        "mode": f"{output.mode:04o}",
+    }
+    if output.link_to is not None:
+        item["link_to"] = output.link_to
+    if output.component is not None:
+        item["component"] = output.component
+        item["license"] = output.license
+    return item
+
+
+def _relative(path: Path, root: Path) -> str:
+    try:
+        return path.resolve().relative_to(root.resolve()).as_posix()
+    except ValueError:
+        return path.name  # never a host path
+
+
+def signature_text(manifest: bytes, key: SecretKey, product: Product) -> str:
+    comment = f"ortbundle manifest {product.name} {product.version} sha256:" + (
+        hashlib.sha256(manifest).hexdigest()
+    )
+    return sign(
+        manifest, key, trusted_comment=comment, untrusted_comment="ortbundle build manifest"
+    )
+
+
+def sbom_json(
+    product: Product,
+    licensing: Sequence[TargetLicensing],
+    artifacts: Mapping[str, Artifact],
+    epoch: int,
+) -> str:
+    """CycloneDX 1.6: one component per licensed component, with the files it contributes."""
+    grouped: dict[tuple[str, str], list[tuple[str, Any]]] = {}
+    for tl in licensing:
+        for c in tl.components:
+            grouped.setdefault((c.name, c.version), []).append((tl.target, c))
+    components = []
+    identity = hashlib.sha256()
+    for (name, version), uses in sorted(grouped.items()):
+        first = uses[0][1]
+        sources = {s.sha256: s for _, c in uses for s in c.sources}
+        hashes = [
+            HashType(alg=HashAlgorithm.SHA_256, content=s.sha256)
+            for s in sources.values()
+            if s.pypi.project == name and s.sha256 in artifacts
+        ]
+        files = []
+        for target, c in uses:
+            for f in c.files:
+                if f.link_to is not None:
+                    continue
+                identity.update(f"{target}/{f.path}:{f.sha256}\n".encode())
+                files.append(
+                    Component(
+                        type=ComponentType.FILE,
+                        name=f"{target}/{f.path}",
+                        bom_ref=f"file:{target}/{f.path}",
+                        hashes=[HashType(alg=HashAlgorithm.SHA_256, content=f.sha256)],
+                    )
+                )
+        expressions = sorted({c.expression for _, c in uses})
+        properties = [Property(name="ortbundle:target", value=t) for t, _ in uses]
+        properties += [
+            Property(name="ortbundle:found-in", value=f"{s.filename} sha256:{s.sha256}")
+            for s in sorted(sources.values(), key=lambda s: s.filename)
+        ]
+        properties += [
+            Property(name="ortbundle:license-text", value=f"{t}/{x.path}")
+            for t, c in uses
+            for x in c.texts
+        ]
+        components.append(
+            Component(
+                type=ComponentType.LIBRARY,
+                name=name,
+                version=version,
+                bom_ref=f"{name}@{version}",
+                purl=PackageURL.from_string(first.purl),
+                licenses=[LicenseExpression(" AND ".join(expressions))],
+                copyright="\n".join(first.copyrights) or None,
+                hashes=hashes,
+                components=files,
+                properties=properties,
+            )
+        )
+    identity.update(f"{product.name}\n{product.version}\n".encode())
+    tools = ToolRepository(
+        components=[
+            Component(type=ComponentType.APPLICATION, name="ortbundle", version=__version__)
+        ]
+    )
+    bom = Bom(
+        serial_number=uuid.UUID(bytes=identity.digest()[:16], version=5),
+        metadata=BomMetaData(
+            timestamp=datetime.fromtimestamp(epoch, tz=UTC),
+            tools=tools,
+            component=Component(
+                type=ComponentType.APPLICATION,
+                name=product.name,
+                version=product.version,
+                bom_ref=f"product:{product.name}@{product.version}",
+                description=product.description,
+            ),
+        ),
+        components=components,
+    )
+    for component in bom.components:
+        bom.register_dependency(bom.metadata.component, [component])  # type: ignore[arg-type]
+    text = JsonV1Dot6(bom).output_as_string(indent=2)
+    return json.dumps(json.loads(text), indent=2, sort_keys=True) + "\n"
