@@ -12,7 +12,15 @@ from invoke.exceptions import Exit
 from invoke.tasks import task
 
 from ortbundle.build import DEFAULT_PRODUCT, BuildOptions
-from ortbundle.cli import CommandFailed, run_audit, run_build, run_clean, run_fetch
+from ortbundle.cli import (
+    CommandFailed,
+    run_audit,
+    run_build,
+    run_clean,
+    run_fetch,
+    run_keygen,
+    run_verify,
+)
 
 
 def _options(
@@ -110,6 +118,95 @@ def fetch(
     """Download and verify a product's pinned artifacts into the cache; stage nothing."""
     try:
         run_fetch(_options(product, target or [], offline, index_url, jobs))
+    except CommandFailed as exc:
+        raise Exit(str(exc), code=exc.code) from None
+
+
+@task(
+    iterable=["channel"],
+    help={
+        "channel": "arch, flatpak or nsis (repeatable; builds only the targets they package)",
+        "product": f"product manifest under manifests/ (default: {DEFAULT_PRODUCT})",
+        "offline": "use the download cache only",
+        "index-url": "Python package index to resolve wheels through",
+        "release": "strict audit and a required signing key",
+    },
+)
+def package(
+    c: Context,
+    channel: list[str] | None = None,
+    product: str = DEFAULT_PRODUCT,
+    offline: bool = False,
+    index_url: str | None = None,
+    release: bool = False,
+) -> None:
+    """Build the packages of some channels (with their stages, audit and signed manifest)."""
+    options = _options(
+        product, [], offline, index_url, 0, release=release, channels=tuple(channel or ())
+    )
+    try:
+        run_build(options)
+    except CommandFailed as exc:
+        raise Exit(str(exc), code=exc.code) from None
+
+
+@task(
+    help={
+        "path": "a version directory, a target stage, or an unpacked package "
+        "(default: dist/<product>/<version>)",
+        "manifest": "the manifest.json to check against (default: in or beside PATH)",
+        "target": "the target an unpacked package was built for",
+        "public-key": "minisign public key (default: keys/<product>.pub)",
+        "allow-unsigned": "check hashes of an unsigned development build",
+        "product": f"product whose dist/ tree to verify by default ({DEFAULT_PRODUCT})",
+    }
+)
+def verify(
+    c: Context,
+    path: str | None = None,
+    manifest: str | None = None,
+    target: str | None = None,
+    public_key: str | None = None,
+    allow_unsigned: bool = False,
+    product: str = DEFAULT_PRODUCT,
+) -> None:
+    """Re-hash a tree against the signed build manifest: modified, missing, unexpected files."""
+    try:
+        run_verify(
+            Path(path) if path else None,
+            manifest=Path(manifest) if manifest else None,
+            target=target,
+            public_key=Path(public_key) if public_key else None,
+            allow_unsigned=allow_unsigned,
+            product=product,
+        )
+    except CommandFailed as exc:
+        raise Exit(str(exc), code=exc.code) from None
+
+
+@task(
+    help={
+        "product": f"whose key (default: {DEFAULT_PRODUCT})",
+        "secret": "where to write the secret key (default: ~/.config/ortbundle/keys/<product>.key)",
+        "public": "where to write the public key (default: keys/<product>.pub)",
+        "force": "replace an existing secret key",
+    }
+)
+def keygen(
+    c: Context,
+    product: str = DEFAULT_PRODUCT,
+    secret: str | None = None,
+    public: str | None = None,
+    force: bool = False,
+) -> None:
+    """Create the Ed25519 (minisign) key pair that signs a product's build manifests."""
+    try:
+        run_keygen(
+            product,
+            secret=Path(secret) if secret else None,
+            public=Path(public) if public else None,
+            force=force,
+        )
     except CommandFailed as exc:
         raise Exit(str(exc), code=exc.code) from None
 

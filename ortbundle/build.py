@@ -6,14 +6,14 @@ import os
 from collections import Counter
 from collections.abc import Mapping
 from concurrent.futures import ThreadPoolExecutor
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 from rich.table import Table
 
 from ortbundle import __version__
 from ortbundle.audit import ChannelAudit, audit_channel, load_policy, report_json
-from ortbundle.channels import ChannelOutput, ShippedFile
+from ortbundle.channels import CHANNEL_TARGETS, ChannelOutput, ShippedFile
 from ortbundle.errors import AuditError, ConfigError, OrtbundleError
 from ortbundle.fetch.artifacts import Artifact, Fetcher
 from ortbundle.fetch.cache import Cache, default_cache_dir
@@ -93,6 +93,10 @@ class Project:
     def licenses(self) -> Path:
         return self.root / "licenses"
 
+    @property
+    def keys(self) -> Path:
+        return self.root / "keys"  # the products' public signing keys
+
 
 @dataclass(frozen=True)
 class BuildOptions:
@@ -106,6 +110,7 @@ class BuildOptions:
     release: bool = False  # the audit gate is strict, a signing key is required
     audit_only: bool = False  # stage aside, audit, and publish nothing
     audit_channels: tuple[str, ...] = ()  # empty: the product's packaging channels
+    channels: tuple[str, ...] = ()  # package only these (and build only their targets)
     signing_key: Path | None = None  # else $ORTBUNDLE_SIGNING_KEY(_FILE), else the keygen default
     environ: Mapping[str, str] | None = None  # None: os.environ (tests pass their own)
 
@@ -162,7 +167,18 @@ class BuildResult:
 
 def load_plan(project: Project, options: BuildOptions) -> Plan:
     product = load_product(project.manifests / f"{options.product}.toml")
-    targets = options.targets or product.targets
+    for channel in options.channels:
+        if channel not in product.channels:
+            raise ConfigError(
+                f"product {product.name} has no {channel} channel",
+                file=str(product.path),
+                fix=f"use one of: {', '.join(product.channels)}",
+            )
+    if options.channels:
+        product = replace(product, channels=options.channels)
+    targets = options.targets or tuple(
+        t for t in product.targets if not options.channels or t in _channel_targets(product)
+    )
     for target in targets:
         get_target(target)
         if target not in product.targets:
@@ -177,6 +193,10 @@ def load_plan(project: Project, options: BuildOptions) -> Plan:
         for runtime in product.runtimes_for(target):
             recipes[runtime].for_target(target)
     return Plan(product=product, recipes=recipes, targets=tuple(targets))
+
+
+def _channel_targets(product: Product) -> set[str]:
+    return {CHANNEL_TARGETS[c] for c in product.channels}
 
 
 def fetch(

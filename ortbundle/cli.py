@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import json
+import os
 import shutil
 import sys
 from collections.abc import Callable
@@ -17,10 +19,19 @@ from ortbundle.build import (
     build,
     externals_lines,
     fetch,
+    load_plan,
     size_table,
 )
-from ortbundle.errors import OrtbundleError
+from ortbundle.errors import IntegrityError, OrtbundleError
 from ortbundle.progress import Reporter
+from ortbundle.signing import (
+    ENV_KEY,
+    default_key_path,
+    generate_keypair,
+    write_public_key,
+    write_secret_key,
+)
+from ortbundle.verify import locate_manifest, verify_tree
 
 T = TypeVar("T")
 ROOT = Path(__file__).resolve().parent.parent
@@ -109,3 +120,71 @@ def run_clean(*, root: Path = ROOT, dist: Path | None = None) -> None:
     if target.exists():
         shutil.rmtree(target)
     print(f"removed {target}", file=sys.stdout)
+
+
+def run_verify(
+    tree: Path | None,
+    *,
+    manifest: Path | None,
+    target: str | None,
+    public_key: Path | None,
+    allow_unsigned: bool,
+    product: str,
+    root: Path = ROOT,
+) -> None:
+    """Re-hash a tree against the signed manifest; the exit code says whether it matched."""
+    if tree is None:
+        plan = _guard(lambda: load_plan(Project.at(root), BuildOptions(product=product)))
+        tree = Project.at(root).dist / plan.product.name / plan.product.version
+    key_path = public_key
+    if key_path is None:
+        name = _manifest_product(tree, manifest, target) or product
+        default = Project.at(root).keys / f"{name}.pub"
+        key_path = default if default.is_file() else None
+    report = _guard(
+        lambda: verify_tree(
+            tree,
+            manifest=manifest,
+            target=target,
+            public_key=key_path,
+            allow_unsigned=allow_unsigned,
+        )
+    )
+    signer = f"signature OK (key {report.signed_by})" if report.signed_by else "UNSIGNED"
+    print(f"{report.tree}: {report.product} {report.version}, {signer}")
+    for line in report.lines():
+        print(line)
+    if not report.ok:
+        raise CommandFailed(
+            f"ortbundle: integrity error: {len(report.modified)} modified, "
+            f"{len(report.missing)} missing, {len(report.unexpected)} unexpected "
+            f"(of {report.checked + len(report.missing)} files in the manifest)",
+            IntegrityError.exit_code,
+        )
+    print(f"{report.checked} files match the manifest")
+
+
+def _manifest_product(tree: Path, manifest: Path | None, target: str | None) -> str | None:
+    try:
+        path, _ = locate_manifest(tree, manifest, target)
+        return str(json.loads(path.read_text("utf-8"))["product"]["name"])
+    except (OrtbundleError, OSError, ValueError, KeyError, TypeError):
+        return None
+
+
+def run_keygen(
+    product: str, *, secret: Path | None, public: Path | None, force: bool, root: Path = ROOT
+) -> None:
+    """A new Ed25519 key pair: the secret one outside the repository, the public one in keys/."""
+    secret_path = secret or default_key_path(product, os.environ)
+    public_path = public or Project.at(root).keys / f"{product}.pub"
+    key, pub = generate_keypair()
+    secret_path.parent.mkdir(parents=True, exist_ok=True, mode=0o700)
+    public_path.parent.mkdir(parents=True, exist_ok=True)
+    _guard(lambda: write_secret_key(secret_path, key, force=force))
+    _guard(lambda: write_public_key(public_path, pub))
+    print(f"key id {pub.key_id_hex}")
+    print(f"secret key: {secret_path} (mode 0600; keep it out of the repository)")
+    print(f"public key: {public_path} (commit it: packagers verify with it)")
+    print(f"CI: store the secret key file's content in a secret named {ENV_KEY}")
+    print(f"anyone: minisign -V -p {public_path} -m manifest.json")
