@@ -37,6 +37,7 @@ from ortbundle.record import (
     SIGNATURE_NAME,
     list_outputs,
     manifest_json,
+    normalize_modes,
     sbom_json,
     signature_text,
     source_date_epoch,
@@ -375,6 +376,7 @@ def _record_and_package(
     }
     packages = generate_all(product.channels, inputs, scratch / "packaging", options.workers)
     modes = {f"{t.target}/{f.path}": f.mode for t in staged for f in t.files}
+    normalize_modes(scratch)
     outputs = list_outputs(scratch, stage_outputs(licensing, modes))
     public_id = key.public_key().key_id_hex if key else None
     manifest = manifest_json(
@@ -383,6 +385,9 @@ def _record_and_package(
     (scratch / MANIFEST_NAME).write_bytes(manifest)
     if key is not None:
         (scratch / SIGNATURE_NAME).write_text(signature_text(manifest, key, product), "utf-8")
+    (scratch / MANIFEST_NAME).chmod(0o644)
+    if key is not None:
+        (scratch / SIGNATURE_NAME).chmod(0o644)
     for path in scratch.rglob("*"):
         os.utime(path, (epoch, epoch), follow_symlinks=False)
     return tuple(packages)

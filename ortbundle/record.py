@@ -78,6 +78,16 @@ def source_date_epoch(root: Path, environ: Mapping[str, str] | None = None) -> i
     return int(text) if found.returncode == 0 and text.isdigit() else 0
 
 
+def normalize_modes(tree: Path) -> None:
+    """0755 for directories and executables, 0644 for the rest: the umask must not leak in."""
+    tree.chmod(0o755)
+    for path in tree.rglob("*"):
+        if path.is_symlink():
+            continue
+        executable = path.is_dir() or path.stat().st_mode & 0o100
+        path.chmod(0o755 if executable else 0o644)
+
+
 def hash_file(path: Path) -> tuple[int, str]:
     digest = hashlib.sha256()
     size = 0

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import tarfile
 from pathlib import Path
 
 import pytest
@@ -168,3 +169,62 @@ def test_loader_refuses_a_version_the_index_does_not_claim(
     webgpu["ort_version"] = "9.9.9"
     with pytest.raises(LoaderError, match="reports ONNX Runtime 1.27.0, runtimes.json says 9.9.9"):
         open_runtime(tmp_path, webgpu)
+
+
+def test_audit_attributes_every_staged_byte(real_build: BuildResult) -> None:
+    for target in real_build.targets:
+        on_disk = {
+            p.relative_to(target.stage).as_posix(): p
+            for p in target.stage.rglob("*")
+            if p.is_file() or p.is_symlink()
+        }
+        owned = {
+            path: target.licensing.owner(path).name for path in on_disk
+        }  # KeyError if any file is unattributed
+        assert set(owned) == {f.path for f in target.files}
+        staged_bytes = sum(p.stat().st_size for p in on_disk.values() if not p.is_symlink())
+        attributed = sum(c.size for c in target.licensing.components) + sum(
+            t.size for c in target.licensing.components for t in c.texts
+        )
+        assert attributed == staged_bytes
+
+
+def test_linux_openvino_and_onetbb_texts_come_from_the_openvino_wheel(
+    real_build: BuildResult,
+) -> None:
+    linux = next(t for t in real_build.targets if t.target == "linux-x86_64")
+    for name in ("openvino", "onetbb"):
+        component = next(c for c in linux.licensing.components if c.name == name)
+        assert component.expression == "Apache-2.0"
+        assert component.texts and all(
+            t.origin.startswith("openvino-windows:openvino-2025.4.1.dist-info/licenses/")
+            for t in component.texts
+        )
+        assert all(s.pypi.project == "onnxruntime-openvino" for s in component.sources)
+    notice = (linux.stage / "NOTICE").read_text()
+    assert "openvino 2025.4.1\nLicence: Apache-2.0" in notice
+    assert "licenses/onetbb/onetbb_third-party-programs.txt" in notice
+
+
+def test_dxil_is_reported_as_waived_and_a_release_refuses_it(real_build: BuildResult) -> None:
+    nsis = next(a for a in real_build.audits if a.channel == "nsis")
+    dxil = next(c for c in nsis.components if c.name == "dxil")
+    assert (dxil.status, dxil.text_present) == ("waived", False)
+    assert dxil.expression == "LicenseRef-Microsoft-DXIL"
+    assert [w.file for w in dxil.waivers] == ["runtimes/webgpu/dxil.dll"]
+    assert nsis.passed  # a development build may carry it…
+    release = nsis.__class__(nsis.channel, nsis.targets, nsis.components, (), release=True)
+    assert not release.passed  # …a release may not
+    assert any(f.startswith("dxil: no licence text") for f in release.failures)
+
+
+def test_packages_carry_exactly_the_staged_files(real_build: BuildResult) -> None:
+    linux = next(t for t in real_build.targets if t.target == "linux-x86_64")
+    tarballs = sorted((real_build.version_dir / "packaging").glob("*/*.tar.gz"))
+    assert {p.parent.name for p in tarballs} == {"arch", "flatpak"}
+    with tarfile.open(tarballs[0]) as tar:
+        members = {
+            m.name.split("/", 1)[1]: m for m in tar.getmembers() if "/" in m.name and not m.isdir()
+        }
+    assert set(members) == {f.path for f in linux.files}
+    assert tarballs[0].read_bytes() == tarballs[1].read_bytes()
