@@ -3,21 +3,38 @@
 from __future__ import annotations
 
 import os
+import shutil
 from collections import Counter
 from collections.abc import Mapping
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field, replace
 from pathlib import Path
+from typing import Any
 
 from rich.table import Table
 
 from ortbundle import __version__
-from ortbundle.audit import ChannelAudit, audit_channel, load_policy, report_json
+from ortbundle.audit import (
+    ChannelAudit,
+    audit_channel,
+    audit_summary,
+    load_policy,
+    report_json,
+)
 from ortbundle.channels import CHANNEL_TARGETS, ChannelOutput, ShippedFile
 from ortbundle.errors import AuditError, ConfigError, OrtbundleError
 from ortbundle.fetch.artifacts import Artifact, Fetcher
 from ortbundle.fetch.cache import Cache, default_cache_dir
 from ortbundle.fetch.download import RetryPolicy
+from ortbundle.incremental import (
+    build_key,
+    code_digest,
+    record_build,
+    restore_runtime,
+    runtime_key,
+    store_runtime,
+    unchanged_build,
+)
 from ortbundle.index_json import INDEX_NAME, LOADER_NAME, write_index
 from ortbundle.licensing import (
     NOTICE_NAME,
@@ -164,6 +181,7 @@ class BuildResult:
     version_dir: Path
     packages: tuple[ChannelOutput, ...] = ()
     signed_by: str | None = None  # key id, None for an unsigned development build
+    up_to_date: dict[str, Any] | None = None  # set when nothing changed: the earlier summary
 
 
 def load_plan(project: Project, options: BuildOptions) -> Plan:
@@ -235,16 +253,35 @@ def _stage_target(
     target_name: str,
     artifacts: dict[str, Artifact],
     tmp: Path,
+    cache: Path,
+    code: str,
 ) -> TargetResult:
     target = get_target(target_name)
     tmp.mkdir()
     runtimes: list[tuple[Recipe, StagedRuntime]] = []
     texts: list[StagedText] = []
     for recipe, ids in plan.sources_for(target_name):
-        paths = {sid: artifacts[recipe.sources[sid].sha256].path for sid in ids}
-        archives = open_archives(recipe, ids, paths)
+        plan_t = recipe.for_target(target_name)
+        take_ids = {take.source for take in plan_t.takes}
+        # what the pruned runtime depends on: its name, this target's recipe section, the bytes
+        # of the sources it takes — not the rest of the recipe, so a pin for another target
+        # leaves it alone
+        key = runtime_key(
+            f"{recipe.name}\n{plan_t!r}",
+            target_name,
+            (recipe.sources[i].sha256 for i in take_ids),
+            code,
+        )
+        staged = restore_runtime(cache, key, tmp)  # the pruned runtime of an earlier build
+        needed = ids - take_ids if staged is not None else ids
+        needed |= {t.source for rule in plan_t.licenses for t in rule.texts if t.source}
+        paths = {sid: artifacts[recipe.sources[sid].sha256].path for sid in needed}
+        archives = open_archives(recipe, needed, paths)
         try:
-            runtimes.append((recipe, stage_runtime(recipe, target, archives, tmp)))
+            if staged is None:
+                staged = stage_runtime(recipe, target, archives, tmp)
+                store_runtime(cache, key, tmp, staged)
+            runtimes.append((recipe, staged))
             texts.extend(stage_license_texts(recipe, target, archives, tmp, project.licenses))
         finally:
             for archive in archives.values():
@@ -287,13 +324,20 @@ def build(project: Project, options: BuildOptions, reporter: Reporter) -> BuildR
     plan = load_plan(project, options)
     key = None if options.audit_only else _signing_key(plan.product, options, environ)
     epoch = source_date_epoch(project.root, environ)
-    plan, artifacts = fetch(project, options, reporter)
+    cache = options.cache_dir or default_cache_dir()
+    code = code_digest()
     version_dir = project.dist / plan.product.name / plan.product.version
+    key_of_build = build_key(_build_inputs(project, plan, options, epoch, key, code))
+    if not options.audit_only and (summary := unchanged_build(cache, version_dir, key_of_build)):
+        return BuildResult(
+            plan, {}, (), (), version_dir, signed_by=summary.get("signed_by"), up_to_date=summary
+        )
+    plan, artifacts = fetch(project, options, reporter)
     scratch = scratch_dir(version_dir)
     try:
         with ThreadPoolExecutor(max_workers=min(options.workers, len(plan.targets))) as pool:
             futures = [
-                pool.submit(_stage_target, project, plan, t, artifacts, scratch / t)
+                pool.submit(_stage_target, project, plan, t, artifacts, scratch / t, cache, code)
                 for t in plan.targets
             ]
             staged = [f.result() for f in futures]
@@ -309,6 +353,15 @@ def build(project: Project, options: BuildOptions, reporter: Reporter) -> BuildR
             project, plan, artifacts, staged, audits, scratch, epoch, key, options
         )
         publish(scratch, version_dir)
+        record_build(
+            cache,
+            version_dir,
+            key_of_build,
+            {
+                "signed_by": key.public_key().key_id_hex if key else None,
+                "audit": audit_summary(audits),
+            },
+        )
     except BaseException:
         discard(scratch, up_to=project.dist)
         raise
@@ -325,6 +378,27 @@ def build(project: Project, options: BuildOptions, reporter: Reporter) -> BuildR
         packages,
         key.public_key().key_id_hex if key else None,
     )
+
+
+def _build_inputs(
+    project: Project,
+    plan: Plan,
+    options: BuildOptions,
+    epoch: int,
+    key: SecretKey | None,
+    code: str,
+) -> list[str]:
+    """Everything a build's output depends on, as strings for the build key."""
+    parts = [code, plan.product.digest, str(epoch), repr(plan.targets), repr(plan.product.channels)]
+    parts += [f"{n}:{r.digest}" for n, r in sorted(plan.recipes.items())]
+    parts += [repr((options.release, options.audit_channels))]
+    parts.append(key.public_key().key_id_hex if key else "unsigned")
+    parts.append(shutil.which("makensis") or "no makensis")
+    for path in sorted(project.licenses.rglob("*")):
+        if path.is_file():
+            parts.append(f"{path.relative_to(project.licenses)}:{path.read_bytes().hex()}")
+    parts.append(TOOL_LICENSE.read_text("utf-8"))
+    return parts
 
 
 def _signing_key(

@@ -62,6 +62,15 @@ def run_build(options: BuildOptions, *, root: Path = ROOT, dist: Path | None = N
     project = Project.at(root, dist)
     with Reporter() as reporter:
         result = _guard(lambda: _build_or_report(project, options, reporter))
+        if result.up_to_date is not None:
+            reporter.line(
+                "up to date: no input changed since the last build and its output is untouched; "
+                "nothing was rebuilt"
+            )
+            for line in result.up_to_date.get("audit", []):
+                reporter.line(line)
+            reporter.line(f"staged: {result.version_dir}")
+            return
         downloaded = sum(1 for a in result.artifacts.values() if a.downloaded)
         reporter.line(
             f"{len(result.artifacts)} artifacts verified "

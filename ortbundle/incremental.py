@@ -1,0 +1,232 @@
+"""Skip work whose inputs have not changed: a pruned runtime, or a whole build.
+
+Two levels, both keyed by a hash of everything the step reads:
+- a **runtime stage** (extract + inspect + closure, the expensive part) is kept under the cache
+  in `stages/<key>/` with its closure as JSON, and copied into the next stage instead of
+  extracting the wheel again; a changed pin changes only its own runtime's key;
+- a **whole build** records the key and the stat of every output it published under
+  `state/`; the next build with the same key whose outputs are untouched does nothing and
+  leaves dist/ exactly as it is (no file is rewritten, no mtime changes).
+Cache entries are checked against the size and mtime recorded when they were stored; a changed
+entry is discarded and rebuilt, never used.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import fcntl
+import hashlib
+import json
+import os
+import shutil
+from collections.abc import Iterable, Iterator, Mapping
+from dataclasses import asdict
+from pathlib import Path
+from typing import Any
+
+from ortbundle import __version__
+from ortbundle.binaries import BinaryInfo, LoadSegment
+from ortbundle.closure import Closure, Dropped, ExternalNeed, KeptLibrary
+from ortbundle.stage import LIBRARY_MODE, StagedFile, StagedRuntime
+
+_FORMAT = "ortbundle-incremental/1"
+
+
+def _digest(parts: Iterable[str]) -> str:
+    digest = hashlib.sha256(f"{_FORMAT}\n{__version__}\n".encode())
+    for part in parts:
+        digest.update(hashlib.sha256(part.encode()).digest())
+    return digest.hexdigest()
+
+
+def code_digest() -> str:
+    """The tool's own code and data: a change to ortbundle itself invalidates every memo."""
+    root = Path(__file__).resolve().parent
+    digest = hashlib.sha256()
+    for path in sorted(root.rglob("*")):
+        if path.suffix in (".py", ".toml", ".json", ".j2") and "__pycache__" not in path.parts:
+            digest.update(path.relative_to(root).as_posix().encode() + b"\0")
+            digest.update(path.read_bytes())
+    return digest.hexdigest()
+
+
+def runtime_key(recipe_part: str, target: str, source_hashes: Iterable[str], code: str) -> str:
+    return _digest(["runtime", recipe_part, target, *sorted(source_hashes), code])
+
+
+@contextlib.contextmanager
+def _locked(path: Path) -> Iterator[None]:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    with path.open("a") as handle:
+        fcntl.flock(handle, fcntl.LOCK_EX)
+        try:
+            yield
+        finally:
+            fcntl.flock(handle, fcntl.LOCK_UN)
+
+
+# --- runtime stages -------------------------------------------------------------------------
+
+
+def _runtime_to_json(staged: StagedRuntime) -> dict[str, Any]:
+    closure = staged.closure
+    return {
+        "runtime": staged.runtime,
+        "target": staged.target,
+        "directory": staged.directory,
+        "outside_globs": staged.outside_globs,
+        "files": [asdict(f) for f in staged.files],
+        "closure": {
+            "entry": closure.entry,
+            "links": [list(link) for link in closure.links],
+            "dropped": [asdict(d) for d in closure.dropped],
+            "externals": [asdict(e) for e in closure.externals],
+            "kept": [
+                {
+                    "name": k.name,
+                    "source": k.source,
+                    "member": k.member,
+                    "size": k.size,
+                    "sha256": k.sha256,
+                    "why": k.why,
+                    "info": asdict(k.info),
+                }
+                for k in closure.kept
+            ],
+        },
+    }
+
+
+def _runtime_from_json(data: dict[str, Any], runtime_dir: Path) -> StagedRuntime:
+    c = data["closure"]
+    kept = []
+    for k in c["kept"]:
+        info = dict(k["info"])
+        for key in ("needed", "delay_needed", "runpath"):
+            info[key] = tuple(info[key])
+        info["loads"] = tuple(LoadSegment(**seg) for seg in info["loads"])
+        kept.append(
+            KeptLibrary(
+                name=k["name"],
+                source=k["source"],
+                member=k["member"],
+                path=runtime_dir / k["name"],
+                size=k["size"],
+                sha256=k["sha256"],
+                info=BinaryInfo(**info),
+                why=k["why"],
+            )
+        )
+    closure = Closure(
+        kept=tuple(kept),
+        links=tuple((a, b) for a, b in c["links"]),
+        dropped=tuple(Dropped(**d) for d in c["dropped"]),
+        externals=tuple(
+            ExternalNeed(**{**e, "needed_by": tuple(e["needed_by"])}) for e in c["externals"]
+        ),
+        entry=c["entry"],
+        unused=(),
+    )
+    return StagedRuntime(
+        runtime=data["runtime"],
+        target=data["target"],
+        directory=data["directory"],
+        closure=closure,
+        files=tuple(StagedFile(**f) for f in data["files"]),
+        outside_globs=data["outside_globs"],
+    )
+
+
+def restore_runtime(cache: Path, key: str, stage_root: Path) -> StagedRuntime | None:
+    """Copy a memoised runtime into `stage_root`, or None if there is none (or it was altered)."""
+    entry = cache / "stages" / key[:2] / key
+    with _locked(entry.with_name(f"{key}.lock")):
+        meta = entry / "closure.json"
+        if not meta.is_file():
+            return None
+        try:
+            record = json.loads(meta.read_text("utf-8"))
+            stamps: dict[str, list[int]] = record["stamps"]
+            for name, (size, mtime_ns) in stamps.items():
+                info = (entry / name).stat()
+                if (info.st_size, info.st_mtime_ns) != (size, mtime_ns):
+                    raise ValueError(name)
+        except (OSError, ValueError, KeyError, TypeError):
+            shutil.rmtree(entry, ignore_errors=True)  # altered or half-written: rebuild
+            return None
+        runtime_dir = stage_root / record["staged"]["directory"]
+        runtime_dir.mkdir(parents=True)
+        for name in stamps:
+            shutil.copyfile(entry / name, runtime_dir / name)
+            (runtime_dir / name).chmod(LIBRARY_MODE)
+        staged = _runtime_from_json(record["staged"], runtime_dir)
+        for link, points_to in staged.closure.links:
+            (runtime_dir / link).symlink_to(points_to)
+        return staged
+
+
+def store_runtime(cache: Path, key: str, stage_root: Path, staged: StagedRuntime) -> None:
+    entry = cache / "stages" / key[:2] / key
+    with _locked(entry.with_name(f"{key}.lock")):
+        partial = entry.with_name(f".{key}.partial-{os.getpid()}")
+        shutil.rmtree(partial, ignore_errors=True)
+        partial.mkdir(parents=True)
+        stamps = {}
+        for kept in staged.closure.kept:
+            shutil.copyfile(stage_root / staged.directory / kept.name, partial / kept.name)
+            info = (partial / kept.name).stat()
+            stamps[kept.name] = [info.st_size, info.st_mtime_ns]
+        record = {"format": _FORMAT, "stamps": stamps, "staged": _runtime_to_json(staged)}
+        (partial / "closure.json").write_text(json.dumps(record, sort_keys=True), "utf-8")
+        shutil.rmtree(entry, ignore_errors=True)
+        os.replace(partial, entry)
+
+
+# --- whole builds ---------------------------------------------------------------------------
+
+
+def build_key(parts: Iterable[str]) -> str:
+    return _digest(["build", *parts])
+
+
+def _state_file(cache: Path, version_dir: Path) -> Path:
+    where = hashlib.sha256(str(version_dir.resolve()).encode()).hexdigest()
+    return cache / "state" / "builds" / f"{where}.json"
+
+
+def _stat_tree(version_dir: Path) -> dict[str, list[int]]:
+    stats = {}
+    for path in sorted(version_dir.rglob("*")):
+        info = path.lstat()
+        stats[path.relative_to(version_dir).as_posix()] = [
+            info.st_size,
+            info.st_mtime_ns,
+            info.st_ino,
+            info.st_mode,
+        ]
+    return stats
+
+
+def record_build(cache: Path, version_dir: Path, key: str, summary: Mapping[str, Any]) -> None:
+    """Remember what this build published, to recognise the next identical build."""
+    state = _state_file(cache, version_dir)
+    state.parent.mkdir(parents=True, exist_ok=True)
+    tmp = state.with_name(f".{state.name}.{os.getpid()}")
+    document = {"key": key, "tree": _stat_tree(version_dir), "summary": dict(summary)}
+    tmp.write_text(json.dumps(document, sort_keys=True), "utf-8")
+    os.replace(tmp, state)
+
+
+def unchanged_build(cache: Path, version_dir: Path, key: str) -> dict[str, Any] | None:
+    """The previous build's summary if it had this key and its tree is untouched, else None."""
+    state = _state_file(cache, version_dir)
+    try:
+        document = json.loads(state.read_text("utf-8"))
+    except (OSError, ValueError):
+        return None
+    if not isinstance(document, dict) or document.get("key") != key:
+        return None
+    if not version_dir.is_dir() or _stat_tree(version_dir) != document.get("tree"):
+        return None
+    summary = document.get("summary")
+    return summary if isinstance(summary, dict) else None

@@ -1,0 +1,136 @@
+"""What the speed relies on: no-op builds touch nothing, a changed pin rebuilds only its own
+runtime, memoised work is checked before use, and parallel equals serial."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+import pytest
+
+import ortbundle.build
+import ortbundle.stage
+from ortbundle.build import build
+from ortbundle.progress import Reporter
+from ortbundle.stage import StagedRuntime
+from tests.helpers.project import FakeProject
+from tests.helpers.wheels import make_wheel, sha256_of
+
+
+def stats(tree: Path) -> dict[str, tuple[int, int, int]]:
+    out = {}
+    for path in sorted(tree.rglob("*")):
+        info = path.lstat()
+        out[path.relative_to(tree).as_posix()] = (info.st_size, info.st_mtime_ns, info.st_ino)
+    return out
+
+
+def contents(tree: Path) -> dict[str, bytes]:
+    return {
+        p.relative_to(tree).as_posix(): (
+            os.readlink(p).encode() if p.is_symlink() else p.read_bytes()
+        )
+        for p in sorted(tree.rglob("*"))
+        if p.is_file() or p.is_symlink()
+    }
+
+
+def count_staging(monkeypatch: pytest.MonkeyPatch) -> list[tuple[str, str]]:
+    calls: list[tuple[str, str]] = []
+    real = ortbundle.stage.stage_runtime
+
+    def spy(recipe: object, target: object, *args: object, **kwargs: object) -> StagedRuntime:
+        calls.append((recipe.name, target.name))  # type: ignore[attr-defined]
+        return real(recipe, target, *args, **kwargs)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(ortbundle.build, "stage_runtime", spy)
+    return calls
+
+
+def test_a_no_op_build_touches_no_file(fake: FakeProject, reporter: Reporter) -> None:
+    fake.write()
+    first = build(fake.project, fake.options(), reporter)
+    before = stats(first.version_dir)
+    again = build(fake.project, fake.options(), reporter)
+    assert again.up_to_date is not None
+    assert "nsis: audit passed" in again.up_to_date["audit"]
+    assert stats(first.version_dir) == before
+
+
+def test_an_altered_output_is_rebuilt(fake: FakeProject, reporter: Reporter) -> None:
+    fake.write()
+    first = build(fake.project, fake.options(), reporter)
+    good = contents(first.version_dir)
+    notice = first.version_dir / "linux-x86_64" / "NOTICE"
+    notice.write_text("edited by hand\n")
+    again = build(fake.project, fake.options(), reporter)
+    assert again.up_to_date is None
+    assert contents(again.version_dir) == good
+
+
+def test_a_changed_input_is_not_a_no_op(fake: FakeProject, reporter: Reporter) -> None:
+    fake.write()
+    build(fake.project, fake.options(), reporter)
+    manifest = fake.root / "manifests" / "fakeproduct.toml"
+    manifest.write_text(manifest.read_text().replace("A synthetic product", "Another text"))
+    assert build(fake.project, fake.options(), reporter).up_to_date is None
+
+
+def test_a_changed_pin_restages_only_its_own_runtime(
+    fake: FakeProject, reporter: Reporter, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    fake.write()
+    calls = count_staging(monkeypatch)
+    build(fake.project, fake.options(), reporter)
+    assert sorted(calls) == [("fake", "linux-x86_64"), ("fake", "windows-x86_64")]
+    # a new Windows wheel: same recipe shape, other bytes, new pin
+    calls.clear()
+    members = dict(fake.windows)
+    members["onnxruntime/capi/dep.dll"] = members["onnxruntime/capi/dep.dll"] + b"\0" * 64
+    new_wheel = make_wheel(
+        fake.root / "wheels2" / fake.wheels["windows-x86_64"].name,
+        "onnxruntime-fake",
+        "1.0.0",
+        members,
+    )
+    fake.wheels["windows-x86_64"] = new_wheel
+    fake.server.add("onnxruntime-fake", new_wheel)
+    recipe = fake.root / "recipes" / "fake.toml"
+    old_pin = sha256_of(fake.root / "wheels" / new_wheel.name)
+    recipe.write_text(recipe.read_text().replace(old_pin, sha256_of(new_wheel)))
+    result = build(fake.project, fake.options(), reporter)
+    assert calls == [("fake", "windows-x86_64")]  # Linux came from the memo
+    windows = next(t for t in result.targets if t.target == "windows-x86_64")
+    assert (windows.stage / "runtimes/fake/dep.dll").read_bytes().endswith(b"\0" * 64)
+
+
+def test_an_altered_memo_entry_is_rebuilt_not_used(
+    fake: FakeProject, reporter: Reporter, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    fake.write()
+    first = build(fake.project, fake.options(), reporter)
+    good = contents(first.version_dir)
+    for kept in (fake.root / "cache" / "stages").rglob("libdep.so.2"):
+        kept.write_bytes(b"corrupted")
+    calls = count_staging(monkeypatch)
+    (first.version_dir / "NOTICE").touch()  # defeat the whole-build no-op
+    result = build(fake.project, fake.options(), reporter)
+    assert ("fake", "linux-x86_64") in calls
+    assert contents(result.version_dir) == good
+
+
+def test_parallel_and_serial_builds_are_identical(
+    fake: FakeProject, reporter: Reporter, tmp_path: Path
+) -> None:
+    fake.write()
+    serial = build(
+        fake.project.__class__.at(fake.root, tmp_path / "serial"),
+        fake.options(jobs=1, cache_dir=tmp_path / "cache1"),
+        reporter,
+    )
+    parallel = build(
+        fake.project.__class__.at(fake.root, tmp_path / "parallel"),
+        fake.options(jobs=2, cache_dir=tmp_path / "cache2"),
+        reporter,
+    )
+    assert contents(serial.version_dir) == contents(parallel.version_dir)
