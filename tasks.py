@@ -11,7 +11,6 @@ from invoke.context import Context
 from invoke.exceptions import Exit
 from invoke.tasks import task
 
-from ortbundle.build import DEFAULT_PRODUCT, BuildOptions
 from ortbundle.cli import (
     CommandFailed,
     run_audit,
@@ -21,6 +20,7 @@ from ortbundle.cli import (
     run_keygen,
     run_verify,
 )
+from ortbundle.plan import DEFAULT_PRODUCT, BuildOptions
 
 
 def _options(

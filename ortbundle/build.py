@@ -3,11 +3,9 @@
 from __future__ import annotations
 
 import os
-import shutil
 from collections import Counter
-from collections.abc import Mapping
 from concurrent.futures import ThreadPoolExecutor
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -21,19 +19,15 @@ from ortbundle.audit import (
     load_policy,
     report_json,
 )
-from ortbundle.channels import CHANNEL_TARGETS, ChannelOutput, ShippedFile
-from ortbundle.errors import AuditError, ConfigError, OrtbundleError
+from ortbundle.channels import ChannelOutput, ShippedFile
+from ortbundle.errors import AuditError
 from ortbundle.fetch.artifacts import Artifact, Fetcher
 from ortbundle.fetch.cache import Cache, default_cache_dir
-from ortbundle.fetch.download import RetryPolicy
 from ortbundle.incremental import (
-    build_key,
     code_digest,
-    record_build,
     restore_runtime,
     runtime_key,
     store_runtime,
-    unchanged_build,
 )
 from ortbundle.index_json import INDEX_NAME, LOADER_NAME, write_index
 from ortbundle.licensing import (
@@ -46,8 +40,23 @@ from ortbundle.licensing import (
     with_tool_file,
 )
 from ortbundle.packaging import generate_all, package_input
+from ortbundle.plan import (
+    AUDIT_NAME,
+    DEFAULT_PRODUCT,
+    POLICY_NAME,
+    TOOL_LICENSE,
+    BuildOptions,
+    Plan,
+    Project,
+    build_inputs,
+    build_key,
+    load_plan,
+    record_build,
+    signing_key,
+    unchanged_build,
+)
 from ortbundle.progress import Reporter
-from ortbundle.recipes import Product, Recipe, Source, load_product, load_recipe
+from ortbundle.recipes import Product, Recipe
 from ortbundle.record import (
     MANIFEST_NAME,
     SBOM_NAME,
@@ -61,11 +70,7 @@ from ortbundle.record import (
     stage_outputs,
 )
 from ortbundle.signing import (
-    ENV_KEY,
-    ENV_KEY_FILE,
     SecretKey,
-    default_key_path,
-    load_signing_key,
 )
 from ortbundle.stage import (
     TEXT_MODE,
@@ -81,85 +86,6 @@ from ortbundle.stage import (
     staged_file,
 )
 from ortbundle.targets import get_target
-
-DEFAULT_PRODUCT = "darkroom"
-POLICY_NAME = "policy.toml"  # under the project's licenses/
-AUDIT_NAME = "audit.json"
-TOOL_LICENSE = Path(__file__).resolve().parent.parent / "LICENSE"  # ortbundle's own
-
-
-@dataclass(frozen=True)
-class Project:
-    """Where a project's inputs live and where its output goes."""
-
-    root: Path
-    dist: Path
-
-    @classmethod
-    def at(cls, root: Path, dist: Path | None = None) -> Project:
-        return cls(root=root, dist=dist or root / "dist")
-
-    @property
-    def recipes(self) -> Path:
-        return self.root / "recipes"
-
-    @property
-    def manifests(self) -> Path:
-        return self.root / "manifests"
-
-    @property
-    def licenses(self) -> Path:
-        return self.root / "licenses"
-
-    @property
-    def keys(self) -> Path:
-        return self.root / "keys"  # the products' public signing keys
-
-
-@dataclass(frozen=True)
-class BuildOptions:
-    product: str = DEFAULT_PRODUCT
-    targets: tuple[str, ...] = ()  # empty: every target of the product
-    offline: bool = False
-    index_url: str | None = None
-    jobs: int = 0  # 0: one per core
-    cache_dir: Path | None = None
-    retry: RetryPolicy = field(default_factory=RetryPolicy)
-    release: bool = False  # the audit gate is strict, a signing key is required
-    audit_only: bool = False  # stage aside, audit, and publish nothing
-    audit_channels: tuple[str, ...] = ()  # empty: the product's packaging channels
-    channels: tuple[str, ...] = ()  # package only these (and build only their targets)
-    signing_key: Path | None = None  # else $ORTBUNDLE_SIGNING_KEY(_FILE), else the keygen default
-    environ: Mapping[str, str] | None = None  # None: os.environ (tests pass their own)
-
-    @property
-    def workers(self) -> int:
-        return self.jobs if self.jobs > 0 else (os.cpu_count() or 1)
-
-
-@dataclass(frozen=True)
-class Plan:
-    product: Product
-    recipes: dict[str, Recipe]
-    targets: tuple[str, ...]
-
-    def sources_for(self, target: str) -> list[tuple[Recipe, set[str]]]:
-        """Per runtime on `target`: the source ids it reads (libraries and licence texts)."""
-        result = []
-        for runtime in self.product.runtimes_for(target):
-            recipe = self.recipes[runtime]
-            plan = recipe.for_target(target)
-            ids = {take.source for take in plan.takes}
-            ids |= {t.source for rule in plan.licenses for t in rule.texts if t.source}
-            result.append((recipe, ids))
-        return result
-
-    def all_sources(self) -> list[tuple[str, Source]]:
-        wanted: list[tuple[str, Source]] = []
-        for target in self.targets:
-            for recipe, ids in self.sources_for(target):
-                wanted.extend((recipe.name, recipe.sources[sid]) for sid in sorted(ids))
-        return wanted
 
 
 @dataclass(frozen=True)
@@ -184,38 +110,7 @@ class BuildResult:
     up_to_date: dict[str, Any] | None = None  # set when nothing changed: the earlier summary
 
 
-def load_plan(project: Project, options: BuildOptions) -> Plan:
-    product = load_product(project.manifests / f"{options.product}.toml")
-    for channel in options.channels:
-        if channel not in product.channels:
-            raise ConfigError(
-                f"product {product.name} has no {channel} channel",
-                file=str(product.path),
-                fix=f"use one of: {', '.join(product.channels)}",
-            )
-    if options.channels:
-        product = replace(product, channels=options.channels)
-    targets = options.targets or tuple(
-        t for t in product.targets if not options.channels or t in _channel_targets(product)
-    )
-    for target in targets:
-        get_target(target)
-        if target not in product.targets:
-            raise OrtbundleError(
-                f"product {product.name} does not ship target {target}",
-                target=target,
-                file=str(product.path),
-                fix=f"use one of: {', '.join(product.targets)}",
-            )
-    recipes = {name: load_recipe(project.recipes / f"{name}.toml") for name in product.runtimes}
-    for target in targets:
-        for runtime in product.runtimes_for(target):
-            recipes[runtime].for_target(target)
-    return Plan(product=product, recipes=recipes, targets=tuple(targets))
-
-
-def _channel_targets(product: Product) -> set[str]:
-    return {CHANNEL_TARGETS[c] for c in product.channels}
+__all__ = ["DEFAULT_PRODUCT", "BuildOptions", "BuildResult", "Plan", "Project", "build", "fetch"]
 
 
 def fetch(
@@ -322,12 +217,12 @@ def build(project: Project, options: BuildOptions, reporter: Reporter) -> BuildR
     """
     environ = os.environ if options.environ is None else options.environ
     plan = load_plan(project, options)
-    key = None if options.audit_only else _signing_key(plan.product, options, environ)
+    key = None if options.audit_only else signing_key(plan.product, options, environ)
     epoch = source_date_epoch(project.root, environ)
     cache = options.cache_dir or default_cache_dir()
     code = code_digest()
     version_dir = project.dist / plan.product.name / plan.product.version
-    key_of_build = build_key(_build_inputs(project, plan, options, epoch, key, code))
+    key_of_build = build_key(build_inputs(project, plan, options, epoch, key, code))
     if not options.audit_only and (summary := unchanged_build(cache, version_dir, key_of_build)):
         return BuildResult(
             plan, {}, (), (), version_dir, signed_by=summary.get("signed_by"), up_to_date=summary
@@ -378,43 +273,6 @@ def build(project: Project, options: BuildOptions, reporter: Reporter) -> BuildR
         packages,
         key.public_key().key_id_hex if key else None,
     )
-
-
-def _build_inputs(
-    project: Project,
-    plan: Plan,
-    options: BuildOptions,
-    epoch: int,
-    key: SecretKey | None,
-    code: str,
-) -> list[str]:
-    """Everything a build's output depends on, as strings for the build key."""
-    parts = [code, plan.product.digest, str(epoch), repr(plan.targets), repr(plan.product.channels)]
-    parts += [f"{n}:{r.digest}" for n, r in sorted(plan.recipes.items())]
-    parts += [repr((options.release, options.audit_channels))]
-    parts.append(key.public_key().key_id_hex if key else "unsigned")
-    parts.append(shutil.which("makensis") or "no makensis")
-    for path in sorted(project.licenses.rglob("*")):
-        if path.is_file():
-            parts.append(f"{path.relative_to(project.licenses)}:{path.read_bytes().hex()}")
-    parts.append(TOOL_LICENSE.read_text("utf-8"))
-    return parts
-
-
-def _signing_key(
-    product: Product, options: BuildOptions, environ: Mapping[str, str]
-) -> SecretKey | None:
-    path = options.signing_key
-    if path is None and not (environ.get(ENV_KEY) or environ.get(ENV_KEY_FILE)):
-        default = default_key_path(product.name, environ)
-        path = default if default.is_file() else None
-    key = load_signing_key(path, environ)
-    if key is None and options.release:
-        raise ConfigError(
-            "a release build must be signed, and no signing key is configured",
-            fix=f"run invoke keygen, pass --signing-key, or set {ENV_KEY} / {ENV_KEY_FILE}",
-        )
-    return key
 
 
 def _record_and_package(

@@ -8,22 +8,10 @@ import shutil
 import sys
 from collections.abc import Callable
 from pathlib import Path
-from typing import TypeVar
+from typing import TYPE_CHECKING, TypeVar
 
-from ortbundle.audit import coverage_lines, print_report, report_json
-from ortbundle.build import (
-    AuditFailed,
-    BuildOptions,
-    BuildResult,
-    Project,
-    build,
-    externals_lines,
-    fetch,
-    load_plan,
-    size_table,
-)
 from ortbundle.errors import IntegrityError, OrtbundleError
-from ortbundle.progress import Reporter
+from ortbundle.plan import BuildOptions, Project, load_plan, quick_up_to_date
 from ortbundle.signing import (
     ENV_KEY,
     default_key_path,
@@ -31,7 +19,13 @@ from ortbundle.signing import (
     write_public_key,
     write_secret_key,
 )
-from ortbundle.verify import locate_manifest, verify_tree
+
+if TYPE_CHECKING:
+    from ortbundle.build import BuildResult
+    from ortbundle.progress import Reporter
+
+# The pipeline's modules (HTTP, archives, binaries, SBOM, licences, rich) are imported inside
+# the commands that use them: a no-op `invoke build` must not pay for them.
 
 T = TypeVar("T")
 ROOT = Path(__file__).resolve().parent.parent
@@ -51,6 +45,9 @@ def _guard(action: Callable[[], T]) -> T:
 
 
 def _build_or_report(project: Project, options: BuildOptions, reporter: Reporter) -> BuildResult:
+    from ortbundle.audit import print_report
+    from ortbundle.build import AuditFailed, build
+
     try:
         return build(project, options, reporter)
     except AuditFailed as failed:
@@ -60,16 +57,18 @@ def _build_or_report(project: Project, options: BuildOptions, reporter: Reporter
 
 def run_build(options: BuildOptions, *, root: Path = ROOT, dist: Path | None = None) -> None:
     project = Project.at(root, dist)
+    summary = _guard(lambda: quick_up_to_date(project, options))
+    if summary is not None:
+        _print_up_to_date(summary, project, options)
+        return
+    from ortbundle.audit import coverage_lines, print_report
+    from ortbundle.build import externals_lines, size_table
+    from ortbundle.progress import Reporter
+
     with Reporter() as reporter:
         result = _guard(lambda: _build_or_report(project, options, reporter))
         if result.up_to_date is not None:
-            reporter.line(
-                "up to date: no input changed since the last build and its output is untouched; "
-                "nothing was rebuilt"
-            )
-            for line in result.up_to_date.get("audit", []):
-                reporter.line(line)
-            reporter.line(f"staged: {result.version_dir}")
+            _print_up_to_date(result.up_to_date, project, options)
             return
         downloaded = sum(1 for a in result.artifacts.values() if a.downloaded)
         reporter.line(
@@ -87,10 +86,25 @@ def run_build(options: BuildOptions, *, root: Path = ROOT, dist: Path | None = N
         reporter.line(f"staged: {result.version_dir}")
 
 
+def _print_up_to_date(summary: dict[str, object], project: Project, options: BuildOptions) -> None:
+    print(
+        "up to date: no input changed since the last build and its output is untouched; "
+        "nothing was rebuilt"
+    )
+    audit = summary.get("audit")
+    for line in audit if isinstance(audit, list) else []:
+        print(line)
+    print(f"staged: {summary.get('version_dir', project.dist)}")
+
+
 def run_audit(
     options: BuildOptions, *, json_path: Path | None, root: Path = ROOT, dist: Path | None = None
 ) -> None:
     """Stage aside, attribute and audit; publish nothing. The exit code is the gate."""
+    from ortbundle.audit import coverage_lines, print_report, report_json
+    from ortbundle.build import AuditFailed, build
+    from ortbundle.progress import Reporter
+
     project = Project.at(root, dist)
     with Reporter() as reporter:
         failure: AuditFailed | None = None
@@ -116,6 +130,9 @@ def run_audit(
 
 
 def run_fetch(options: BuildOptions, *, root: Path = ROOT) -> None:
+    from ortbundle.build import fetch
+    from ortbundle.progress import Reporter
+
     project = Project.at(root)
     with Reporter() as reporter:
         _plan, artifacts = _guard(lambda: fetch(project, options, reporter))
@@ -142,6 +159,8 @@ def run_verify(
     root: Path = ROOT,
 ) -> None:
     """Re-hash a tree against the signed manifest; the exit code says whether it matched."""
+    from ortbundle.verify import verify_tree
+
     if tree is None:
         plan = _guard(lambda: load_plan(Project.at(root), BuildOptions(product=product)))
         tree = Project.at(root).dist / plan.product.name / plan.product.version
@@ -174,6 +193,8 @@ def run_verify(
 
 
 def _manifest_product(tree: Path, manifest: Path | None, target: str | None) -> str | None:
+    from ortbundle.verify import locate_manifest
+
     try:
         path, _ = locate_manifest(tree, manifest, target)
         return str(json.loads(path.read_text("utf-8"))["product"]["name"])

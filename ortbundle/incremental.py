@@ -19,7 +19,7 @@ import hashlib
 import json
 import os
 import shutil
-from collections.abc import Iterable, Iterator, Mapping
+from collections.abc import Iterable, Iterator
 from dataclasses import asdict
 from pathlib import Path
 from typing import Any
@@ -27,6 +27,7 @@ from typing import Any
 from ortbundle import __version__
 from ortbundle.binaries import BinaryInfo, LoadSegment
 from ortbundle.closure import Closure, Dropped, ExternalNeed, KeptLibrary
+from ortbundle.plan import code_digest as code_digest  # re-exported
 from ortbundle.stage import LIBRARY_MODE, StagedFile, StagedRuntime
 
 _FORMAT = "ortbundle-incremental/1"
@@ -36,17 +37,6 @@ def _digest(parts: Iterable[str]) -> str:
     digest = hashlib.sha256(f"{_FORMAT}\n{__version__}\n".encode())
     for part in parts:
         digest.update(hashlib.sha256(part.encode()).digest())
-    return digest.hexdigest()
-
-
-def code_digest() -> str:
-    """The tool's own code and data: a change to ortbundle itself invalidates every memo."""
-    root = Path(__file__).resolve().parent
-    digest = hashlib.sha256()
-    for path in sorted(root.rglob("*")):
-        if path.suffix in (".py", ".toml", ".json", ".j2") and "__pycache__" not in path.parts:
-            digest.update(path.relative_to(root).as_posix().encode() + b"\0")
-            digest.update(path.read_bytes())
     return digest.hexdigest()
 
 
@@ -180,53 +170,3 @@ def store_runtime(cache: Path, key: str, stage_root: Path, staged: StagedRuntime
         (partial / "closure.json").write_text(json.dumps(record, sort_keys=True), "utf-8")
         shutil.rmtree(entry, ignore_errors=True)
         os.replace(partial, entry)
-
-
-# --- whole builds ---------------------------------------------------------------------------
-
-
-def build_key(parts: Iterable[str]) -> str:
-    return _digest(["build", *parts])
-
-
-def _state_file(cache: Path, version_dir: Path) -> Path:
-    where = hashlib.sha256(str(version_dir.resolve()).encode()).hexdigest()
-    return cache / "state" / "builds" / f"{where}.json"
-
-
-def _stat_tree(version_dir: Path) -> dict[str, list[int]]:
-    stats = {}
-    for path in sorted(version_dir.rglob("*")):
-        info = path.lstat()
-        stats[path.relative_to(version_dir).as_posix()] = [
-            info.st_size,
-            info.st_mtime_ns,
-            info.st_ino,
-            info.st_mode,
-        ]
-    return stats
-
-
-def record_build(cache: Path, version_dir: Path, key: str, summary: Mapping[str, Any]) -> None:
-    """Remember what this build published, to recognise the next identical build."""
-    state = _state_file(cache, version_dir)
-    state.parent.mkdir(parents=True, exist_ok=True)
-    tmp = state.with_name(f".{state.name}.{os.getpid()}")
-    document = {"key": key, "tree": _stat_tree(version_dir), "summary": dict(summary)}
-    tmp.write_text(json.dumps(document, sort_keys=True), "utf-8")
-    os.replace(tmp, state)
-
-
-def unchanged_build(cache: Path, version_dir: Path, key: str) -> dict[str, Any] | None:
-    """The previous build's summary if it had this key and its tree is untouched, else None."""
-    state = _state_file(cache, version_dir)
-    try:
-        document = json.loads(state.read_text("utf-8"))
-    except (OSError, ValueError):
-        return None
-    if not isinstance(document, dict) or document.get("key") != key:
-        return None
-    if not version_dir.is_dir() or _stat_tree(version_dir) != document.get("tree"):
-        return None
-    summary = document.get("summary")
-    return summary if isinstance(summary, dict) else None

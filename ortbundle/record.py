@@ -9,8 +9,6 @@ from __future__ import annotations
 
 import hashlib
 import json
-import os
-import subprocess
 import uuid
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
@@ -27,9 +25,9 @@ from cyclonedx.output.json import JsonV1Dot6
 from packageurl import PackageURL
 
 from ortbundle import __version__
-from ortbundle.errors import ConfigError
 from ortbundle.fetch.artifacts import Artifact
 from ortbundle.licensing import TargetLicensing
+from ortbundle.plan import source_date_epoch as source_date_epoch  # re-exported
 from ortbundle.recipes import Product, Recipe
 from ortbundle.signing import SecretKey, sign
 
@@ -50,32 +48,6 @@ class Output:
     link_to: str | None
     component: str | None  # None for evidence and packaging files
     license: str | None
-
-
-def source_date_epoch(root: Path, environ: Mapping[str, str] | None = None) -> int:
-    """SOURCE_DATE_EPOCH if set, else the commit time of the recipes, else 0 (never "now")."""
-    environ = os.environ if environ is None else environ
-    value = environ.get("SOURCE_DATE_EPOCH", "").strip()
-    if value:
-        if not value.isdigit():
-            raise ConfigError(
-                f"SOURCE_DATE_EPOCH={value!r} is not a count of seconds",
-                fix="set it to an integer such as the last commit's time (git log -1 --format=%ct)",
-            )
-        return int(value)
-    try:
-        found = subprocess.run(
-            ["git", "log", "-1", "--format=%ct", "--", "recipes", "manifests", "licenses"],
-            cwd=root,
-            capture_output=True,
-            text=True,
-            timeout=30,
-            check=False,
-        )
-    except (OSError, subprocess.SubprocessError):
-        return 0
-    text = found.stdout.strip()
-    return int(text) if found.returncode == 0 and text.isdigit() else 0
 
 
 def normalize_modes(tree: Path) -> None:

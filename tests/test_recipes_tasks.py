@@ -8,8 +8,8 @@ from pathlib import Path
 
 import pytest
 
-from ortbundle.build import DEFAULT_PRODUCT, BuildOptions, Project, load_plan
 from ortbundle.errors import ConfigError
+from ortbundle.plan import DEFAULT_PRODUCT, BuildOptions, Project, load_plan
 from ortbundle.recipes import load_recipe
 
 ROOT = Path(__file__).resolve().parent.parent

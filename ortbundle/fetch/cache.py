@@ -17,7 +17,7 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
-from ortbundle.fetch.download import CHUNK
+CHUNK = 1 << 20  # read size when hashing
 
 ENV_CACHE_DIR = "ORTBUNDLE_CACHE_DIR"
 

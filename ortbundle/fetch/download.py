@@ -8,7 +8,6 @@ build) and only deleted when its bytes are proven wrong.
 from __future__ import annotations
 
 import hashlib
-import random
 import time
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
@@ -20,6 +19,7 @@ import requests
 import urllib3
 
 from ortbundle.errors import FetchError, IntegrityError
+from ortbundle.fetch.policy import RetryPolicy as RetryPolicy  # re-exported
 
 CHUNK = 1 << 20
 # A dropped connection surfaces as any of these, depending on when it drops.
@@ -30,25 +30,6 @@ _TRANSIENT = (
     urllib3.exceptions.HTTPError,
 )
 _RETRY_STATUS = frozenset({429, 500, 502, 503, 504})
-
-
-@dataclass(frozen=True)
-class RetryPolicy:
-    attempts: int = 5
-    base_delay: float = 0.5
-    max_delay: float = 8.0
-    connect_timeout: float = 15.0
-    read_timeout: float = 60.0
-
-    def delay(self, attempt: int, retry_after: float | None = None) -> float:
-        if retry_after is not None:
-            return min(retry_after, self.max_delay * 4)
-        backoff: float = min(self.max_delay, self.base_delay * (2**attempt))
-        return backoff * (0.5 + random.random() / 2)  # noqa: S311 - jitter, not crypto
-
-    @property
-    def timeout(self) -> tuple[float, float]:
-        return (self.connect_timeout, self.read_timeout)
 
 
 ProgressFn = Callable[[int, int | None], None]  # (bytes so far, total or None)

@@ -7,7 +7,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from ortbundle.build import BuildOptions, Project
-from ortbundle.fetch.download import RetryPolicy
+from ortbundle.fetch.policy import RetryPolicy
 from ortbundle.signing import generate_keypair, write_public_key, write_secret_key
 from tests.helpers.elf import make_elf
 from tests.helpers.index_server import IndexServer

@@ -1,0 +1,301 @@
+"""Planning a build, with nothing heavy imported: which product, recipes and targets, which key
+signs it, which epoch stamps it, and whether the last build already produced exactly this.
+
+`invoke build` with nothing changed stops here, so this module imports no HTTP, archive,
+binary, SBOM or licence library.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import shutil
+import subprocess
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass, field, replace
+from pathlib import Path
+from typing import Any
+
+from ortbundle import __version__
+from ortbundle.channels import CHANNEL_TARGETS
+from ortbundle.errors import ConfigError, OrtbundleError
+from ortbundle.fetch.cache import default_cache_dir
+from ortbundle.fetch.policy import RetryPolicy
+from ortbundle.recipes import Product, Recipe, Source, load_product, load_recipe
+from ortbundle.signing import (
+    ENV_KEY,
+    ENV_KEY_FILE,
+    SecretKey,
+    default_key_path,
+    load_signing_key,
+)
+from ortbundle.targets import get_target
+
+DEFAULT_PRODUCT = "darkroom"
+POLICY_NAME = "policy.toml"  # under the project's licenses/
+AUDIT_NAME = "audit.json"
+TOOL_LICENSE = Path(__file__).resolve().parent.parent / "LICENSE"  # ortbundle's own
+
+
+@dataclass(frozen=True)
+class Project:
+    """Where a project's inputs live and where its output goes."""
+
+    root: Path
+    dist: Path
+
+    @classmethod
+    def at(cls, root: Path, dist: Path | None = None) -> Project:
+        return cls(root=root, dist=dist or root / "dist")
+
+    @property
+    def recipes(self) -> Path:
+        return self.root / "recipes"
+
+    @property
+    def manifests(self) -> Path:
+        return self.root / "manifests"
+
+    @property
+    def licenses(self) -> Path:
+        return self.root / "licenses"
+
+    @property
+    def keys(self) -> Path:
+        return self.root / "keys"  # the products' public signing keys
+
+
+@dataclass(frozen=True)
+class BuildOptions:
+    product: str = DEFAULT_PRODUCT
+    targets: tuple[str, ...] = ()  # empty: every target of the product
+    offline: bool = False
+    index_url: str | None = None
+    jobs: int = 0  # 0: one per core
+    cache_dir: Path | None = None
+    retry: RetryPolicy = field(default_factory=RetryPolicy)
+    release: bool = False  # the audit gate is strict, a signing key is required
+    audit_only: bool = False  # stage aside, audit, and publish nothing
+    audit_channels: tuple[str, ...] = ()  # empty: the product's packaging channels
+    channels: tuple[str, ...] = ()  # package only these (and build only their targets)
+    signing_key: Path | None = None  # else $ORTBUNDLE_SIGNING_KEY(_FILE), else the keygen default
+    environ: Mapping[str, str] | None = None  # None: os.environ (tests pass their own)
+
+    @property
+    def workers(self) -> int:
+        return self.jobs if self.jobs > 0 else (os.cpu_count() or 1)
+
+
+@dataclass(frozen=True)
+class Plan:
+    product: Product
+    recipes: dict[str, Recipe]
+    targets: tuple[str, ...]
+
+    def sources_for(self, target: str) -> list[tuple[Recipe, set[str]]]:
+        """Per runtime on `target`: the source ids it reads (libraries and licence texts)."""
+        result = []
+        for runtime in self.product.runtimes_for(target):
+            recipe = self.recipes[runtime]
+            plan = recipe.for_target(target)
+            ids = {take.source for take in plan.takes}
+            ids |= {t.source for rule in plan.licenses for t in rule.texts if t.source}
+            result.append((recipe, ids))
+        return result
+
+    def all_sources(self) -> list[tuple[str, Source]]:
+        wanted: list[tuple[str, Source]] = []
+        for target in self.targets:
+            for recipe, ids in self.sources_for(target):
+                wanted.extend((recipe.name, recipe.sources[sid]) for sid in sorted(ids))
+        return wanted
+
+
+def load_plan(project: Project, options: BuildOptions) -> Plan:
+    product = load_product(project.manifests / f"{options.product}.toml")
+    for channel in options.channels:
+        if channel not in product.channels:
+            raise ConfigError(
+                f"product {product.name} has no {channel} channel",
+                file=str(product.path),
+                fix=f"use one of: {', '.join(product.channels)}",
+            )
+    if options.channels:
+        product = replace(product, channels=options.channels)
+    targets = options.targets or tuple(
+        t for t in product.targets if not options.channels or t in _channel_targets(product)
+    )
+    for target in targets:
+        get_target(target)
+        if target not in product.targets:
+            raise OrtbundleError(
+                f"product {product.name} does not ship target {target}",
+                target=target,
+                file=str(product.path),
+                fix=f"use one of: {', '.join(product.targets)}",
+            )
+    recipes = {name: load_recipe(project.recipes / f"{name}.toml") for name in product.runtimes}
+    for target in targets:
+        for runtime in product.runtimes_for(target):
+            recipes[runtime].for_target(target)
+    return Plan(product=product, recipes=recipes, targets=tuple(targets))
+
+
+def _channel_targets(product: Product) -> set[str]:
+    return {CHANNEL_TARGETS[c] for c in product.channels}
+
+
+def build_inputs(
+    project: Project,
+    plan: Plan,
+    options: BuildOptions,
+    epoch: int,
+    key: SecretKey | None,
+    code: str,
+) -> list[str]:
+    """Everything a build's output depends on, as strings for the build key."""
+    parts = [code, plan.product.digest, str(epoch), repr(plan.targets), repr(plan.product.channels)]
+    parts += [f"{n}:{r.digest}" for n, r in sorted(plan.recipes.items())]
+    parts += [repr((options.release, options.audit_channels))]
+    parts.append(key.public_key().key_id_hex if key else "unsigned")
+    parts.append(shutil.which("makensis") or "no makensis")
+    for path in sorted(project.licenses.rglob("*")):
+        if path.is_file():
+            parts.append(f"{path.relative_to(project.licenses)}:{path.read_bytes().hex()}")
+    parts.append(TOOL_LICENSE.read_text("utf-8"))
+    return parts
+
+
+def signing_key(
+    product: Product, options: BuildOptions, environ: Mapping[str, str]
+) -> SecretKey | None:
+    path = options.signing_key
+    if path is None and not (environ.get(ENV_KEY) or environ.get(ENV_KEY_FILE)):
+        default = default_key_path(product.name, environ)
+        path = default if default.is_file() else None
+    key = load_signing_key(path, environ)
+    if key is None and options.release:
+        raise ConfigError(
+            "a release build must be signed, and no signing key is configured",
+            fix=f"run invoke keygen, pass --signing-key, or set {ENV_KEY} / {ENV_KEY_FILE}",
+        )
+    return key
+
+
+def source_date_epoch(root: Path, environ: Mapping[str, str] | None = None) -> int:
+    """SOURCE_DATE_EPOCH if set, else the commit time of the recipes, else 0 (never "now")."""
+    environ = os.environ if environ is None else environ
+    value = environ.get("SOURCE_DATE_EPOCH", "").strip()
+    if value:
+        if not value.isdigit():
+            raise ConfigError(
+                f"SOURCE_DATE_EPOCH={value!r} is not a count of seconds",
+                fix="set it to an integer such as the last commit's time (git log -1 --format=%ct)",
+            )
+        return int(value)
+    try:
+        found = subprocess.run(
+            ["git", "log", "-1", "--format=%ct", "--", "recipes", "manifests", "licenses"],
+            cwd=root,
+            capture_output=True,
+            text=True,
+            timeout=30,
+            check=False,
+        )
+    except (OSError, subprocess.SubprocessError):
+        return 0
+    text = found.stdout.strip()
+    return int(text) if found.returncode == 0 and text.isdigit() else 0
+
+
+_FORMAT = "ortbundle-incremental/1"
+
+
+def _digest(parts: Iterable[str]) -> str:
+    digest = hashlib.sha256(f"{_FORMAT}\n{__version__}\n".encode())
+    for part in parts:
+        digest.update(hashlib.sha256(part.encode()).digest())
+    return digest.hexdigest()
+
+
+def code_digest() -> str:
+    """The tool's own code and data: a change to ortbundle itself invalidates every memo."""
+    root = Path(__file__).resolve().parent  # the ortbundle package
+    digest = hashlib.sha256()
+    for path in sorted(root.rglob("*")):
+        if path.suffix in (".py", ".toml", ".json", ".j2") and "__pycache__" not in path.parts:
+            digest.update(path.relative_to(root).as_posix().encode() + b"\0")
+            digest.update(path.read_bytes())
+    return digest.hexdigest()
+
+
+# --- whole builds ---------------------------------------------------------------------------
+
+
+def build_key(parts: Iterable[str]) -> str:
+    return _digest(["build", *parts])
+
+
+def _state_file(cache: Path, version_dir: Path) -> Path:
+    where = hashlib.sha256(str(version_dir.resolve()).encode()).hexdigest()
+    return cache / "state" / "builds" / f"{where}.json"
+
+
+def _stat_tree(version_dir: Path) -> dict[str, list[int]]:
+    stats = {}
+    for path in sorted(version_dir.rglob("*")):
+        info = path.lstat()
+        stats[path.relative_to(version_dir).as_posix()] = [
+            info.st_size,
+            info.st_mtime_ns,
+            info.st_ino,
+            info.st_mode,
+        ]
+    return stats
+
+
+def record_build(cache: Path, version_dir: Path, key: str, summary: Mapping[str, Any]) -> None:
+    """Remember what this build published, to recognise the next identical build."""
+    state = _state_file(cache, version_dir)
+    state.parent.mkdir(parents=True, exist_ok=True)
+    tmp = state.with_name(f".{state.name}.{os.getpid()}")
+    document = {"key": key, "tree": _stat_tree(version_dir), "summary": dict(summary)}
+    tmp.write_text(json.dumps(document, sort_keys=True), "utf-8")
+    os.replace(tmp, state)
+
+
+def unchanged_build(cache: Path, version_dir: Path, key: str) -> dict[str, Any] | None:
+    """The previous build's summary if it had this key and its tree is untouched, else None."""
+    state = _state_file(cache, version_dir)
+    try:
+        document = json.loads(state.read_text("utf-8"))
+    except (OSError, ValueError):
+        return None
+    if not isinstance(document, dict) or document.get("key") != key:
+        return None
+    if not version_dir.is_dir() or _stat_tree(version_dir) != document.get("tree"):
+        return None
+    summary = document.get("summary")
+    return summary if isinstance(summary, dict) else None
+
+
+def quick_up_to_date(project: Project, options: BuildOptions) -> dict[str, Any] | None:
+    """The previous build's summary when this build would change nothing, else None.
+
+    Cheap on purpose (no pipeline module is imported): the key is the same one `build()`
+    computes and records.
+    """
+    if options.audit_only:
+        return None
+    environ = os.environ if options.environ is None else options.environ
+    plan = load_plan(project, options)
+    key = signing_key(plan.product, options, environ)
+    epoch = source_date_epoch(project.root, environ)
+    version_dir = project.dist / plan.product.name / plan.product.version
+    digest = build_key(build_inputs(project, plan, options, epoch, key, code_digest()))
+    cache = options.cache_dir or default_cache_dir()
+    summary = unchanged_build(cache, version_dir, digest)
+    if summary is not None:
+        summary = {**summary, "version_dir": str(version_dir)}
+    return summary
