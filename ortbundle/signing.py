@@ -568,7 +568,7 @@ def _public_from_seed(seed: bytes) -> bytes:
 
 
 def _key_id_hex(key_id: bytes) -> str:
-    return f"{int.from_bytes(key_id, 'little'):016X}"
+    return f"{int.from_bytes(key_id, 'little'):X}"
 
 
 def _b64(raw: bytes) -> str:
