@@ -18,6 +18,7 @@ from ortbundle.cli import (
     run_clean,
     run_fetch,
     run_keygen,
+    run_pin,
     run_verify,
 )
 from ortbundle.plan import DEFAULT_PRODUCT, BuildOptions
@@ -48,6 +49,7 @@ _BUILD_HELP = {
     "index-url": "Python package index to resolve wheels through (default: pip's configuration)",
     "jobs": "parallel workers (default: one per core)",
     "release": "strict: the licence audit accepts no waiver or review, a signing key is required",
+    "dist": "output directory (default: dist/ in the repository)",
 }
 
 
@@ -60,10 +62,14 @@ def build(
     index_url: str | None = None,
     jobs: int = 0,
     release: bool = False,
+    dist: str | None = None,
 ) -> None:
     """Fetch, prune, stage, audit and package a product into dist/<product>/<version>/."""
     try:
-        run_build(_options(product, target or [], offline, index_url, jobs, release=release))
+        run_build(
+            _options(product, target or [], offline, index_url, jobs, release=release),
+            dist=Path(dist) if dist else None,
+        )
     except CommandFailed as exc:
         raise Exit(str(exc), code=exc.code) from None
 
@@ -106,7 +112,10 @@ def audit(
         raise Exit(str(exc), code=exc.code) from None
 
 
-@task(iterable=["target"], help={k: v for k, v in _BUILD_HELP.items() if k != "release"})
+@task(
+    iterable=["target"],
+    help={k: v for k, v in _BUILD_HELP.items() if k not in ("release", "dist")},
+)
 def fetch(
     c: Context,
     product: str = DEFAULT_PRODUCT,
@@ -206,6 +215,46 @@ def keygen(
             secret=Path(secret) if secret else None,
             public=Path(public) if public else None,
             force=force,
+        )
+    except CommandFailed as exc:
+        raise Exit(str(exc), code=exc.code) from None
+
+
+@task(
+    iterable=["source"],
+    help={
+        "component": "the recipe to move (recipes/<component>.toml)",
+        "version": "the version to pin (default: the newest release with a file for every source)",
+        "source": "move only this source (repeatable), e.g. the openvino wheel of a recipe",
+        "index-url": "Python package index (default: pip's configuration)",
+        "no-build": "skip the old/new builds and the bump report",
+        "force": "write the recipe even if the new pin does not build",
+        "check": "change nothing; exit non-zero if any pin is stale or missing",
+        "json": "also write the report as JSON here",
+    },
+)
+def pin(
+    c: Context,
+    component: str | None = None,
+    version: str | None = None,
+    source: list[str] | None = None,
+    index_url: str | None = None,
+    no_build: bool = False,
+    force: bool = False,
+    check: bool = False,
+    json: str | None = None,
+) -> None:
+    """Pin a component to a published version, keeping its recipe's layout; print what changed."""
+    try:
+        run_pin(
+            component,
+            version=version,
+            sources=source or [],
+            index_url=index_url,
+            no_build=no_build,
+            force=force,
+            check=check,
+            json_path=Path(json) if json else None,
         )
     except CommandFailed as exc:
         raise Exit(str(exc), code=exc.code) from None

@@ -218,3 +218,52 @@ def run_keygen(
     print(f"public key: {public_path} (commit it: packagers verify with it)")
     print(f"CI: store the secret key file's content in a secret named {ENV_KEY}")
     print(f"anyone: minisign -V -p {public_path} -m manifest.json")
+
+
+def run_pin(
+    component: str | None,
+    *,
+    version: str | None,
+    sources: list[str],
+    index_url: str | None,
+    no_build: bool,
+    force: bool,
+    check: bool,
+    json_path: Path | None,
+    root: Path = ROOT,
+) -> None:
+    """Move a recipe's pins (or check them all) and print the bump report."""
+    from ortbundle.pin import PinOptions, check_pins, pin
+    from ortbundle.progress import Reporter
+
+    project = Project.at(root)
+    options = PinOptions(
+        version=version,
+        sources=tuple(sources),
+        build=not no_build,
+        force=force,
+        index_url=index_url,
+    )
+    with Reporter() as reporter:
+        if check:
+            report = _guard(lambda: check_pins(project, (component,) if component else (), options))
+            for line in report.lines():
+                reporter.line(line)
+            if json_path:
+                json_path.write_text(report.to_json(), "utf-8")
+            if not report.ok:
+                raise CommandFailed("ortbundle: some pins are stale or missing", report.exit_code)
+            return
+        if not component:
+            raise CommandFailed("ortbundle: name the component to pin (or pass --check)", 2)
+        result = _guard(lambda: pin(project, component, options, reporter))
+        for line in result.lines():
+            reporter.line(line)
+        if json_path:
+            json_path.write_text(result.to_json(), "utf-8")
+        if result.refused:
+            raise CommandFailed(
+                f"ortbundle: the new pin does not build; recipes/{component}.toml is unchanged "
+                "(--force writes it anyway)",
+                result.exit_code,
+            )

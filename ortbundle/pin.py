@@ -49,14 +49,16 @@ from packaging.utils import (
 from packaging.version import InvalidVersion, Version
 from tomlkit.items import AoT, Array, Table
 
-from ortbundle.build import AuditFailed, BuildOptions, BuildResult, Project, build
+from ortbundle.build import AuditFailed, BuildResult, build
 from ortbundle.errors import ConfigError, FetchError, IntegrityError, OrtbundleError
 from ortbundle.fetch.artifacts import Fetcher
 from ortbundle.fetch.cache import Cache, default_cache_dir
 from ortbundle.fetch.config import index_config
-from ortbundle.fetch.download import RetryPolicy, request_with_retries
+from ortbundle.fetch.download import request_with_retries
 from ortbundle.fetch.index import _ACCEPT, parse_project_page
+from ortbundle.fetch.policy import RetryPolicy
 from ortbundle.licensing import TargetLicensing
+from ortbundle.plan import BuildOptions, Project
 from ortbundle.progress import Reporter
 from ortbundle.recipes import PypiCoordinates, Recipe, Source, load_product, load_recipe
 
@@ -106,11 +108,9 @@ class _YankParser(HTMLParser):
     def handle_starttag(self, tag: str, attrs: list[tuple[str, str | None]]) -> None:
         if tag == "a":
             values = dict(attrs)
-            self._href, self._flag, self._text = (
-                values.get("href") or "",
-                "data-yanked" in values,
-                [],
-            )
+            self._href = values.get("href") or ""
+            self._flag = "data-yanked" in values  # present, even empty, means yanked
+            self._text = []
 
     def handle_data(self, data: str) -> None:
         if self._href is not None:
@@ -433,7 +433,7 @@ def rewrite_recipe(
 
     def put(table: MutableMapping[str, Any], key: str, value: str | int, where: str) -> None:
         old = table.get(key)
-        if old is not None and str(old) == str(value) and type(old) is not bool:
+        if old is not None and str(old) == str(value):
             return
         if old is None and isinstance(table, Table) and "sha256" in table:
             table.value._insert_after("sha256", key, value)  # size sits beside its digest
@@ -550,7 +550,8 @@ class FileChange:
     name: str
     old_size: int | None
     new_size: int | None
-    link_to: str | None = None  # the new file's link target, for a symlink
+    old_link: str | None = None  # what a symlink pointed to
+    new_link: str | None = None
 
 
 @dataclass(frozen=True)
@@ -575,6 +576,17 @@ class TargetBump:
     @property
     def size_delta(self) -> int:
         return self.new_size - self.old_size
+
+    @property
+    def unchanged(self) -> bool:
+        return not (
+            self.added
+            or self.removed
+            or self.changed
+            or self.externals_added
+            or self.externals_removed
+            or self.licences
+        )
 
 
 @dataclass(frozen=True)
@@ -615,28 +627,13 @@ class BumpReport:
                     f"{product.product} {t.target}: {t.old_size:,} → {t.new_size:,} bytes "
                     f"({t.size_delta:+,} B, {t.size_delta / MIB:+.2f} MiB)"
                 )
-                out += [
-                    f"  + {c.directory}/{c.name} ({_size(c.new_size, c.link_to)})" for c in t.added
-                ]
-                out += [
-                    f"  - {c.directory}/{c.name} ({_size(c.old_size, None)})" for c in t.removed
-                ]
-                out += [
-                    f"  ~ {c.directory}/{c.name} ({_size(c.old_size, None)} → "
-                    f"{_size(c.new_size, c.link_to)})"
-                    for c in t.changed
-                ]
+                out += [f"  + {c.directory}/{c.name} ({_new(c)})" for c in t.added]
+                out += [f"  - {c.directory}/{c.name} ({_old(c)})" for c in t.removed]
+                out += [f"  ~ {c.directory}/{c.name} ({_old(c)} → {_new(c)})" for c in t.changed]
                 out += [f"  external + {e}" for e in t.externals_added]
                 out += [f"  external - {e}" for e in t.externals_removed]
                 out += [f"  licence {_licence(c)}" for c in t.licences]
-                if not (
-                    t.added
-                    or t.removed
-                    or t.changed
-                    or t.externals_added
-                    or t.externals_removed
-                    or t.licences
-                ):
+                if t.unchanged:
                     out.append("  no file, external or licence changed")
         return out
 
@@ -644,8 +641,12 @@ class BumpReport:
         return json.dumps(asdict(self), indent=2)
 
 
-def _size(size: int | None, link_to: str | None) -> str:
-    return f"-> {link_to}" if link_to else f"{size or 0:,} B"
+def _old(change: FileChange) -> str:
+    return f"-> {change.old_link}" if change.old_link else f"{change.old_size or 0:,} B"
+
+
+def _new(change: FileChange) -> str:
+    return f"-> {change.new_link}" if change.new_link else f"{change.new_size or 0:,} B"
 
 
 def _licence(change: LicenceChange) -> str:
@@ -656,11 +657,12 @@ def _licence(change: LicenceChange) -> str:
     return f"~ {change.component} {change.old} → {change.new}"
 
 
+_Files = dict[tuple[str, str], tuple[int, str, str | None]]  # (dir, name) → size, sha256, link
+
+
 @dataclass(frozen=True)
 class _TargetState:
-    files: (
-        dict[tuple[str, str], tuple[int, str, str | None]] | None
-    )  # (dir, name) → size, sha, link
+    files: _Files | None  # None: the build failed its audit, so only licences are known
     externals: dict[str, str] | None
     licences: dict[str, str]  # component → "version (expression)"
 
@@ -678,7 +680,7 @@ def _licences(licensing: TargetLicensing) -> dict[str, str]:
 def _state(result: BuildResult) -> dict[str, _TargetState]:
     states = {}
     for target in result.targets:
-        files: dict[tuple[str, str], tuple[int, str, str | None]] = {}
+        files: _Files = {}
         externals: dict[str, str] = {}
         for runtime in target.runtimes:
             for f in runtime.files:
@@ -718,6 +720,7 @@ def _compare(product: str, targets: Sequence[str], old: _Side, new: _Side) -> Pr
                     key[1],
                     was[0] if was else None,
                     now[0] if now else None,
+                    was[2] if was else None,
                     now[2] if now else None,
                 )
                 if was is None:
@@ -728,8 +731,6 @@ def _compare(product: str, targets: Sequence[str], old: _Side, new: _Side) -> Pr
                     changed.append(change)
             old_size = sum(v[0] for v in before.files.values() if v[2] is None)
             new_size = sum(v[0] for v in after.files.values() if v[2] is None)
-        ext_old, ext_new = before.externals or {}, after.externals or {}
-        comparable = before.externals is not None and after.externals is not None
         licences = [
             LicenceChange(c, before.licences.get(c), after.licences.get(c))
             for c in sorted(before.licences.keys() | after.licences.keys())
@@ -743,12 +744,8 @@ def _compare(product: str, targets: Sequence[str], old: _Side, new: _Side) -> Pr
                 tuple(changed),
                 old_size,
                 new_size,
-                tuple(f"{k} {ext_new[k]}" for k in sorted(ext_new.keys() - ext_old.keys()))
-                if comparable
-                else (),
-                tuple(f"{k} {ext_old[k]}" for k in sorted(ext_old.keys() - ext_new.keys()))
-                if comparable
-                else (),
+                _gained(after.externals, before.externals),
+                _gained(before.externals, after.externals),
                 tuple(licences),
             )
         )
@@ -759,6 +756,13 @@ def _compare(product: str, targets: Sequence[str], old: _Side, new: _Side) -> Pr
         _describe(new.error),
         new.error.exit_code if new.error else 0,
     )
+
+
+def _gained(side: dict[str, str] | None, other: dict[str, str] | None) -> tuple[str, ...]:
+    """Externals `side` needs and `other` does not (nothing when either is unknown)."""
+    if side is None or other is None:
+        return ()
+    return tuple(f"{k} {side[k]}" for k in sorted(side.keys() - other.keys()))
 
 
 def _describe(error: OrtbundleError | None) -> str | None:
@@ -859,7 +863,12 @@ class PinResult:
                 out.append(f"    {m.tags_note}")
         for n in self.not_moved:
             out.append(f"  not moved: {n.source} ({n.project} {n.version}): {n.reason}")
-        out += [f"  edit {e.field}: {e.old} → {e.new}" for e in self.edits]
+        # the sources' own edits are the moves above; to_json() lists every edit
+        out += [
+            f"  edit {e.field}: {e.old} → {e.new}"
+            for e in self.edits
+            if not e.field.startswith("sources.")
+        ]
         out += [f"  note: {n}" for n in self.notes]
         if self.report is not None:
             out += self.report.lines()
@@ -885,7 +894,9 @@ def _tags_note(old: str, new: Listed) -> str | None:
     if old_tags is None or old_tags[3] == new.tags:
         return None
     was, now = _Shape.of(old_tags[3]).level, _Shape.of(new.tags).level
-    step = "" if was == now else f"; platform level {was[0]}.{was[1]} → {now[0]}.{now[1]}"
+    family = next(iter(_Shape.of(new.tags).families)).split(" ")[0]
+    what = {"manylinux": "glibc", "musllinux": "musl", "macosx": "macOS"}.get(family, family)
+    step = "" if was == now else f"; needs {what} {now[0]}.{now[1]}, was {was[0]}.{was[1]}"
     return (
         f"no file with the old tags ({_platforms(old_tags[3])}); took the closest of the same "
         f"platform family: {_platforms(new.tags)}{step}"
@@ -1006,7 +1017,9 @@ def _confirm(
         Source(s.id, PypiCoordinates(s.pypi.project, version, c.filename), c.sha256, c.size)
         for s, c in chosen
     ]
-    artifacts = fetcher.fetch_all(((component, p) for p in pinned), jobs=max(1, options.jobs))
+    artifacts = fetcher.fetch_all(
+        ((component, p) for p in pinned), jobs=options.jobs or os.cpu_count() or 1
+    )
     return tuple(
         SourceMove(
             s.id,
@@ -1062,9 +1075,10 @@ def _write_atomically(path: Path, text: str, expected: bytes) -> None:
 
 # --- check -------------------------------------------------------------------------------------
 
-_SEVERITY = {"current": 0, "stale": 1, "unpinned": 2, "gone": 3, "mismatch": 4}
+_SEVERITY = {"current": 0, "held": 0, "stale": 1, "unpinned": 2, "gone": 3, "mismatch": 4}
 _EXIT = {
     "current": 0,
+    "held": 0,
     "stale": ConfigError.exit_code,
     "unpinned": ConfigError.exit_code,
     "gone": FetchError.exit_code,
@@ -1079,7 +1093,7 @@ class PinStatus:
     project: str
     version: str
     filename: str
-    state: str  # current, stale (newer release), unpinned (no sha256/size), gone, mismatch
+    state: str  # current, held, stale (newer release), unpinned (no sha256/size), gone, mismatch
     details: tuple[str, ...]
     newest: str | None  # the newest release with a file for this source, when newer
     command: str  # what moves it
@@ -1091,7 +1105,7 @@ class CheckReport:
 
     @property
     def ok(self) -> bool:
-        return all(s.state == "current" for s in self.statuses)
+        return all(s.state in ("current", "held") for s in self.statuses)
 
     @property
     def exit_code(self) -> int:
@@ -1103,9 +1117,9 @@ class CheckReport:
         for s in self.statuses:
             head = f"{s.component}/{s.source}: {s.project} {s.version} {s.state}"
             tail = f" — {'; '.join(s.details)}" if s.details else ""
-            fix = f" ({s.command})" if s.state != "current" else ""
+            fix = f" ({s.command})" if s.state not in ("current", "held") else ""
             out.append(head + tail + fix)
-        stale = sum(1 for s in self.statuses if s.state != "current")
+        stale = sum(1 for s in self.statuses if s.state not in ("current", "held"))
         out.append(f"{len(self.statuses)} pins checked, {stale} need attention")
         return out
 
@@ -1113,92 +1127,112 @@ class CheckReport:
         return json.dumps({"ok": self.ok, "statuses": [asdict(s) for s in self.statuses]}, indent=2)
 
 
-def _lenient_sources(path: Path) -> dict[str, dict[str, Any]]:
-    """The [sources] tables, read without load_recipe's checks: an unpinned source is a finding."""
+def _lenient_sources(path: Path) -> dict[str, Source]:
+    """The sources, read without load_recipe's checks: an unpinned source is a finding here."""
     try:
         data = tomllib.loads(path.read_text("utf-8"))
     except (OSError, tomllib.TOMLDecodeError, UnicodeDecodeError) as exc:
         raise ConfigError(f"cannot read the recipe: {exc}", file=str(path)) from None
-    sources = data.get("sources")
-    if not isinstance(sources, dict) or not all(
-        isinstance(t, dict)
-        and isinstance(t.get("pypi"), dict)
-        and all(isinstance(t["pypi"].get(k), str) for k in ("project", "version", "filename"))
-        for t in sources.values()
-    ):
-        raise ConfigError(
-            "every [sources.<id>] needs pypi = { project, version, filename }", file=str(path)
+    tables = data.get("sources")
+    sources = {}
+    for sid, table in (tables if isinstance(tables, dict) else {}).items():
+        pypi = table.get("pypi") if isinstance(table, dict) else None
+        if not isinstance(pypi, dict) or not all(
+            isinstance(pypi.get(k), str) for k in ("project", "version", "filename")
+        ):
+            raise ConfigError(
+                f"[sources.{sid}] needs pypi = {{ project, version, filename }}", file=str(path)
+            )
+        sha256, size = table.get("sha256"), table.get("size")
+        hold = table.get("hold")
+        sources[sid] = Source(
+            sid,
+            PypiCoordinates(pypi["project"], pypi["version"], pypi["filename"]),
+            sha256.lower() if isinstance(sha256, str) else "",
+            size if isinstance(size, int) and not isinstance(size, bool) and size > 0 else None,
+            hold if isinstance(hold, str) and hold else None,
         )
+    if not sources:
+        raise ConfigError("the recipe has no [sources.<id>]", file=str(path))
     return sources
 
 
 def check_pins(project: Project, components: Sequence[str], options: PinOptions) -> CheckReport:
-    """Every source of the components (all recipes if none): stale, unpinned, gone or mismatched."""
+    """Every source of the components (all recipes if none): stale, unpinned, gone or mismatched.
+
+    Staleness follows pin's own rule, so a clean pin always checks clean: the component's own
+    sources are judged together (the newest release with a file for each of them), the sources
+    of any other project together per project (what `--source` would move).
+    """
     names = list(components) or sorted(p.stem for p in project.recipes.glob("*.toml"))
     statuses = []
     with _index(options) as index:
         for name in names:
-            tables = _lenient_sources(project.recipes / f"{name}.toml")
-            main = main_project({sid: t["pypi"]["project"] for sid, t in tables.items()})
-            for sid, table in tables.items():
-                statuses.append(_check_source(name, sid, table, main, index))
+            sources = _lenient_sources(project.recipes / f"{name}.toml")
+            main = main_project({sid: s.pypi.project for sid, s in sources.items()})
+            found: dict[str, PinStatus] = {}
+            groups: dict[str, list[Source]] = {}
+            for source in sources.values():
+                groups.setdefault(canonicalize_name(source.pypi.project), []).append(source)
+            for key, group in groups.items():
+                files = {s.id: index.files(s.pypi.project) for s in group}
+                try:
+                    newest, skipped = _newest(group, files)
+                except FetchError:
+                    newest, skipped = None, []
+                moves = "" if key == main else "".join(f" --source {s.id}" for s in group)
+                blocked = tuple(n for n in skipped if "no file" in n)
+                for source in group:
+                    found[source.id] = _check_source(
+                        name, source, files[source.id], newest, blocked, f"{name}{moves}"
+                    )
+            statuses += [found[sid] for sid in sources]  # in the recipe's order
     return CheckReport(tuple(statuses))
 
 
 def _check_source(
-    component: str, sid: str, table: Mapping[str, Any], main: str, index: _Index
+    component: str,
+    source: Source,
+    files: Sequence[Listed],
+    newest: Version | None,
+    blocked: Sequence[str],
+    command: str,
 ) -> PinStatus:
-    pypi = table["pypi"]
-    sha256, size = table.get("sha256"), table.get("size")
-    source = Source(
-        sid,
-        PypiCoordinates(pypi["project"], pypi["version"], pypi["filename"]),
-        str(sha256 or ""),
-        size if isinstance(size, int) else None,
-    )
-    files = index.files(source.pypi.project)
     states: list[str] = []
     details: list[str] = []
-    if not (isinstance(sha256, str) and re.fullmatch(r"[0-9a-f]{64}", sha256.lower())):
+    if not re.fullmatch(r"[0-9a-f]{64}", source.sha256):
         states.append("unpinned")
         details.append("no sha256")
-    if not isinstance(size, int):
+    if source.size is None:
         states.append("unpinned")
         details.append("no size")
     listed = next((f for f in files if f.filename == source.filename), None)
     if listed is None:
         states.append("gone")
         details.append(f"the index no longer lists {source.filename}")
-    elif listed.sha256 and sha256 and listed.sha256 != str(sha256).lower():
+    elif listed.sha256 and source.sha256 and listed.sha256 != source.sha256:
         states.append("mismatch")
         details.append(f"the index publishes sha256 {listed.sha256}")
     elif listed.yanked:
         states.append("stale")
         details.append("the pinned file is yanked")
-    newest = None
     pinned = _version_or_none(source.pypi.version)
-    newer = sorted(
-        {f.version for f in files if not f.yanked and not f.version.is_prerelease},
-        reverse=True,
-    )
-    for version in (v for v in newer if pinned is None or v > pinned):
-        if _match(source, files, version, yanked_ok=False) is not None:
-            newest = str(version)
-            states.append("stale")
-            details.append(f"{version} is out")
-            break
-        details.append(f"{version} is out, without a file for these tags")
-    own = canonicalize_name(source.pypi.project) == main
-    command = f"invoke pin {component}" + ("" if own else f" --source {sid}")
-    state = max(states, key=_SEVERITY.__getitem__, default="current")
+    newer = newest is not None and (pinned is None or newest > pinned)
+    if newer and source.hold:
+        states.append("held")
+        details.append(f"{newest} is out; held: {source.hold}")
+    elif newer:
+        states.append("stale")
+        details.append(f"{newest} is out")
+    details += blocked
     return PinStatus(
         component,
-        sid,
+        source.id,
         source.pypi.project,
         source.pypi.version,
         source.filename,
-        state,
+        max(states, key=_SEVERITY.__getitem__, default="current"),
         tuple(details),
-        newest,
-        command,
+        str(newest) if newer else None,
+        f"invoke pin {command}",
     )

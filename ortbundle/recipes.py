@@ -39,6 +39,7 @@ class Source:
     pypi: PypiCoordinates
     sha256: str
     size: int | None = None
+    hold: str | None = None  # why this pin must not follow newer releases (pin --check says so)
 
     @property
     def filename(self) -> str:
@@ -226,6 +227,7 @@ def _source(reader: _Reader, source_id: str) -> Source:
         ),
         sha256=sha256,
         size=size,
+        hold=reader.opt_text("hold"),
     )
 
 
