@@ -12,16 +12,15 @@ import json
 import tomllib
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
-from functools import cache
 from pathlib import Path
 from typing import Any, Literal
 
-from license_expression import Licensing, get_spdx_licensing
+from license_expression import Licensing
 from rich.console import Console
 from rich.table import Table
 
 from ortbundle.errors import ConfigError
-from ortbundle.licensing import ComponentUse, TargetLicensing
+from ortbundle.licensing import ComponentUse, TargetLicensing, spdx
 from ortbundle.recipes import Waiver
 
 Verdict = Literal["allow", "review", "refuse"]
@@ -53,9 +52,9 @@ class ChannelPolicy:
 
     def evaluate(self, expression: str) -> Verdict:
         """AND needs every part acceptable; OR takes the best alternative."""
-        licensing = _licensing()
-        tree = licensing.parse(expression)
-        return self._walk(licensing, tree)
+        with spdx() as licensing:
+            tree = licensing.parse(expression)
+            return self._walk(licensing, tree)
 
     def _walk(self, licensing: Licensing, node: Any) -> Verdict:
         if isinstance(node, licensing.AND):
@@ -79,11 +78,6 @@ class Policy:
                 fix=f"use one of: {', '.join(sorted(self.channels))}, or add [channels.{name}]",
             )
         return self.channels[name]
-
-
-@cache
-def _licensing() -> Licensing:
-    return get_spdx_licensing()
 
 
 def load_policy(path: Path) -> Policy:
@@ -276,11 +270,11 @@ def audit_channel(
 
 
 def _same_expression(a: str, b: str) -> bool:
-    licensing = _licensing()
-    try:
-        return bool(licensing.parse(a).simplify() == licensing.parse(b).simplify())
-    except Exception:  # noqa: BLE001 - an unparsable waiver licence simply does not match
-        return False
+    with spdx() as licensing:
+        try:
+            return bool(licensing.parse(a).simplify() == licensing.parse(b).simplify())
+        except Exception:  # noqa: BLE001 - an unparsable waiver licence simply does not match
+            return False
 
 
 def _mib(size: int) -> str:

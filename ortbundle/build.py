@@ -17,7 +17,6 @@ from ortbundle.audit import (
     audit_channel,
     audit_summary,
     load_policy,
-    report_json,
 )
 from ortbundle.channels import ChannelOutput, ShippedFile
 from ortbundle.errors import AuditError
@@ -41,7 +40,6 @@ from ortbundle.licensing import (
 )
 from ortbundle.packaging import generate_all, package_input
 from ortbundle.plan import (
-    AUDIT_NAME,
     DEFAULT_PRODUCT,
     POLICY_NAME,
     TOOL_LICENSE,
@@ -51,6 +49,7 @@ from ortbundle.plan import (
     build_inputs,
     build_key,
     load_plan,
+    policy_digest,
     record_build,
     signing_key,
     unchanged_build,
@@ -58,16 +57,8 @@ from ortbundle.plan import (
 from ortbundle.progress import Reporter
 from ortbundle.recipes import Product, Recipe
 from ortbundle.record import (
-    MANIFEST_NAME,
-    SBOM_NAME,
-    SIGNATURE_NAME,
-    list_outputs,
-    manifest_json,
-    normalize_modes,
-    sbom_json,
-    signature_text,
     source_date_epoch,
-    stage_outputs,
+    write_evidence,
 )
 from ortbundle.signing import (
     SecretKey,
@@ -289,10 +280,6 @@ def _record_and_package(
     """Evidence and packages, written into the scratch version directory before it is published."""
     licensing = [t.licensing for t in staged]
     product = plan.product
-    (scratch / AUDIT_NAME).write_text(
-        report_json(product.name, product.version, audits, licensing), "utf-8"
-    )
-    (scratch / SBOM_NAME).write_text(sbom_json(product, licensing, artifacts, epoch), "utf-8")
     inputs = {
         t.target: package_input(
             product,
@@ -307,21 +294,18 @@ def _record_and_package(
         for t in staged
     }
     packages = generate_all(product.channels, inputs, scratch / "packaging", options.workers)
-    modes = {f"{t.target}/{f.path}": f.mode for t in staged for f in t.files}
-    normalize_modes(scratch)
-    outputs = list_outputs(scratch, stage_outputs(licensing, modes))
-    public_id = key.public_key().key_id_hex if key else None
-    manifest = manifest_json(
-        product, plan.recipes, artifacts, outputs, epoch, public_id, project.root
-    ).encode()
-    (scratch / MANIFEST_NAME).write_bytes(manifest)
-    if key is not None:
-        (scratch / SIGNATURE_NAME).write_text(signature_text(manifest, key, product), "utf-8")
-    (scratch / MANIFEST_NAME).chmod(0o644)
-    if key is not None:
-        (scratch / SIGNATURE_NAME).chmod(0o644)
-    for path in scratch.rglob("*"):
-        os.utime(path, (epoch, epoch), follow_symlinks=False)
+    write_evidence(
+        scratch,
+        product=product,
+        recipes=plan.recipes,
+        licensing=licensing,
+        audits=audits,
+        inputs=artifacts,
+        epoch=epoch,
+        key=key,
+        root=project.root,
+        policy_sha256=policy_digest(project),
+    )
     return tuple(packages)
 
 

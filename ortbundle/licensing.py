@@ -8,9 +8,12 @@ anything is published.
 
 from __future__ import annotations
 
+import contextlib
 import fnmatch
+import json
 import re
-from collections.abc import Iterable
+import threading
+from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field, replace
 from functools import cache
 from pathlib import Path
@@ -20,7 +23,7 @@ from license_expression import ExpressionError, Licensing, get_spdx_licensing
 
 from ortbundle.channels import ShippedFile
 from ortbundle.errors import LicenseError
-from ortbundle.recipes import LicenseRule, Recipe, Source
+from ortbundle.recipes import LicenseRule, PypiCoordinates, Recipe, Source
 from ortbundle.stage import StagedFile, StagedRuntime, StagedText
 from ortbundle.templating import render
 
@@ -34,9 +37,20 @@ _COPYRIGHT = re.compile(
 )
 
 
+_LICENSING_LOCK = threading.Lock()
+
+
 @cache
-def _licensing() -> Licensing:
+def _shared_licensing() -> Licensing:
     return get_spdx_licensing()
+
+
+@contextlib.contextmanager
+def spdx() -> Iterator[Licensing]:
+    """The SPDX licensing object, one thread at a time: it builds its tokenizer lazily and is
+    not safe to share between the per-target threads without this lock."""
+    with _LICENSING_LOCK:
+        yield _shared_licensing()
 
 
 def normalize_expression(expression: str, *, where: str) -> tuple[str, tuple[str, ...]]:
@@ -44,19 +58,21 @@ def normalize_expression(expression: str, *, where: str) -> tuple[str, tuple[str
 
     `LicenseRef-…` ids stand for terms SPDX does not list (a vendor EULA, unknown terms).
     """
-    licensing = _licensing()
-    try:
-        parsed = licensing.parse(expression, validate=False)
-    except ExpressionError as exc:
-        raise LicenseError(
-            f"{expression!r} is not a licence expression: {exc}",
-            file=where,
-            fix="write an SPDX expression, e.g. 'MIT AND BSD-3-Clause'",
-        ) from None
-    if parsed is None:
-        raise LicenseError("empty licence expression", file=where, fix="write an SPDX expression")
-    symbols = sorted({str(s.key) for s in licensing.license_symbols(parsed)})
-    info = licensing.validate(expression, strict=True)
+    with spdx() as licensing:
+        try:
+            parsed = licensing.parse(expression, validate=False)
+        except ExpressionError as exc:
+            raise LicenseError(
+                f"{expression!r} is not a licence expression: {exc}",
+                file=where,
+                fix="write an SPDX expression, e.g. 'MIT AND BSD-3-Clause'",
+            ) from None
+        if parsed is None:
+            raise LicenseError(
+                "empty licence expression", file=where, fix="write an SPDX expression"
+            )
+        symbols = sorted({str(s.key) for s in licensing.license_symbols(parsed)})
+        info = licensing.validate(expression, strict=True)
     unknown = [s for s in info.invalid_symbols if not _LICENSE_REF.match(str(s))]
     if unknown:
         raise LicenseError(
@@ -331,3 +347,87 @@ def list_stage(stage: Path, licensing: TargetLicensing) -> tuple[ShippedFile, ..
             fix="rebuild the stage",
         )
     return tuple(shipped)
+
+
+RECORD_SCHEMA = "ortbundle.target-record/1"
+
+
+def licensing_to_json(licensing: TargetLicensing) -> str:
+    """A target's attribution as data, so a release can merge targets built on other machines."""
+    document = {
+        "schema": RECORD_SCHEMA,
+        "target": licensing.target,
+        "components": [
+            {
+                "name": c.name,
+                "version": c.version,
+                "expression": c.expression,
+                "license_ids": list(c.license_ids),
+                "purl": c.purl,
+                "files": [
+                    {"path": f.path, "size": f.size, "sha256": f.sha256, "link_to": f.link_to}
+                    for f in c.files
+                ],
+                "texts": [
+                    {
+                        "component": t.component,
+                        "path": t.path,
+                        "origin": t.origin,
+                        "size": t.size,
+                        "sha256": t.sha256,
+                    }
+                    for t in c.texts
+                ],
+                "copyrights": list(c.copyrights),
+                "sources": [
+                    {
+                        "id": s.id,
+                        "project": s.pypi.project,
+                        "version": s.pypi.version,
+                        "filename": s.pypi.filename,
+                        "sha256": s.sha256,
+                        "size": s.size,
+                    }
+                    for s in c.sources
+                ],
+            }
+            for c in licensing.components
+        ],
+    }
+    return json.dumps(document, indent=2, sort_keys=True) + "\n"
+
+
+def licensing_from_json(text: str, *, where: str) -> TargetLicensing:
+    try:
+        document = json.loads(text)
+        if document.get("schema") != RECORD_SCHEMA:
+            raise ValueError(f"schema is {document.get('schema')!r}, not {RECORD_SCHEMA}")
+        components = tuple(
+            ComponentUse(
+                name=c["name"],
+                version=c["version"],
+                expression=c["expression"],
+                license_ids=tuple(c["license_ids"]),
+                purl=c["purl"],
+                files=tuple(StagedFile(**f) for f in c["files"]),
+                texts=tuple(StagedText(**t) for t in c["texts"]),
+                copyrights=tuple(c["copyrights"]),
+                sources=tuple(
+                    Source(
+                        id=s["id"],
+                        pypi=PypiCoordinates(s["project"], s["version"], s["filename"]),
+                        sha256=s["sha256"],
+                        size=s["size"],
+                    )
+                    for s in c["sources"]
+                ),
+            )
+            for c in document["components"]
+        )
+        return TargetLicensing(target=document["target"], components=components)
+    except (ValueError, KeyError, TypeError) as exc:
+        raise LicenseError(
+            f"not a readable target record: {exc}",
+            file=where,
+            fix="use the dist/ tree written by invoke build of this ortbundle version",
+        ) from None

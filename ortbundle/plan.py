@@ -34,7 +34,6 @@ from ortbundle.targets import get_target
 
 DEFAULT_PRODUCT = "darkroom"
 POLICY_NAME = "policy.toml"  # under the project's licenses/
-AUDIT_NAME = "audit.json"
 TOOL_LICENSE = Path(__file__).resolve().parent.parent / "LICENSE"  # ortbundle's own
 
 
@@ -278,6 +277,11 @@ def unchanged_build(cache: Path, version_dir: Path, key: str) -> dict[str, Any] 
         return None
     summary = document.get("summary")
     return summary if isinstance(summary, dict) else None
+
+
+def policy_digest(project: Project) -> str:
+    path = project.licenses / POLICY_NAME
+    return hashlib.sha256(path.read_bytes()).hexdigest() if path.is_file() else "none"
 
 
 def quick_up_to_date(project: Project, options: BuildOptions) -> dict[str, Any] | None:

@@ -9,12 +9,13 @@ from __future__ import annotations
 
 import hashlib
 import json
+import os
 import uuid
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import Any
+from typing import Any, Protocol
 
 from cyclonedx.model import HashAlgorithm, HashType, Property
 from cyclonedx.model.bom import Bom, BomMetaData
@@ -25,8 +26,8 @@ from cyclonedx.output.json import JsonV1Dot6
 from packageurl import PackageURL
 
 from ortbundle import __version__
-from ortbundle.fetch.artifacts import Artifact
-from ortbundle.licensing import TargetLicensing
+from ortbundle.audit import ChannelAudit, report_json
+from ortbundle.licensing import TargetLicensing, licensing_to_json
 from ortbundle.plan import source_date_epoch as source_date_epoch  # re-exported
 from ortbundle.recipes import Product, Recipe
 from ortbundle.signing import SecretKey, sign
@@ -35,8 +36,19 @@ MANIFEST_SCHEMA = "ortbundle.manifest/1"
 MANIFEST_NAME = "manifest.json"
 SIGNATURE_NAME = "manifest.json.minisig"
 SBOM_NAME = "sbom.cdx.json"
+AUDIT_NAME = "audit.json"
 # Files beside the manifest that it cannot list: itself, its signature.
 UNLISTED = frozenset({MANIFEST_NAME, SIGNATURE_NAME})
+
+
+class InputInfo(Protocol):
+    """What the manifest says of a fetched input (an Artifact, or a runner manifest's entry)."""
+
+    @property
+    def url(self) -> str: ...
+
+    @property
+    def size(self) -> int: ...
 
 
 @dataclass(frozen=True)
@@ -116,11 +128,12 @@ def stage_outputs(
 def manifest_json(
     product: Product,
     recipes: Mapping[str, Recipe],
-    artifacts: Mapping[str, Artifact],
+    artifacts: Mapping[str, InputInfo],
     outputs: Sequence[Output],
     epoch: int,
     public_key_id: str | None,
     root: Path,
+    policy_sha256: str,
 ) -> str:
     inputs = []
     for name, recipe in sorted(recipes.items()):
@@ -155,6 +168,7 @@ def manifest_json(
             for n, r in sorted(recipes.items())
         ],
         "source_date_epoch": epoch,
+        "policy_sha256": policy_sha256,
         "signing_key_id": public_key_id,
         "inputs": inputs,
         "outputs": [_output_json(o) for o in sorted(outputs, key=lambda o: o.path)],
@@ -196,7 +210,7 @@ def signature_text(manifest: bytes, key: SecretKey, product: Product) -> str:
 def sbom_json(
     product: Product,
     licensing: Sequence[TargetLicensing],
-    artifacts: Mapping[str, Artifact],
+    artifacts: Mapping[str, InputInfo],
     epoch: int,
 ) -> str:
     """CycloneDX 1.6: one component per licensed component, with the files it contributes."""
@@ -278,3 +292,52 @@ def sbom_json(
         bom.register_dependency(bom.metadata.component, [component])  # type: ignore[arg-type]
     text = JsonV1Dot6(bom).output_as_string(indent=2)
     return json.dumps(json.loads(text), indent=2, sort_keys=True) + "\n"
+
+
+RECORDS_DIR = "records"  # records/<target>.json: each target's attribution, for release merges
+
+
+def write_evidence(
+    version_dir: Path,
+    *,
+    product: Product,
+    recipes: Mapping[str, Recipe],
+    licensing: Sequence[TargetLicensing],
+    audits: Sequence[ChannelAudit],
+    inputs: Mapping[str, InputInfo],
+    epoch: int,
+    key: SecretKey | None,
+    root: Path,
+    policy_sha256: str,
+) -> None:
+    """Everything after the stages and packages exist: records, audit, SBOM, manifest, signature.
+
+    One function for a single-machine build and for a release merged from several runners, so
+    both write the same bytes for the same targets.
+    """
+    records = version_dir / RECORDS_DIR
+    records.mkdir(exist_ok=True)
+    for tl in licensing:
+        (records / f"{tl.target}.json").write_text(licensing_to_json(tl), "utf-8")
+    (version_dir / AUDIT_NAME).write_text(
+        report_json(product.name, product.version, audits, licensing), "utf-8"
+    )
+    (version_dir / SBOM_NAME).write_text(sbom_json(product, licensing, inputs, epoch), "utf-8")
+    normalize_modes(version_dir)
+    modes = {
+        p.relative_to(version_dir).as_posix(): 0o777 if p.is_symlink() else p.stat().st_mode & 0o777
+        for p in version_dir.rglob("*")
+    }
+    outputs = list_outputs(version_dir, stage_outputs(licensing, modes))
+    public_id = key.public_key().key_id_hex if key else None
+    manifest = manifest_json(
+        product, recipes, inputs, outputs, epoch, public_id, root, policy_sha256
+    ).encode()
+    (version_dir / MANIFEST_NAME).write_bytes(manifest)
+    (version_dir / MANIFEST_NAME).chmod(0o644)
+    if key is not None:
+        (version_dir / SIGNATURE_NAME).write_text(signature_text(manifest, key, product), "utf-8")
+        (version_dir / SIGNATURE_NAME).chmod(0o644)
+    for path in version_dir.rglob("*"):
+        os.utime(path, (epoch, epoch), follow_symlinks=False)
+    os.utime(version_dir, (epoch, epoch))
