@@ -1,0 +1,619 @@
+#!/usr/bin/env python3
+"""Time ortbundle against the plain tools it replaces, in one invocation, on the same inputs.
+
+Scenarios (each command is its own child process; wall time by perf_counter, peak memory from
+that child's os.wait4 rusage, i.e. the largest resident set of any one process in its tree):
+
+  unzip baseline  benchmarks/unzip_baseline.sh: unzip -j of exactly the kept libraries of every
+                  runtime tree, from the cached wheels
+  warm build      invoke build, cache warm, into an empty dist/          (target ≤ 0.4 x baseline)
+  no-op build     invoke build again into the dist/ it has just built    (target ≤ 0.1 x baseline)
+  pip download    pip download --no-deps of exactly the pinned wheels, no pip cache
+  cold fetch      invoke fetch into an empty cache                        (throughput ≥ pip's)
+  cold build      invoke build, empty cache, empty dist/                  (informational)
+
+Every ortbundle run must stay under 200 MiB peak. Standard library only; run from anywhere:
+``python3 benchmarks/bench.py --runs 3 --cold-runs 1``. Exits 0 whatever it measured, 1 if a
+command failed (its log is kept and named).
+"""
+
+from __future__ import annotations
+
+import argparse
+import hashlib
+import json
+import os
+import platform
+import re
+import shutil
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from collections.abc import Sequence
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import Any
+
+HERE = Path(__file__).resolve().parent
+ROOT = HERE.parent
+BASELINE_SCRIPT = HERE / "unzip_baseline.sh"
+CACHE_ENV = "ORTBUNDLE_CACHE_DIR"  # ortbundle's documented cache override
+MIB = 1 << 20
+
+WARM_TARGET = 0.4  # times the unzip baseline, at most
+NOOP_TARGET = 0.1  # times the unzip baseline, at most
+COLD_TARGET = 1.0  # times pip download's throughput, at least
+PEAK_TARGET_MIB = 200.0  # every ortbundle run, below
+
+# Run in a child with the repository on sys.path: a real build through the Python API, to learn
+# the kept set (source, member) of every runtime tree and the pinned wheels behind them. It also
+# fetches whatever the cache lacks, so it warms the cache the warm scenario reads.
+PROBE = r"""
+import json, sys
+from pathlib import Path
+root, dist, out, product, index_url = sys.argv[1:6]
+sys.path.insert(0, root)
+try:
+    from ortbundle.plan import BuildOptions, Project
+except ImportError:
+    from ortbundle.build import BuildOptions, Project
+from ortbundle.build import build
+from ortbundle.progress import Reporter
+options = BuildOptions(product=product, index_url=index_url or None)
+with Reporter() as reporter:
+    result = build(Project.at(Path(root), Path(dist)), options, reporter)
+trees = []
+for target in result.targets:
+    for staged in target.runtimes:
+        recipe = result.plan.recipes[staged.runtime]
+        members = {}
+        for kept in staged.closure.kept:
+            wheel = result.artifacts[recipe.sources[kept.source].sha256].path
+            members.setdefault(str(wheel), []).append([kept.member, kept.size])
+        trees.append({"tree": f"{target.target}/{staged.runtime}", "members": members})
+wheels = {}
+for _, source in result.plan.all_sources():
+    artifact = result.artifacts[source.sha256]
+    wheels[source.sha256] = {
+        "project": source.pypi.project, "version": source.pypi.version,
+        "filename": source.filename, "sha256": source.sha256, "size": artifact.size,
+        "path": str(artifact.path),
+    }
+meta = {"product": result.plan.product.name, "version": result.plan.product.version}
+Path(out).write_text(json.dumps({"meta": meta, "trees": trees, "wheels": list(wheels.values())}))
+"""
+
+# The same code path as `invoke build` (tasks.build → ortbundle.cli.run_build), with a dist/ of
+# our own: used only while the build task has no --dist option.
+BUILD_DRIVER = r"""
+import sys
+from pathlib import Path
+root, dist, product, index_url = sys.argv[1:5]
+sys.path.insert(0, root)
+try:
+    from ortbundle.plan import BuildOptions
+except ImportError:
+    from ortbundle.build import BuildOptions
+from ortbundle.cli import CommandFailed, run_build
+try:
+    run_build(BuildOptions(product=product, index_url=index_url or None), dist=Path(dist))
+except CommandFailed as exc:
+    print(exc, file=sys.stderr)
+    sys.exit(exc.code)
+"""
+
+
+class CheckFailed(Exception):
+    """A run's output is not what the scenario promises (the timing would mean nothing)."""
+
+
+class CommandError(Exception):
+    """A timed or preparatory command exited non-zero."""
+
+    def __init__(self, argv: Sequence[str], code: int, log: Path) -> None:
+        super().__init__(f"exit {code}: {' '.join(argv)} (log: {log})")
+        self.log = log
+
+
+@dataclass(frozen=True)
+class Sample:
+    """One timed run."""
+
+    seconds: float
+    peak_kib: int  # ru_maxrss of the child (KiB on Linux)
+
+
+@dataclass
+class Scenario:
+    """A scenario's runs and how it is judged against its baseline."""
+
+    name: str
+    command: str
+    baseline: str | None = None  # the scenario it is a ratio to (None: it is a baseline)
+    ratio_kind: str = "time"  # "time": median / baseline's; "throughput": baseline's / median
+    target: float | None = None  # ratio bound (≤ for time, ≥ for throughput); None: info only
+    memory_target: bool = False  # is peak < PEAK_TARGET_MIB part of the verdict?
+    samples: list[Sample] = field(default_factory=list)
+
+    @property
+    def median(self) -> float:
+        return statistics.median(s.seconds for s in self.samples)
+
+    @property
+    def peak_mib(self) -> float:
+        return max(s.peak_kib for s in self.samples) / 1024
+
+
+@dataclass(frozen=True)
+class Inputs:
+    """What the probe build found: the kept members per tree and the pinned wheels."""
+
+    product: str
+    version: str
+    trees: list[dict[str, Any]]
+    wheels: list[dict[str, Any]]
+
+    @property
+    def kept_files(self) -> int:
+        return sum(len(m) for t in self.trees for m in t["members"].values())
+
+    @property
+    def kept_bytes(self) -> int:
+        return sum(size for t in self.trees for m in t["members"].values() for _, size in m)
+
+    @property
+    def wheel_bytes(self) -> int:
+        return sum(int(w["size"]) for w in self.wheels)
+
+
+class Runner:
+    """Runs commands as children of their own, logs their output, times them."""
+
+    def __init__(self, work: Path, env: dict[str, str]) -> None:
+        self.work = work
+        self.env = env
+        self.logs = work / "logs"
+        self.logs.mkdir(parents=True)
+        self._count = 0
+
+    def run(self, label: str, argv: Sequence[str], *, env: dict[str, str] | None = None) -> Sample:
+        """Run argv in the repository root; wall time and the child's own peak RSS."""
+        self._count += 1
+        log = self.logs / f"{self._count:03d}-{label}.log"
+        with log.open("wb") as out:
+            start = time.perf_counter()
+            proc = subprocess.Popen(
+                list(argv),
+                cwd=ROOT,
+                env=env or self.env,
+                stdin=subprocess.DEVNULL,
+                stdout=out,
+                stderr=subprocess.STDOUT,
+            )
+            _, status, usage = os.wait4(proc.pid, 0)
+            seconds = time.perf_counter() - start
+        proc.returncode = code = os.waitstatus_to_exitcode(status)
+        if code != 0:
+            raise CommandError(argv, code, log)
+        return Sample(seconds, usage.ru_maxrss)
+
+
+def _fresh(path: Path) -> Path:
+    """An empty directory at path (removing what was there)."""
+    if path.exists():
+        shutil.rmtree(path)
+    path.mkdir(parents=True)
+    return path
+
+
+def _progress(message: str) -> None:
+    print(f"bench: {message}", file=sys.stderr, flush=True)
+
+
+def build_command(index_url: str | None) -> tuple[list[str], bool]:
+    """`invoke build` as a function of the dist dir; True if it is the real task (has --dist)."""
+    argv = [sys.executable, "-m", "invoke", "--help", "build"]
+    done = subprocess.run(argv, cwd=ROOT, capture_output=True, text=True, check=False)
+    if done.returncode != 0:
+        tail = "\n".join(done.stderr.splitlines()[-5:])
+        raise CheckFailed(f"`invoke --help build` failed (exit {done.returncode}):\n{tail}")
+    helptext = done.stdout
+    if re.search(r"--dist[=\s]", helptext):
+        argv = [sys.executable, "-m", "invoke", "build"]
+        if index_url:
+            argv += ["--index-url", index_url]
+        return [*argv, "--dist"], True
+    return [sys.executable, "-c", BUILD_DRIVER, str(ROOT)], False
+
+
+def build_argv(base: list[str], real_task: bool, dist: Path, product: str, index: str) -> list[str]:
+    """The build command for one dist dir."""
+    if real_task:
+        return [*base, str(dist), "--product", product]
+    return [*base, str(dist), product, index]
+
+
+def probe(runner: Runner, work: Path, product: str, index_url: str | None) -> Inputs:
+    """A real build (untimed) to learn the kept set; it also warms the cache."""
+    out = work / "probe.json"
+    argv = [sys.executable, "-c", PROBE, str(ROOT), str(work / "probe-dist"), str(out), product]
+    runner.run("probe", [*argv, index_url or ""])
+    shutil.rmtree(work / "probe-dist", ignore_errors=True)
+    data = json.loads(out.read_text("utf-8"))
+    return Inputs(data["meta"]["product"], data["meta"]["version"], data["trees"], data["wheels"])
+
+
+def write_member_list(inputs: Inputs, path: Path) -> None:
+    """The baseline's input: TREE<TAB>WHEEL<TAB>MEMBER … per runtime tree and wheel."""
+    lines = []
+    for tree in inputs.trees:
+        for wheel, members in sorted(tree["members"].items()):
+            names = [member for member, _ in members]
+            for name in names:
+                if any(c.isspace() or c in "*?[]\\" for c in name):
+                    raise CheckFailed(f"member name unsafe for a plain shell list: {name!r}")
+            lines.append(f"{tree['tree']}\t{wheel}\t{' '.join(names)}\n")
+    path.write_text("".join(lines), "utf-8")
+
+
+def check_baseline(inputs: Inputs, out: Path) -> None:
+    """The baseline extracted exactly the kept files (count and bytes)."""
+    files = [p for p in out.rglob("*") if p.is_file()]
+    size = sum(p.stat().st_size for p in files)
+    if len(files) != inputs.kept_files or size != inputs.kept_bytes:
+        raise CheckFailed(
+            f"the baseline extracted {len(files)} files ({size} bytes), "
+            f"the build kept {inputs.kept_files} ({inputs.kept_bytes} bytes)"
+        )
+
+
+def check_dist(inputs: Inputs, dist: Path) -> None:
+    """A timed build published its version directory, manifest included."""
+    manifest = dist / inputs.product / inputs.version / "manifest.json"
+    if not manifest.is_file():
+        raise CheckFailed(f"the build published no {manifest}")
+
+
+def _wheel_tags(filename: str) -> tuple[str, str, list[str]]:
+    """(python tag, abi tag, platform tags) of a wheel file name."""
+    parts = filename.removesuffix(".whl").split("-")
+    return parts[-3], parts[-2], parts[-1].split(".")
+
+
+def pip_commands(inputs: Inputs, dest: Path, index_url: str | None) -> list[list[str]]:
+    """`pip download` of exactly the pinned wheels: one call per OS family, no project twice."""
+    groups: list[tuple[tuple[str, str, str], list[str], list[str]]] = []
+    for wheel in sorted(inputs.wheels, key=lambda w: str(w["filename"])):
+        python, abi, platforms = _wheel_tags(str(wheel["filename"]))
+        family = "windows" if any(p.startswith("win") for p in platforms) else "posix"
+        key = (family, python, abi)
+        spec = f"{wheel['project']}=={wheel['version']}"
+        project = str(wheel["project"]).lower()
+        for gkey, gplatforms, gspecs in groups:
+            if gkey == key and all(s.split("==")[0].lower() != project for s in gspecs):
+                gspecs.append(spec)
+                gplatforms.extend(p for p in platforms if p not in gplatforms)
+                break
+        else:
+            groups.append((key, list(platforms), [spec]))
+    commands = []
+    for (_, python, abi), platforms, specs in groups:
+        impl, digits = python[:2], python[2:]
+        argv = [sys.executable, "-m", "pip", "download", "--no-deps", "--only-binary=:all:"]
+        argv += ["--no-cache-dir", "--progress-bar", "off", "--dest", str(dest)]
+        argv += ["--python-version", f"{digits[0]}.{digits[1:]}", "--implementation", impl]
+        argv += ["--abi", abi]
+        for plat in platforms:
+            argv += ["--platform", plat]
+        if index_url:
+            argv += ["--index-url", index_url]
+        commands.append(argv + specs)
+    return commands
+
+
+def _sha256(path: Path) -> str:
+    digest = hashlib.sha256()
+    with path.open("rb") as stream:
+        while chunk := stream.read(MIB):
+            digest.update(chunk)
+    return digest.hexdigest()
+
+
+def check_pip(inputs: Inputs, dest: Path) -> str | None:
+    """None if pip fetched exactly the pinned files, else what differs."""
+    got = {p.name: _sha256(p) for p in dest.iterdir() if p.is_file()}
+    want = {str(w["filename"]): str(w["sha256"]) for w in inputs.wheels}
+    return None if got == want else f"pip fetched {sorted(got)}, the pins are {sorted(want)}"
+
+
+def check_cache(inputs: Inputs, cache: Path) -> None:
+    """The cold cache holds every pinned wheel (under ortbundle's sha256/<hh>/<hash> layout)."""
+    missing = [
+        w["filename"]
+        for w in inputs.wheels
+        if not (cache / "sha256" / str(w["sha256"])[:2] / str(w["sha256"])).is_file()
+    ]
+    if missing:
+        raise CheckFailed(f"the cold cache lacks {missing}")
+
+
+def ratio(scenario: Scenario, by_name: dict[str, Scenario]) -> float | None:
+    """The scenario against its baseline: time ratio, or throughput ratio for the same bytes."""
+    if scenario.baseline is None:
+        return None
+    base = by_name[scenario.baseline]
+    if not base.samples or not scenario.samples:
+        return None
+    if scenario.ratio_kind == "throughput":
+        return base.median / scenario.median
+    return scenario.median / base.median
+
+
+def verdict(scenario: Scenario, value: float | None) -> str:
+    """PASS, FAIL (and why), or '-' where nothing is targeted."""
+    failed = []
+    if scenario.target is not None and value is not None:
+        ok = (
+            value >= scenario.target
+            if scenario.ratio_kind == "throughput"
+            else (value <= scenario.target)
+        )
+        if not ok:
+            failed.append("ratio")
+    if scenario.memory_target and scenario.peak_mib >= PEAK_TARGET_MIB:
+        failed.append("memory")
+    if scenario.target is None and not scenario.memory_target:
+        return "-"
+    return f"FAIL ({', '.join(failed)})" if failed else "PASS"
+
+
+def target_text(scenario: Scenario) -> str:
+    """The scenario's targets, as the table prints them."""
+    parts = []
+    if scenario.baseline is None:
+        parts.append("baseline")
+    elif scenario.target is not None:
+        sign = "≥" if scenario.ratio_kind == "throughput" else "≤"
+        unit = "× thrpt" if scenario.ratio_kind == "throughput" else "×"
+        parts.append(f"{sign} {scenario.target:.2f}{unit}")
+    if scenario.memory_target:
+        parts.append(f"< {PEAK_TARGET_MIB:.0f} MiB")
+    return ", ".join(parts) or "info"
+
+
+def table(scenarios: list[Scenario]) -> str:
+    """The results as a plain-text table."""
+    by_name = {s.name: s for s in scenarios}
+    header = (
+        "scenario",
+        "runs",
+        "median s",
+        "min s",
+        "max s",
+        "ratio",
+        "peak MiB",
+        "target",
+        "result",
+    )
+    rows = [header]
+    for s in scenarios:
+        if not s.samples:
+            continue
+        value = ratio(s, by_name)
+        seconds = [x.seconds for x in s.samples]
+        shown = "-" if value is None else f"{value:.3f}×"
+        if value is not None and s.ratio_kind == "throughput":
+            shown += " thrpt"
+        rows.append(
+            (
+                s.name,
+                str(len(s.samples)),
+                f"{s.median:.2f}",
+                f"{min(seconds):.2f}",
+                f"{max(seconds):.2f}",
+                shown,
+                f"{s.peak_mib:.0f}",
+                target_text(s),
+                verdict(s, value),
+            )
+        )
+    widths = [max(len(r[i]) for r in rows) for i in range(len(header))]
+    numeric = {1, 2, 3, 4, 6}
+    lines = []
+    for n, row in enumerate(rows):
+        cells = [
+            cell.rjust(w) if i in numeric and n else cell.ljust(w)
+            for i, (cell, w) in enumerate(zip(row, widths, strict=True))
+        ]
+        lines.append("  ".join(cells).rstrip())
+        if n == 0:
+            lines.append("  ".join("-" * w for w in widths))
+    return "\n".join(lines)
+
+
+def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0] if __doc__ else None)
+    parser.add_argument("--product", default="darkroom", help="product manifest (darkroom)")
+    parser.add_argument("--runs", type=int, default=5, help="baseline/warm/no-op runs (5)")
+    parser.add_argument("--cold-runs", type=int, default=1, help="cold runs, 0 skips (1)")
+    parser.add_argument(
+        "--no-cold-build", action="store_true", help="cold: time only pip download vs invoke fetch"
+    )
+    parser.add_argument("--cache-dir", type=Path, help="the warm cache (default: ortbundle's)")
+    parser.add_argument("--index-url", help="package index for ortbundle and pip alike")
+    parser.add_argument("--workdir", type=Path, help="where the temporary dirs go (system tmp)")
+    parser.add_argument("--json", type=Path, help="also write the results here")
+    parser.add_argument("--keep", action="store_true", help="keep the work dir and its logs")
+    return parser.parse_args(argv)
+
+
+def measure(
+    args: argparse.Namespace, runner: Runner, work: Path
+) -> tuple[list[Scenario], dict[str, Any]]:
+    """Every scenario; returns them with the notes the report prints."""
+    product: str = args.product
+    index = args.index_url or ""
+    base_cmd, real_task = build_command(args.index_url)
+    build_form = "invoke build --dist" if real_task else "python -c run_build(..., dist=…)"
+
+    _progress("probe: a real build via the Python API (kept set; warms the cache)")
+    inputs = probe(runner, work, product, args.index_url)
+    member_list = work / "members.tsv"
+    write_member_list(inputs, member_list)
+
+    baseline = Scenario("unzip baseline", f"sh {BASELINE_SCRIPT.name} (unzip -j)")
+    warm = Scenario("warm build", build_form, "unzip baseline", "time", WARM_TARGET, True)
+    noop = Scenario("no-op build", build_form, "unzip baseline", "time", NOOP_TARGET, True)
+    pip = Scenario("pip download", "pip download --no-deps --no-cache-dir")
+    fetch = Scenario(
+        "cold fetch", "invoke fetch, empty cache", "pip download", "throughput", COLD_TARGET, True
+    )
+    cold = Scenario(
+        "cold build", f"{build_form}, empty cache", "pip download", "throughput", None, True
+    )
+
+    noop_dist = work / "noop-dist"
+    _progress("no-op: priming its dist/ with one build (untimed)")
+    runner.run("noop-prime", build_argv(base_cmd, real_task, noop_dist, product, index))
+
+    for n in range(1, args.runs + 1):
+        _progress(f"run {n}/{args.runs}: unzip baseline, warm build, no-op build")
+        out = work / "unzip-out"
+        shutil.rmtree(out, ignore_errors=True)
+        baseline.samples.append(
+            runner.run("unzip", ["sh", str(BASELINE_SCRIPT), str(member_list), str(out)])
+        )
+        check_baseline(inputs, out)
+        shutil.rmtree(out)
+        dist = work / f"warm-dist-{n}"  # a new, empty dist/ each run
+        warm.samples.append(
+            runner.run("warm", build_argv(base_cmd, real_task, dist, product, index))
+        )
+        check_dist(inputs, dist)
+        shutil.rmtree(dist)
+        noop.samples.append(
+            runner.run("noop", build_argv(base_cmd, real_task, noop_dist, product, index))
+        )
+
+    notes: dict[str, Any] = {"pip_mismatch": None}
+    for n in range(1, args.cold_runs + 1):
+        _progress(f"cold {n}/{args.cold_runs}: pip download, invoke fetch, cold build")
+        dest = _fresh(work / "pip-dest")
+        samples = [runner.run("pip", argv) for argv in pip_commands(inputs, dest, args.index_url)]
+        pip.samples.append(
+            Sample(sum(s.seconds for s in samples), max(s.peak_kib for s in samples))
+        )
+        notes["pip_mismatch"] = notes["pip_mismatch"] or check_pip(inputs, dest)
+        shutil.rmtree(dest)
+
+        cache = _fresh(work / "cold-cache")
+        env = {**runner.env, CACHE_ENV: str(cache)}
+        fetch_argv = [sys.executable, "-m", "invoke", "fetch", "--product", product]
+        if args.index_url:
+            fetch_argv += ["--index-url", args.index_url]
+        fetch.samples.append(runner.run("cold-fetch", fetch_argv, env=env))
+        check_cache(inputs, cache)
+
+        if not args.no_cold_build:
+            cache = _fresh(work / "cold-cache")
+            dist = _fresh(work / "cold-dist")
+            argv = build_argv(base_cmd, real_task, dist, product, index)
+            cold.samples.append(runner.run("cold-build", argv, env=env))
+            check_cache(inputs, cache)
+            check_dist(inputs, dist)
+            shutil.rmtree(dist)
+        shutil.rmtree(cache)
+
+    notes.update(
+        product=f"{inputs.product} {inputs.version}",
+        trees=[t["tree"] for t in inputs.trees],
+        kept_files=inputs.kept_files,
+        kept_mib=round(inputs.kept_bytes / MIB, 1),
+        wheels=[w["filename"] for w in inputs.wheels],
+        wheel_mib=round(inputs.wheel_bytes / MIB, 1),
+        build_command=build_form,
+        pip_calls=len(pip_commands(inputs, work, args.index_url)),
+    )
+    return [baseline, warm, noop, pip, fetch, cold], notes
+
+
+def report(scenarios: list[Scenario], notes: dict[str, Any]) -> str:
+    """The table and the lines that say what it measured."""
+    lines = [
+        f"ortbundle benchmark: {notes['product']}, {len(notes['trees'])} runtime trees "
+        f"({', '.join(notes['trees'])}), {notes['kept_files']} kept files "
+        f"({notes['kept_mib']} MiB), {len(notes['wheels'])} wheels ({notes['wheel_mib']} MiB)",
+        f"python {platform.python_version()}, {os.cpu_count()} cores; build command: "
+        f"{notes['build_command']}",
+        "",
+        table(scenarios),
+        "",
+        "ratio: median ÷ the unzip baseline's median (warm, no-op); 'thrpt': throughput over "
+        "the same bytes as pip download's (its median s ÷ this median s)",
+        f"peak: largest resident set of any one process of a run, max over runs; ortbundle "
+        f"runs must stay < {PEAK_TARGET_MIB:.0f} MiB",
+    ]
+    by_name = {s.name: s for s in scenarios}
+    for name in ("pip download", "cold fetch", "cold build"):
+        if by_name[name].samples:
+            rate = notes["wheel_mib"] / by_name[name].median
+            lines.append(
+                f"{name}: {notes['wheel_mib']} MiB in {by_name[name].median:.1f} s "
+                f"= {rate:.1f} MiB/s"
+            )
+    if by_name["pip download"].samples:
+        lines.append(
+            f"pip download: {notes['pip_calls']} calls (one per OS family), "
+            "--no-cache-dir, resolved through pip's own configuration"
+        )
+    if notes["pip_mismatch"]:
+        lines.append(f"WARNING: {notes['pip_mismatch']}: the cold comparison is not like for like")
+    return "\n".join(lines)
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    args = parse_args(argv)
+    if shutil.which("unzip") is None:
+        print("bench: unzip is not installed", file=sys.stderr)
+        return 1
+    env = dict(os.environ)
+    if args.cache_dir:
+        env[CACHE_ENV] = str(args.cache_dir.resolve())
+    work = Path(tempfile.mkdtemp(prefix="ortbundle-bench-", dir=args.workdir))
+    runner = Runner(work, env)
+    try:
+        scenarios, notes = measure(args, runner, work)
+    except CommandError as exc:
+        print(f"bench: a command failed, {exc}", file=sys.stderr)
+        tail = exc.log.read_text("utf-8", errors="replace").splitlines()[-30:]
+        print("\n".join(tail), file=sys.stderr)
+        print(f"bench: work dir kept: {work}", file=sys.stderr)
+        return 1
+    except CheckFailed as exc:
+        print(f"bench: {exc}; work dir kept: {work}", file=sys.stderr)
+        return 1
+    print(report(scenarios, notes))
+    if args.json:
+        by_name = {s.name: s for s in scenarios}
+        results = [
+            {
+                **asdict(s),
+                "median": s.median if s.samples else None,
+                "peak_mib": s.peak_mib if s.samples else None,
+                "ratio": ratio(s, by_name),
+                "verdict": verdict(s, ratio(s, by_name)) if s.samples else None,
+            }
+            for s in scenarios
+        ]
+        args.json.write_text(json.dumps({"notes": notes, "scenarios": results}, indent=2) + "\n")
+    if args.keep:
+        print(f"bench: work dir kept: {work}", file=sys.stderr)
+    else:
+        shutil.rmtree(work, ignore_errors=True)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
