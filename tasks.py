@@ -15,10 +15,13 @@ from ortbundle.cli import (
     CommandFailed,
     run_audit,
     run_build,
+    run_cache_transfer,
+    run_ci_workflow,
     run_clean,
     run_fetch,
     run_keygen,
     run_pin,
+    run_release,
     run_verify,
 )
 from ortbundle.plan import DEFAULT_PRODUCT, BuildOptions
@@ -256,6 +259,56 @@ def pin(
             check=check,
             json_path=Path(json) if json else None,
         )
+    except CommandFailed as exc:
+        raise Exit(str(exc), code=exc.code) from None
+
+
+@task(
+    iterable=["from_"],
+    help={
+        "from_": "a runner's dist/ (or dist/<product>/<version>) to merge (repeatable)",
+        "product": f"product manifest under manifests/ (default: {DEFAULT_PRODUCT})",
+        "release": "strict audit and a required signing key",
+    },
+)
+def release(
+    c: Context,
+    from_: list[str] | None = None,
+    product: str = DEFAULT_PRODUCT,
+    release: bool = False,
+) -> None:
+    """Merge per-target builds from separate runners into one checked, signed release."""
+    try:
+        run_release(BuildOptions(product=product, release=release), [Path(p) for p in from_ or []])
+    except CommandFailed as exc:
+        raise Exit(str(exc), code=exc.code) from None
+
+
+@task(help={"path": "the directory to export to"})
+def cache_export(c: Context, path: str) -> None:
+    """Copy every verified download into a plain directory (for CI caches, object stores)."""
+    run_cache_transfer("export", Path(path))
+
+
+@task(help={"path": "a directory written by cache-export"})
+def cache_import(c: Context, path: str) -> None:
+    """Seed the download cache from a directory, re-hashing every entry."""
+    try:
+        run_cache_transfer("import", Path(path))
+    except CommandFailed as exc:
+        raise Exit(str(exc), code=exc.code) from None
+
+
+@task(
+    help={
+        "product": f"product manifest under manifests/ (default: {DEFAULT_PRODUCT})",
+        "out": "where to write it (default: ci/<product>-github-actions.yml)",
+    }
+)
+def ci_workflow(c: Context, product: str = DEFAULT_PRODUCT, out: str | None = None) -> None:
+    """Write the GitHub Actions workflow: a job per target, then merge, sign and verify."""
+    try:
+        run_ci_workflow(product, Path(out) if out else None)
     except CommandFailed as exc:
         raise Exit(str(exc), code=exc.code) from None
 

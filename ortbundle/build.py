@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import os
 from collections import Counter
+from collections.abc import Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
@@ -191,13 +192,27 @@ def _stage_target(
 def _audit(
     project: Project, plan: Plan, staged: list[TargetResult], options: BuildOptions
 ) -> tuple[ChannelAudit, ...]:
+    return audit_targets(project, plan.product, [t.licensing for t in staged], options)
+
+
+def audit_targets(
+    project: Project,
+    product: Product,
+    licensing: Sequence[TargetLicensing],
+    options: BuildOptions,
+) -> tuple[ChannelAudit, ...]:
+    """The channels whose targets were built, each against the policy and the waivers."""
     policy = load_policy(project.licenses / POLICY_NAME)
-    licensing = [t.licensing for t in staged]
-    channels = options.audit_channels or plan.product.channels
-    return tuple(
-        audit_channel(policy.channel(c), licensing, plan.product.waivers, release=options.release)
-        for c in channels
-    )
+    built = {tl.target for tl in licensing}
+    channels = options.audit_channels or product.channels
+    audits = []
+    for name in channels:
+        channel = policy.channel(name)
+        if options.audit_channels or any(channel.covers(t) for t in built):
+            audits.append(
+                audit_channel(channel, licensing, product.waivers, release=options.release)
+            )
+    return tuple(audits)
 
 
 def build(project: Project, options: BuildOptions, reporter: Reporter) -> BuildResult:

@@ -267,3 +267,63 @@ def run_pin(
                 "(--force writes it anyway)",
                 result.exit_code,
             )
+
+
+def run_release(
+    options: BuildOptions, sources: list[Path], *, root: Path = ROOT, dist: Path | None = None
+) -> None:
+    """Merge per-target runner trees into one checked, signed version directory."""
+    from ortbundle.audit import print_report
+    from ortbundle.build import AuditFailed
+    from ortbundle.progress import Reporter
+    from ortbundle.release import release
+
+    if not sources:
+        raise CommandFailed("ortbundle: pass each runner's dist/ with --from", 2)
+    project = Project.at(root, dist)
+    with Reporter() as reporter:
+        try:
+            result = _guard(lambda: release(project, sources, options))
+        except CommandFailed as exc:
+            if isinstance(exc.__context__, AuditFailed):
+                print_report(reporter.console, exc.__context__.audits)
+            raise
+        for runner in result.runners:
+            reporter.line(f"merged {', '.join(runner.targets)} from {runner.path} (hashes checked)")
+        print_report(reporter.console, result.audits)
+        signer = f"signed with key {result.signed_by}" if result.signed_by else "UNSIGNED"
+        reporter.line(f"released: {result.version_dir} ({signer})")
+
+
+def run_cache_transfer(direction: str, path: Path) -> None:
+    """Export the download cache to a plain directory, or import (re-hashing) from one."""
+    from ortbundle.fetch.cache import Cache, default_cache_dir, export_cache, import_cache
+
+    cache = Cache(default_cache_dir())
+    if direction == "export":
+        report = export_cache(cache, path)
+        print(f"exported {len(report.copied)} new, {len(report.already)} present: {path}")
+        return
+    report = import_cache(cache, path)
+    print(
+        f"imported {len(report.copied)}, {len(report.already)} already cached, "
+        f"{len(report.rejected)} rejected (bytes do not match their hash)"
+    )
+    for sha256 in report.rejected:
+        print(f"rejected {sha256}")
+    if report.rejected:
+        raise CommandFailed(
+            f"ortbundle: integrity error: {len(report.rejected)} entries of {path} were corrupt "
+            "and were not imported",
+            IntegrityError.exit_code,
+        )
+
+
+def run_ci_workflow(product: str, out: Path | None, *, root: Path = ROOT) -> None:
+    from ortbundle.ci_workflow import workflow_yaml
+
+    plan = _guard(lambda: load_plan(Project.at(root), BuildOptions(product=product)))
+    target = out or root / "ci" / f"{product}-github-actions.yml"
+    target.parent.mkdir(parents=True, exist_ok=True)
+    target.write_text(workflow_yaml(plan.product), "utf-8")
+    print(f"wrote {target} ({len(plan.product.targets)} target jobs and a release job)")

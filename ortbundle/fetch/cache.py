@@ -13,6 +13,7 @@ import fcntl
 import hashlib
 import json
 import os
+import shutil
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -110,3 +111,77 @@ class Cache:
         tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
         tmp.write_text(json.dumps(meta, sort_keys=True), "utf-8")
         os.replace(tmp, path)
+
+
+_HEX64 = frozenset("0123456789abcdef")
+
+
+@dataclass(frozen=True)
+class TransferReport:
+    copied: tuple[str, ...]
+    already: tuple[str, ...]
+    rejected: tuple[str, ...]  # files whose bytes do not hash to their name
+
+
+def _blob_names(root: Path) -> list[Path]:
+    return sorted(
+        p
+        for p in (root / "sha256").glob("*/*")
+        if p.is_file() and len(p.name) == 64 and set(p.name) <= _HEX64
+    )
+
+
+def export_cache(cache: Cache, dest: Path) -> TransferReport:
+    """Copy every verified download into a plain directory (sha256/<hh>/<hash> + index.json) that
+    CI can keep with its own cache action or object store."""
+    copied, already = [], []
+    index: dict[str, dict[str, object]] = {}
+    for blob in _blob_names(cache.root):
+        entry = cache.get(blob.name)
+        if entry is None:
+            continue  # altered or half-written: never exported
+        target = dest / "sha256" / blob.name[:2] / blob.name
+        index[blob.name] = {"size": entry.size, "url": entry.url}
+        if target.is_file() and target.stat().st_size == entry.size:
+            already.append(blob.name)
+            continue
+        target.parent.mkdir(parents=True, exist_ok=True)
+        tmp = target.with_name(f".{target.name}.{os.getpid()}.tmp")
+        shutil.copyfile(entry.path, tmp)
+        os.replace(tmp, target)
+        copied.append(blob.name)
+    dest.mkdir(parents=True, exist_ok=True)
+    (dest / "index.json").write_text(json.dumps(index, indent=2, sort_keys=True) + "\n", "utf-8")
+    return TransferReport(tuple(copied), tuple(already), ())
+
+
+def import_cache(cache: Cache, source: Path) -> TransferReport:
+    """Seed the cache from an exported directory, re-hashing every file as it is copied: an
+    entry whose bytes do not match its name is rejected and nothing of it is kept."""
+    try:
+        index = json.loads((source / "index.json").read_text("utf-8"))
+    except (OSError, ValueError):
+        index = {}
+    copied, already, rejected = [], [], []
+    for blob in _blob_names(source):
+        sha256 = blob.name
+        with cache.lock(sha256):
+            if cache.get(sha256) is not None:
+                already.append(sha256)
+                continue
+            partial = cache.partial_path(sha256)
+            partial.parent.mkdir(parents=True, exist_ok=True)
+            digest = hashlib.sha256()
+            with blob.open("rb") as src, partial.open("wb") as out:
+                while chunk := src.read(CHUNK):
+                    digest.update(chunk)
+                    out.write(chunk)
+            if digest.hexdigest() != sha256:
+                partial.unlink()
+                rejected.append(sha256)
+                continue
+            meta = index.get(sha256, {}) if isinstance(index, dict) else {}
+            url = meta.get("url") if isinstance(meta, dict) else None
+            cache.store(partial, sha256, url=str(url or f"imported from {source.name}"))
+            copied.append(sha256)
+    return TransferReport(tuple(copied), tuple(already), tuple(rejected))
