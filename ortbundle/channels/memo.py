@@ -12,6 +12,7 @@ from __future__ import annotations
 import contextlib
 import fcntl
 import hashlib
+import json
 import os
 import shutil
 from collections.abc import Callable, Iterable, Iterator
@@ -61,25 +62,57 @@ def _place(stored: Path, dest: Path) -> None:
     os.replace(tmp, dest)
 
 
+def _recorded(sidecar: Path) -> dict[str, int | str] | None:
+    try:
+        record = json.loads(sidecar.read_text("utf-8"))
+    except (OSError, ValueError):
+        return None
+    return record if isinstance(record, dict) else None
+
+
+def _trusted(entry: Path, sidecar: Path) -> str | None:
+    """The entry's SHA-256 if it is intact: by its recorded size and mtime, else by re-hashing."""
+    record = _recorded(sidecar)
+    try:
+        stat = entry.stat()
+    except OSError:
+        return None
+    if record is None or record.get("size") != stat.st_size:
+        return None
+    sha256 = str(record.get("sha256", ""))
+    if record.get("mtime_ns") == stat.st_mtime_ns:
+        return sha256
+    if _sha256(entry) != sha256:
+        return None
+    _write_record(sidecar, sha256, stat.st_size, stat.st_mtime_ns)  # touched, not changed
+    return sha256
+
+
+def _write_record(sidecar: Path, sha256: str, size: int, mtime_ns: int) -> None:
+    tmp = sidecar.with_name(f".{sidecar.name}.{os.getpid()}")
+    tmp.write_text(json.dumps({"sha256": sha256, "size": size, "mtime_ns": mtime_ns}), "utf-8")
+    os.replace(tmp, sidecar)
+
+
 def memoized(
     package: PackageInput, kind: str, key: str, dest: Path, produce: Callable[[Path], None]
-) -> bool:
-    """Put the output for `key` at `dest`: from the cache if it holds it intact, else produce it.
+) -> str:
+    """Put the output for `key` at `dest` and return its SHA-256: from the cache if it holds it
+    intact, else produced now (and stored).
 
-    Returns True when it came from the cache. Concurrent builds of the same key wait for the
-    first one instead of compressing twice.
+    Concurrent builds of the same key wait for the first one instead of compressing twice.
     """
     if package.cache is None:
         produce(dest)
-        return False
+        return _sha256(dest)
     entry = package.cache / "outputs" / kind / key[:2] / key
-    sidecar = entry.with_name(f"{key}.sha256")
+    sidecar = entry.with_name(f"{key}.json")
     with _locked(entry.with_name(f"{key}.lock")):
-        if entry.is_file() and sidecar.is_file():
-            if _sha256(entry) == sidecar.read_text().strip():
-                _place(entry, dest)
-                return True
-            entry.unlink()  # corrupted: rebuild
+        sha256 = _trusted(entry, sidecar)
+        if sha256 is not None:
+            _place(entry, dest)
+            return sha256
+        entry.unlink(missing_ok=True)  # corrupted or half-written: rebuild
         produce(dest)
         tmp = entry.with_name(f".{key}.partial-{os.getpid()}")
         tmp.unlink(missing_ok=True)
@@ -87,6 +120,8 @@ def memoized(
             os.link(dest, tmp)
         except OSError:
             shutil.copyfile(dest, tmp)
-        sidecar.write_text(_sha256(tmp) + "\n")
+        sha256 = _sha256(tmp)
         os.replace(tmp, entry)
-    return False
+        stat = entry.stat()
+        _write_record(sidecar, sha256, stat.st_size, stat.st_mtime_ns)
+    return sha256

@@ -132,7 +132,6 @@ class NsisChannel:
             )
         out.mkdir(parents=True, exist_ok=True)
         context = _context(package, out)
-        _verify_stage(package)
         script = out / SCRIPT_NAME
         text = render(_TEMPLATE, context, _FILTERS)
         script.write_bytes(text.encode("utf-8-sig"))
@@ -140,6 +139,7 @@ class NsisChannel:
         exe_name: str = context["outfile"]
         makensis = shutil.which("makensis")
         if makensis is None:
+            _verify_stage(package)
             notes = (
                 f"{SCRIPT_NAME} was not compiled: makensis is not on PATH. Install NSIS 3 "
                 "(Debian/Ubuntu: apt-get install nsis), then run "
@@ -150,13 +150,12 @@ class NsisChannel:
         version = _makensis_version(makensis, package)
         exe = out / exe_name
         key = input_key(package, "nsis-installer", [text, version, exe_name])
-        memoized(
-            package,
-            "nsis-installer",
-            key,
-            exe,
-            lambda _: _compile(makensis, package, out, exe_name),
-        )
+
+        def compile_checked(_: Path) -> None:
+            _verify_stage(package)  # only what makensis is about to read; a memo hit reads none
+            _compile(makensis, package, out, exe_name)
+
+        memoized(package, "nsis-installer", key, exe, compile_checked)
         notes = (
             f"{exe_name}: {len(package.files)} files, {context['estimated_kib']} KiB installed, "
             f"built with makensis {version}; unsigned — sign it before publishing",

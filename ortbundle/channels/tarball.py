@@ -13,7 +13,6 @@ import io
 import os
 import tarfile
 from pathlib import Path, PurePosixPath
-from typing import BinaryIO
 
 from ortbundle.channels import PackageInput
 from ortbundle.channels.memo import input_key, memoized
@@ -54,16 +53,7 @@ def write_stage_tarball(package: PackageInput, dest: Path, prefix: str) -> str:
     is not compressed again on the next build.
     """
     key = input_key(package, "stage-tarball", [prefix, str(_LEVEL)])
-    memoized(package, "stage-tarball", key, dest, lambda d: _write(package, d, prefix))
-    return _sha256(dest)
-
-
-def _sha256(path: Path) -> str:
-    digest = hashlib.sha256()
-    with path.open("rb") as handle:
-        while chunk := handle.read(1 << 20):
-            digest.update(chunk)
-    return digest.hexdigest()
+    return memoized(package, "stage-tarball", key, dest, lambda d: _write(package, d, prefix))
 
 
 def _write(package: PackageInput, dest: Path, prefix: str) -> None:
@@ -75,44 +65,40 @@ def _write(package: PackageInput, dest: Path, prefix: str) -> None:
             parent = parent.parent
     entries = sorted([(d, None) for d in directories] + [(f.path, f) for f in package.files])
     partial = dest.with_name(f".{dest.name}.partial-{os.getpid()}")
-    digest = hashlib.sha256()
     try:
-        with partial.open("wb") as raw:
-            writer = _DigestWriter(raw, digest)
-            with (
-                gzip.GzipFile(
-                    filename="", mode="wb", fileobj=writer, mtime=0, compresslevel=_LEVEL
-                ) as gz,
-                tarfile.open(fileobj=gz, mode="w", format=tarfile.GNU_FORMAT) as tar,
-            ):
-                top = _info(prefix, package.source_date_epoch, DIR_MODE)
-                top.type = tarfile.DIRTYPE
-                tar.addfile(top)
-                for path, shipped in entries:
-                    name = f"{prefix}/{path}"
-                    if shipped is None:
-                        info = _info(name, package.source_date_epoch, DIR_MODE)
-                        info.type = tarfile.DIRTYPE
-                        tar.addfile(info)
-                    elif shipped.link_to is not None:
-                        info = _info(name, package.source_date_epoch, 0o777)
-                        info.type = tarfile.SYMTYPE
-                        info.linkname = shipped.link_to
-                        tar.addfile(info)
-                    else:
-                        info = _info(name, package.source_date_epoch, shipped.mode)
-                        info.size = shipped.size
-                        source = package.stage / path
-                        if not source.is_file():
-                            raise _changed(package, source)
-                        with source.open("rb") as src:
-                            reader = _HashingReader(src)
-                            try:
-                                tar.addfile(info, io.BufferedReader(reader, 1 << 20))
-                            except OSError:  # shorter than the file list says
-                                reader.digest.update(b"\0")
-                        if reader.digest.hexdigest() != shipped.sha256:
-                            raise _changed(package, source)
+        with (
+            partial.open("wb") as raw,
+            gzip.GzipFile(filename="", mode="wb", fileobj=raw, mtime=0, compresslevel=_LEVEL) as gz,
+            tarfile.open(fileobj=gz, mode="w", format=tarfile.GNU_FORMAT) as tar,
+        ):
+            top = _info(prefix, package.source_date_epoch, DIR_MODE)
+            top.type = tarfile.DIRTYPE
+            tar.addfile(top)
+            for path, shipped in entries:
+                name = f"{prefix}/{path}"
+                if shipped is None:
+                    info = _info(name, package.source_date_epoch, DIR_MODE)
+                    info.type = tarfile.DIRTYPE
+                    tar.addfile(info)
+                elif shipped.link_to is not None:
+                    info = _info(name, package.source_date_epoch, 0o777)
+                    info.type = tarfile.SYMTYPE
+                    info.linkname = shipped.link_to
+                    tar.addfile(info)
+                else:
+                    info = _info(name, package.source_date_epoch, shipped.mode)
+                    info.size = shipped.size
+                    source = package.stage / path
+                    if not source.is_file():
+                        raise _changed(package, source)
+                    with source.open("rb") as src:
+                        reader = _HashingReader(src)
+                        try:
+                            tar.addfile(info, io.BufferedReader(reader, 1 << 20))
+                        except OSError:  # shorter than the file list says
+                            reader.digest.update(b"\0")
+                    if reader.digest.hexdigest() != shipped.sha256:
+                        raise _changed(package, source)
         os.replace(partial, dest)
     finally:
         partial.unlink(missing_ok=True)
@@ -125,16 +111,3 @@ def _changed(package: PackageInput, path: Path) -> IntegrityError:
         file=str(path),
         fix="rebuild the stage (invoke build) instead of editing it",
     )
-
-
-class _DigestWriter(io.RawIOBase):
-    def __init__(self, raw: BinaryIO, digest: hashlib._Hash) -> None:
-        self._raw = raw
-        self._digest = digest
-
-    def writable(self) -> bool:
-        return True
-
-    def write(self, data: bytes) -> int:  # type: ignore[override]
-        self._digest.update(data)
-        return self._raw.write(data)

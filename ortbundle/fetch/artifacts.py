@@ -6,16 +6,21 @@ from collections.abc import Iterable
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
-
-import requests
+from typing import TYPE_CHECKING
 
 from ortbundle.errors import OfflineError, OrtbundleError
 from ortbundle.fetch.cache import Cache
 from ortbundle.fetch.config import IndexConfig, index_config
-from ortbundle.fetch.download import RetryPolicy, download
-from ortbundle.fetch.index import resolve
-from ortbundle.progress import Reporter
+from ortbundle.fetch.policy import RetryPolicy
 from ortbundle.recipes import Source
+
+if TYPE_CHECKING:
+    import requests
+
+    from ortbundle.progress import Reporter
+
+# The HTTP stack (requests, urllib3, the index and download code) is imported only when an
+# artifact is missing from the cache: a warm build never pays for it.
 
 
 @dataclass(frozen=True)
@@ -50,6 +55,8 @@ class Fetcher:
     def _network(self) -> tuple[IndexConfig, requests.Session]:
         """Index configuration and HTTP session, made only when something must be downloaded."""
         if self._config is None or self._session is None:
+            import requests
+
             self._config = index_config(self.explicit_index_url)
             session = requests.Session()
             session.headers["User-Agent"] = "ortbundle"
@@ -70,6 +77,9 @@ class Fetcher:
                 fix="run `invoke fetch` once with network access, or import a cache "
                 "(`invoke cache-import`)",
             )
+        from ortbundle.fetch.download import download
+        from ortbundle.fetch.index import resolve
+
         config, session = self._network()
         with self.cache.lock(source.sha256):
             cached = self.cache.get(source.sha256)  # another build may have finished it
