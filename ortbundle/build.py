@@ -320,6 +320,12 @@ def _record_and_package(
         key=key,
         root=project.root,
         policy_sha256=policy_digest(project),
+        cache=options.cache_dir or default_cache_dir(),
+        digests={
+            f"packaging/{p.channel}/{name}": sha256
+            for p in packages
+            for name, sha256 in p.digests.items()
+        },
     )
     return tuple(packages)
 

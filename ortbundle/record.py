@@ -17,17 +17,10 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any, Protocol
 
-from cyclonedx.model import HashAlgorithm, HashType, Property
-from cyclonedx.model.bom import Bom, BomMetaData
-from cyclonedx.model.component import Component, ComponentType
-from cyclonedx.model.license import LicenseExpression
-from cyclonedx.model.tool import ToolRepository
-from cyclonedx.output.json import JsonV1Dot6
-from packageurl import PackageURL
-
 from ortbundle import __version__
 from ortbundle.audit import ChannelAudit, report_json
 from ortbundle.licensing import TargetLicensing, licensing_to_json
+from ortbundle.plan import code_digest
 from ortbundle.plan import source_date_epoch as source_date_epoch  # re-exported
 from ortbundle.recipes import Product, Recipe
 from ortbundle.signing import SecretKey, sign
@@ -82,7 +75,9 @@ def hash_file(path: Path) -> tuple[int, str]:
     return size, digest.hexdigest()
 
 
-def list_outputs(version_dir: Path, known: Mapping[str, Output]) -> list[Output]:
+def list_outputs(
+    version_dir: Path, known: Mapping[str, Output], digests: Mapping[str, str] | None = None
+) -> list[Output]:
     """Every entry under the version directory; hashes reused where the build already knows them."""
     outputs: list[Output] = []
     for path in sorted(version_dir.rglob("*")):
@@ -207,6 +202,43 @@ def signature_text(manifest: bytes, key: SecretKey, product: Product) -> str:
     )
 
 
+def cached_sbom_json(
+    cache: Path | None,
+    product: Product,
+    licensing: Sequence[TargetLicensing],
+    artifacts: Mapping[str, InputInfo],
+    epoch: int,
+) -> str:
+    """sbom_json, memoised: the CycloneDX library alone costs a warm build 60 ms to import."""
+    key_parts = [
+        __version__,
+        code_digest(),
+        product.digest,
+        str(epoch),
+        *(licensing_to_json(tl) for tl in licensing),
+        *sorted(f"{sha}:{info.url}:{info.size}" for sha, info in artifacts.items()),
+    ]
+    key = hashlib.sha256("\0".join(key_parts).encode()).hexdigest()
+    entry = cache / "outputs" / "sbom" / key[:2] / f"{key}.json" if cache else None
+    if entry is not None:
+        try:
+            text = entry.read_text("utf-8")
+            recorded = entry.with_suffix(".sha256").read_text("utf-8").strip()
+        except OSError:
+            pass
+        else:
+            if hashlib.sha256(text.encode()).hexdigest() == recorded:
+                return text
+    text = sbom_json(product, licensing, artifacts, epoch)
+    if entry is not None:
+        entry.parent.mkdir(parents=True, exist_ok=True)
+        tmp = entry.with_name(f".{entry.name}.{os.getpid()}")
+        tmp.write_text(text, "utf-8")
+        entry.with_suffix(".sha256").write_text(hashlib.sha256(text.encode()).hexdigest(), "utf-8")
+        os.replace(tmp, entry)
+    return text
+
+
 def sbom_json(
     product: Product,
     licensing: Sequence[TargetLicensing],
@@ -214,6 +246,14 @@ def sbom_json(
     epoch: int,
 ) -> str:
     """CycloneDX 1.6: one component per licensed component, with the files it contributes."""
+    from cyclonedx.model import HashAlgorithm, HashType, Property
+    from cyclonedx.model.bom import Bom, BomMetaData
+    from cyclonedx.model.component import Component, ComponentType
+    from cyclonedx.model.license import LicenseExpression
+    from cyclonedx.model.tool import ToolRepository
+    from cyclonedx.output.json import JsonV1Dot6
+    from packageurl import PackageURL
+
     grouped: dict[tuple[str, str], list[tuple[str, Any]]] = {}
     for tl in licensing:
         for c in tl.components:
@@ -309,6 +349,8 @@ def write_evidence(
     key: SecretKey | None,
     root: Path,
     policy_sha256: str,
+    digests: Mapping[str, str] | None = None,
+    cache: Path | None = None,
 ) -> None:
     """Everything after the stages and packages exist: records, audit, SBOM, manifest, signature.
 
@@ -322,13 +364,15 @@ def write_evidence(
     (version_dir / AUDIT_NAME).write_text(
         report_json(product.name, product.version, audits, licensing), "utf-8"
     )
-    (version_dir / SBOM_NAME).write_text(sbom_json(product, licensing, inputs, epoch), "utf-8")
+    (version_dir / SBOM_NAME).write_text(
+        cached_sbom_json(cache, product, licensing, inputs, epoch), "utf-8"
+    )
     normalize_modes(version_dir)
     modes = {
         p.relative_to(version_dir).as_posix(): 0o777 if p.is_symlink() else p.stat().st_mode & 0o777
         for p in version_dir.rglob("*")
     }
-    outputs = list_outputs(version_dir, stage_outputs(licensing, modes))
+    outputs = list_outputs(version_dir, stage_outputs(licensing, modes), digests)
     public_id = key.public_key().key_id_hex if key else None
     manifest = manifest_json(
         product, recipes, inputs, outputs, epoch, public_id, root, policy_sha256

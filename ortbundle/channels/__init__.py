@@ -9,7 +9,8 @@ builds of the same inputs produce the same bytes.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from collections.abc import Mapping
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Protocol
 
@@ -84,6 +85,7 @@ class ChannelOutput:
     directory: Path
     files: tuple[Path, ...]  # what the channel wrote, sorted
     notes: tuple[str, ...]  # what a packager must know (printed by the build)
+    digests: Mapping[str, str] = field(default_factory=dict)  # file name -> SHA-256 if known
 
 
 class Channel(Protocol):

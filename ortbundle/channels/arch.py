@@ -145,6 +145,7 @@ class ArchChannel:
             directory=out,
             files=tuple(sorted((out / "PKGBUILD", out / ".SRCINFO", tarball))),
             notes=notes,
+            digests={tarball.name: digest},
         )
 
 

@@ -234,6 +234,7 @@ class FlatpakChannel:
             directory=out,
             files=tuple(sorted((tarball, module_file, app_file))),
             notes=_notes(package, module_file.name, tarball.name),
+            digests={tarball.name: digest},
         )
 
 

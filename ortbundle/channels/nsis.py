@@ -155,13 +155,17 @@ class NsisChannel:
             _verify_stage(package)  # only what makensis is about to read; a memo hit reads none
             _compile(makensis, package, out, exe_name)
 
-        memoized(package, "nsis-installer", key, exe, compile_checked)
+        exe_sha256 = memoized(package, "nsis-installer", key, exe, compile_checked)
         notes = (
             f"{exe_name}: {len(package.files)} files, {context['estimated_kib']} KiB installed, "
             f"built with makensis {version}; unsigned — sign it before publishing",
         )
         return ChannelOutput(
-            self.name, out, tuple(sorted((script, exe))), notes + _redist_notes(package)
+            self.name,
+            out,
+            tuple(sorted((script, exe))),
+            notes + _redist_notes(package),
+            {exe.name: exe_sha256},
         )
 
 
