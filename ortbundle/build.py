@@ -53,6 +53,7 @@ from ortbundle.plan import (
     policy_digest,
     record_build,
     signing_key,
+    signing_key_identity,
     unchanged_build,
 )
 from ortbundle.progress import Reporter
@@ -228,7 +229,16 @@ def build(project: Project, options: BuildOptions, reporter: Reporter) -> BuildR
     cache = options.cache_dir or default_cache_dir()
     code = code_digest()
     version_dir = project.dist / plan.product.name / plan.product.version
-    key_of_build = build_key(build_inputs(project, plan, options, epoch, key, code))
+    key_of_build = build_key(
+        build_inputs(
+            project,
+            plan,
+            options,
+            epoch,
+            signing_key_identity(plan.product, options, environ),
+            code,
+        )
+    )
     if not options.audit_only and (summary := unchanged_build(cache, version_dir, key_of_build)):
         return BuildResult(
             plan, {}, (), (), version_dir, signed_by=summary.get("signed_by"), up_to_date=summary

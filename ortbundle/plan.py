@@ -29,6 +29,7 @@ from ortbundle.signing import (
     SecretKey,
     default_key_path,
     load_signing_key,
+    signing_key_source,
 )
 from ortbundle.targets import get_target
 
@@ -150,14 +151,14 @@ def build_inputs(
     plan: Plan,
     options: BuildOptions,
     epoch: int,
-    key: SecretKey | None,
+    key_identity: str,
     code: str,
 ) -> list[str]:
     """Everything a build's output depends on, as strings for the build key."""
     parts = [code, plan.product.digest, str(epoch), repr(plan.targets), repr(plan.product.channels)]
     parts += [f"{n}:{r.digest}" for n, r in sorted(plan.recipes.items())]
     parts += [repr((options.release, options.audit_channels))]
-    parts.append(key.public_key().key_id_hex if key else "unsigned")
+    parts.append(key_identity)
     parts.append(shutil.which("makensis") or "no makensis")
     for path in sorted(project.licenses.rglob("*")):
         if path.is_file():
@@ -166,14 +167,26 @@ def build_inputs(
     return parts
 
 
-def signing_key(
-    product: Product, options: BuildOptions, environ: Mapping[str, str]
-) -> SecretKey | None:
+def _key_path(product: Product, options: BuildOptions, environ: Mapping[str, str]) -> Path | None:
     path = options.signing_key
     if path is None and not (environ.get(ENV_KEY) or environ.get(ENV_KEY_FILE)):
         default = default_key_path(product.name, environ)
         path = default if default.is_file() else None
-    key = load_signing_key(path, environ)
+    return path
+
+
+def signing_key_identity(
+    product: Product, options: BuildOptions, environ: Mapping[str, str]
+) -> str:
+    """Which key would sign, as a digest of its bytes: changes when the key does, loads nothing."""
+    raw = signing_key_source(_key_path(product, options, environ), environ)
+    return "unsigned" if raw is None else hashlib.sha256(raw).hexdigest()
+
+
+def signing_key(
+    product: Product, options: BuildOptions, environ: Mapping[str, str]
+) -> SecretKey | None:
+    key = load_signing_key(_key_path(product, options, environ), environ)
     if key is None and options.release:
         raise ConfigError(
             "a release build must be signed, and no signing key is configured",
@@ -294,10 +307,12 @@ def quick_up_to_date(project: Project, options: BuildOptions) -> dict[str, Any] 
         return None
     environ = os.environ if options.environ is None else options.environ
     plan = load_plan(project, options)
-    key = signing_key(plan.product, options, environ)
+    if options.release and signing_key_identity(plan.product, options, environ) == "unsigned":
+        return None  # the build itself says why a release cannot be unsigned
+    identity = signing_key_identity(plan.product, options, environ)
     epoch = source_date_epoch(project.root, environ)
     version_dir = project.dist / plan.product.name / plan.product.version
-    digest = build_key(build_inputs(project, plan, options, epoch, key, code_digest()))
+    digest = build_key(build_inputs(project, plan, options, epoch, identity, code_digest()))
     cache = options.cache_dir or default_cache_dir()
     summary = unchanged_build(cache, version_dir, digest)
     if summary is not None:

@@ -34,11 +34,8 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
 
-from cryptography.exceptions import InvalidSignature
-from cryptography.hazmat.primitives import serialization
-from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey, Ed25519PublicKey
-from cryptography.hazmat.primitives.kdf.scrypt import Scrypt
-
+# cryptography is imported where a key is used: planning a build (and a no-op build) only
+# needs to know which key would sign, not to load it.
 from ortbundle.errors import ConfigError, IntegrityError
 
 __all__ = [
@@ -174,6 +171,8 @@ def sign(
     """The `.minisig` text for data, prehashed (`ED`) as minisign signs by default."""
     _check_comment("trusted comment", trusted_comment, _TRUSTED_MAX)
     _check_comment("untrusted comment", untrusted_comment, _UNTRUSTED_MAX)
+    from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
+
     private = Ed25519PrivateKey.from_private_bytes(key.private_bytes)
     signature = private.sign(_prehash(data))
     global_signature = private.sign(signature + trusted_comment.encode("utf-8"))
@@ -210,6 +209,9 @@ def verify(
             fix=f"verify with the public key {_key_id_hex(key_id)}, "
             f"or re-sign with the secret key of {public_key.key_id_hex}",
         )
+    from cryptography.exceptions import InvalidSignature
+    from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PublicKey
+
     verifier = Ed25519PublicKey.from_public_bytes(public_key.public_bytes)
     message = _prehash(data) if algorithm == _SIG_ALG_HASHED else data
     try:
@@ -316,6 +318,21 @@ def default_key_path(product: str, environ: Mapping[str, str]) -> Path:
     """Where `invoke keygen` keeps a product's secret key: the user's config, never the repo."""
     config = environ.get("XDG_CONFIG_HOME") or str(Path(environ.get("HOME", "~")) / ".config")
     return Path(config).expanduser() / "ortbundle" / "keys" / f"{product}.key"
+
+
+def signing_key_source(path: Path | None, environ: Mapping[str, str]) -> bytes | None:
+    """The raw bytes load_signing_key would read (the same precedence), without parsing them:
+    enough to tell whether the key changed, at no cryptographic cost."""
+    if path is not None:
+        return path.read_bytes() if path.is_file() else str(path).encode()
+    content = environ.get(ENV_KEY, "")
+    if content.strip():
+        return content.encode()
+    key_file = environ.get(ENV_KEY_FILE, "").strip()
+    if key_file:
+        file = Path(key_file)
+        return file.read_bytes() if file.is_file() else key_file.encode()
+    return None
 
 
 def load_signing_key(path: Path | None, environ: Mapping[str, str]) -> SecretKey | None:
@@ -446,6 +463,8 @@ def _scrypt_stream(password: str, salt: bytes, opslimit: int, memlimit: int, sou
             file=source,
             fix=f"check {ENV_KEY_PASSWORD}",
         )
+    from cryptography.hazmat.primitives.kdf.scrypt import Scrypt
+
     try:
         return Scrypt(salt=salt, length=_KEYNUM_SK_LEN, n=n, r=r, p=p).derive(secret)
     except MemoryError:
@@ -560,6 +579,9 @@ def _secret_checksum(key_id: bytes, sk: bytes) -> bytes:
 
 
 def _public_from_seed(seed: bytes) -> bytes:
+    from cryptography.hazmat.primitives import serialization
+    from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
+
     return (
         Ed25519PrivateKey.from_private_bytes(seed)
         .public_key()
