@@ -12,7 +12,9 @@ import base64
 import csv
 import hashlib
 import io
+import struct
 import zipfile
+import zlib
 from dataclasses import dataclass
 from pathlib import Path, PurePosixPath
 from types import TracebackType
@@ -73,6 +75,21 @@ def _record_hash(value: str) -> str | None:
         return None
 
 
+# Everything zipfile and zlib raise on a corrupt or unsupported archive: each becomes an
+# ArchiveError naming the archive, never a traceback.
+_ZIP_ERRORS = (
+    zipfile.BadZipFile,
+    zlib.error,
+    EOFError,
+    OSError,
+    ValueError,  # includes UnicodeDecodeError (a name flagged UTF-8 that is not)
+    NotImplementedError,  # unknown compression method, "version needed" too new
+    struct.error,
+    KeyError,
+)
+MAX_RECORD_SIZE = 64 << 20  # the largest real RECORD seen is ~200 KiB
+
+
 class ZipArchive:
     """A wheel, an AAR or any zip, read in place."""
 
@@ -82,7 +99,8 @@ class ZipArchive:
         self.component = component
         try:
             self._zip = zipfile.ZipFile(path)
-        except (zipfile.BadZipFile, OSError) as exc:
+            infos = [i for i in self._zip.infolist() if not i.is_dir()]
+        except _ZIP_ERRORS as exc:
             raise ArchiveError(
                 f"{label} is not a readable zip archive ({exc})",
                 component=component,
@@ -91,7 +109,6 @@ class ZipArchive:
                 "broken",
             ) from None
         self.members: dict[str, Member] = {}
-        infos = [i for i in self._zip.infolist() if not i.is_dir()]
         for info in infos:
             # zipfile cuts names at a NUL and turns backslashes into slashes: judge the original
             problem = check_member_name(info.orig_filename) or check_member_name(info.filename)
@@ -121,7 +138,27 @@ class ZipArchive:
         )
 
     def _apply_record(self, record_name: str) -> None:
-        text = self._zip.read(record_name).decode("utf-8", errors="replace")
+        member = self.members[record_name]
+        if member.size > MAX_RECORD_SIZE or (
+            member.size > (1 << 20) and member.size > MAX_RATIO * max(member.compressed_size, 1)
+        ):
+            self._refuse(
+                record_name,
+                f"RECORD inflates to {member.size} bytes from {member.compressed_size} (zip bomb?)",
+            )
+        try:
+            with self._zip.open(record_name) as stream:
+                raw = stream.read(MAX_RECORD_SIZE + 1)
+        except _ZIP_ERRORS as exc:
+            raise ArchiveError(
+                f"{self.label}: its RECORD cannot be read ({exc})",
+                component=self.component,
+                file=str(self.path),
+                fix="the archive is corrupt; delete the cache entry and fetch again",
+            ) from None
+        if len(raw) > MAX_RECORD_SIZE:
+            self._refuse(record_name, "RECORD inflates past any sane size (zip bomb?)")
+        text = raw.decode("utf-8", errors="replace")
         for row in csv.reader(io.StringIO(text)):
             if not row or row[0] not in self.members:
                 continue
@@ -179,7 +216,7 @@ class ZipArchive:
                         self._refuse(name, "member inflates past its declared size (zip bomb?)")
                     out.write(chunk)
                     digest.update(chunk)
-        except (zipfile.BadZipFile, EOFError, OSError, ValueError) as exc:
+        except _ZIP_ERRORS as exc:
             dest.unlink(missing_ok=True)
             raise ArchiveError(
                 f"{self.label}: member {name!r} cannot be read ({exc})",

@@ -171,10 +171,13 @@ def prune(
                 exc.component, exc.target = component, target.name
                 raise
             info = group.done.info
-            if info.format != target.format or info.machine != target.machine:
+            wrong_bits = bool(info.bits and target.bits and info.bits != target.bits)
+            if info.format != target.format or info.machine != target.machine or wrong_bits:
                 raise ClosureError(
-                    f"{cand.name} is {info.format.upper()} {info.machine}, "
-                    f"not the target's {target.format.upper()} {target.machine}",
+                    f"{cand.name} is {info.format.upper()} {info.machine}"
+                    f"{f' {info.bits}-bit' if wrong_bits else ''}, not the target's "
+                    f"{target.format.upper()} {target.machine}"
+                    f"{f' {target.bits}-bit' if wrong_bits else ''}",
                     component=component,
                     target=target.name,
                     file=f"{cand.source}:{cand.member}",

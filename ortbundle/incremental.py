@@ -13,46 +13,26 @@ entry is discarded and rebuilt, never used.
 
 from __future__ import annotations
 
-import contextlib
-import fcntl
-import hashlib
 import json
 import os
 import shutil
-from collections.abc import Iterable, Iterator
+from collections.abc import Iterable
 from dataclasses import asdict
 from pathlib import Path
 from typing import Any
 
-from ortbundle import __version__
 from ortbundle.binaries import BinaryInfo, LoadSegment
 from ortbundle.closure import Closure, Dropped, ExternalNeed, KeptLibrary
+from ortbundle.fetch.cache import locked
 from ortbundle.plan import code_digest as code_digest  # re-exported
+from ortbundle.plan import digest_of
 from ortbundle.stage import LIBRARY_MODE, StagedFile, StagedRuntime
 
 _FORMAT = "ortbundle-incremental/1"
 
 
-def _digest(parts: Iterable[str]) -> str:
-    digest = hashlib.sha256(f"{_FORMAT}\n{__version__}\n".encode())
-    for part in parts:
-        digest.update(hashlib.sha256(part.encode()).digest())
-    return digest.hexdigest()
-
-
 def runtime_key(recipe_part: str, target: str, source_hashes: Iterable[str], code: str) -> str:
-    return _digest(["runtime", recipe_part, target, *sorted(source_hashes), code])
-
-
-@contextlib.contextmanager
-def _locked(path: Path) -> Iterator[None]:
-    path.parent.mkdir(parents=True, exist_ok=True)
-    with path.open("a") as handle:
-        fcntl.flock(handle, fcntl.LOCK_EX)
-        try:
-            yield
-        finally:
-            fcntl.flock(handle, fcntl.LOCK_UN)
+    return digest_of(["runtime", recipe_part, target, *sorted(source_hashes), code])
 
 
 # --- runtime stages -------------------------------------------------------------------------
@@ -130,7 +110,7 @@ def _runtime_from_json(data: dict[str, Any], runtime_dir: Path) -> StagedRuntime
 def restore_runtime(cache: Path, key: str, stage_root: Path) -> StagedRuntime | None:
     """Copy a memoised runtime into `stage_root`, or None if there is none (or it was altered)."""
     entry = cache / "stages" / key[:2] / key
-    with _locked(entry.with_name(f"{key}.lock")):
+    with locked(entry.with_name(f"{key}.lock")):
         meta = entry / "closure.json"
         if not meta.is_file():
             return None
@@ -157,7 +137,7 @@ def restore_runtime(cache: Path, key: str, stage_root: Path) -> StagedRuntime | 
 
 def store_runtime(cache: Path, key: str, stage_root: Path, staged: StagedRuntime) -> None:
     entry = cache / "stages" / key[:2] / key
-    with _locked(entry.with_name(f"{key}.lock")):
+    with locked(entry.with_name(f"{key}.lock")):
         partial = entry.with_name(f".{key}.partial-{os.getpid()}")
         shutil.rmtree(partial, ignore_errors=True)
         partial.mkdir(parents=True)

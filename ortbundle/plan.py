@@ -224,7 +224,8 @@ def source_date_epoch(root: Path, environ: Mapping[str, str] | None = None) -> i
 _FORMAT = "ortbundle-incremental/1"
 
 
-def _digest(parts: Iterable[str]) -> str:
+def digest_of(parts: Iterable[str]) -> str:
+    """A key over strings, bound to the tool version and the memo format."""
     digest = hashlib.sha256(f"{_FORMAT}\n{__version__}\n".encode())
     for part in parts:
         digest.update(hashlib.sha256(part.encode()).digest())
@@ -246,7 +247,7 @@ def code_digest() -> str:
 
 
 def build_key(parts: Iterable[str]) -> str:
-    return _digest(["build", *parts])
+    return digest_of(["build", *parts])
 
 
 def _state_file(cache: Path, version_dir: Path) -> Path:

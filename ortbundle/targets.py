@@ -29,6 +29,7 @@ class Target:
     format: str  # elf | pe
     machine: str  # pyelftools e_machine name, or PE machine name
     externals: tuple[ExternalGroup, ...]
+    bits: int = 64  # ELF class / PE32 vs PE32+: EM_X86_64 also exists as 32-bit x32
 
     @property
     def case_insensitive(self) -> bool:
@@ -69,6 +70,7 @@ def _parse_target(name: str, raw: dict[str, Any]) -> Target:
             format=fmt,
             machine=str(raw["machine"]),
             externals=externals,
+            bits=int(raw.get("bits", 64)),
         )
     except KeyError as missing:
         raise ConfigError(

@@ -26,6 +26,7 @@ class BinaryInfo:
     delay_needed: tuple[str, ...] = ()  # PE delay-import table
     runpath: tuple[str, ...] = ()
     loads: tuple[LoadSegment, ...] = ()  # ELF PT_LOAD segments (page-size checks)
+    bits: int = 0  # 32 or 64 (ELF class, PE optional-header magic); 0 when unknown
 
     @property
     def all_needed(self) -> tuple[str, ...]:

@@ -17,6 +17,7 @@ def inspect_elf(path: Path, label: str) -> BinaryInfo:
         with path.open("rb") as stream:
             elf = ELFFile(stream)
             machine = str(elf["e_machine"])
+            bits = int(elf.elfclass)
             loads: list[LoadSegment] = []
             needed: list[str] = []
             soname: str | None = None
@@ -48,8 +49,15 @@ def inspect_elf(path: Path, label: str) -> BinaryInfo:
             file=label,
             fix="the library is truncated or corrupt; check the pin and the archive",
         ) from None
+    if not loads:
+        raise BinaryError(
+            f"{label} has no loadable segment (PT_LOAD): it is not a shared library",
+            file=label,
+            fix="the recipe's library glob takes a file that is not a library, or it is corrupt",
+        )
     return BinaryInfo(
         format="elf",
+        bits=bits,
         machine=machine,
         soname=soname,
         needed=tuple(needed),

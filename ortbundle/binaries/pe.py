@@ -30,6 +30,9 @@ def _dll_names(entries: list[Any], label: str) -> tuple[str, ...]:
     return tuple(names)
 
 
+_PE32_PLUS = 0x20B  # optional-header magic of 64-bit images
+
+
 def inspect_pe(path: Path, label: str) -> BinaryInfo:
     try:
         pe = pefile.PE(str(path), fast_load=True)
@@ -39,6 +42,7 @@ def inspect_pe(path: Path, label: str) -> BinaryInfo:
             imports = list(getattr(pe, "DIRECTORY_ENTRY_IMPORT", []))
             delay = list(getattr(pe, "DIRECTORY_ENTRY_DELAY_IMPORT", []))
             import_dir = pe.OPTIONAL_HEADER.DATA_DIRECTORY[_DIRECTORIES[0]]
+            bits = 64 if pe.OPTIONAL_HEADER.Magic == _PE32_PLUS else 32
             warnings = [w for w in pe.get_warnings() if "import" in w.lower()]
         finally:
             pe.close()
@@ -65,6 +69,7 @@ def inspect_pe(path: Path, label: str) -> BinaryInfo:
         )
     return BinaryInfo(
         format="pe",
+        bits=bits,
         machine=str(machine_name).removeprefix("IMAGE_FILE_MACHINE_"),
         soname=None,
         needed=_dll_names(imports, label),

@@ -9,16 +9,15 @@ shipped.
 
 from __future__ import annotations
 
-import contextlib
-import fcntl
 import hashlib
 import json
 import os
 import shutil
-from collections.abc import Callable, Iterable, Iterator
+from collections.abc import Callable, Iterable
 from pathlib import Path
 
 from ortbundle.channels import PackageInput
+from ortbundle.fetch.cache import locked, sha256_file
 
 _CHUNK = 1 << 20
 
@@ -31,25 +30,6 @@ def input_key(package: PackageInput, kind: str, extra: Iterable[str]) -> str:
     for part in extra:
         digest.update(hashlib.sha256(part.encode()).digest())
     return digest.hexdigest()
-
-
-def _sha256(path: Path) -> str:
-    digest = hashlib.sha256()
-    with path.open("rb") as handle:
-        while chunk := handle.read(_CHUNK):
-            digest.update(chunk)
-    return digest.hexdigest()
-
-
-@contextlib.contextmanager
-def _locked(path: Path) -> Iterator[None]:
-    path.parent.mkdir(parents=True, exist_ok=True)
-    with path.open("a") as handle:
-        fcntl.flock(handle, fcntl.LOCK_EX)
-        try:
-            yield
-        finally:
-            fcntl.flock(handle, fcntl.LOCK_UN)
 
 
 def _place(stored: Path, dest: Path) -> None:
@@ -82,7 +62,7 @@ def _trusted(entry: Path, sidecar: Path) -> str | None:
     sha256 = str(record.get("sha256", ""))
     if record.get("mtime_ns") == stat.st_mtime_ns:
         return sha256
-    if _sha256(entry) != sha256:
+    if sha256_file(entry) != sha256:
         return None
     _write_record(sidecar, sha256, stat.st_size, stat.st_mtime_ns)  # touched, not changed
     return sha256
@@ -104,10 +84,10 @@ def memoized(
     """
     if package.cache is None:
         produce(dest)
-        return _sha256(dest)
+        return sha256_file(dest)
     entry = package.cache / "outputs" / kind / key[:2] / key
     sidecar = entry.with_name(f"{key}.json")
-    with _locked(entry.with_name(f"{key}.lock")):
+    with locked(entry.with_name(f"{key}.lock")):
         sha256 = _trusted(entry, sidecar)
         if sha256 is not None:
             _place(entry, dest)
@@ -120,7 +100,7 @@ def memoized(
             os.link(dest, tmp)
         except OSError:
             shutil.copyfile(dest, tmp)
-        sha256 = _sha256(tmp)
+        sha256 = sha256_file(tmp)
         os.replace(tmp, entry)
         stat = entry.stat()
         _write_record(sidecar, sha256, stat.st_size, stat.st_mtime_ns)

@@ -46,6 +46,18 @@ def sha256_file(path: Path) -> str:
     return digest.hexdigest()
 
 
+@contextlib.contextmanager
+def locked(path: Path) -> Iterator[None]:
+    """An exclusive flock on `path` (created if needed); the kernel releases it if we die."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    with path.open("a") as handle:
+        fcntl.flock(handle.fileno(), fcntl.LOCK_EX)
+        try:
+            yield
+        finally:
+            fcntl.flock(handle.fileno(), fcntl.LOCK_UN)
+
+
 class Cache:
     def __init__(self, root: Path) -> None:
         self.root = root
@@ -62,14 +74,8 @@ class Cache:
     @contextlib.contextmanager
     def lock(self, sha256: str) -> Iterator[None]:
         """Exclusive per-blob lock (flock: released by the kernel if the process dies)."""
-        lock_dir = self.root / "locks"
-        lock_dir.mkdir(parents=True, exist_ok=True)
-        with (lock_dir / f"{sha256}.lock").open("a") as handle:
-            fcntl.flock(handle.fileno(), fcntl.LOCK_EX)
-            try:
-                yield
-            finally:
-                fcntl.flock(handle.fileno(), fcntl.LOCK_UN)
+        with locked(self.root / "locks" / f"{sha256}.lock"):
+            yield
 
     def get(self, sha256: str) -> CacheEntry | None:
         """The verified blob, or None. A blob changed on disk is re-hashed and dropped if bad."""
