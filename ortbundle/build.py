@@ -110,7 +110,7 @@ def fetch(
     project: Project, options: BuildOptions, reporter: Reporter
 ) -> tuple[Plan, dict[str, Artifact]]:
     plan = load_plan(project, options)
-    cache = Cache(options.cache_dir or default_cache_dir())
+    cache = Cache(options.cache_dir or default_cache_dir(), verify_all=options.release)
     fetcher = Fetcher(
         cache, reporter, offline=options.offline, index_url=options.index_url, policy=options.retry
     )
@@ -143,6 +143,7 @@ def _stage_target(
     tmp: Path,
     cache: Path,
     code: str,
+    verify: bool,
 ) -> TargetResult:
     target = get_target(target_name)
     tmp.mkdir()
@@ -160,7 +161,9 @@ def _stage_target(
             (recipe.sources[i].sha256 for i in take_ids),
             code,
         )
-        staged = restore_runtime(cache, key, tmp)  # the pruned runtime of an earlier build
+        staged = restore_runtime(
+            cache, key, tmp, verify=verify
+        )  # the pruned runtime of an earlier build
         needed = ids - take_ids if staged is not None else ids
         needed |= {t.source for rule in plan_t.licenses for t in rule.texts if t.source}
         paths = {sid: artifacts[recipe.sources[sid].sha256].path for sid in needed}
@@ -248,7 +251,17 @@ def build(project: Project, options: BuildOptions, reporter: Reporter) -> BuildR
     try:
         with ThreadPoolExecutor(max_workers=min(options.workers, len(plan.targets))) as pool:
             futures = [
-                pool.submit(_stage_target, project, plan, t, artifacts, scratch / t, cache, code)
+                pool.submit(
+                    _stage_target,
+                    project,
+                    plan,
+                    t,
+                    artifacts,
+                    scratch / t,
+                    cache,
+                    code,
+                    options.release,  # a release re-hashes every memoised input
+                )
                 for t in plan.targets
             ]
             staged = [f.result() for f in futures]
@@ -315,6 +328,7 @@ def _record_and_package(
             [(plan.recipes[r.runtime], r) for r in t.runtimes],
             epoch,
             options.cache_dir or default_cache_dir(),
+            verify_cache=options.release,
         )
         for t in staged
     }

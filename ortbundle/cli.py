@@ -41,7 +41,12 @@ def _guard(action: Callable[[], T]) -> T:
     try:
         return action()
     except OrtbundleError as exc:
-        raise CommandFailed(f"ortbundle: {exc.kind} error: {exc}", exc.exit_code) from None
+        raise CommandFailed(_headline(exc), exc.exit_code) from None
+
+
+def _headline(exc: OrtbundleError) -> str:
+    kind = "error" if exc.kind == "error" else f"{exc.kind} error"
+    return f"ortbundle: {kind}: {exc}"
 
 
 def _build_or_report(project: Project, options: BuildOptions, reporter: Reporter) -> BuildResult:
@@ -126,7 +131,7 @@ def run_audit(
         out.write_text(report_json(product.name, product.version, audits, licensing), "utf-8")
         reporter.line(f"audit report: {out}")
         if failure is not None:
-            raise CommandFailed(f"ortbundle: {failure.kind} error: {failure}", failure.exit_code)
+            raise CommandFailed(_headline(failure), failure.exit_code)
 
 
 def run_fetch(options: BuildOptions, *, root: Path = ROOT) -> None:

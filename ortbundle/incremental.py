@@ -13,6 +13,7 @@ entry is discarded and rebuilt, never used.
 
 from __future__ import annotations
 
+import hashlib
 import json
 import os
 import shutil
@@ -23,7 +24,7 @@ from typing import Any
 
 from ortbundle.binaries import BinaryInfo, LoadSegment
 from ortbundle.closure import Closure, Dropped, ExternalNeed, KeptLibrary
-from ortbundle.fetch.cache import locked
+from ortbundle.fetch.cache import locked, remove_dead_leftovers, stat_record
 from ortbundle.plan import code_digest as code_digest  # re-exported
 from ortbundle.plan import digest_of
 from ortbundle.stage import LIBRARY_MODE, StagedFile, StagedRuntime
@@ -107,8 +108,14 @@ def _runtime_from_json(data: dict[str, Any], runtime_dir: Path) -> StagedRuntime
     )
 
 
-def restore_runtime(cache: Path, key: str, stage_root: Path) -> StagedRuntime | None:
-    """Copy a memoised runtime into `stage_root`, or None if there is none (or it was altered)."""
+def restore_runtime(
+    cache: Path, key: str, stage_root: Path, *, verify: bool = False
+) -> StagedRuntime | None:
+    """Copy a memoised runtime into `stage_root`, or None if there is none (or it was altered).
+
+    Each file is trusted while its stat record holds (size, mtime, ctime, inode); with `verify`
+    (a release) every file is hashed while it is copied, whatever its record says.
+    """
     entry = cache / "stages" / key[:2] / key
     with locked(entry.with_name(f"{key}.lock")):
         meta = entry / "closure.json"
@@ -116,36 +123,55 @@ def restore_runtime(cache: Path, key: str, stage_root: Path) -> StagedRuntime | 
             return None
         try:
             record = json.loads(meta.read_text("utf-8"))
-            stamps: dict[str, list[int]] = record["stamps"]
-            for name, (size, mtime_ns) in stamps.items():
-                info = (entry / name).stat()
-                if (info.st_size, info.st_mtime_ns) != (size, mtime_ns):
+            stamps: dict[str, dict[str, int]] = record["stamps"]
+            for name, stamp in stamps.items():
+                if stat_record((entry / name).lstat()) != stamp:
                     raise ValueError(name)
+            staged = _runtime_from_json(
+                record["staged"], stage_root / record["staged"]["directory"]
+            )
         except (OSError, ValueError, KeyError, TypeError):
             shutil.rmtree(entry, ignore_errors=True)  # altered or half-written: rebuild
             return None
-        runtime_dir = stage_root / record["staged"]["directory"]
+        runtime_dir = stage_root / staged.directory
         runtime_dir.mkdir(parents=True)
-        for name in stamps:
-            shutil.copyfile(entry / name, runtime_dir / name)
-            (runtime_dir / name).chmod(LIBRARY_MODE)
-        staged = _runtime_from_json(record["staged"], runtime_dir)
+        for kept in staged.closure.kept:
+            dest = runtime_dir / kept.name
+            if verify:
+                if _copy_hashing(entry / kept.name, dest) != kept.sha256:
+                    shutil.rmtree(runtime_dir)
+                    shutil.rmtree(entry, ignore_errors=True)
+                    return None
+            else:
+                shutil.copyfile(entry / kept.name, dest)
+            dest.chmod(LIBRARY_MODE)
         for link, points_to in staged.closure.links:
             (runtime_dir / link).symlink_to(points_to)
         return staged
 
 
+def _copy_hashing(source: Path, dest: Path) -> str:
+    digest = hashlib.sha256()
+    with source.open("rb") as src, dest.open("wb") as out:
+        while chunk := src.read(1 << 20):
+            digest.update(chunk)
+            out.write(chunk)
+    return digest.hexdigest()
+
+
 def store_runtime(cache: Path, key: str, stage_root: Path, staged: StagedRuntime) -> None:
     entry = cache / "stages" / key[:2] / key
     with locked(entry.with_name(f"{key}.lock")):
+        remove_dead_leftovers(entry.parent.glob(f".{key}.partial-*"))
         partial = entry.with_name(f".{key}.partial-{os.getpid()}")
         shutil.rmtree(partial, ignore_errors=True)
         partial.mkdir(parents=True)
         stamps = {}
         for kept in staged.closure.kept:
             shutil.copyfile(stage_root / staged.directory / kept.name, partial / kept.name)
-            info = (partial / kept.name).stat()
-            stamps[kept.name] = [info.st_size, info.st_mtime_ns]
+        # the directory is renamed into place below: a rename keeps each file's stat
+        for kept in staged.closure.kept:
+            stamps[kept.name] = stat_record((partial / kept.name).lstat())
         record = {"format": _FORMAT, "stamps": stamps, "staged": _runtime_to_json(staged)}
         (partial / "closure.json").write_text(json.dumps(record, sort_keys=True), "utf-8")
         shutil.rmtree(entry, ignore_errors=True)

@@ -40,6 +40,7 @@ def package_input(
     runtimes: Sequence[tuple[Recipe, StagedRuntime]],
     epoch: int,
     cache: Path | None,
+    verify_cache: bool = False,
 ) -> PackageInput:
     """The hand-off: everything a channel may know about one target stage."""
     externals: dict[str, ExternalLibrary] = {}
@@ -72,6 +73,7 @@ def package_input(
         settings=product.packaging,
         source_date_epoch=epoch,
         cache=cache,
+        verify_cache=verify_cache,
     )
 
 

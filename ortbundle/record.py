@@ -382,6 +382,10 @@ def write_evidence(
     if key is not None:
         (version_dir / SIGNATURE_NAME).write_text(signature_text(manifest, key, product), "utf-8")
         (version_dir / SIGNATURE_NAME).chmod(0o644)
+    stamp = epoch * 1_000_000_000
     for path in version_dir.rglob("*"):
-        os.utime(path, (epoch, epoch), follow_symlinks=False)
+        # only where it differs: a memoised package hard-linked here keeps its inode's ctime,
+        # which is how the memo knows it was not touched
+        if path.lstat().st_mtime_ns != stamp:
+            os.utime(path, (epoch, epoch), follow_symlinks=False)
     os.utime(version_dir, (epoch, epoch))

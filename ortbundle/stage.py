@@ -18,7 +18,7 @@ from ortbundle.archives import ZipArchive
 from ortbundle.binaries import inspect
 from ortbundle.closure import Candidate, Closure, Materialized, prune
 from ortbundle.errors import ArchiveError, ConfigError
-from ortbundle.fetch.cache import sha256_file
+from ortbundle.fetch.cache import pid_alive, sha256_file
 from ortbundle.recipes import Recipe
 from ortbundle.targets import Target
 
@@ -223,25 +223,13 @@ def scratch_dir(final: Path) -> Path:
     final.parent.mkdir(parents=True, exist_ok=True)
     for stale in final.parent.glob(f".{final.name}.*-*"):
         pid = stale.name.rsplit("-", 1)[-1]
-        if pid.isdigit() and not _alive(int(pid)):
+        if pid.isdigit() and not pid_alive(int(pid)):
             shutil.rmtree(stale, ignore_errors=True)
     tmp = final.with_name(f".{final.name}.partial-{os.getpid()}")
     if tmp.exists():
         shutil.rmtree(tmp)
     tmp.mkdir()
     return tmp
-
-
-def _alive(pid: int) -> bool:
-    if pid == os.getpid():
-        return True
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:
-        return True
-    return True
 
 
 def discard(tmp: Path, *, up_to: Path | None = None) -> None:

@@ -16,7 +16,6 @@ import zipfile
 from functools import cache
 from pathlib import Path, PurePosixPath
 
-import pytest
 from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 

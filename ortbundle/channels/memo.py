@@ -17,7 +17,7 @@ from collections.abc import Callable, Iterable
 from pathlib import Path
 
 from ortbundle.channels import PackageInput
-from ortbundle.fetch.cache import locked, sha256_file
+from ortbundle.fetch.cache import locked, remove_dead_leftovers, sha256_file, stat_record
 
 _CHUNK = 1 << 20
 
@@ -50,27 +50,28 @@ def _recorded(sidecar: Path) -> dict[str, int | str] | None:
     return record if isinstance(record, dict) else None
 
 
-def _trusted(entry: Path, sidecar: Path) -> str | None:
-    """The entry's SHA-256 if it is intact: by its recorded size and mtime, else by re-hashing."""
+def _trusted(entry: Path, sidecar: Path, *, verify: bool) -> str | None:
+    """The entry's SHA-256 if it is intact: by its stat record (size, mtime, ctime, inode),
+    else — or always, with `verify` — by re-hashing it."""
     record = _recorded(sidecar)
     try:
-        stat = entry.stat()
+        current = stat_record(entry.lstat())
     except OSError:
         return None
-    if record is None or record.get("size") != stat.st_size:
+    if record is None or record.get("size") != current["size"] or not entry.is_file():
         return None
     sha256 = str(record.get("sha256", ""))
-    if record.get("mtime_ns") == stat.st_mtime_ns:
+    if not verify and all(record.get(k) == v for k, v in current.items()):
         return sha256
     if sha256_file(entry) != sha256:
         return None
-    _write_record(sidecar, sha256, stat.st_size, stat.st_mtime_ns)  # touched, not changed
+    _write_record(sidecar, sha256, current)  # touched, not changed
     return sha256
 
 
-def _write_record(sidecar: Path, sha256: str, size: int, mtime_ns: int) -> None:
-    tmp = sidecar.with_name(f".{sidecar.name}.{os.getpid()}")
-    tmp.write_text(json.dumps({"sha256": sha256, "size": size, "mtime_ns": mtime_ns}), "utf-8")
+def _write_record(sidecar: Path, sha256: str, stat: dict[str, int]) -> None:
+    tmp = sidecar.with_name(f".{sidecar.name}.{os.getpid()}.tmp")
+    tmp.write_text(json.dumps({"sha256": sha256, **stat}), "utf-8")
     os.replace(tmp, sidecar)
 
 
@@ -88,7 +89,8 @@ def memoized(
     entry = package.cache / "outputs" / kind / key[:2] / key
     sidecar = entry.with_name(f"{key}.json")
     with locked(entry.with_name(f"{key}.lock")):
-        sha256 = _trusted(entry, sidecar)
+        remove_dead_leftovers(entry.parent.glob(f".{key}.*"))
+        sha256 = _trusted(entry, sidecar, verify=package.verify_cache)
         if sha256 is not None:
             _place(entry, dest)
             return sha256
@@ -102,6 +104,5 @@ def memoized(
             shutil.copyfile(dest, tmp)
         sha256 = sha256_file(tmp)
         os.replace(tmp, entry)
-        stat = entry.stat()
-        _write_record(sidecar, sha256, stat.st_size, stat.st_mtime_ns)
+        _write_record(sidecar, sha256, stat_record(entry.lstat()))
     return sha256

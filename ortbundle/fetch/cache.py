@@ -13,8 +13,9 @@ import fcntl
 import hashlib
 import json
 import os
+import re
 import shutil
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -58,9 +59,57 @@ def locked(path: Path) -> Iterator[None]:
             fcntl.flock(handle.fileno(), fcntl.LOCK_UN)
 
 
+_WRITER_PID = re.compile(r"[.-](\d+)(?:\.tmp)?$")
+
+
+def pid_alive(pid: int) -> bool:
+    if pid == os.getpid():
+        return True
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    return True
+
+
+def remove_dead_leftovers(paths: Iterable[Path]) -> None:
+    """Delete temporary files and directories whose name ends in the pid of a dead writer
+    (`.x.partial-<pid>`, `.x.<pid>.tmp`); a live writer's are left alone."""
+    for path in paths:
+        digits = "".join(
+            ch
+            for ch in path.name.removesuffix(".tmp").rsplit("-", 1)[-1].rsplit(".", 1)[-1]
+            if ch.isdigit()
+        )
+        if digits and not pid_alive(int(digits)):
+            if path.is_dir() and not path.is_symlink():
+                shutil.rmtree(path, ignore_errors=True)
+            else:
+                path.unlink(missing_ok=True)
+
+
+def stat_record(stat: os.stat_result) -> dict[str, int]:
+    """What must not change for a stored file to be trusted without re-hashing: writing it, or
+    putting its mtime back afterwards (which moves ctime), or replacing it (a new inode)."""
+    return {
+        "size": stat.st_size,
+        "mtime_ns": stat.st_mtime_ns,
+        "ctime_ns": stat.st_ctime_ns,
+        "ino": stat.st_ino,
+    }
+
+
 class Cache:
-    def __init__(self, root: Path) -> None:
+    """Content-addressed downloads. A blob is hashed when stored; later it is trusted while its
+    stat record holds, and re-hashed when it does not — or always, for a release (`verify_all`),
+    so that a release never rests on the cache's own word."""
+
+    def __init__(self, root: Path, *, verify_all: bool = False) -> None:
         self.root = root
+        self.verify_all = verify_all
+        self._verified: set[str] = set()  # re-hashed in this process already
 
     def blob_path(self, sha256: str) -> Path:
         return self.root / "sha256" / sha256[:2] / sha256
@@ -81,16 +130,23 @@ class Cache:
         """The verified blob, or None. A blob changed on disk is re-hashed and dropped if bad."""
         blob = self.blob_path(sha256)
         try:
-            stat = blob.stat()
+            stat = blob.lstat()
             meta = json.loads(self._meta_path(sha256).read_text("utf-8"))
         except (OSError, ValueError):
             return None
-        if meta.get("size") != stat.st_size or meta.get("mtime_ns") != stat.st_mtime_ns:
+        if not isinstance(meta, dict) or not blob.is_file() or blob.is_symlink():
+            self.evict(sha256)
+            return None
+        current = stat_record(stat)
+        trusted = all(meta.get(k) == v for k, v in current.items())
+        must_hash = not trusted or (self.verify_all and sha256 not in self._verified)
+        if must_hash:
             if stat.st_size != meta.get("size") or sha256_file(blob) != sha256:
                 self.evict(sha256)
                 return None
-            meta["mtime_ns"] = stat.st_mtime_ns
-            self._write_meta(sha256, meta)
+            self._verified.add(sha256)
+            if not trusted:
+                self._write_meta(sha256, {**meta, **current})
         return CacheEntry(path=blob, sha256=sha256, size=stat.st_size, url=str(meta.get("url", "")))
 
     def verify(self, sha256: str) -> bool:
@@ -105,7 +161,7 @@ class Cache:
         verified.chmod(0o644)
         os.replace(verified, blob)
         stat = blob.stat()
-        self._write_meta(sha256, {"size": stat.st_size, "mtime_ns": stat.st_mtime_ns, "url": url})
+        self._write_meta(sha256, {**stat_record(stat), "url": url})
         return CacheEntry(path=blob, sha256=sha256, size=stat.st_size, url=url)
 
     def evict(self, sha256: str) -> None:
@@ -114,6 +170,7 @@ class Cache:
 
     def _write_meta(self, sha256: str, meta: dict[str, object]) -> None:
         path = self._meta_path(sha256)
+        remove_dead_leftovers(path.parent.glob(f".{path.name}.*.tmp"))  # from killed builds
         tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
         tmp.write_text(json.dumps(meta, sort_keys=True), "utf-8")
         os.replace(tmp, path)

@@ -146,6 +146,7 @@ def download(
     if expected_size is not None and have > expected_size:
         partial.unlink()
         digest, have = hashlib.sha256(), 0
+    resumed_stale = have > 0  # bytes from an earlier build, never verified
     for attempt in range(policy.attempts):
         headers = {"Range": f"bytes={have}-"} if have else {}
         try:
@@ -167,6 +168,7 @@ def download(
                     )
                 if status == 200 and have:
                     digest, have = hashlib.sha256(), 0  # the server ignored Range: start over
+                    resumed_stale = False
                 length = resp.headers.get("Content-Length")
                 total = have + int(length) if length and length.isdigit() else None
                 if expected_size is not None and total is not None and total > expected_size:
@@ -188,6 +190,8 @@ def download(
                         digest.update(chunk)
                         if progress is not None:
                             progress(have, total)
+                if total is None and expected_size is not None:
+                    total = expected_size  # no Content-Length: the pin still says how long
                 if total is not None and have < total:
                     failure = f"body ended at {have} of {total} bytes"
                     time.sleep(policy.delay(attempt))
@@ -209,6 +213,20 @@ def download(
         )
     # `digest` covers the resumed prefix and every byte written since: no second read.
     actual = digest.hexdigest()
+    if actual != sha256 and resumed_stale:
+        # An earlier build left bytes that were never verified (a captive portal, another
+        # file): they are not evidence against the server. Start over, once, from byte 0.
+        partial.unlink(missing_ok=True)
+        return download(
+            session,
+            url,
+            partial,
+            sha256=sha256,
+            expected_size=expected_size,
+            policy=policy,
+            what=what,
+            progress=progress,
+        )
     if actual != sha256:
         partial.unlink(missing_ok=True)
         raise IntegrityError(

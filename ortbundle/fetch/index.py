@@ -128,6 +128,15 @@ def resolve(
                     fix="find out which is right before building; re-pin with `invoke pin` "
                     "only if the upstream release really changed",
                 )
+            if urlsplit(index_url).scheme == "https" and urlsplit(entry.url).scheme != "https":
+                raise FetchError(
+                    f"the https index links {source.filename} over "
+                    f"{urlsplit(entry.url).scheme or 'a relative'} URL {entry.url}",
+                    component=component,
+                    file=source.filename,
+                    fix="the index downgrades the download; use an index or mirror that links "
+                    "files over https, or configure it as http explicitly if that is intended",
+                )
             return Resolved(url=entry.url, index_url=index_url, published_sha256=published)
         looked.append(f"{_host(index_url)} ({len(files)} files, not this one)")
     raise FetchError(
