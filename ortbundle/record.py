@@ -93,10 +93,12 @@ def list_outputs(
                 Output(relative, size, sha256, 0o777, path.readlink().as_posix(), None, None)
             )
             continue
-        size, sha256 = hash_file(path)
-        outputs.append(
-            Output(relative, size, sha256, path.stat().st_mode & 0o777, None, None, None)
-        )
+        stat = path.stat()
+        if digests and relative in digests:  # hashed as it was produced (memoised packages)
+            size, sha256 = stat.st_size, digests[relative]
+        else:
+            size, sha256 = hash_file(path)
+        outputs.append(Output(relative, size, sha256, stat.st_mode & 0o777, None, None, None))
     return outputs
 
 
