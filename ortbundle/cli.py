@@ -11,14 +11,8 @@ from pathlib import Path
 from typing import TYPE_CHECKING, TypeVar
 
 from ortbundle.errors import IntegrityError, OrtbundleError
+from ortbundle.locations import ENV_KEY, default_key_path
 from ortbundle.plan import BuildOptions, Project, load_plan, quick_up_to_date
-from ortbundle.signing import (
-    ENV_KEY,
-    default_key_path,
-    generate_keypair,
-    write_public_key,
-    write_secret_key,
-)
 
 if TYPE_CHECKING:
     from ortbundle.build import BuildResult
@@ -211,6 +205,8 @@ def run_keygen(
     product: str, *, secret: Path | None, public: Path | None, force: bool, root: Path = ROOT
 ) -> None:
     """A new Ed25519 key pair: the secret one outside the repository, the public one in keys/."""
+    from ortbundle.signing import generate_keypair, write_public_key, write_secret_key
+
     secret_path = secret or default_key_path(product, os.environ)
     public_path = public or Project.at(root).keys / f"{product}.pub"
     key, pub = generate_keypair()

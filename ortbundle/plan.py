@@ -15,23 +15,23 @@ import subprocess
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field, replace
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from ortbundle import __version__
-from ortbundle.channels import CHANNEL_TARGETS
 from ortbundle.errors import ConfigError, OrtbundleError
-from ortbundle.fetch.cache import default_cache_dir
 from ortbundle.fetch.policy import RetryPolicy
-from ortbundle.recipes import Product, Recipe, Source, load_product, load_recipe
-from ortbundle.signing import (
+from ortbundle.locations import (
     ENV_KEY,
     ENV_KEY_FILE,
-    SecretKey,
+    default_cache_dir,
     default_key_path,
-    load_signing_key,
     signing_key_source,
 )
-from ortbundle.targets import get_target
+from ortbundle.recipes import Product, Recipe, Source, load_product, load_recipe
+from ortbundle.targets import CHANNEL_TARGETS, get_target
+
+if TYPE_CHECKING:
+    from ortbundle.signing import SecretKey
 
 DEFAULT_PRODUCT = "darkroom"
 POLICY_NAME = "policy.toml"  # under the project's licenses/
@@ -186,6 +186,8 @@ def signing_key_identity(
 def signing_key(
     product: Product, options: BuildOptions, environ: Mapping[str, str]
 ) -> SecretKey | None:
+    from ortbundle.signing import load_signing_key
+
     key = load_signing_key(_key_path(product, options, environ), environ)
     if key is None and options.release:
         raise ConfigError(

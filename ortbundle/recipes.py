@@ -13,9 +13,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from ortbundle.channels import CHANNEL_TARGETS, PackagingSettings
 from ortbundle.errors import ConfigError
-from ortbundle.targets import get_target
+from ortbundle.targets import CHANNEL_TARGETS, get_target
 
 _SHA256 = re.compile(r"^[0-9a-f]{64}$")
 _NAME = re.compile(r"^[a-z0-9][a-z0-9._-]*$")
@@ -121,6 +120,20 @@ class Recipe:
                 fix=f"add [targets.{target}] to the recipe or drop the target from the product",
             )
         return self.targets[target]
+
+
+@dataclass(frozen=True)
+class PackagingSettings:
+    """The product manifest's [packaging] table, with defaults filled in."""
+
+    package_name: str  # Arch pkgname, NSIS install directory, Flatpak module name
+    pkgrel: int
+    publisher: str  # NSIS VersionInfo CompanyName and Add/Remove Programs publisher
+    flatpak_app_id: str
+    flatpak_runtime: str
+    flatpak_runtime_version: str
+    flatpak_sdk: str
+    flatpak_command: str
 
 
 @dataclass(frozen=True)

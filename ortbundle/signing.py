@@ -55,9 +55,12 @@ __all__ = [
     "write_secret_key",
 ]
 
-ENV_KEY = "ORTBUNDLE_SIGNING_KEY"
-ENV_KEY_FILE = "ORTBUNDLE_SIGNING_KEY_FILE"
-ENV_KEY_PASSWORD = "ORTBUNDLE_SIGNING_KEY_PASSWORD"  # noqa: S105 (a variable name)
+# where keys come from lives in ortbundle.locations (no cryptography); re-exported here
+from ortbundle.locations import ENV_KEY as ENV_KEY
+from ortbundle.locations import ENV_KEY_FILE as ENV_KEY_FILE
+from ortbundle.locations import ENV_KEY_PASSWORD as ENV_KEY_PASSWORD
+from ortbundle.locations import default_key_path as default_key_path
+from ortbundle.locations import signing_key_source as signing_key_source
 
 _COMPONENT = "signing"
 
@@ -312,27 +315,6 @@ def _parse_public_key(text: str, source: str | None) -> PublicKey:
 def load_secret_key(path: Path, *, password: str | None = None) -> SecretKey:
     """A secret key from a minisign key file; `password` is needed only if it is encrypted."""
     return _parse_secret_key(_read_text(path, "secret key"), password, str(path))
-
-
-def default_key_path(product: str, environ: Mapping[str, str]) -> Path:
-    """Where `invoke keygen` keeps a product's secret key: the user's config, never the repo."""
-    config = environ.get("XDG_CONFIG_HOME") or str(Path(environ.get("HOME", "~")) / ".config")
-    return Path(config).expanduser() / "ortbundle" / "keys" / f"{product}.key"
-
-
-def signing_key_source(path: Path | None, environ: Mapping[str, str]) -> bytes | None:
-    """The raw bytes load_signing_key would read (the same precedence), without parsing them:
-    enough to tell whether the key changed, at no cryptographic cost."""
-    if path is not None:
-        return path.read_bytes() if path.is_file() else str(path).encode()
-    content = environ.get(ENV_KEY, "")
-    if content.strip():
-        return content.encode()
-    key_file = environ.get(ENV_KEY_FILE, "").strip()
-    if key_file:
-        file = Path(key_file)
-        return file.read_bytes() if file.is_file() else key_file.encode()
-    return None
 
 
 def load_signing_key(path: Path | None, environ: Mapping[str, str]) -> SecretKey | None:

@@ -11,6 +11,9 @@ from typing import Any
 
 from ortbundle.errors import ConfigError
 
+# Which target's stage each packaging channel packages (the Android module will add its own).
+CHANNEL_TARGETS = {"arch": "linux-x86_64", "flatpak": "linux-x86_64", "nsis": "windows-x86_64"}
+
 
 @dataclass(frozen=True)
 class ExternalGroup:

@@ -14,8 +14,10 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Protocol
 
-# Which target's stage each channel packages (the Android module joins with its own target).
-CHANNEL_TARGETS = {"arch": "linux-x86_64", "flatpak": "linux-x86_64", "nsis": "windows-x86_64"}
+# CHANNEL_TARGETS and PackagingSettings live with the data they describe (targets, product
+# manifests), so reading a product does not import the channels; re-exported here.
+from ortbundle.recipes import PackagingSettings as PackagingSettings
+from ortbundle.targets import CHANNEL_TARGETS as CHANNEL_TARGETS
 
 
 @dataclass(frozen=True)
@@ -46,20 +48,6 @@ class ShippedRuntime:
     label: str  # "OpenVINO"
     directory: str  # "runtimes/openvino"
     needs_gpu: bool  # a GPU rung: needs /dev/dri in a sandbox
-
-
-@dataclass(frozen=True)
-class PackagingSettings:
-    """The product manifest's [packaging] table, with defaults filled in."""
-
-    package_name: str  # Arch pkgname, NSIS install directory, Flatpak module name
-    pkgrel: int
-    publisher: str  # NSIS VersionInfo CompanyName and Add/Remove Programs publisher
-    flatpak_app_id: str
-    flatpak_runtime: str
-    flatpak_runtime_version: str
-    flatpak_sdk: str
-    flatpak_command: str
 
 
 @dataclass(frozen=True)

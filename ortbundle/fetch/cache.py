@@ -19,16 +19,10 @@ from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
+from ortbundle.locations import ENV_CACHE_DIR as ENV_CACHE_DIR  # re-exported
+from ortbundle.locations import default_cache_dir as default_cache_dir  # re-exported
+
 CHUNK = 1 << 20  # read size when hashing
-
-ENV_CACHE_DIR = "ORTBUNDLE_CACHE_DIR"
-
-
-def default_cache_dir() -> Path:
-    if explicit := os.environ.get(ENV_CACHE_DIR):
-        return Path(explicit)
-    base = os.environ.get("XDG_CACHE_HOME") or str(Path.home() / ".cache")
-    return Path(base) / "ortbundle"
 
 
 @dataclass(frozen=True)

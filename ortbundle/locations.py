@@ -1,0 +1,43 @@
+"""Where things live by default: the download cache, a product's signing key.
+
+Kept free of heavy imports: deciding that a build has nothing to do reads these.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Mapping
+from pathlib import Path
+
+ENV_CACHE_DIR = "ORTBUNDLE_CACHE_DIR"
+ENV_KEY = "ORTBUNDLE_SIGNING_KEY"
+ENV_KEY_FILE = "ORTBUNDLE_SIGNING_KEY_FILE"
+ENV_KEY_PASSWORD = "ORTBUNDLE_SIGNING_KEY_PASSWORD"  # noqa: S105 (a variable name)
+
+
+def default_cache_dir() -> Path:
+    if explicit := os.environ.get(ENV_CACHE_DIR):
+        return Path(explicit)
+    base = os.environ.get("XDG_CACHE_HOME") or str(Path.home() / ".cache")
+    return Path(base) / "ortbundle"
+
+
+def default_key_path(product: str, environ: Mapping[str, str]) -> Path:
+    """Where `invoke keygen` keeps a product's secret key: the user's config, never the repo."""
+    config = environ.get("XDG_CONFIG_HOME") or str(Path(environ.get("HOME", "~")) / ".config")
+    return Path(config).expanduser() / "ortbundle" / "keys" / f"{product}.key"
+
+
+def signing_key_source(path: Path | None, environ: Mapping[str, str]) -> bytes | None:
+    """The raw bytes the signing key would be read from (the same precedence as loading it),
+    without parsing them: enough to tell whether the key changed, at no cryptographic cost."""
+    if path is not None:
+        return path.read_bytes() if path.is_file() else str(path).encode()
+    content = environ.get(ENV_KEY, "")
+    if content.strip():
+        return content.encode()
+    key_file = environ.get(ENV_KEY_FILE, "").strip()
+    if key_file:
+        file = Path(key_file)
+        return file.read_bytes() if file.is_file() else key_file.encode()
+    return None
