@@ -33,7 +33,6 @@ from collections import Counter
 from collections.abc import Callable, Iterable, Iterator, Mapping, MutableMapping, Sequence
 from contextlib import contextmanager
 from dataclasses import asdict, dataclass, field, replace
-from html.parser import HTMLParser
 from pathlib import Path
 from typing import Any
 
@@ -55,7 +54,7 @@ from ortbundle.fetch.artifacts import Fetcher
 from ortbundle.fetch.cache import Cache, default_cache_dir
 from ortbundle.fetch.config import index_config
 from ortbundle.fetch.download import request_with_retries
-from ortbundle.fetch.index import _ACCEPT, parse_project_page
+from ortbundle.fetch.index import ACCEPT, parse_project_page
 from ortbundle.fetch.policy import RetryPolicy
 from ortbundle.licensing import TargetLicensing
 from ortbundle.plan import BuildOptions, Project
@@ -95,52 +94,6 @@ class Listed:
     yanked: bool
 
 
-class _YankParser(HTMLParser):
-    """PEP 592 `data-yanked` on a PEP 503 page (fetch.index does not need it, pin does)."""
-
-    def __init__(self) -> None:
-        super().__init__()
-        self.yanked: set[str] = set()
-        self._href: str | None = None
-        self._flag = False
-        self._text: list[str] = []
-
-    def handle_starttag(self, tag: str, attrs: list[tuple[str, str | None]]) -> None:
-        if tag == "a":
-            values = dict(attrs)
-            self._href = values.get("href") or ""
-            self._flag = "data-yanked" in values  # present, even empty, means yanked
-            self._text = []
-
-    def handle_data(self, data: str) -> None:
-        if self._href is not None:
-            self._text.append(data)
-
-    def handle_endtag(self, tag: str) -> None:
-        if tag == "a" and self._href is not None:
-            name = "".join(self._text).strip() or self._href.split("#")[0].rsplit("/", 1)[-1]
-            if self._flag:
-                self.yanked.add(name)
-            self._href = None
-
-
-def _file_meta(body: bytes, content_type: str) -> dict[str, tuple[bool, int | None]]:
-    """filename → (yanked, size): what parse_project_page leaves out."""
-    if "json" in content_type:
-        meta: dict[str, tuple[bool, int | None]] = {}
-        for entry in json.loads(body)["files"]:
-            yanked = entry.get("yanked", False)
-            size = entry.get("size")
-            meta[str(entry["filename"])] = (
-                yanked is True or isinstance(yanked, str),
-                size if isinstance(size, int) and not isinstance(size, bool) else None,
-            )
-        return meta
-    parser = _YankParser()
-    parser.feed(body.decode("utf-8", errors="replace"))
-    return {name: (True, None) for name in parser.yanked}
-
-
 def _parse_wheel(filename: str) -> tuple[str, Version, BuildTag, frozenset[Tag]] | None:
     if not filename.endswith(".whl"):
         return None
@@ -173,24 +126,17 @@ class _Index:
                 self.session,
                 index_url.rstrip("/") + f"/{key}/",
                 self.policy,
-                headers={"Accept": _ACCEPT},
+                headers={"Accept": ACCEPT},
                 what=f"index page for {project}",
                 allow_404=True,
             )
             if response is None:
                 continue
             ctype = response.headers.get("Content-Type", "")
-            try:
-                meta = _file_meta(response.content, ctype)
-            except (ValueError, KeyError, TypeError, AttributeError) as exc:
-                raise FetchError(
-                    f"the index answered with a malformed project page ({exc})", file=response.url
-                ) from None
             for entry in parse_project_page(response.content, ctype, response.url):
                 wheel = _parse_wheel(entry.filename)
                 if entry.filename in seen or wheel is None or wheel[0] != key:
                     continue
-                yanked, size = meta.get(entry.filename, (False, None))
                 seen[entry.filename] = Listed(
                     entry.filename,
                     entry.url,
@@ -198,8 +144,8 @@ class _Index:
                     wheel[2],
                     wheel[3],
                     entry.hashes.get("sha256"),
-                    size,
-                    yanked,
+                    entry.size,
+                    entry.yanked,
                 )
         self._pages[key] = tuple(seen.values())
         return self._pages[key]

@@ -14,7 +14,7 @@ from ortbundle.errors import FetchError, IntegrityError
 from ortbundle.fetch.download import RetryPolicy, request_with_retries
 from ortbundle.recipes import Source
 
-_ACCEPT = (
+ACCEPT = (
     "application/vnd.pypi.simple.v1+json, "
     "application/vnd.pypi.simple.v1+html;q=0.2, text/html;q=0.01"
 )
@@ -25,6 +25,8 @@ class IndexFile:
     filename: str
     url: str
     hashes: dict[str, str]
+    yanked: bool = False  # PEP 592: `yanked` in JSON, `data-yanked` on an HTML anchor
+    size: int | None = None  # PEP 700, when the index publishes it
 
 
 @dataclass(frozen=True)
@@ -37,13 +39,16 @@ class Resolved:
 class _AnchorParser(HTMLParser):
     def __init__(self) -> None:
         super().__init__()
-        self.anchors: list[tuple[str, str]] = []
+        self.anchors: list[tuple[str, str, bool]] = []  # href, text, yanked
         self._href: str | None = None
+        self._yanked = False
         self._text: list[str] = []
 
     def handle_starttag(self, tag: str, attrs: list[tuple[str, str | None]]) -> None:
         if tag == "a":
-            self._href = dict(attrs).get("href") or ""
+            values = dict(attrs)
+            self._href = values.get("href") or ""
+            self._yanked = "data-yanked" in values  # present, even empty, means yanked
             self._text = []
 
     def handle_data(self, data: str) -> None:
@@ -52,7 +57,7 @@ class _AnchorParser(HTMLParser):
 
     def handle_endtag(self, tag: str) -> None:
         if tag == "a" and self._href is not None:
-            self.anchors.append((self._href, "".join(self._text).strip()))
+            self.anchors.append((self._href, "".join(self._text).strip(), self._yanked))
             self._href = None
 
 
@@ -67,6 +72,8 @@ def parse_project_page(body: bytes, content_type: str, page_url: str) -> list[In
                     filename=str(f["filename"]),
                     url=urljoin(page_url, str(f["url"])),
                     hashes={str(k): str(v).lower() for k, v in dict(f.get("hashes", {})).items()},
+                    yanked=f.get("yanked", False) is True or isinstance(f.get("yanked"), str),
+                    size=f["size"] if type(f.get("size")) is int else None,
                 )
                 for f in files
             ]
@@ -77,14 +84,14 @@ def parse_project_page(body: bytes, content_type: str, page_url: str) -> list[In
     parser = _AnchorParser()
     parser.feed(body.decode("utf-8", errors="replace"))
     result = []
-    for href, text in parser.anchors:
+    for href, text, yanked in parser.anchors:
         url, fragment = urldefrag(urljoin(page_url, href))
         filename = text or url.rsplit("/", 1)[-1]
         hashes = {}
         if "=" in fragment:
             algo, _, value = fragment.partition("=")
             hashes[algo] = value.lower()
-        result.append(IndexFile(filename=filename, url=url, hashes=hashes))
+        result.append(IndexFile(filename=filename, url=url, hashes=hashes, yanked=yanked))
     return result
 
 
@@ -105,7 +112,7 @@ def resolve(
             session,
             page_url,
             policy,
-            headers={"Accept": _ACCEPT},
+            headers={"Accept": ACCEPT},
             what=f"index page for {source.pypi.project}",
             allow_404=True,
         )

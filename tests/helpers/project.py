@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import textwrap
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -162,7 +163,7 @@ class FakeProject:
 
             [targets.linux-x86_64]
             entry = "libonnxruntime.so.*.*.*"
-            roots = {self.linux_roots!r}
+            roots = {json.dumps(self.linux_roots)}
 
             [[targets.linux-x86_64.take]]
             source = "linux"
@@ -181,7 +182,7 @@ class FakeProject:
 
             [targets.windows-x86_64]
             entry = "onnxruntime.dll"
-            roots = {self.windows_roots!r}
+            roots = {json.dumps(self.windows_roots)}
 
             [[targets.windows-x86_64.take]]
             source = "windows"
@@ -191,7 +192,7 @@ class FakeProject:
             names = ["*.pyd"]
             reason = "Python binding"
             """
-            ).replace("'", '"')
+            )
             + self.windows_licenses
         )
 
