@@ -13,6 +13,7 @@ from typing import Any
 from rich.table import Table
 
 from ortbundle import __version__
+from ortbundle.archives import ZipArchive
 from ortbundle.audit import (
     ChannelAudit,
     audit_channel,
@@ -39,6 +40,7 @@ from ortbundle.licensing import (
     notice_text,
     with_tool_file,
 )
+from ortbundle.models import StagedModel, models_index, stage_model, write_models_index
 from ortbundle.packaging import generate_all, package_input
 from ortbundle.plan import (
     DEFAULT_PRODUCT,
@@ -75,6 +77,7 @@ from ortbundle.stage import (
     scratch_dir,
     stage_license_texts,
     stage_runtime,
+    stage_texts,
     stage_tool_license,
     staged_file,
 )
@@ -116,6 +119,50 @@ def fetch(
     )
     artifacts = fetcher.fetch_all(plan.all_sources(), jobs=options.workers)
     return plan, artifacts
+
+
+def _stage_models(
+    project: Project,
+    plan: Plan,
+    target: str,
+    artifacts: dict[str, Artifact],
+    tmp: Path,
+    texts: list[StagedText],
+) -> list[StagedModel]:
+    """Every model of the product, gated, under models/<name>/, with its licence texts."""
+    staged = []
+    for model in plan.models.values():
+        ids = plan.model_sources(model)
+        paths = {sid: artifacts[model.sources[sid].sha256].path for sid in ids}
+        archives: dict[str, ZipArchive] = {}
+        try:
+            for sid in sorted(ids):
+                archives[sid] = ZipArchive(
+                    paths[sid], label=model.sources[sid].filename, component=model.name
+                )
+            staged.append(
+                stage_model(
+                    model,
+                    archives,
+                    tmp,
+                    runtimes=plan.product.runtimes_for(target),
+                    target=target,
+                )
+            )
+            texts.extend(
+                stage_texts(
+                    [(model.name, model.texts)],
+                    model.name,
+                    target,
+                    archives,
+                    tmp,
+                    project.licenses,
+                )
+            )
+        finally:
+            for archive in archives.values():
+                archive.close()
+    return staged
 
 
 class AuditFailed(AuditError):
@@ -177,11 +224,15 @@ def _stage_target(
         finally:
             for archive in archives.values():
                 archive.close()
+    models = _stage_models(project, plan, target_name, artifacts, tmp, texts)
     write_index(tmp, plan.product, target_name, runtimes)
     tool_text = stage_tool_license(tmp, TOOL_COMPONENT, TOOL_LICENSE)
     tool_files = [staged_file(tmp, name) for name in (INDEX_NAME, LOADER_NAME)]
+    if models:
+        index = models_index(plan.product.name, plan.product.version, target_name, models)
+        tool_files.append(write_models_index(tmp, index))
     licensing = attribute_target(
-        target_name, tmp, runtimes, texts, tool_files, [tool_text], __version__
+        target_name, tmp, runtimes, texts, tool_files, [tool_text], __version__, models
     )
     notice = tmp / NOTICE_NAME
     notice.write_text(notice_text(plan.product.name, plan.product.version, licensing), "utf-8")
@@ -336,7 +387,7 @@ def _record_and_package(
     write_evidence(
         scratch,
         product=product,
-        recipes=plan.recipes,
+        recipes=plan.all_recipes,
         licensing=licensing,
         audits=audits,
         inputs=artifacts,

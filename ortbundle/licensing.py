@@ -23,6 +23,7 @@ from license_expression import ExpressionError, Licensing, get_spdx_licensing
 
 from ortbundle.channels import ShippedFile
 from ortbundle.errors import LicenseError
+from ortbundle.models import StagedModel
 from ortbundle.recipes import LicenseRule, PypiCoordinates, Recipe, Source
 from ortbundle.stage import StagedFile, StagedRuntime, StagedText
 from ortbundle.templating import render
@@ -159,6 +160,7 @@ def attribute_target(
     tool_files: Iterable[StagedFile],
     tool_texts: Iterable[StagedText],
     tool_version: str,
+    models: Iterable[StagedModel] = (),
 ) -> TargetLicensing:
     """Map every staged file to exactly one component; a file left over or claimed twice fails."""
     all_texts = list(texts)
@@ -227,7 +229,39 @@ def attribute_target(
                 sources=tuple(sorted(sources, key=lambda s: s.filename)),
             )
         )
-    unowned_texts = sorted({t.component for t in all_texts} - set(uses))
+    for model in models:
+        model_recipe = model.recipe
+        if model_recipe.name in uses:
+            raise LicenseError(
+                f"model {model_recipe.name} has the name of a runtime component",
+                target=target,
+                file=str(model_recipe.path),
+                fix="give the model recipe a name of its own",
+            )
+        expression, ids = normalize_expression(
+            model_recipe.expression, where=str(model_recipe.path)
+        )
+        own_texts = tuple(
+            sorted((t for t in all_texts if t.component == model_recipe.name), key=_by_path)
+        )
+        used = {f.form.source for f in model.forms}
+        result.append(
+            ComponentUse(
+                name=model_recipe.name,
+                version=model_recipe.version,
+                expression=expression,
+                license_ids=ids,
+                purl=model.purl,
+                files=model.files,
+                texts=own_texts,
+                copyrights=_copyrights(stage, own_texts),
+                sources=tuple(
+                    sorted((model_recipe.sources[s] for s in used), key=lambda s: s.filename)
+                ),
+            )
+        )
+    owners = set(uses) | {c.name for c in result}
+    unowned_texts = sorted({t.component for t in all_texts} - owners)
     if unowned_texts:
         raise LicenseError(
             f"licence texts staged for {', '.join(unowned_texts)}, which ship no file here",

@@ -27,7 +27,15 @@ from ortbundle.locations import (
     default_key_path,
     signing_key_source,
 )
-from ortbundle.recipes import Product, Recipe, Source, load_product, load_recipe
+from ortbundle.recipes import (
+    ModelRecipe,
+    Product,
+    Recipe,
+    Source,
+    load_model_recipe,
+    load_product,
+    load_recipe,
+)
 from ortbundle.targets import CHANNEL_TARGETS, get_target
 
 if TYPE_CHECKING:
@@ -92,6 +100,16 @@ class Plan:
     product: Product
     recipes: dict[str, Recipe]
     targets: tuple[str, ...]
+    models: dict[str, ModelRecipe] = field(default_factory=dict)
+
+    def model_sources(self, model: ModelRecipe) -> set[str]:
+        ids = {f.source for f in model.forms}
+        return ids | {t.source for t in model.texts if t.source}
+
+    @property
+    def all_recipes(self) -> dict[str, Recipe | ModelRecipe]:
+        """Runtime and model recipes: what the manifest records and the build key covers."""
+        return {**self.recipes, **self.models}
 
     def sources_for(self, target: str) -> list[tuple[Recipe, set[str]]]:
         """Per runtime on `target`: the source ids it reads (libraries and licence texts)."""
@@ -109,6 +127,9 @@ class Plan:
         for target in self.targets:
             for recipe, ids in self.sources_for(target):
                 wanted.extend((recipe.name, recipe.sources[sid]) for sid in sorted(ids))
+        for model in self.models.values():
+            ids = self.model_sources(model)
+            wanted.extend((model.name, model.sources[sid]) for sid in sorted(ids))
         return wanted
 
 
@@ -139,7 +160,8 @@ def load_plan(project: Project, options: BuildOptions) -> Plan:
     for target in targets:
         for runtime in product.runtimes_for(target):
             recipes[runtime].for_target(target)
-    return Plan(product=product, recipes=recipes, targets=tuple(targets))
+    models = {name: load_model_recipe(project.recipes / f"{name}.toml") for name in product.models}
+    return Plan(product=product, recipes=recipes, targets=tuple(targets), models=models)
 
 
 def _channel_targets(product: Product) -> set[str]:
@@ -156,7 +178,7 @@ def build_inputs(
 ) -> list[str]:
     """Everything a build's output depends on, as strings for the build key."""
     parts = [code, plan.product.digest, str(epoch), repr(plan.targets), repr(plan.product.channels)]
-    parts += [f"{n}:{r.digest}" for n, r in sorted(plan.recipes.items())]
+    parts += [f"{n}:{r.digest}" for n, r in sorted(plan.all_recipes.items())]
     parts += [repr((options.release, options.audit_channels))]
     parts.append(key_identity)
     parts.append(shutil.which("makensis") or "no makensis")

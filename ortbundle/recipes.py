@@ -11,10 +11,13 @@ import re
 import tomllib
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from ortbundle.errors import ConfigError
 from ortbundle.targets import CHANNEL_TARGETS, get_target
+
+if TYPE_CHECKING:
+    from ortbundle.onnx_model import ModelGate
 
 _SHA256 = re.compile(r"^[0-9a-f]{64}$")
 _NAME = re.compile(r"^[a-z0-9][a-z0-9._-]*$")
@@ -156,6 +159,7 @@ class Product:
     url: str
     targets: tuple[str, ...]
     runtimes: tuple[str, ...]  # in the loader's search order
+    models: tuple[str, ...]  # model recipes shipped on every target
     runtime_targets: dict[str, tuple[str, ...]]
     override_env: str  # the variable that names a runtime directory and wins outright
     channels: tuple[str, ...]  # packaging channels built for it
@@ -244,7 +248,8 @@ def _source(reader: _Reader, source_id: str) -> Source:
     )
 
 
-def _license_rule(reader: _Reader, sources: dict[str, Source]) -> LicenseRule:
+def _texts(reader: _Reader, sources: dict[str, Source]) -> tuple[LicenseText, ...]:
+    """`texts = [{ source, member } | { file }]`: where a component's licence texts come from."""
     texts = []
     for text in reader.subs("texts"):
         source, member, file = (
@@ -257,12 +262,16 @@ def _license_rule(reader: _Reader, sources: dict[str, Source]) -> LicenseRule:
         if source is not None and source not in sources:
             raise text._fail(f"unknown source {source!r}")
         texts.append(LicenseText(source=source, member=member, file=file))
+    return tuple(texts)
+
+
+def _license_rule(reader: _Reader, sources: dict[str, Source]) -> LicenseRule:
     return LicenseRule(
         component=reader.text("component"),
         version=reader.text("version"),
         expression=reader.text("expression"),
         files=reader.text_list("files"),
-        texts=tuple(texts),
+        texts=_texts(reader, sources),
         purl=_purl(reader),
     )
 
@@ -371,6 +380,7 @@ def load_product(path: Path) -> Product:
         url=product.text("url"),
         targets=targets,
         runtimes=runtimes,
+        models=product.text_list("models", required=False),
         runtime_targets=runtime_targets,
         override_env=_Reader(path, "loader", top.table.get("loader", {})).text(
             "override_env", "ORTBUNDLE_RUNTIME_DIR"
@@ -421,3 +431,116 @@ def _waiver(reader: _Reader, targets: tuple[str, ...]) -> Waiver:
     if unknown:
         raise reader._fail(f"names targets the product lacks: {', '.join(unknown)}")
     return waiver
+
+
+# --- model recipes ------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class ModelForm:
+    name: str  # "f32", "a8w8", …
+    canonical: bool
+    derived_from: str | None
+    source: str  # source id
+    member: str  # archive member of that source
+    sha256: str  # of the model file itself
+    backends: tuple[str, ...]  # runtimes that load this form
+    gate: ModelGate
+    sidecars: tuple[tuple[str, str], ...]  # (member, staged file name)
+
+
+@dataclass(frozen=True)
+class ModelRecipe:
+    name: str
+    version: str
+    label: str
+    description: str
+    sources: dict[str, Source]
+    forms: tuple[ModelForm, ...]
+    expression: str  # the weights' licence
+    texts: tuple[LicenseText, ...]
+    purl: str | None
+    path: Path
+    digest: str
+
+    @property
+    def canonical(self) -> ModelForm:
+        return next(f for f in self.forms if f.canonical)
+
+
+def is_model_recipe(path: Path) -> bool:
+    data, _ = _load_toml(path)
+    component = data.get("component", {})
+    return isinstance(component, dict) and component.get("kind") == "model"
+
+
+def load_model_recipe(path: Path) -> ModelRecipe:
+    from ortbundle.onnx_model import gate_from_table  # only products that ship models pay for it
+
+    data, digest = _load_toml(path)
+    top = _Reader(path, "", data)
+    component = top.sub("component")
+    name = component.text("name")
+    if not _NAME.match(name) or name != path.stem:
+        raise component._fail(f"name {name!r} must be lower-case and match the file name")
+    if component.text("kind") != "model":
+        raise component._fail("kind must be 'model' for a model recipe")
+    sources_table = top.sub("sources")
+    sources = {sid: _source(sources_table.sub(sid), sid) for sid in sources_table.table}
+    forms: list[ModelForm] = []
+    for form in top.subs("forms"):
+        source = form.text("source")
+        if source not in sources:
+            raise form._fail(f"unknown source {source!r}")
+        sha256 = form.text("sha256").lower()
+        if not _SHA256.match(sha256):
+            raise form._fail("'sha256' must be 64 hex digits (of the model file itself)")
+        gate_table = form.table.get("gate", {})
+        sidecars = []
+        for sidecar in form.subs("sidecars"):
+            member = sidecar.text("member")
+            sidecars.append((member, sidecar.text("name", member.rsplit("/", 1)[-1])))
+        forms.append(
+            ModelForm(
+                name=form.text("name"),
+                canonical=bool(form.table.get("canonical", False)),
+                derived_from=form.opt_text("derived_from"),
+                source=source,
+                member=form.text("member"),
+                sha256=sha256,
+                backends=form.text_list("backends"),
+                gate=gate_from_table(gate_table, where=f"{path} ({form.where}.gate)"),
+                sidecars=tuple(sidecars),
+            )
+        )
+    _check_forms(top, forms)
+    license_table = top.sub("license")
+    return ModelRecipe(
+        name=name,
+        version=component.text("version"),
+        label=component.text("label", name),
+        description=component.text("description"),
+        sources=sources,
+        forms=tuple(forms),
+        expression=license_table.text("expression"),
+        texts=_texts(license_table, sources),
+        purl=_purl(license_table),
+        path=path,
+        digest=digest,
+    )
+
+
+def _check_forms(top: _Reader, forms: list[ModelForm]) -> None:
+    names = [f.name for f in forms]
+    if not forms:
+        raise top._fail("a model recipe needs at least one [[forms]]")
+    if len(set(names)) != len(names):
+        raise top._fail("form names must be unique")
+    canonical = [f for f in forms if f.canonical]
+    if len(canonical) != 1:
+        raise top._fail("exactly one form must be canonical = true (the f32 ONNX)")
+    for form in forms:
+        if form.canonical and form.derived_from:
+            raise top._fail(f"the canonical form {form.name} cannot be derived from another")
+        if not form.canonical and form.derived_from not in names:
+            raise top._fail(f"form {form.name}: derived_from must name another form")

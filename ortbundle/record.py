@@ -22,7 +22,7 @@ from ortbundle.audit import ChannelAudit, report_json
 from ortbundle.licensing import TargetLicensing, licensing_to_json
 from ortbundle.plan import code_digest
 from ortbundle.plan import source_date_epoch as source_date_epoch  # re-exported
-from ortbundle.recipes import Product, Recipe
+from ortbundle.recipes import ModelRecipe, Product, Recipe
 from ortbundle.signing import SecretKey, sign
 
 MANIFEST_SCHEMA = "ortbundle.manifest/1"
@@ -124,7 +124,7 @@ def stage_outputs(
 
 def manifest_json(
     product: Product,
-    recipes: Mapping[str, Recipe],
+    recipes: Mapping[str, Recipe | ModelRecipe],
     artifacts: Mapping[str, InputInfo],
     outputs: Sequence[Output],
     epoch: int,
@@ -343,7 +343,7 @@ def write_evidence(
     version_dir: Path,
     *,
     product: Product,
-    recipes: Mapping[str, Recipe],
+    recipes: Mapping[str, Recipe | ModelRecipe],
     licensing: Sequence[TargetLicensing],
     audits: Sequence[ChannelAudit],
     inputs: Mapping[str, InputInfo],

@@ -129,7 +129,7 @@ def release(project: Project, runner_dirs: Sequence[Path], options: BuildOptions
     runners = tuple(
         _load_runner(_version_dir(d, product.name, product.version)) for d in runner_dirs
     )
-    recipe_digests = {name: r.digest for name, r in plan.recipes.items()}
+    recipe_digests = {name: r.digest for name, r in plan.all_recipes.items()}
     expected: dict[str, Any] = {
         "tool version": __version__,
         "product manifest": product.digest,
@@ -196,7 +196,7 @@ def release(project: Project, runner_dirs: Sequence[Path], options: BuildOptions
         write_evidence(
             scratch,
             product=product,
-            recipes=plan.recipes,
+            recipes=plan.all_recipes,
             licensing=licensing,
             audits=audits,
             inputs=inputs,

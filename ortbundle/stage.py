@@ -19,7 +19,7 @@ from ortbundle.binaries import inspect
 from ortbundle.closure import Candidate, Closure, Materialized, prune
 from ortbundle.errors import ArchiveError, ConfigError
 from ortbundle.fetch.cache import pid_alive, sha256_file
-from ortbundle.recipes import Recipe
+from ortbundle.recipes import LicenseText, Recipe
 from ortbundle.targets import Target
 
 LIBRARY_MODE = 0o644
@@ -137,11 +137,30 @@ def stage_license_texts(
     repo_licenses: Path,
 ) -> list[StagedText]:
     """Copy each licence text the recipe names, verbatim, to licenses/<component>/."""
+    return stage_texts(
+        [(rule.component, rule.texts) for rule in recipe.for_target(target.name).licenses],
+        recipe.name,
+        target.name,
+        archives,
+        stage_root,
+        repo_licenses,
+    )
+
+
+def stage_texts(
+    groups: list[tuple[str, tuple[LicenseText, ...]]],
+    owner: str,
+    target: str,
+    archives: dict[str, ZipArchive],
+    stage_root: Path,
+    repo_licenses: Path,
+) -> list[StagedText]:
+    """Per (component, its texts): copy each text verbatim to licenses/<component>/."""
     texts: list[StagedText] = []
-    for rule in recipe.for_target(target.name).licenses:
-        directory = stage_root / "licenses" / rule.component
+    for component, component_texts in groups:
+        directory = stage_root / "licenses" / component
         directory.mkdir(parents=True, exist_ok=True)
-        for text in rule.texts:
+        for text in component_texts:
             if text.source is not None and text.member is not None:
                 name = text.member.rsplit("/", 1)[-1]
                 dest = directory / name
@@ -154,8 +173,8 @@ def stage_license_texts(
                 if not origin.is_file():
                     raise ConfigError(
                         "licence text file is missing",
-                        component=recipe.name,
-                        target=target.name,
+                        component=owner,
+                        target=target,
                         file=str(origin),
                         fix="add the upstream text to licenses/ verbatim, with its provenance "
                         "in licenses/README.md",
@@ -170,8 +189,8 @@ def stage_license_texts(
                 scratch.unlink()
                 raise ArchiveError(
                     f"two different licence texts would both be {_rel(stage_root, dest)}",
-                    component=recipe.name,
-                    target=target.name,
+                    component=owner,
+                    target=target,
                     file=text.describe(),
                     fix="give the component distinct names in the recipe's [[licenses]]",
                 )
@@ -179,9 +198,7 @@ def stage_license_texts(
             os.replace(scratch, dest)
             if previous is None:
                 texts.append(
-                    StagedText(
-                        rule.component, _rel(stage_root, dest), text.describe(), size, sha256
-                    )
+                    StagedText(component, _rel(stage_root, dest), text.describe(), size, sha256)
                 )
     return texts
 

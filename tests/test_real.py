@@ -228,3 +228,18 @@ def test_packages_carry_exactly_the_staged_files(real_build: BuildResult) -> Non
         }
     assert set(members) == {f.path for f in linux.files}
     assert tarballs[0].read_bytes() == tarballs[1].read_bytes()
+
+
+def test_the_default_product_ships_real_models_gated_and_indexed(real_build: BuildResult) -> None:
+    import json
+
+    for target in real_build.targets:
+        index = json.loads((target.stage / "models.json").read_text())
+        forms = {m["name"]: m["forms"][0] for m in index["models"]}
+        assert set(forms) == {"sigmoid", "logreg-iris"}
+        assert forms["sigmoid"]["opsets"] == {"ai.onnx": 9}
+        assert forms["sigmoid"]["inputs"] == [
+            {"name": "x", "type": "tensor(float)", "shape": [3, 4, 5]}
+        ]
+        assert forms["logreg-iris"]["outputs"][1]["type"] == "seq(map(int64,tensor(float)))"
+        assert target.licensing.owner("models/sigmoid/f32.onnx").name == "sigmoid"

@@ -1,0 +1,162 @@
+"""Models as components: gated from the file, staged, indexed in models.json, audited."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from ortbundle.build import build
+from ortbundle.errors import BinaryError, ConfigError, IntegrityError
+from ortbundle.progress import Reporter
+from tests.helpers.onnx_models import detector
+from tests.helpers.project import FakeProject
+
+MEMBER = "onnxruntime/models/yolo.onnx"
+DERIVED = "onnxruntime/models/yolo-a8w8.onnx"
+LABELS = "onnxruntime/models/labels.txt"
+
+
+def model_recipe(
+    sha: str,
+    derived_sha: str,
+    *,
+    min_opset: int = 13,
+    expression: str = "AGPL-3.0-only",
+    backends: str = '["fake"]',
+) -> str:
+    return f"""
+[component]
+name = "yolo"
+kind = "model"
+version = "11.0"
+label = "YOLO detector"
+description = "A synthetic Ultralytics-like detector"
+
+[sources.linux]
+pypi = {{ project = "onnxruntime-fake", version = "1.0.0", filename = "onnxruntime_fake-1.0.0-cp311-cp311-manylinux_2_28_x86_64.whl" }}
+sha256 = "{{linux_pin}}"
+
+[license]
+expression = "{expression}"
+texts = [{{ source = "linux", member = "onnxruntime/LICENSE" }}]
+
+[[forms]]
+name = "f32"
+canonical = true
+source = "linux"
+member = "{MEMBER}"
+sha256 = "{sha}"
+backends = {backends}
+sidecars = [{{ member = "{LABELS}", name = "labels.txt" }}]
+
+[forms.gate]
+min_ir_version = 7
+min_opset = {min_opset}
+inputs = [{{ name = "images", type = "FLOAT", shape = [1, 3, "height", "width"] }}]
+outputs = [{{ name = "output0", type = "FLOAT", shape = [1, 300, 6] }}]
+metadata = {{ task = "detect", names = true }}
+
+[[forms]]
+name = "a8w8"
+derived_from = "f32"
+source = "linux"
+member = "{DERIVED}"
+sha256 = "{derived_sha}"
+backends = {backends}
+"""
+
+
+def with_model(
+    fake: FakeProject, f32: bytes, *, recipe_sha: str | None = None, **kwargs: object
+) -> FakeProject:
+    fake.linux[MEMBER] = f32
+    fake.linux[DERIVED] = detector(opset=13, weights=256)
+    fake.linux[LABELS] = b"person\nbicycle\n"
+    fake.product_extra = ""
+    fake.write()
+    text = model_recipe(
+        recipe_sha or _sha(f32),
+        _sha(fake.linux[DERIVED]),
+        **kwargs,  # type: ignore[arg-type]
+    ).replace("{linux_pin}", fake.pin("linux-x86_64"))
+    (fake.root / "recipes" / "yolo.toml").write_text(text)
+    manifest = fake.root / "manifests" / "fakeproduct.toml"
+    manifest.write_text(
+        manifest.read_text().replace(
+            'runtimes = ["fake"]', 'runtimes = ["fake"]\nmodels = ["yolo"]'
+        )
+    )
+    return fake
+
+
+def _sha(data: bytes) -> str:
+    import hashlib
+
+    return hashlib.sha256(data).hexdigest()
+
+
+def test_a_model_is_gated_staged_indexed_and_audited(fake: FakeProject, reporter: Reporter) -> None:
+    with_model(fake, detector(opset=17))
+    result = build(fake.project, fake.options(), reporter)
+    for target in result.targets:
+        stage = target.stage
+        assert (stage / "models/yolo/f32.onnx").read_bytes() == fake.linux[MEMBER]
+        assert (stage / "models/yolo/f32.labels.txt").read_bytes() == b"person\nbicycle\n"
+        index = json.loads((stage / "models.json").read_text())
+        assert index["schema"] == "ortbundle.models/1"
+        (yolo,) = index["models"]
+        assert yolo["canonical"] == "f32" and yolo["backends"] == {"fake": "f32"}
+        f32, a8w8 = yolo["forms"]
+        assert f32["identity"].startswith("yolo@f32:sha256:")
+        assert f32["inputs"] == [
+            {"name": "images", "type": "tensor(float)", "shape": [1, 3, "height", "width"]}
+        ]
+        assert f32["metadata"]["task"] == "detect" and "names" in f32["metadata"]
+        assert f32["opsets"] == {"ai.onnx": 17}
+        assert a8w8["derived_from"] == "f32" and a8w8["identity"] != f32["identity"]
+        component = target.licensing.owner("models/yolo/f32.onnx")
+        assert (component.name, component.expression) == ("yolo", "AGPL-3.0-only")
+        assert target.licensing.owner("models.json").name == "ortbundle"
+        assert "yolo 11.0\nLicence: AGPL-3.0-only" in (stage / "NOTICE").read_text()
+    # weights under a strong copyleft licence need a person's review on every channel
+    arch = next(a for a in result.audits if a.channel == "arch")
+    yolo_audit = next(c for c in arch.components if c.name == "yolo")
+    assert (yolo_audit.verdict, yolo_audit.status) == ("review", "review")
+
+
+def test_opset_11_is_refused_where_13_is_required(fake: FakeProject, reporter: Reporter) -> None:
+    with_model(fake, detector(opset=11))
+    with pytest.raises(BinaryError) as caught:
+        build(fake.project, fake.options(), reporter)
+    message = str(caught.value)
+    assert "yolo" in message and "f32" in message and "opset" in message and "13" in message
+    assert not (fake.root / "dist" / "fakeproduct" / "1.2.3").exists()
+
+
+def test_a_model_whose_bytes_differ_from_the_pin_is_refused(
+    fake: FakeProject, reporter: Reporter
+) -> None:
+    with_model(fake, detector(opset=17), recipe_sha="0" * 64)
+    with pytest.raises(IntegrityError, match="the recipe pins 0000"):
+        build(fake.project, fake.options(), reporter)
+
+
+def test_a_backend_the_product_lacks_is_refused(fake: FakeProject, reporter: Reporter) -> None:
+    with_model(fake, detector(opset=17), backends='["fake", "cuda"]')
+    with pytest.raises(ConfigError, match="backends the product does not ship: cuda"):
+        build(fake.project, fake.options(), reporter)
+
+
+def test_model_recipe_rules(tmp_path: Path) -> None:
+    from ortbundle.recipes import load_model_recipe
+
+    path = tmp_path / "yolo.toml"
+    text = model_recipe("a" * 64, "b" * 64).replace("{linux_pin}", "c" * 64)
+    path.write_text(text.replace("canonical = true\n", ""))
+    with pytest.raises(ConfigError, match="exactly one form must be canonical"):
+        load_model_recipe(path)
+    path.write_text(text.replace('derived_from = "f32"', 'derived_from = "nope"'))
+    with pytest.raises(ConfigError, match="derived_from must name another form"):
+        load_model_recipe(path)
