@@ -287,7 +287,10 @@ def release(
 @task(help={"path": "the directory to export to"})
 def cache_export(c: Context, path: str) -> None:
     """Copy every verified download into a plain directory (for CI caches, object stores)."""
-    run_cache_transfer("export", Path(path))
+    try:
+        run_cache_transfer("export", Path(path))
+    except CommandFailed as exc:
+        raise Exit(str(exc), code=exc.code) from None
 
 
 @task(help={"path": "a directory written by cache-export"})

@@ -90,8 +90,10 @@ def load_policy(path: Path) -> Policy:
     except tomllib.TOMLDecodeError as exc:
         raise ConfigError(f"not valid TOML: {exc}", file=str(path)) from None
     sets = data.get("sets", {})
+    if not isinstance(sets, dict):
+        raise ConfigError("[sets] must be a table of lists", file=str(path))
 
-    def expand(values: Any, where: str) -> tuple[str, ...]:
+    def expand(values: Any, where: str, seen: tuple[str, ...] = ()) -> tuple[str, ...]:
         if not isinstance(values, list) or not all(isinstance(v, str) for v in values):
             raise ConfigError(f"{where} must be a list of strings", file=str(path))
         out: list[str] = []
@@ -99,13 +101,18 @@ def load_policy(path: Path) -> Policy:
             if value.startswith("@"):
                 if value[1:] not in sets:
                     raise ConfigError(f"{where}: unknown set {value}", file=str(path))
-                out.extend(expand(sets[value[1:]], f"sets.{value[1:]}"))
+                if value[1:] in seen:
+                    raise ConfigError(f"{where}: set {value} includes itself", file=str(path))
+                out.extend(expand(sets[value[1:]], f"sets.{value[1:]}", (*seen, value[1:])))
             else:
                 out.append(value)
         return tuple(out)
 
     channels: dict[str, ChannelPolicy] = {}
-    for name, table in data.get("channels", {}).items():
+    tables = data.get("channels", {})
+    if not isinstance(tables, dict) or not all(isinstance(v, dict) for v in tables.values()):
+        raise ConfigError("[channels.<name>] must be tables", file=str(path))
+    for name, table in tables.items():
         unknown = table.get("unknown", "review")
         if unknown not in _RANK:
             raise ConfigError(

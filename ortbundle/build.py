@@ -208,9 +208,9 @@ def _stage_target(
             (recipe.sources[i].sha256 for i in take_ids),
             code,
         )
-        staged = restore_runtime(
-            cache, key, tmp, verify=verify
-        )  # the pruned runtime of an earlier build
+        # the pruned runtime of an earlier build; never for a release: a record stored beside
+        # the memo cannot vouch for it, so a release prunes again from re-hashed wheels
+        staged = None if verify else restore_runtime(cache, key, tmp)
         needed = ids - take_ids if staged is not None else ids
         needed |= {t.source for rule in plan_t.licenses for t in rule.texts if t.source}
         paths = {sid: artifacts[recipe.sources[sid].sha256].path for sid in needed}

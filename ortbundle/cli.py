@@ -165,9 +165,18 @@ def run_verify(
         tree = Project.at(root).dist / plan.product.name / plan.product.version
     key_path = public_key
     if key_path is None:
-        name = _manifest_product(tree, manifest, target) or product
-        default = Project.at(root).keys / f"{name}.pub"
+        # The key is chosen by the caller (--product), never by the tree being checked: a
+        # tampered manifest must not be able to name the key that "verifies" it.
+        default = Project.at(root).keys / f"{product}.pub"
         key_path = default if default.is_file() else None
+        claimed = _manifest_product(tree, manifest, target)
+        if claimed is not None and claimed != product:
+            raise CommandFailed(
+                f"ortbundle: integrity error: the manifest says product {claimed!r}, not "
+                f"{product!r}; pass --product {product} only for that product's trees, or "
+                "--public-key explicitly",
+                IntegrityError.exit_code,
+            )
     report = _guard(
         lambda: verify_tree(
             tree,
@@ -301,11 +310,19 @@ def run_cache_transfer(direction: str, path: Path) -> None:
     from ortbundle.fetch.cache import Cache, default_cache_dir, export_cache, import_cache
 
     cache = Cache(default_cache_dir())
+    if not path.is_dir() and direction == "import":
+        raise CommandFailed(f"ortbundle: configuration error: {path} is not a directory", 2)
     if direction == "export":
-        report = export_cache(cache, path)
+        try:
+            report = export_cache(cache, path)
+        except OSError as exc:
+            raise CommandFailed(f"ortbundle: cannot export the cache to {path}: {exc}", 1) from None
         print(f"exported {len(report.copied)} new, {len(report.already)} present: {path}")
         return
-    report = import_cache(cache, path)
+    try:
+        report = import_cache(cache, path)
+    except OSError as exc:
+        raise CommandFailed(f"ortbundle: cannot import the cache from {path}: {exc}", 1) from None
     print(
         f"imported {len(report.copied)}, {len(report.already)} already cached, "
         f"{len(report.rejected)} rejected (bytes do not match their hash)"

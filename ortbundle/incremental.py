@@ -13,7 +13,6 @@ entry is discarded and rebuilt, never used.
 
 from __future__ import annotations
 
-import hashlib
 import json
 import os
 import shutil
@@ -108,13 +107,11 @@ def _runtime_from_json(data: dict[str, Any], runtime_dir: Path) -> StagedRuntime
     )
 
 
-def restore_runtime(
-    cache: Path, key: str, stage_root: Path, *, verify: bool = False
-) -> StagedRuntime | None:
+def restore_runtime(cache: Path, key: str, stage_root: Path) -> StagedRuntime | None:
     """Copy a memoised runtime into `stage_root`, or None if there is none (or it was altered).
 
-    Each file is trusted while its stat record holds (size, mtime, ctime, inode); with `verify`
-    (a release) every file is hashed while it is copied, whatever its record says.
+    Each file is trusted while its stat record holds (size, mtime, ctime, inode). A release
+    does not call this: a record stored beside what it describes cannot vouch for it.
     """
     entry = cache / "stages" / key[:2] / key
     with locked(entry.with_name(f"{key}.lock")):
@@ -137,26 +134,11 @@ def restore_runtime(
         runtime_dir.mkdir(parents=True)
         for kept in staged.closure.kept:
             dest = runtime_dir / kept.name
-            if verify:
-                if _copy_hashing(entry / kept.name, dest) != kept.sha256:
-                    shutil.rmtree(runtime_dir)
-                    shutil.rmtree(entry, ignore_errors=True)
-                    return None
-            else:
-                shutil.copyfile(entry / kept.name, dest)
+            shutil.copyfile(entry / kept.name, dest)
             dest.chmod(LIBRARY_MODE)
         for link, points_to in staged.closure.links:
             (runtime_dir / link).symlink_to(points_to)
         return staged
-
-
-def _copy_hashing(source: Path, dest: Path) -> str:
-    digest = hashlib.sha256()
-    with source.open("rb") as src, dest.open("wb") as out:
-        while chunk := src.read(1 << 20):
-            digest.update(chunk)
-            out.write(chunk)
-    return digest.hexdigest()
 
 
 def store_runtime(cache: Path, key: str, stage_root: Path, staged: StagedRuntime) -> None:

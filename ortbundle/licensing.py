@@ -459,7 +459,7 @@ def licensing_from_json(text: str, *, where: str) -> TargetLicensing:
             for c in document["components"]
         )
         return TargetLicensing(target=document["target"], components=components)
-    except (ValueError, KeyError, TypeError) as exc:
+    except (ValueError, KeyError, TypeError, AttributeError) as exc:
         raise LicenseError(
             f"not a readable target record: {exc}",
             file=where,

@@ -147,6 +147,15 @@ def load_plan(project: Project, options: BuildOptions) -> Plan:
     targets = options.targets or tuple(
         t for t in product.targets if not options.channels or t in _channel_targets(product)
     )
+    if options.channels:
+        orphans = [t for t in targets if t not in _channel_targets(product)]
+        if orphans:
+            raise ConfigError(
+                f"no selected channel packages {', '.join(orphans)}: its stage would be "
+                "published without a licence audit",
+                file=str(product.path),
+                fix="drop --target, or add a channel that packages that target",
+            )
     for target in targets:
         get_target(target)
         if target not in product.targets:

@@ -20,6 +20,8 @@ if TYPE_CHECKING:
     from ortbundle.onnx_model import ModelGate
 
 _SHA256 = re.compile(r"^[0-9a-f]{64}$")
+# what may become one path component (dist/<product>/<version>, licenses/<component>/)
+_PATH_WORD = re.compile(r"^[A-Za-z0-9_+][A-Za-z0-9._+-]*$")
 _NAME = re.compile(r"^[a-z0-9][a-z0-9._-]*$")
 
 
@@ -261,13 +263,20 @@ def _texts(reader: _Reader, sources: dict[str, Source]) -> tuple[LicenseText, ..
             raise text._fail("a text is either {source, member} or {file}")
         if source is not None and source not in sources:
             raise text._fail(f"unknown source {source!r}")
+        if file is not None and (
+            Path(file).is_absolute() or ".." in Path(file).parts or file.startswith(".")
+        ):
+            raise text._fail(f"file {file!r} must be a path inside licenses/")
         texts.append(LicenseText(source=source, member=member, file=file))
     return tuple(texts)
 
 
 def _license_rule(reader: _Reader, sources: dict[str, Source]) -> LicenseRule:
+    component = reader.text("component")
+    if not _PATH_WORD.match(component):
+        raise reader._fail(f"component {component!r} becomes licenses/<component>/: one plain name")
     return LicenseRule(
-        component=reader.text("component"),
+        component=component,
         version=reader.text("version"),
         expression=reader.text("expression"),
         files=reader.text_list("files"),
@@ -373,9 +382,14 @@ def load_product(path: Path) -> Product:
                 f"channel {channel!r} is unknown or its target is not built "
                 f"(known: {', '.join(f'{c} ({t})' for c, t in CHANNEL_TARGETS.items())})"
             )
+    version = product.text("version")
+    if not _PATH_WORD.match(version):
+        raise product._fail(
+            f"version {version!r} names a directory under dist/: use letters, digits, . _ + -"
+        )
     return Product(
         name=name,
-        version=product.text("version"),
+        version=version,
         description=product.text("description"),
         url=product.text("url"),
         targets=targets,
@@ -499,7 +513,12 @@ def load_model_recipe(path: Path) -> ModelRecipe:
         sidecars = []
         for sidecar in form.subs("sidecars"):
             member = sidecar.text("member")
-            sidecars.append((member, sidecar.text("name", member.rsplit("/", 1)[-1])))
+            side_name = sidecar.text("name", member.rsplit("/", 1)[-1])
+            if not _PATH_WORD.match(side_name):
+                raise sidecar._fail(f"name {side_name!r} must be one plain file name")
+            sidecars.append((member, side_name))
+        if not _PATH_WORD.match(form.text("name")):
+            raise form._fail("a form's name becomes a file name: letters, digits, . _ + -")
         forms.append(
             ModelForm(
                 name=form.text("name"),

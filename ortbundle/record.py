@@ -61,8 +61,10 @@ def normalize_modes(tree: Path) -> None:
     for path in tree.rglob("*"):
         if path.is_symlink():
             continue
-        executable = path.is_dir() or path.stat().st_mode & 0o100
-        path.chmod(0o755 if executable else 0o644)
+        mode = path.stat().st_mode
+        wanted = 0o755 if path.is_dir() or mode & 0o100 else 0o644
+        if mode & 0o7777 != wanted:  # untouched otherwise: a memo's shared inode keeps its ctime
+            path.chmod(wanted)
 
 
 def hash_file(path: Path) -> tuple[int, str]:
@@ -146,7 +148,7 @@ def manifest_json(
                     "project": source.pypi.project,
                     "version": source.pypi.version,
                     "filename": source.filename,
-                    "url": artifact.url,
+                    "url": artifact.url or None,  # None: imported without provenance
                     "size": artifact.size,
                     "sha256": source.sha256,
                 }

@@ -80,6 +80,16 @@ def _load_runner(path: Path) -> RunnerTree:
             fix="re-run that runner's build; never edit a dist/ tree by hand",
         )
     manifest = json.loads((path / MANIFEST_NAME).read_text("utf-8"))
+    try:
+        _identity(manifest)
+        [(o["path"], o["sha256"]) for o in manifest["outputs"]]
+        [(i["sha256"], i["url"], i["size"]) for i in manifest["inputs"]]
+    except (KeyError, TypeError) as exc:
+        raise IntegrityError(
+            f"the runner's manifest lacks {exc}",
+            file=str(path / MANIFEST_NAME),
+            fix="use a dist/ tree written by invoke build of this ortbundle version",
+        ) from None
     records = sorted((path / RECORDS_DIR).glob("*.json"))
     if not records:
         raise ConfigError(

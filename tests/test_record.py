@@ -232,3 +232,48 @@ def test_two_builds_in_different_places_are_byte_identical(
     assert different == []
     assert any(p.endswith("-setup.exe") for p in a) == bool(shutil.which("makensis"))
     assert any(p.endswith(".tar.gz") for p in a)
+
+
+def test_invoke_verify_never_takes_the_key_a_tree_names(
+    built: BuildResult, fake: FakeProject, tmp_path: Path
+) -> None:
+    """A tampered tree that renames its product (and brings its own key) is refused."""
+    from ortbundle.cli import CommandFailed, run_verify
+
+    manifest = built.version_dir / "manifest.json"
+    data = json.loads(manifest.read_text())
+    data["product"]["name"] = "../../evil"
+    manifest.write_text(json.dumps(data))
+    with pytest.raises(CommandFailed) as caught:
+        run_verify(
+            built.version_dir,
+            manifest=None,
+            target=None,
+            public_key=None,
+            allow_unsigned=False,
+            product="fakeproduct",
+            root=fake.root,
+        )
+    assert caught.value.code == 4 and "the manifest says product" in str(caught.value)
+
+
+def test_index_credentials_never_reach_the_cache_or_the_manifest(
+    fake: FakeProject, reporter: Reporter
+) -> None:
+    fake.write()
+    index = fake.server.url.replace("http://", "http://ci-bot:TOKEN123@")
+    result = build(fake.project, fake.options(index_url=index), reporter)
+    manifest = (result.version_dir / "manifest.json").read_text()
+    assert "TOKEN123" not in manifest and "ci-bot" not in manifest
+    for meta in (fake.root / "cache" / "sha256").rglob("*.json"):
+        assert "TOKEN123" not in meta.read_text()
+
+
+def test_a_product_version_cannot_leave_dist(fake: FakeProject, reporter: Reporter) -> None:
+    fake.write()
+    manifest = fake.root / "manifests" / "fakeproduct.toml"
+    manifest.write_text(
+        manifest.read_text().replace('version = "1.2.3"', 'version = "../../victim"')
+    )
+    with pytest.raises(ConfigError, match="names a directory under dist"):
+        build(fake.project, fake.options(), reporter)

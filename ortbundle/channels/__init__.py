@@ -65,7 +65,7 @@ class PackageInput:
     settings: PackagingSettings
     source_date_epoch: int  # every timestamp written into a package
     cache: Path | None = None  # where expensive outputs are memoised (see channels/memo.py)
-    verify_cache: bool = False  # re-hash memoised outputs before use (release builds)
+    verify_cache: bool = False  # a release: produce every package afresh, use no memo
 
 
 @dataclass(frozen=True)

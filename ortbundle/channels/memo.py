@@ -18,6 +18,7 @@ from pathlib import Path
 
 from ortbundle.channels import PackageInput
 from ortbundle.fetch.cache import locked, remove_dead_leftovers, sha256_file, stat_record
+from ortbundle.plan import code_digest
 
 _CHUNK = 1 << 20
 
@@ -25,6 +26,7 @@ _CHUNK = 1 << 20
 def input_key(package: PackageInput, kind: str, extra: Iterable[str]) -> str:
     """Everything an output can depend on: the stage's files, the epoch, the channel's own text."""
     digest = hashlib.sha256(f"ortbundle-memo/1\n{kind}\n{package.source_date_epoch}\n".encode())
+    digest.update(code_digest().encode())  # a change to ortbundle itself (the tarball writer…)
     for f in package.files:
         digest.update(f"{f.path}\0{f.sha256}\0{f.mode:o}\0{f.link_to or ''}\n".encode())
     for part in extra:
@@ -33,12 +35,11 @@ def input_key(package: PackageInput, kind: str, extra: Iterable[str]) -> str:
 
 
 def _place(stored: Path, dest: Path) -> None:
+    """A copy, not a hard link: nothing done to dist/ (edits, deletion, signing the installer
+    in place) may reach the cache entry or move its ctime."""
     tmp = dest.with_name(f".{dest.name}.memo-{os.getpid()}")
     tmp.unlink(missing_ok=True)
-    try:
-        os.link(stored, tmp)
-    except OSError:
-        shutil.copyfile(stored, tmp)
+    shutil.copyfile(stored, tmp)
     os.replace(tmp, dest)
 
 
@@ -50,9 +51,9 @@ def _recorded(sidecar: Path) -> dict[str, int | str] | None:
     return record if isinstance(record, dict) else None
 
 
-def _trusted(entry: Path, sidecar: Path, *, verify: bool) -> str | None:
+def _trusted(entry: Path, sidecar: Path) -> str | None:
     """The entry's SHA-256 if it is intact: by its stat record (size, mtime, ctime, inode),
-    else — or always, with `verify` — by re-hashing it."""
+    else by re-hashing it."""
     record = _recorded(sidecar)
     try:
         current = stat_record(entry.lstat())
@@ -61,7 +62,7 @@ def _trusted(entry: Path, sidecar: Path, *, verify: bool) -> str | None:
     if record is None or record.get("size") != current["size"] or not entry.is_file():
         return None
     sha256 = str(record.get("sha256", ""))
-    if not verify and all(record.get(k) == v for k, v in current.items()):
+    if all(record.get(k) == v for k, v in current.items()):
         return sha256
     if sha256_file(entry) != sha256:
         return None
@@ -83,14 +84,15 @@ def memoized(
 
     Concurrent builds of the same key wait for the first one instead of compressing twice.
     """
-    if package.cache is None:
+    if package.cache is None or package.verify_cache:
+        # a release produces its packages afresh: a memo's record cannot vouch for the memo
         produce(dest)
         return sha256_file(dest)
     entry = package.cache / "outputs" / kind / key[:2] / key
     sidecar = entry.with_name(f"{key}.json")
     with locked(entry.with_name(f"{key}.lock")):
         remove_dead_leftovers(entry.parent.glob(f".{key}.*"))
-        sha256 = _trusted(entry, sidecar, verify=package.verify_cache)
+        sha256 = _trusted(entry, sidecar)
         if sha256 is not None:
             _place(entry, dest)
             return sha256
@@ -98,10 +100,7 @@ def memoized(
         produce(dest)
         tmp = entry.with_name(f".{key}.partial-{os.getpid()}")
         tmp.unlink(missing_ok=True)
-        try:
-            os.link(dest, tmp)
-        except OSError:
-            shutil.copyfile(dest, tmp)
+        shutil.copyfile(dest, tmp)
         sha256 = sha256_file(tmp)
         os.replace(tmp, entry)
         _write_record(sidecar, sha256, stat_record(entry.lstat()))

@@ -10,7 +10,7 @@ from typing import TYPE_CHECKING
 
 from ortbundle.errors import OfflineError, OrtbundleError
 from ortbundle.fetch.cache import Cache
-from ortbundle.fetch.config import IndexConfig, index_config
+from ortbundle.fetch.config import IndexConfig, index_config, redact
 from ortbundle.fetch.policy import RetryPolicy
 from ortbundle.recipes import Source
 
@@ -103,7 +103,7 @@ class Fetcher:
                 raise
             finally:
                 finish()
-            entry = self.cache.store(done.path, source.sha256, url=resolved.url)
+            entry = self.cache.store(done.path, source.sha256, url=redact(resolved.url))
         return Artifact(source, entry.path, entry.url, entry.size, downloaded=True)
 
     def fetch_all(self, wanted: Iterable[tuple[str, Source]], *, jobs: int) -> dict[str, Artifact]:

@@ -19,6 +19,7 @@ from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
+from ortbundle.fetch.config import redact
 from ortbundle.locations import ENV_CACHE_DIR as ENV_CACHE_DIR  # re-exported
 from ortbundle.locations import default_cache_dir as default_cache_dir  # re-exported
 
@@ -239,6 +240,6 @@ def import_cache(cache: Cache, source: Path) -> TransferReport:
                 continue
             meta = index.get(sha256, {}) if isinstance(index, dict) else {}
             url = meta.get("url") if isinstance(meta, dict) else None
-            cache.store(partial, sha256, url=str(url or f"imported from {source.name}"))
+            cache.store(partial, sha256, url=redact(str(url)) if url else "")
             copied.append(sha256)
     return TransferReport(tuple(copied), tuple(already), tuple(rejected))

@@ -10,6 +10,7 @@ import importlib
 import os
 from dataclasses import dataclass
 from typing import Any
+from urllib.parse import urlsplit, urlunsplit
 
 from ortbundle.errors import ConfigError
 
@@ -61,3 +62,11 @@ def index_config(explicit_index_url: str | None = None) -> IndexConfig:
         if url.startswith(("http://", "https://"))  # pip's file:// extras are local wheelhouses
     ]
     return IndexConfig(index_urls=(primary, *extras), cert=cert)
+
+
+def redact(url: str) -> str:
+    """The URL without user:password@ — for messages, the cache and the signed manifest."""
+    parts = urlsplit(url)
+    if "@" not in parts.netloc:
+        return url
+    return urlunsplit(parts._replace(netloc=parts.netloc.rsplit("@", 1)[1]))

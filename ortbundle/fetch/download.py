@@ -19,6 +19,7 @@ import requests
 import urllib3
 
 from ortbundle.errors import FetchError, IntegrityError
+from ortbundle.fetch.config import redact
 from ortbundle.fetch.policy import RetryPolicy as RetryPolicy  # re-exported
 
 CHUNK = 1 << 20
@@ -56,8 +57,8 @@ def _check_scheme(requested: str, response: requests.Response, what: str) -> Non
     for hop in [*response.history, response]:
         if urlsplit(hop.url).scheme != "https":
             raise FetchError(
-                f"{what}: refused a redirect from https to {hop.url}",
-                file=requested,
+                f"{what}: refused a redirect from https to {redact(hop.url)}",
+                file=redact(requested),
                 fix="the server downgraded the connection; use an index or mirror that stays "
                 "on https, or configure it as http explicitly if that is intended",
             )
@@ -91,13 +92,13 @@ def request_with_retries(
         if response.status_code >= 400:
             raise FetchError(
                 f"{what}: HTTP {response.status_code}",
-                file=url,
+                file=redact(url),
                 fix="check the URL and the index configuration (PIP_INDEX_URL, --index-url)",
             )
         return response
     raise FetchError(
         f"{what}: gave up after {policy.attempts} attempts ({last})",
-        file=url,
+        file=redact(url),
         fix="check the network or the mirror, then build again",
     )
 
@@ -163,7 +164,7 @@ def download(
                 if status >= 400:
                     raise FetchError(
                         f"{what}: HTTP {status}",
-                        file=url,
+                        file=redact(url),
                         fix="the artifact is not at this URL; check the pin and the index",
                     )
                 if status == 200 and have:
@@ -174,7 +175,7 @@ def download(
                 if expected_size is not None and total is not None and total > expected_size:
                     raise IntegrityError(
                         f"{what}: the server announces {total} bytes, the pin says {expected_size}",
-                        file=url,
+                        file=redact(url),
                         fix="the mirror serves a different file; fix the mirror or the pin",
                     )
                 with partial.open("ab" if have else "wb") as out:
@@ -183,7 +184,7 @@ def download(
                         if expected_size is not None and have > expected_size:
                             raise IntegrityError(
                                 f"{what}: more bytes than the pinned size {expected_size}",
-                                file=url,
+                                file=redact(url),
                                 fix="the mirror serves a different file; fix the mirror or the pin",
                             )
                         out.write(chunk)
@@ -208,7 +209,7 @@ def download(
         raise FetchError(
             f"{what}: gave up after {policy.attempts} attempts ({failure}); "
             f"{partial.stat().st_size if partial.exists() else 0} bytes kept for resuming",
-            file=url,
+            file=redact(url),
             fix="build again to resume, or check the network or the mirror",
         )
     # `digest` covers the resumed prefix and every byte written since: no second read.
@@ -232,7 +233,7 @@ def download(
         raise IntegrityError(
             f"{what}: downloaded sha256 {actual} does not match the pin {sha256} "
             f"({have} bytes); nothing was cached",
-            file=url,
+            file=redact(url),
             fix="the upstream or mirror serves different bytes; do not re-pin unless you know why",
         )
     return Downloaded(path=partial, size=have, sha256=actual)

@@ -11,6 +11,7 @@ import requests
 from packaging.utils import canonicalize_name
 
 from ortbundle.errors import FetchError, IntegrityError
+from ortbundle.fetch.config import redact
 from ortbundle.fetch.download import RetryPolicy, request_with_retries
 from ortbundle.recipes import Source
 
@@ -79,7 +80,7 @@ def parse_project_page(body: bytes, content_type: str, page_url: str) -> list[In
             ]
         except (ValueError, KeyError, TypeError) as exc:
             raise FetchError(
-                f"the index answered with malformed PEP 691 JSON ({exc})", file=page_url
+                f"the index answered with malformed PEP 691 JSON ({exc})", file=redact(page_url)
             ) from None
     parser = _AnchorParser()
     parser.feed(body.decode("utf-8", errors="replace"))
@@ -138,7 +139,7 @@ def resolve(
             if urlsplit(index_url).scheme == "https" and urlsplit(entry.url).scheme != "https":
                 raise FetchError(
                     f"the https index links {source.filename} over "
-                    f"{urlsplit(entry.url).scheme or 'a relative'} URL {entry.url}",
+                    f"{urlsplit(entry.url).scheme or 'a relative'} URL {redact(entry.url)}",
                     component=component,
                     file=source.filename,
                     fix="the index downgrades the download; use an index or mirror that links "
@@ -156,5 +157,5 @@ def resolve(
 
 
 def _host(url: str) -> str:
-    parts = urlsplit(url)
+    parts = urlsplit(redact(url))
     return f"{parts.scheme}://{parts.netloc}{parts.path}"
