@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import os
 from collections import Counter
 from collections.abc import Sequence
@@ -23,7 +24,7 @@ from ortbundle.audit import (
 from ortbundle.channels import ChannelOutput, ShippedFile
 from ortbundle.errors import AuditError
 from ortbundle.fetch.artifacts import Artifact, Fetcher
-from ortbundle.fetch.cache import Cache, default_cache_dir
+from ortbundle.fetch.cache import Cache, default_cache_dir, locked
 from ortbundle.incremental import (
     code_digest,
     restore_runtime,
@@ -51,6 +52,7 @@ from ortbundle.plan import (
     Project,
     build_inputs,
     build_key,
+    digest_of,
     load_plan,
     policy_digest,
     record_build,
@@ -110,9 +112,9 @@ __all__ = ["DEFAULT_PRODUCT", "BuildOptions", "BuildResult", "Plan", "Project", 
 
 
 def fetch(
-    project: Project, options: BuildOptions, reporter: Reporter
+    project: Project, options: BuildOptions, reporter: Reporter, plan: Plan | None = None
 ) -> tuple[Plan, dict[str, Artifact]]:
-    plan = load_plan(project, options)
+    plan = plan or load_plan(project, options)
     cache = Cache(options.cache_dir or default_cache_dir(), verify_all=options.release)
     fetcher = Fetcher(
         cache, reporter, offline=options.offline, index_url=options.index_url, policy=options.retry
@@ -297,7 +299,26 @@ def build(project: Project, options: BuildOptions, reporter: Reporter) -> BuildR
         return BuildResult(
             plan, {}, (), (), version_dir, signed_by=summary.get("signed_by"), up_to_date=summary
         )
-    plan, artifacts = fetch(project, options, reporter)
+    plan, artifacts = fetch(project, options, reporter, plan)  # the plan the key was made of
+    with locked(cache / "locks" / f"dist-{digest_of([str(version_dir.resolve())])}.lock"):
+        # one build at a time publishes a given dist/<product>/<version>
+        return _build_locked(
+            project, options, plan, artifacts, version_dir, cache, code, epoch, key, key_of_build
+        )
+
+
+def _build_locked(
+    project: Project,
+    options: BuildOptions,
+    plan: Plan,
+    artifacts: dict[str, Artifact],
+    version_dir: Path,
+    cache: Path,
+    code: str,
+    epoch: int,
+    key: SecretKey | None,
+    key_of_build: str,
+) -> BuildResult:
     scratch = scratch_dir(version_dir)
     try:
         with ThreadPoolExecutor(max_workers=min(options.workers, len(plan.targets))) as pool:
@@ -328,6 +349,10 @@ def build(project: Project, options: BuildOptions, reporter: Reporter) -> BuildR
             project, plan, artifacts, staged, audits, scratch, epoch, key, options
         )
         publish(scratch, version_dir)
+    except BaseException:
+        discard(scratch, up_to=project.dist)
+        raise
+    with contextlib.suppress(OSError):  # published all the same; the next one cannot be a no-op
         record_build(
             cache,
             version_dir,
@@ -337,9 +362,6 @@ def build(project: Project, options: BuildOptions, reporter: Reporter) -> BuildR
                 "audit": audit_summary(audits),
             },
         )
-    except BaseException:
-        discard(scratch, up_to=project.dist)
-        raise
     targets = tuple(
         TargetResult(t.target, version_dir / t.target, t.runtimes, t.texts, t.licensing, t.files)
         for t in staged
