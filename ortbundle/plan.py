@@ -101,6 +101,7 @@ class Plan:
     recipes: dict[str, Recipe]
     targets: tuple[str, ...]
     models: dict[str, ModelRecipe] = field(default_factory=dict)
+    model_digests: dict[str, str] = field(default_factory=dict)  # known even when not parsed
 
     def model_sources(self, model: ModelRecipe) -> set[str]:
         ids = {f.source for f in model.forms}
@@ -133,7 +134,9 @@ class Plan:
         return wanted
 
 
-def load_plan(project: Project, options: BuildOptions) -> Plan:
+def load_plan(project: Project, options: BuildOptions, *, parse_models: bool = True) -> Plan:
+    """The product, its recipes and targets. `parse_models=False` only hashes the model recipes
+    (enough for the build key): a no-op build does not load the ONNX reader."""
     product = load_product(project.manifests / f"{options.product}.toml")
     for channel in options.channels:
         if channel not in product.channels:
@@ -169,8 +172,21 @@ def load_plan(project: Project, options: BuildOptions) -> Plan:
     for target in targets:
         for runtime in product.runtimes_for(target):
             recipes[runtime].for_target(target)
-    models = {name: load_model_recipe(project.recipes / f"{name}.toml") for name in product.models}
-    return Plan(product=product, recipes=recipes, targets=tuple(targets), models=models)
+    model_paths = {name: project.recipes / f"{name}.toml" for name in product.models}
+    digests = {}
+    for name, path in model_paths.items():
+        try:
+            digests[name] = hashlib.sha256(path.read_bytes()).hexdigest()
+        except OSError:
+            raise ConfigError(f"{path.name} does not exist", file=str(path)) from None
+    models = {n: load_model_recipe(p) for n, p in model_paths.items()} if parse_models else {}
+    return Plan(
+        product=product,
+        recipes=recipes,
+        targets=tuple(targets),
+        models=models,
+        model_digests=digests,
+    )
 
 
 def _channel_targets(product: Product) -> set[str]:
@@ -187,7 +203,8 @@ def build_inputs(
 ) -> list[str]:
     """Everything a build's output depends on, as strings for the build key."""
     parts = [code, plan.product.digest, str(epoch), repr(plan.targets), repr(plan.product.channels)]
-    parts += [f"{n}:{r.digest}" for n, r in sorted(plan.all_recipes.items())]
+    digests = {n: r.digest for n, r in plan.recipes.items()} | plan.model_digests
+    parts += [f"{n}:{d}" for n, d in sorted(digests.items())]
     parts += [repr((options.release, options.audit_channels))]
     parts.append(key_identity)
     parts.append(shutil.which("makensis") or "no makensis")
@@ -340,7 +357,7 @@ def quick_up_to_date(project: Project, options: BuildOptions) -> dict[str, Any] 
     if options.audit_only:
         return None
     environ = os.environ if options.environ is None else options.environ
-    plan = load_plan(project, options)
+    plan = load_plan(project, options, parse_models=False)
     if options.release and signing_key_identity(plan.product, options, environ) == "unsigned":
         return None  # the build itself says why a release cannot be unsigned
     identity = signing_key_identity(plan.product, options, environ)

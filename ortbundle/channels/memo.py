@@ -35,11 +35,14 @@ def input_key(package: PackageInput, kind: str, extra: Iterable[str]) -> str:
 
 
 def _place(stored: Path, dest: Path) -> None:
-    """A copy, not a hard link: nothing done to dist/ (edits, deletion, signing the installer
-    in place) may reach the cache entry or move its ctime."""
+    """A hard link (a copy across file systems): 108 MB of packages are not written again.
+    Editing the file in dist/ moves its mtime, which the memo's record then no longer matches."""
     tmp = dest.with_name(f".{dest.name}.memo-{os.getpid()}")
     tmp.unlink(missing_ok=True)
-    shutil.copyfile(stored, tmp)
+    try:
+        os.link(stored, tmp)
+    except OSError:
+        shutil.copyfile(stored, tmp)
     os.replace(tmp, dest)
 
 
@@ -62,7 +65,8 @@ def _trusted(entry: Path, sidecar: Path) -> str | None:
     if record is None or record.get("size") != current["size"] or not entry.is_file():
         return None
     sha256 = str(record.get("sha256", ""))
-    if all(record.get(k) == v for k, v in current.items()):
+    # ctime is left out: linking the entry into dist/ (and deleting dist/) moves it
+    if all(record.get(k) == current[k] for k in ("size", "mtime_ns", "ino")):
         return sha256
     if sha256_file(entry) != sha256:
         return None
@@ -100,8 +104,13 @@ def memoized(
         produce(dest)
         tmp = entry.with_name(f".{key}.partial-{os.getpid()}")
         tmp.unlink(missing_ok=True)
-        shutil.copyfile(dest, tmp)
+        try:
+            os.link(dest, tmp)
+        except OSError:
+            shutil.copyfile(dest, tmp)
         sha256 = sha256_file(tmp)
+        epoch = package.source_date_epoch  # stamped as the build stamps dist/: it stays so
+        os.utime(tmp, (epoch, epoch))
         os.replace(tmp, entry)
         _write_record(sidecar, sha256, stat_record(entry.lstat()))
     return sha256
