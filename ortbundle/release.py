@@ -193,9 +193,18 @@ def release(project: Project, runner_dirs: Sequence[Path], options: BuildOptions
             runner = owner[target]
             shutil.copytree(runner.path / target, scratch / target, symlinks=True)
             for channel in product.channels:
+                if CHANNEL_TARGETS[channel] != target:
+                    continue
                 built = runner.path / "packaging" / channel
-                if CHANNEL_TARGETS[channel] == target and built.is_dir():
-                    shutil.copytree(built, scratch / "packaging" / channel, symlinks=True)
+                if not built.is_dir() or not any(built.iterdir()):
+                    raise ConfigError(
+                        f"the runner that built {target} made no {channel} package",
+                        target=target,
+                        file=str(runner.path),
+                        fix="build every target with all of its channels (no --channel), "
+                        "with the packaging tools installed",
+                    )
+                shutil.copytree(built, scratch / "packaging" / channel, symlinks=True)
             record = runner.path / RECORDS_DIR / f"{target}.json"
             licensing.append(licensing_from_json(record.read_text("utf-8"), where=str(record)))
             for item in runner.manifest["inputs"]:
