@@ -212,7 +212,7 @@ def _stage_target(
         )
         # the pruned runtime of an earlier build; never for a release: a record stored beside
         # the memo cannot vouch for it, so a release prunes again from re-hashed wheels
-        staged = None if verify else restore_runtime(cache, key, tmp)
+        staged = None if verify else restore_runtime(cache, key, tmp, f"runtimes/{recipe.name}")
         needed = ids - take_ids if staged is not None else ids
         needed |= {t.source for rule in plan_t.licenses for t in rule.texts if t.source}
         paths = {sid: artifacts[recipe.sources[sid].sha256].path for sid in needed}

@@ -107,7 +107,21 @@ def _runtime_from_json(data: dict[str, Any], runtime_dir: Path) -> StagedRuntime
     )
 
 
-def restore_runtime(cache: Path, key: str, stage_root: Path) -> StagedRuntime | None:
+def _check_names(staged: StagedRuntime, directory: str) -> None:
+    """A memo names the files it will create: each must be a plain name inside its runtime's
+    directory, or the entry is treated as corrupt (a writable cache must not write elsewhere)."""
+    if staged.directory != directory:
+        raise ValueError(staged.directory)
+    names = [k.name for k in staged.closure.kept]
+    names += [name for pair in staged.closure.links for name in pair]
+    for name in names:
+        if not name or name in (".", "..") or any(c in name for c in "/\\\0"):
+            raise ValueError(name)
+
+
+def restore_runtime(
+    cache: Path, key: str, stage_root: Path, expected_directory: str
+) -> StagedRuntime | None:
     """Copy a memoised runtime into `stage_root`, or None if there is none (or it was altered).
 
     Each file is trusted while its stat record holds (size, mtime, ctime, inode). A release
@@ -127,6 +141,7 @@ def restore_runtime(cache: Path, key: str, stage_root: Path) -> StagedRuntime | 
             staged = _runtime_from_json(
                 record["staged"], stage_root / record["staged"]["directory"]
             )
+            _check_names(staged, expected_directory)
         except (OSError, ValueError, KeyError, TypeError):
             shutil.rmtree(entry, ignore_errors=True)  # altered or half-written: rebuild
             return None

@@ -134,3 +134,21 @@ def test_parallel_and_serial_builds_are_identical(
         reporter,
     )
     assert contents(serial.version_dir) == contents(parallel.version_dir)
+
+
+def test_a_memo_naming_a_file_outside_its_runtime_is_discarded(
+    fake: FakeProject, reporter: Reporter, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import json
+
+    fake.write()
+    first = build(fake.project, fake.options(), reporter)
+    for meta in (fake.root / "cache" / "stages").rglob("closure.json"):
+        record = json.loads(meta.read_text())
+        record["staged"]["closure"]["links"].append(["../../escaped", "x"])
+        meta.write_text(json.dumps(record))
+    calls = count_staging(monkeypatch)
+    (first.version_dir / "NOTICE").touch()  # defeat the whole-build no-op
+    result = build(fake.project, fake.options(), reporter)
+    assert sorted(calls) == [("fake", "linux-x86_64"), ("fake", "windows-x86_64")]
+    assert not list(result.version_dir.parent.rglob("escaped"))
