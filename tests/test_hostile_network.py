@@ -322,7 +322,7 @@ def test_redirect_to_http_is_followed_when_the_index_is_http(
 ) -> None:
     fake.write()
     with FaultServer().running() as mirror:
-        _on(fake, mirror)  # type: ignore[arg-type]
+        _on(fake, mirror)
         server.more.redirect_files_to = mirror.url.replace("/simple/", "/files/")
         build(fake.project, fake.options(), reporter)
         assert mirror.file_requests(WHEEL) == 1
