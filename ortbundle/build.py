@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import contextlib
+import fnmatch
 import os
 from collections import Counter
 from collections.abc import Sequence
@@ -22,7 +23,7 @@ from ortbundle.audit import (
     load_policy,
 )
 from ortbundle.channels import ChannelOutput, ShippedFile
-from ortbundle.errors import AuditError
+from ortbundle.errors import AuditError, ConfigError
 from ortbundle.fetch.artifacts import Artifact, Fetcher
 from ortbundle.fetch.cache import Cache, default_cache_dir, locked
 from ortbundle.incremental import (
@@ -167,6 +168,28 @@ def _stage_models(
     return staged
 
 
+_CORE_NAMES = ("libonnxruntime.so*", "libonnxruntime.*.dylib", "onnxruntime.dll")
+
+
+def refuse_bundled_core(recipe: Recipe, staged: StagedRuntime, target: str) -> None:
+    """A plugin EP package that carries its own ONNX Runtime core is refused: two cores in one
+    process is exactly what one-runtime-per-process forbids (seeds §3.2)."""
+    cores = [
+        k.name
+        for k in staged.closure.kept
+        if any(fnmatch.fnmatchcase(k.name.lower(), g) for g in _CORE_NAMES)
+    ]
+    if cores:
+        raise ConfigError(
+            f"plugin EP {recipe.name} carries an ONNX Runtime core: {', '.join(cores)}",
+            component=recipe.name,
+            target=target,
+            file=str(recipe.path),
+            fix="drop the core in the recipe (a plugin registers with the product's runtime), "
+            "or ship the package as a runtime",
+        )
+
+
 class AuditFailed(AuditError):
     """The gate refused: carries the audits so the report is printed before the exit."""
 
@@ -212,7 +235,7 @@ def _stage_target(
         )
         # the pruned runtime of an earlier build; never for a release: a record stored beside
         # the memo cannot vouch for it, so a release prunes again from re-hashed wheels
-        staged = None if verify else restore_runtime(cache, key, tmp, f"runtimes/{recipe.name}")
+        staged = None if verify else restore_runtime(cache, key, tmp, recipe.directory)
         needed = ids - take_ids if staged is not None else ids
         needed |= {t.source for rule in plan_t.licenses for t in rule.texts if t.source}
         paths = {sid: artifacts[recipe.sources[sid].sha256].path for sid in needed}
@@ -220,6 +243,8 @@ def _stage_target(
         try:
             if staged is None:
                 staged = stage_runtime(recipe, target, archives, tmp)
+                if recipe.kind == "plugin-ep":
+                    refuse_bundled_core(recipe, staged, target_name)
                 store_runtime(cache, key, tmp, staged)
             runtimes.append((recipe, staged))
             texts.extend(stage_license_texts(recipe, target, archives, tmp, project.licenses))
@@ -227,7 +252,9 @@ def _stage_target(
             for archive in archives.values():
                 archive.close()
     models = _stage_models(project, plan, target_name, artifacts, tmp, texts)
-    write_index(tmp, plan.product, target_name, runtimes)
+    cores = [(r, s) for r, s in runtimes if r.kind == "runtime"]
+    plugins = [(r, s, plan.product.plugins[r.name]) for r, s in runtimes if r.kind == "plugin-ep"]
+    write_index(tmp, plan.product, target_name, cores, plugins)
     tool_text = stage_tool_license(tmp, TOOL_COMPONENT, TOOL_LICENSE)
     tool_files = [staged_file(tmp, name) for name in (INDEX_NAME, LOADER_NAME)]
     if models:

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import json
 import shutil
+from collections.abc import Sequence
 from importlib import resources
 from pathlib import Path
 from typing import Any
@@ -21,7 +22,20 @@ LOADER_NAME = "runtime_loader.py"
 GENERIC_GPU_PROVIDERS = frozenset({"WebGpuExecutionProvider", "DmlExecutionProvider"})
 
 
-def runtime_entry(recipe: Recipe, staged: StagedRuntime) -> dict[str, Any]:
+def plugin_entry(recipe: Recipe, staged: StagedRuntime) -> dict[str, Any]:
+    """What a loader needs to register a plugin EP with the core it chose."""
+    return {
+        "registration_name": recipe.name,
+        "ep_name": recipe.ep_name,
+        "library": f"{staged.directory}/{staged.closure.entry}",
+        "min_core": recipe.min_core,
+        "version": recipe.version,
+    }
+
+
+def runtime_entry(
+    recipe: Recipe, staged: StagedRuntime, plugins: list[dict[str, Any]] | None = None
+) -> dict[str, Any]:
     prefix = staged.directory + "/"
     files = []
     for f in staged.files:
@@ -45,7 +59,7 @@ def runtime_entry(recipe: Recipe, staged: StagedRuntime) -> dict[str, Any]:
             "any_gpu": bool(GENERIC_GPU_PROVIDERS & set(recipe.providers)),
             "soc_families": [],
         },
-        "plugin_eps": [],
+        "plugin_eps": plugins or [],
         "files": files,
     }
 
@@ -55,6 +69,7 @@ def write_index(
     product: Product,
     target: str,
     runtimes: list[tuple[Recipe, StagedRuntime]],
+    plugins: Sequence[tuple[Recipe, StagedRuntime, tuple[str, ...]]] = (),
 ) -> dict[str, Any]:
     """Write runtimes.json and the loader into a (scratch) target stage."""
     index = {
@@ -62,7 +77,14 @@ def write_index(
         "product": {"name": product.name, "version": product.version},
         "target": target,
         "override_env": product.override_env,
-        "runtimes": [runtime_entry(recipe, staged) for recipe, staged in runtimes],
+        "runtimes": [
+            runtime_entry(
+                recipe,
+                staged,
+                [plugin_entry(p, s) for p, s, pairs in plugins if recipe.name in pairs],
+            )
+            for recipe, staged in runtimes
+        ],
     }
     (stage / INDEX_NAME).write_text(json.dumps(index, indent=2, sort_keys=True) + "\n", "utf-8")
     loader = resources.files("ortbundle").joinpath("loader.py")

@@ -112,10 +112,15 @@ class Plan:
         """Runtime and model recipes: what the manifest records and the build key covers."""
         return {**self.recipes, **self.models}
 
+    def plugins_for(self, target: str) -> list[str]:
+        """Plugin EPs shipped on `target`: those paired with a runtime shipped there."""
+        shipped = set(self.product.runtimes_for(target))
+        return [p for p, pairs in self.product.plugins.items() if shipped & set(pairs)]
+
     def sources_for(self, target: str) -> list[tuple[Recipe, set[str]]]:
-        """Per runtime on `target`: the source ids it reads (libraries and licence texts)."""
+        """Per runtime (then plugin EP) on `target`: the source ids it reads."""
         result = []
-        for runtime in self.product.runtimes_for(target):
+        for runtime in [*self.product.runtimes_for(target), *self.plugins_for(target)]:
             recipe = self.recipes[runtime]
             plan = recipe.for_target(target)
             ids = {take.source for take in plan.takes}
@@ -168,7 +173,17 @@ def load_plan(project: Project, options: BuildOptions, *, parse_models: bool = T
                 file=str(product.path),
                 fix=f"use one of: {', '.join(product.targets)}",
             )
-    recipes = {name: load_recipe(project.recipes / f"{name}.toml") for name in product.runtimes}
+    names = [*product.runtimes, *product.plugins]
+    recipes = {name: load_recipe(project.recipes / f"{name}.toml") for name in names}
+    for name in product.runtimes:
+        if recipes[name].kind != "runtime":
+            raise ConfigError(
+                f"{name} is a {recipes[name].kind}, not a runtime",
+                file=str(product.path),
+                fix="list plugin EPs under [plugin.<name>], runtimes in runtimes = [...]",
+            )
+    for name, pairs in product.plugins.items():
+        _check_plugin(recipes[name], [recipes[r] for r in pairs], product)
     for target in targets:
         for runtime in product.runtimes_for(target):
             recipes[runtime].for_target(target)
@@ -187,6 +202,36 @@ def load_plan(project: Project, options: BuildOptions, *, parse_models: bool = T
         models=models,
         model_digests=digests,
     )
+
+
+def _check_plugin(plugin: Recipe, cores: list[Recipe], product: Product) -> None:
+    """A plugin EP registers only with a core at least as new as the one it was built for."""
+    from packaging.version import InvalidVersion, Version
+
+    if plugin.kind != "plugin-ep" or plugin.min_core is None:
+        raise ConfigError(
+            f"{plugin.name} is not a plugin-ep recipe",
+            file=str(plugin.path),
+            fix='give it kind = "plugin-ep", ep_name and min_core',
+        )
+    for core in cores:
+        try:
+            too_old = Version(core.version) < Version(plugin.min_core)
+        except InvalidVersion:
+            raise ConfigError(
+                f"cannot compare {core.name} {core.version} with {plugin.name}'s minimum core "
+                f"{plugin.min_core}",
+                file=str(plugin.path),
+                fix="write versions as PEP 440 versions (1.24.4)",
+            ) from None
+        if too_old:
+            raise ConfigError(
+                f"plugin EP {plugin.name} needs ONNX Runtime {plugin.min_core} or newer; "
+                f"runtime {core.name} is {core.version}",
+                component=plugin.name,
+                file=str(product.path),
+                fix=f"pair {plugin.name} with a newer runtime, or pin an older plugin",
+            )
 
 
 def _channel_targets(product: Product) -> set[str]:

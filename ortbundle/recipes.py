@@ -114,6 +114,13 @@ class Recipe:
     targets: dict[str, TargetRecipe]
     path: Path
     digest: str  # SHA-256 of the recipe file: part of every cache key built from it
+    ep_name: str | None = None  # plugin-ep: the factory's EP name (OrtEpDevice.ep_name)
+    min_core: str | None = None  # plugin-ep: the oldest ONNX Runtime core it registers with
+
+    @property
+    def directory(self) -> str:
+        """Where it is staged: a runtime under runtimes/, a plugin EP under plugins/."""
+        return f"plugins/{self.name}" if self.kind == "plugin-ep" else f"runtimes/{self.name}"
 
     def for_target(self, target: str) -> TargetRecipe:
         if target not in self.targets:
@@ -162,6 +169,7 @@ class Product:
     targets: tuple[str, ...]
     runtimes: tuple[str, ...]  # in the loader's search order
     models: tuple[str, ...]  # model recipes shipped on every target
+    plugins: dict[str, tuple[str, ...]]  # plugin EP recipe -> the runtimes it registers with
     runtime_targets: dict[str, tuple[str, ...]]
     override_env: str  # the variable that names a runtime directory and wins outright
     channels: tuple[str, ...]  # packaging channels built for it
@@ -325,8 +333,10 @@ def load_recipe(path: Path) -> Recipe:
     if name != path.stem:
         raise component._fail(f"name {name!r} must match the file name {path.stem!r}")
     kind = component.text("kind")
-    if kind != "runtime":
-        raise component._fail(f"kind {kind!r} is not supported (runtime)")
+    if kind not in ("runtime", "plugin-ep"):
+        raise component._fail(f"kind {kind!r} is not supported (runtime, plugin-ep; model)")
+    ep_name = component.text("ep_name") if kind == "plugin-ep" else None
+    min_core = component.text("min_core") if kind == "plugin-ep" else None
     sources_table = top.sub("sources")
     sources = {sid: _source(sources_table.sub(sid), sid) for sid in sources_table.table}
     targets_table = top.sub("targets")
@@ -345,6 +355,8 @@ def load_recipe(path: Path) -> Recipe:
         targets=targets,
         path=path,
         digest=digest,
+        ep_name=ep_name,
+        min_core=min_core,
     )
 
 
@@ -395,6 +407,7 @@ def load_product(path: Path) -> Product:
         targets=targets,
         runtimes=runtimes,
         models=product.text_list("models", required=False),
+        plugins=_plugins(top, runtimes),
         runtime_targets=runtime_targets,
         override_env=_Reader(path, "loader", top.table.get("loader", {})).text(
             "override_env", "ORTBUNDLE_RUNTIME_DIR"
@@ -408,6 +421,22 @@ def load_product(path: Path) -> Product:
 
 
 _APP_ID = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*(\.[A-Za-z_][A-Za-z0-9_-]*){2,}$")
+
+
+def _plugins(top: _Reader, runtimes: tuple[str, ...]) -> dict[str, tuple[str, ...]]:
+    """`[plugin.<name>] pairs_with = [...]`: each plugin EP and the runtimes that load it."""
+    table = top.table.get("plugin", {})
+    if not isinstance(table, dict):
+        raise top._fail("[plugin.<name>] must be tables")
+    plugins: dict[str, tuple[str, ...]] = {}
+    for name in table:
+        reader = _Reader(top.path, f"plugin.{name}", table[name])
+        pairs = reader.text_list("pairs_with")
+        unknown = sorted(set(pairs) - set(runtimes))
+        if unknown:
+            raise reader._fail(f"pairs_with names runtimes the product lacks: {', '.join(unknown)}")
+        plugins[name] = pairs
+    return plugins
 
 
 def _packaging(reader: _Reader, product: str) -> PackagingSettings:

@@ -77,7 +77,7 @@ def stage_runtime(
 ) -> StagedRuntime:
     """Prune one runtime into `stage_root/runtimes/<name>/`."""
     plan = recipe.for_target(target.name)
-    relative = f"runtimes/{recipe.name}"
+    relative = recipe.directory
     runtime_dir = stage_root / relative
     incoming = runtime_dir / ".incoming"
     incoming.mkdir(parents=True)

@@ -1,0 +1,159 @@
+"""Plugin EPs as components: staged beside the runtimes, paired, indexed, audited, checked."""
+
+from __future__ import annotations
+
+import json
+
+import jsonschema
+import pytest
+
+from ortbundle.build import build
+from ortbundle.errors import ConfigError
+from ortbundle.progress import Reporter
+from tests.helpers.elf import make_elf
+from tests.helpers.pe import make_pe
+from tests.helpers.project import FakeProject
+from tests.helpers.wheels import make_wheel, sha256_of
+
+LINUX_WHEEL = "onnxruntime_ep_fake-0.1.0-py3-none-manylinux_2_28_x86_64.whl"
+WINDOWS_WHEEL = "onnxruntime_ep_fake-0.1.0-py3-none-win_amd64.whl"
+
+
+def add_plugin(
+    fake: FakeProject,
+    *,
+    min_core: str = "1.0.0",
+    with_core: bool = False,
+    expression: str = "GPL-3.0-or-later",
+) -> FakeProject:
+    """A plugin EP wheel per OS (provider + a dependency), its recipe, and the pairing."""
+    fake.write()
+    linux = {
+        "ep_fake/libonnxruntime_providers_fake.so": make_elf(
+            needed=("libfakedep.so.1", "libc.so.6")
+        ),
+        "ep_fake/libfakedep.so.1": make_elf(soname="libfakedep.so.1"),
+        "ep_fake/__init__.py": b"",
+        "ep_fake/LICENSE": b"GNU GENERAL PUBLIC LICENSE\nVersion 3\nCopyright (C) 2025 Plugin Authors\n",
+    }
+    if with_core:
+        linux["ep_fake/libonnxruntime.so.1"] = make_elf(soname="libonnxruntime.so.1")
+    windows = {
+        "ep_fake/onnxruntime_providers_fake.dll": make_pe(imports=("KERNEL32.dll",)),
+        "ep_fake/LICENSE": linux["ep_fake/LICENSE"],
+    }
+    wheels = fake.root / "plugin-wheels"
+    lw = make_wheel(wheels / LINUX_WHEEL, "onnxruntime-ep-fake", "0.1.0", linux)
+    ww = make_wheel(wheels / WINDOWS_WHEEL, "onnxruntime-ep-fake", "0.1.0", windows)
+    fake.server.add("onnxruntime-ep-fake", lw)
+    fake.server.add("onnxruntime-ep-fake", ww)
+    roots = (
+        '["libonnxruntime_providers_fake.so", "libonnxruntime.so.1"]'
+        if with_core
+        else '["libonnxruntime_providers_fake.so"]'
+    )
+    (fake.root / "recipes" / "ep-fake.toml").write_text(f"""
+[component]
+name = "ep-fake"
+kind = "plugin-ep"
+version = "0.1.0"
+label = "Fake plugin"
+description = "A synthetic plugin execution provider"
+providers = ["FakeExecutionProvider"]
+ep_name = "FakeExecutionProvider"
+min_core = "{min_core}"
+
+[sources.linux]
+pypi = {{ project = "onnxruntime-ep-fake", version = "0.1.0", filename = "{LINUX_WHEEL}" }}
+sha256 = "{sha256_of(lw)}"
+
+[sources.windows]
+pypi = {{ project = "onnxruntime-ep-fake", version = "0.1.0", filename = "{WINDOWS_WHEEL}" }}
+sha256 = "{sha256_of(ww)}"
+
+[targets.linux-x86_64]
+entry = "libonnxruntime_providers_fake.so"
+roots = {roots}
+
+[[targets.linux-x86_64.take]]
+source = "linux"
+libraries = ["ep_fake/*.so", "ep_fake/*.so.*"]
+
+[[targets.linux-x86_64.licenses]]
+component = "ep-fake"
+version = "0.1.0"
+expression = "{expression}"
+files = ["lib*"]
+texts = [{{ source = "linux", member = "ep_fake/LICENSE" }}]
+
+[targets.windows-x86_64]
+entry = "onnxruntime_providers_fake.dll"
+roots = ["onnxruntime_providers_fake.dll"]
+
+[[targets.windows-x86_64.take]]
+source = "windows"
+libraries = ["ep_fake/*.dll"]
+
+[[targets.windows-x86_64.licenses]]
+component = "ep-fake"
+version = "0.1.0"
+expression = "{expression}"
+files = ["*.dll"]
+texts = [{{ source = "windows", member = "ep_fake/LICENSE" }}]
+""")
+    manifest = fake.root / "manifests" / "fakeproduct.toml"
+    manifest.write_text(manifest.read_text() + '\n[plugin.ep-fake]\npairs_with = ["fake"]\n')
+    return fake
+
+
+def test_a_plugin_ep_is_staged_paired_indexed_and_audited(
+    fake: FakeProject, reporter: Reporter
+) -> None:
+    add_plugin(fake)
+    result = build(fake.project, fake.options(), reporter)
+    for target in result.targets:
+        index = json.loads((target.stage / "runtimes.json").read_text())
+        (fake_runtime,) = index["runtimes"]
+        (plugin,) = fake_runtime["plugin_eps"]
+        assert plugin["ep_name"] == "FakeExecutionProvider"
+        assert plugin["registration_name"] == "ep-fake" and plugin["min_core"] == "1.0.0"
+        assert (target.stage / plugin["library"]).is_file()
+        assert plugin["library"].startswith("plugins/ep-fake/")
+        owner = target.licensing.owner(plugin["library"])
+        assert (owner.name, owner.expression) == ("ep-fake", "GPL-3.0-or-later")
+    linux = next(t for t in result.targets if t.target == "linux-x86_64")
+    assert (linux.stage / "plugins/ep-fake/libfakedep.so.1").is_file()  # its closure, too
+    arch = next(a for a in result.audits if a.channel == "arch")
+    plugin_audit = next(c for c in arch.components if c.name == "ep-fake")
+    assert (plugin_audit.verdict, plugin_audit.status) == (
+        "review",
+        "review",
+    )  # GPL: a person reads it
+
+
+def test_runtimes_json_with_plugins_matches_its_schema(
+    fake: FakeProject, reporter: Reporter
+) -> None:
+    from importlib import resources
+
+    add_plugin(fake)
+    result = build(fake.project, fake.options(), reporter)
+    schema = json.loads(
+        resources.files("ortbundle").joinpath("data/runtimes.schema.json").read_text()
+    )
+    for target in result.targets:
+        jsonschema.validate(json.loads((target.stage / "runtimes.json").read_text()), schema)
+
+
+def test_a_plugin_carrying_a_core_is_refused(fake: FakeProject, reporter: Reporter) -> None:
+    add_plugin(fake, with_core=True)
+    with pytest.raises(ConfigError, match="carries an ONNX Runtime core: libonnxruntime.so.1"):
+        build(fake.project, fake.options(), reporter)
+
+
+def test_a_plugin_needing_a_newer_core_is_refused(fake: FakeProject, reporter: Reporter) -> None:
+    add_plugin(fake, min_core="1.24.4")
+    with pytest.raises(
+        ConfigError, match=r"needs ONNX Runtime 1.24.4 or newer; runtime fake is 1.0.0"
+    ):
+        build(fake.project, fake.options(), reporter)
