@@ -511,12 +511,6 @@ class ModelRecipe:
         return next(f for f in self.forms if f.canonical)
 
 
-def is_model_recipe(path: Path) -> bool:
-    data, _ = _load_toml(path)
-    component = data.get("component", {})
-    return isinstance(component, dict) and component.get("kind") == "model"
-
-
 def load_model_recipe(path: Path) -> ModelRecipe:
     from ortbundle.onnx_model import gate_from_table  # only products that ship models pay for it
 

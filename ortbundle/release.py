@@ -82,8 +82,10 @@ def _load_runner(path: Path) -> RunnerTree:
     manifest = json.loads((path / MANIFEST_NAME).read_text("utf-8"))
     try:
         _identity(manifest)
-        [(o["path"], o["sha256"]) for o in manifest["outputs"]]
-        [(i["sha256"], i["url"], i["size"]) for i in manifest["inputs"]]
+        for output in manifest["outputs"]:
+            output["path"], output["sha256"]
+        for item in manifest["inputs"]:
+            item["sha256"], item["url"], item["size"]
     except (KeyError, TypeError) as exc:
         raise IntegrityError(
             f"the runner's manifest lacks {exc}",

@@ -144,11 +144,6 @@ class Cache:
                 self._write_meta(sha256, {**meta, **current})
         return CacheEntry(path=blob, sha256=sha256, size=stat.st_size, url=str(meta.get("url", "")))
 
-    def verify(self, sha256: str) -> bool:
-        """Re-hash a blob regardless of its metadata (cache import, `invoke verify`)."""
-        blob = self.blob_path(sha256)
-        return blob.exists() and sha256_file(blob) == sha256
-
     def store(self, verified: Path, sha256: str, *, url: str) -> CacheEntry:
         """Move an already-verified file into the cache (atomic rename)."""
         blob = self.blob_path(sha256)
