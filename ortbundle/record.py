@@ -19,6 +19,7 @@ from typing import Any, Protocol
 
 from ortbundle import __version__
 from ortbundle.audit import ChannelAudit, report_json
+from ortbundle.fetch.cache import sha256_file
 from ortbundle.licensing import TargetLicensing, licensing_to_json
 from ortbundle.plan import code_digest
 from ortbundle.plan import source_date_epoch as source_date_epoch  # re-exported
@@ -68,13 +69,7 @@ def normalize_modes(tree: Path) -> None:
 
 
 def hash_file(path: Path) -> tuple[int, str]:
-    digest = hashlib.sha256()
-    size = 0
-    with path.open("rb") as handle:
-        while chunk := handle.read(1 << 20):
-            digest.update(chunk)
-            size += len(chunk)
-    return size, digest.hexdigest()
+    return path.stat().st_size, sha256_file(path)
 
 
 def list_outputs(

@@ -24,7 +24,6 @@ sorted: insertion order is already deterministic and reads like upstream manifes
 
 from __future__ import annotations
 
-import hashlib
 import json
 import re
 import shlex
@@ -35,6 +34,7 @@ from typing import Any
 from ortbundle.channels import ChannelOutput, PackageInput
 from ortbundle.channels.tarball import write_stage_tarball
 from ortbundle.errors import ConfigError, IntegrityError
+from ortbundle.fetch.cache import sha256_file
 
 __all__ = ["FlatpakChannel", "check_app_id", "check_manifest"]
 
@@ -160,7 +160,7 @@ def _check_source(source: object, base: Path | None, where: str) -> None:
     if base is not None and isinstance(path, str) and "url" not in source:
         local = base / path
         try:
-            actual = _sha256_file(local)
+            actual = sha256_file(local)
         except OSError as exc:
             raise IntegrityError(
                 f"Flatpak source {where} names a file that cannot be read",
@@ -197,14 +197,6 @@ def _bad_manifest(message: str) -> IntegrityError:
     return IntegrityError(
         message, component=_COMPONENT, fix="regenerate the Flatpak channel instead of editing it"
     )
-
-
-def _sha256_file(path: Path) -> str:
-    digest = hashlib.sha256()
-    with path.open("rb") as handle:
-        for block in iter(lambda: handle.read(1 << 20), b""):
-            digest.update(block)
-    return digest.hexdigest()
 
 
 class FlatpakChannel:

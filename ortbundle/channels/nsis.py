@@ -36,7 +36,6 @@ stable) bytes. The installer is unsigned; signing happens after, on the packager
 
 from __future__ import annotations
 
-import hashlib
 import os
 import re
 import shutil
@@ -50,6 +49,7 @@ from typing import Any
 from ortbundle.channels import ChannelOutput, PackageInput, ShippedFile
 from ortbundle.channels.memo import input_key, memoized
 from ortbundle.errors import ConfigError, IntegrityError, PackagingError
+from ortbundle.fetch.cache import sha256_file
 from ortbundle.templating import render
 
 __all__ = ["NsisChannel", "nsis_string"]
@@ -236,11 +236,7 @@ def _verify_stage(package: PackageInput) -> None:
             raise _changed(package, path) from None
         if not stat.S_ISREG(info.st_mode) or info.st_size != shipped.size:
             raise _changed(package, path)
-        digest = hashlib.sha256()
-        with path.open("rb") as f:
-            while chunk := f.read(_CHUNK):
-                digest.update(chunk)
-        if digest.hexdigest() != shipped.sha256:
+        if sha256_file(path) != shipped.sha256:
             raise _changed(package, path)
 
 
