@@ -24,7 +24,7 @@ from license_expression import ExpressionError, Licensing, get_spdx_licensing
 from ortbundle.channels import ShippedFile
 from ortbundle.errors import LicenseError
 from ortbundle.models import StagedModel
-from ortbundle.recipes import LicenseRule, PypiCoordinates, Recipe, Source
+from ortbundle.recipes import LicenseRule, PypiCoordinates, Recipe, Source, generic_purl
 from ortbundle.stage import StagedFile, StagedRuntime, StagedText
 from ortbundle.templating import render
 
@@ -133,7 +133,7 @@ def purl_for(rule: LicenseRule, sources: Iterable[Source]) -> str:
     projects = {s.pypi.project for s in sources}
     if projects == {rule.component}:
         return f"pkg:pypi/{rule.component}@{quote(rule.version, safe='')}"
-    return f"pkg:generic/{rule.component}@{quote(rule.version, safe='')}"
+    return generic_purl(rule.component, rule.version)
 
 
 def copyright_lines(data: bytes) -> tuple[str, ...]:
@@ -276,7 +276,7 @@ def attribute_target(
             version=tool_version,
             expression=expression,
             license_ids=ids,
-            purl=f"pkg:generic/{TOOL_COMPONENT}@{quote(tool_version, safe='')}",
+            purl=generic_purl(TOOL_COMPONENT, tool_version),
             files=tuple(sorted(tool_files, key=_by_path)),
             texts=tool_texts,
             copyrights=_copyrights(stage, tool_texts),

@@ -15,12 +15,11 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
-from urllib.parse import quote
 
 from ortbundle.archives import ZipArchive
 from ortbundle.errors import ConfigError, IntegrityError
 from ortbundle.onnx_model import ModelInfo, read_model
-from ortbundle.recipes import ModelForm, ModelRecipe
+from ortbundle.recipes import ModelForm, ModelRecipe, generic_purl
 from ortbundle.stage import TEXT_MODE, StagedFile
 
 MODELS_SCHEMA = "ortbundle.models/1"
@@ -54,9 +53,7 @@ class StagedModel:
 
     @property
     def purl(self) -> str:
-        return self.recipe.purl or (
-            f"pkg:generic/{self.recipe.name}@{quote(self.recipe.version, safe='')}"
-        )
+        return self.recipe.purl or generic_purl(self.recipe.name, self.recipe.version)
 
 
 def stage_model(

@@ -12,6 +12,7 @@ import tomllib
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
+from urllib.parse import quote
 
 from ortbundle.errors import ConfigError
 from ortbundle.targets import CHANNEL_TARGETS, get_target
@@ -291,6 +292,11 @@ def _license_rule(reader: _Reader, sources: dict[str, Source]) -> LicenseRule:
         texts=_texts(reader, sources),
         purl=_purl(reader),
     )
+
+
+def generic_purl(name: str, version: str) -> str:
+    """The package URL of a component no registry names (pkg:generic, version percent-encoded)."""
+    return f"pkg:generic/{name}@{quote(version, safe='')}"
 
 
 def _purl(reader: _Reader) -> str | None:
