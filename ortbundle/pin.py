@@ -745,9 +745,12 @@ def bump_report(
         new_project = _overlay(project, component, new_text, Path(tmp) / "new")
         for manifest in sorted(project.manifests.glob("*.toml")):
             product = load_product(manifest)
-            if component not in product.runtimes:
+            if component in product.runtimes:
+                targets = product.runtime_targets[component]
+            elif component in product.plugins or component in product.models:
+                targets = product.targets  # shipped wherever the product is
+            else:
                 continue
-            targets = product.runtime_targets[component]
             build_options = BuildOptions(
                 product=product.name,
                 targets=targets,
