@@ -17,14 +17,20 @@ from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field, replace
 from functools import cache
 from pathlib import Path
-from urllib.parse import quote
 
 from license_expression import ExpressionError, Licensing, get_spdx_licensing
 
 from ortbundle.channels import ShippedFile
 from ortbundle.errors import LicenseError
 from ortbundle.models import StagedModel
-from ortbundle.recipes import LicenseRule, PypiCoordinates, Recipe, Source, generic_purl
+from ortbundle.recipes import (
+    LicenseRule,
+    Recipe,
+    Source,
+    generic_purl,
+    source_from_json,
+    source_to_json,
+)
 from ortbundle.stage import StagedFile, StagedRuntime, StagedText
 from ortbundle.templating import render
 
@@ -130,9 +136,11 @@ def purl_for(rule: LicenseRule, sources: Iterable[Source]) -> str:
     """The rule's own purl, else pypi when its files come from that very project, else generic."""
     if rule.purl:
         return rule.purl
-    projects = {s.pypi.project for s in sources}
-    if projects == {rule.component}:
-        return f"pkg:pypi/{rule.component}@{quote(rule.version, safe='')}"
+    origins = {s.origin for s in sources}
+    if len(origins) == 1:
+        (origin,) = origins
+        if origin.name == rule.component:
+            return origin.purl()
     return generic_purl(rule.component, rule.version)
 
 
@@ -413,17 +421,7 @@ def licensing_to_json(licensing: TargetLicensing) -> str:
                     for t in c.texts
                 ],
                 "copyrights": list(c.copyrights),
-                "sources": [
-                    {
-                        "id": s.id,
-                        "project": s.pypi.project,
-                        "version": s.pypi.version,
-                        "filename": s.pypi.filename,
-                        "sha256": s.sha256,
-                        "size": s.size,
-                    }
-                    for s in c.sources
-                ],
+                "sources": [source_to_json(s) for s in c.sources],
             }
             for c in licensing.components
         ],
@@ -446,15 +444,7 @@ def licensing_from_json(text: str, *, where: str) -> TargetLicensing:
                 files=tuple(StagedFile(**f) for f in c["files"]),
                 texts=tuple(StagedText(**t) for t in c["texts"]),
                 copyrights=tuple(c["copyrights"]),
-                sources=tuple(
-                    Source(
-                        id=s["id"],
-                        pypi=PypiCoordinates(s["project"], s["version"], s["filename"]),
-                        sha256=s["sha256"],
-                        size=s["size"],
-                    )
-                    for s in c["sources"]
-                ),
+                sources=tuple(source_from_json(s) for s in c["sources"]),
             )
             for c in document["components"]
         )

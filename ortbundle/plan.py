@@ -235,7 +235,7 @@ def _check_plugin(plugin: Recipe, cores: list[Recipe], product: Product) -> None
 
 
 def _channel_targets(product: Product) -> set[str]:
-    return {CHANNEL_TARGETS[c] for c in product.channels}
+    return {t for c in product.channels for t in CHANNEL_TARGETS[c] if t in product.targets}
 
 
 def build_inputs(

@@ -14,6 +14,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 from urllib.parse import quote
 
+from ortbundle.archives import check_member_name
 from ortbundle.errors import ConfigError
 from ortbundle.targets import CHANNEL_TARGETS, get_target
 
@@ -32,26 +33,128 @@ class PypiCoordinates:
     version: str
     filename: str
 
+    kind = "pypi"
+
+    @property
+    def name(self) -> str:
+        return self.project
+
     def describe(self) -> str:
         return f"pypi:{self.project}=={self.version} ({self.filename})"
+
+    def purl(self) -> str:
+        return f"pkg:pypi/{self.project.lower().replace('_', '-')}@{quote(self.version, safe='')}"
+
+
+@dataclass(frozen=True)
+class MavenCoordinates:
+    """group:artifact:version[:classifier]@packaging in a Maven repository layout."""
+
+    group: str
+    artifact: str
+    version: str
+    packaging: str = "aar"
+    classifier: str | None = None
+
+    kind = "maven"
+
+    @property
+    def name(self) -> str:
+        return self.artifact
+
+    @property
+    def filename(self) -> str:
+        tail = f"-{self.classifier}" if self.classifier else ""
+        return f"{self.artifact}-{self.version}{tail}.{self.packaging}"
+
+    @property
+    def directory(self) -> str:
+        """The artifact's version directory, relative to the repository root."""
+        return f"{self.group.replace('.', '/')}/{self.artifact}/{self.version}"
+
+    def describe(self) -> str:
+        tail = f":{self.classifier}" if self.classifier else ""
+        return f"maven:{self.group}:{self.artifact}:{self.version}{tail}@{self.packaging}"
+
+    def purl(self) -> str:
+        qualifiers = f"?type={self.packaging}"
+        if self.classifier:
+            qualifiers += f"&classifier={quote(self.classifier, safe='')}"
+        return f"pkg:maven/{self.group}/{self.artifact}@{quote(self.version, safe='')}{qualifiers}"
+
+
+@dataclass(frozen=True)
+class NpmCoordinates:
+    """A package version in an npm registry; the artifact is its published tarball."""
+
+    package: str  # "name" or "@scope/name"
+    version: str
+
+    kind = "npm"
+
+    @property
+    def name(self) -> str:
+        return self.package
+
+    @property
+    def filename(self) -> str:
+        return f"{self.package.rsplit('/', 1)[-1]}-{self.version}.tgz"
+
+    def describe(self) -> str:
+        return f"npm:{self.package}@{self.version}"
+
+    def purl(self) -> str:
+        name = quote(self.package, safe="/").replace("@", "%40", 1)
+        return f"pkg:npm/{name}@{quote(self.version, safe='')}"
+
+
+Coordinates = PypiCoordinates | MavenCoordinates | NpmCoordinates
+
+
+@dataclass(frozen=True)
+class NestedMember:
+    """An archive inside the fetched one (an AAR in an npm tarball), pinned by its own SHA-256."""
+
+    member: str
+    sha256: str
+
+
+MAX_NESTING = 2  # tarball → zip → AAR at most; deeper nesting is refused as hostile
 
 
 @dataclass(frozen=True)
 class Source:
-    """One pinned upstream artifact."""
+    """One pinned upstream artifact, and the archive inside it that the recipe reads."""
 
     id: str
-    pypi: PypiCoordinates
-    sha256: str
+    origin: Coordinates
+    sha256: str  # of the fetched file
     size: int | None = None
     hold: str | None = None  # why this pin must not follow newer releases (pin --check says so)
+    nested: tuple[NestedMember, ...] = ()  # outermost first
+
+    @property
+    def pypi(self) -> PypiCoordinates:
+        if not isinstance(self.origin, PypiCoordinates):
+            raise ConfigError(f"source {self.id} is {self.origin.describe()}, not a PyPI wheel")
+        return self.origin
 
     @property
     def filename(self) -> str:
-        return self.pypi.filename
+        return self.origin.filename
+
+    @property
+    def archive_sha256(self) -> str:
+        """The SHA-256 of the archive the recipe's members are read from."""
+        return self.nested[-1].sha256 if self.nested else self.sha256
+
+    @property
+    def archive_name(self) -> str:
+        return self.nested[-1].member.rsplit("/", 1)[-1] if self.nested else self.filename
 
     def describe(self) -> str:
-        return self.pypi.describe()
+        inner = "".join(f" → {n.member}" for n in self.nested)
+        return f"{self.origin.describe()}{inner}"
 
 
 @dataclass(frozen=True)
@@ -60,6 +163,29 @@ class Take:
 
     source: str
     libraries: tuple[str, ...]  # globs over member paths
+
+
+@dataclass(frozen=True)
+class Payload:
+    """Files shipped verbatim beside a runtime, outside the library closure: Hexagon DSP
+    `Skel` libraries (loaded by the DSP, not the host linker), data files a plugin reads."""
+
+    source: str
+    files: tuple[str, ...]  # globs over member paths
+    machines: tuple[str, ...]  # each file must be an ELF/PE of one of these; empty: any file
+    place: str  # "beside" the libraries, or under "assets/" of the runtime directory
+    reason: str
+
+
+PAYLOAD_PLACES = ("beside", "assets")
+
+
+@dataclass(frozen=True)
+class Rename:
+    """Ship a kept library under another name; its ELF SONAME (and its users' DT_NEEDED) follow."""
+
+    old: str
+    new: str
 
 
 @dataclass(frozen=True)
@@ -100,6 +226,12 @@ class TargetRecipe:
     roots: tuple[str, ...]  # globs over library file names
     drops: tuple[Drop, ...]
     licenses: tuple[LicenseRule, ...]
+    payloads: tuple[Payload, ...] = ()
+    renames: tuple[Rename, ...] = ()
+
+    def shipped_name(self, name: str) -> str:
+        """The name a kept library is staged under, after the recipe's renames."""
+        return next((r.new for r in self.renames if r.old == name), name)
 
 
 @dataclass(frozen=True)
@@ -147,6 +279,7 @@ class PackagingSettings:
     flatpak_runtime_version: str
     flatpak_sdk: str
     flatpak_command: str
+    android_namespace: str = "org.example.app.runtime"  # Gradle namespace and Java package
 
 
 @dataclass(frozen=True)
@@ -238,24 +371,69 @@ def _load_toml(path: Path) -> tuple[dict[str, Any], str]:
         raise ConfigError(f"not valid TOML: {exc}", file=str(path)) from None
 
 
+def _coordinates(reader: _Reader) -> Coordinates:
+    kinds = [k for k in ("pypi", "maven", "npm") if k in reader.table]
+    if len(kinds) != 1:
+        raise reader._fail("a source names exactly one of pypi = {…}, maven = {…}, npm = {…}")
+    table = reader.sub(kinds[0])
+    if kinds[0] == "pypi":
+        return PypiCoordinates(
+            project=table.text("project"),
+            version=table.text("version"),
+            filename=table.text("filename"),
+        )
+    if kinds[0] == "maven":
+        coords = MavenCoordinates(
+            group=table.text("group"),
+            artifact=table.text("artifact"),
+            version=table.text("version"),
+            packaging=table.text("packaging", "aar"),
+            classifier=table.opt_text("classifier"),
+        )
+        for value in (coords.group, coords.artifact, coords.version, coords.packaging):
+            if not _MAVEN_WORD.match(value):
+                raise table._fail(f"{value!r} is not a Maven coordinate (letters, digits, . _ -)")
+        return coords
+    package = table.text("package")
+    if not _NPM_NAME.match(package):
+        raise table._fail(f"{package!r} is not an npm package name")
+    version = table.text("version")
+    if not _MAVEN_WORD.match(version.replace("+", "_")):
+        raise table._fail(f"version {version!r} is not an exact npm version")
+    return NpmCoordinates(package=package, version=version)
+
+
+_MAVEN_WORD = re.compile(r"^[A-Za-z0-9_][A-Za-z0-9._-]*$")
+_NPM_NAME = re.compile(r"^(@[a-z0-9][a-z0-9._~-]*/)?[a-z0-9][a-z0-9._~-]*$")
+
+
 def _source(reader: _Reader, source_id: str) -> Source:
-    pypi = reader.sub("pypi")
     sha256 = reader.text("sha256").lower()
     if not _SHA256.match(sha256):
         raise reader._fail("'sha256' must be 64 hex digits")
     size = reader.table.get("size")
     if size is not None and (not isinstance(size, int) or size <= 0):
         raise reader._fail("'size' must be a positive integer")
+    nested = []
+    for inner in reader.subs("nested"):
+        member = inner.text("member")
+        if check_member_name(member):
+            raise inner._fail(f"member {member!r} {check_member_name(member)}")
+        inner_sha = inner.text("sha256").lower()
+        if not _SHA256.match(inner_sha):
+            raise inner._fail("'sha256' must be 64 hex digits (of the nested archive itself)")
+        nested.append(NestedMember(member=member, sha256=inner_sha))
+    if len(nested) > MAX_NESTING:
+        raise reader._fail(
+            f"archives nested {len(nested)} deep; at most {MAX_NESTING} levels are read"
+        )
     return Source(
         id=source_id,
-        pypi=PypiCoordinates(
-            project=pypi.text("project"),
-            version=pypi.text("version"),
-            filename=pypi.text("filename"),
-        ),
+        origin=_coordinates(reader),
         sha256=sha256,
         size=size,
         hold=reader.opt_text("hold"),
+        nested=tuple(nested),
     )
 
 
@@ -319,6 +497,34 @@ def _target_recipe(reader: _Reader, target: str, sources: dict[str, Source]) -> 
     drops = tuple(
         Drop(names=d.text_list("names"), reason=d.text("reason")) for d in reader.subs("drop")
     )
+    payloads = []
+    for payload in reader.subs("payload"):
+        source = payload.text("source")
+        if source not in sources:
+            raise payload._fail(f"unknown source {source!r}")
+        place = payload.text("place", "beside")
+        if place not in PAYLOAD_PLACES:
+            raise payload._fail(f"place {place!r} must be one of {', '.join(PAYLOAD_PLACES)}")
+        payloads.append(
+            Payload(
+                source=source,
+                files=payload.text_list("files"),
+                machines=payload.text_list("machines", required=False),
+                place=place,
+                reason=payload.text("reason"),
+            )
+        )
+    renames = []
+    for rename in reader.subs("rename"):
+        old, new = rename.text("from"), rename.text("to")
+        for value in (old, new):
+            if "/" in value or not _PATH_WORD.match(value):
+                raise rename._fail(f"{value!r} must be one plain file name")
+        renames.append(Rename(old=old, new=new))
+    if len({r.old for r in renames}) != len(renames) or len({r.new for r in renames}) != len(
+        renames
+    ):
+        raise reader._fail("each library is renamed at most once, each new name used once")
     return TargetRecipe(
         target=target,
         entry=reader.text("entry"),
@@ -326,6 +532,8 @@ def _target_recipe(reader: _Reader, target: str, sources: dict[str, Source]) -> 
         roots=reader.text_list("roots"),
         drops=drops,
         licenses=tuple(_license_rule(r, sources) for r in reader.subs("licenses")),
+        payloads=tuple(payloads),
+        renames=tuple(renames),
     )
 
 
@@ -392,13 +600,13 @@ def load_product(path: Path) -> Product:
         else:
             runtime_targets[runtime] = targets
     channels = product.text_list("channels", required=False) or tuple(
-        c for c, t in CHANNEL_TARGETS.items() if t in targets
+        c for c, ts in CHANNEL_TARGETS.items() if set(ts) & set(targets)
     )
     for channel in channels:
-        if channel not in CHANNEL_TARGETS or CHANNEL_TARGETS[channel] not in targets:
+        if channel not in CHANNEL_TARGETS or not set(CHANNEL_TARGETS[channel]) & set(targets):
+            known = ", ".join(f"{c} ({' or '.join(ts)})" for c, ts in CHANNEL_TARGETS.items())
             raise product._fail(
-                f"channel {channel!r} is unknown or its target is not built "
-                f"(known: {', '.join(f'{c} ({t})' for c, t in CHANNEL_TARGETS.items())})"
+                f"channel {channel!r} is unknown or none of its targets is built (known: {known})"
             )
     version = product.text("version")
     if not _PATH_WORD.match(version):
@@ -464,7 +672,20 @@ def _packaging(reader: _Reader, product: str) -> PackagingSettings:
         flatpak_runtime_version=reader.text("flatpak_runtime_version", "24.08"),
         flatpak_sdk=reader.text("flatpak_sdk", "org.freedesktop.Sdk"),
         flatpak_command=reader.text("flatpak_command", product),
+        android_namespace=_android_namespace(reader, product),
     )
+
+
+_JAVA_PACKAGE = re.compile(r"^[a-z][a-z0-9_]*(\.[a-z][a-z0-9_]*)+$")
+
+
+def _android_namespace(reader: _Reader, product: str) -> str:
+    """The runtime-loader module's Gradle namespace, also its Java package."""
+    default = "org.example." + re.sub(r"[^a-z0-9_]", "_", product) + ".runtime"
+    namespace = reader.text("android_namespace", default)
+    if not _JAVA_PACKAGE.match(namespace):
+        raise reader._fail(f"android_namespace {namespace!r} is not a Java package name")
+    return namespace
 
 
 def _waiver(reader: _Reader, targets: tuple[str, ...]) -> Waiver:
@@ -592,3 +813,49 @@ def _check_forms(top: _Reader, forms: list[ModelForm]) -> None:
             raise top._fail(f"the canonical form {form.name} cannot be derived from another")
         if not form.canonical and form.derived_from not in names:
             raise top._fail(f"form {form.name}: derived_from must name another form")
+
+
+# --- sources as JSON (build records, the manifest) -------------------------------------------
+
+
+def origin_to_json(origin: Coordinates) -> dict[str, str]:
+    fields = {k: v for k, v in vars(origin).items() if v is not None}
+    return {"kind": origin.kind, **fields, "filename": origin.filename}
+
+
+def source_to_json(source: Source) -> dict[str, Any]:
+    return {
+        "id": source.id,
+        "origin": origin_to_json(source.origin),
+        "sha256": source.sha256,
+        "size": source.size,
+        "nested": [{"member": n.member, "sha256": n.sha256} for n in source.nested],
+    }
+
+
+def source_from_json(data: dict[str, Any]) -> Source:
+    """The inverse of source_to_json; raises KeyError/TypeError on a malformed record."""
+    origin = dict(data["origin"])
+    kind = origin.pop("kind")
+    coords: Coordinates
+    if kind == "pypi":
+        coords = PypiCoordinates(origin["project"], origin["version"], origin["filename"])
+    elif kind == "maven":
+        coords = MavenCoordinates(
+            origin["group"],
+            origin["artifact"],
+            origin["version"],
+            origin.get("packaging", "aar"),
+            origin.get("classifier"),
+        )
+    elif kind == "npm":
+        coords = NpmCoordinates(origin["package"], origin["version"])
+    else:
+        raise KeyError(f"origin kind {kind!r}")
+    return Source(
+        id=data["id"],
+        origin=coords,
+        sha256=data["sha256"],
+        size=data["size"],
+        nested=tuple(NestedMember(n["member"], n["sha256"]) for n in data.get("nested", [])),
+    )

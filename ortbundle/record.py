@@ -23,7 +23,7 @@ from ortbundle.fetch.cache import sha256_file
 from ortbundle.licensing import TargetLicensing, licensing_to_json
 from ortbundle.plan import code_digest
 from ortbundle.plan import source_date_epoch as source_date_epoch  # re-exported
-from ortbundle.recipes import ModelRecipe, Product, Recipe
+from ortbundle.recipes import ModelRecipe, Product, Recipe, origin_to_json
 from ortbundle.signing import SecretKey, sign
 
 MANIFEST_SCHEMA = "ortbundle.manifest/1"
@@ -139,10 +139,8 @@ def manifest_json(
                 {
                     "component": name,
                     "source": sid,
-                    "kind": "pypi",
-                    "project": source.pypi.project,
-                    "version": source.pypi.version,
-                    "filename": source.filename,
+                    **origin_to_json(source.origin),
+                    "nested": [{"member": n.member, "sha256": n.sha256} for n in source.nested],
                     "url": artifact.url or None,  # None: imported without provenance
                     "size": artifact.size,
                     "sha256": source.sha256,
@@ -265,7 +263,7 @@ def sbom_json(
         hashes = [
             HashType(alg=HashAlgorithm.SHA_256, content=s.sha256)
             for s in sources.values()
-            if s.pypi.project == name and s.sha256 in artifacts
+            if s.origin.name == name and s.sha256 in artifacts
         ]
         files = []
         for target, c in uses:

@@ -195,7 +195,7 @@ def release(project: Project, runner_dirs: Sequence[Path], options: BuildOptions
             runner = owner[target]
             shutil.copytree(runner.path / target, scratch / target, symlinks=True)
             for channel in product.channels:
-                if CHANNEL_TARGETS[channel] != target:
+                if target not in CHANNEL_TARGETS[channel]:
                     continue
                 built = runner.path / "packaging" / channel
                 if not built.is_dir() or not any(built.iterdir()):

@@ -11,8 +11,14 @@ from typing import Any
 
 from ortbundle.errors import ConfigError
 
-# Which target's stage each packaging channel packages (the Android module will add its own).
-CHANNEL_TARGETS = {"arch": "linux-x86_64", "flatpak": "linux-x86_64", "nsis": "windows-x86_64"}
+# Which targets' stages each packaging channel packages: the desktop channels one each, the
+# Android module every Android ABI the product builds.
+CHANNEL_TARGETS: dict[str, tuple[str, ...]] = {
+    "arch": ("linux-x86_64",),
+    "flatpak": ("linux-x86_64",),
+    "nsis": ("windows-x86_64",),
+    "apk": ("android-arm64-v8a", "android-x86_64"),
+}
 
 
 @dataclass(frozen=True)
@@ -33,6 +39,8 @@ class Target:
     machine: str  # pyelftools e_machine name, or PE machine name
     externals: tuple[ExternalGroup, ...]
     bits: int = 64  # ELF class / PE32 vs PE32+: EM_X86_64 also exists as 32-bit x32
+    abi: str | None = None  # Android: the jniLibs/<abi>/ directory
+    page_align: int = 0  # Android: the PT_LOAD alignment the device's linker needs (0: none)
 
     @property
     def case_insensitive(self) -> bool:
@@ -74,6 +82,8 @@ def _parse_target(name: str, raw: dict[str, Any]) -> Target:
             machine=str(raw["machine"]),
             externals=externals,
             bits=int(raw.get("bits", 64)),
+            abi=str(raw["abi"]) if "abi" in raw else None,
+            page_align=int(raw.get("page_align", 0)),
         )
     except KeyError as missing:
         raise ConfigError(
