@@ -80,13 +80,29 @@ def package_input(
 def generate_all(
     channels: Sequence[str], inputs: dict[str, PackageInput], out: Path, workers: int
 ) -> list[ChannelOutput]:
-    """Run every channel into out/<channel>/, in parallel (makensis and gzip are CPU-bound)."""
+    """Run every channel into out/<channel>/, in parallel (makensis and gzip are CPU-bound).
+
+    A channel that packages several targets (the Android module: one ABI each) runs once per
+    target into the same directory, in order; the files the targets share are identical."""
 
     def one(name: str) -> ChannelOutput:
         directory = out / name
         directory.mkdir(parents=True)
-        return CHANNELS[name]().generate(inputs[CHANNEL_TARGETS[name]], directory)
+        outputs = [
+            CHANNELS[name]().generate(inputs[target], directory)
+            for target in CHANNEL_TARGETS[name]
+            if target in inputs
+        ]
+        if len(outputs) == 1:
+            return outputs[0]
+        return ChannelOutput(
+            channel=name,
+            directory=directory,
+            files=tuple(sorted({f for o in outputs for f in o.files})),
+            notes=tuple(n for o in outputs for n in o.notes),
+            digests={k: v for o in outputs for k, v in o.digests.items()},
+        )
 
-    wanted = [c for c in channels if CHANNEL_TARGETS[c] in inputs]
+    wanted = [c for c in channels if any(t in inputs for t in CHANNEL_TARGETS[c])]
     with ThreadPoolExecutor(max_workers=max(1, min(workers, len(wanted)))) as pool:
         return list(pool.map(one, wanted))
