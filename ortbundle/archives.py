@@ -238,3 +238,106 @@ class ZipArchive:
                 fix="the wheel was altered after it was built; do not ship it",
             )
         return Extracted(path=dest, size=written, sha256=actual)
+
+
+# --- members of any archive, for nested sources (an AAR inside an npm tarball) ----------------
+
+MAX_TAR_TOTAL = 16 << 30  # the sum of a tarball's member sizes; a gzip bomb stops here
+
+
+def sniff_archive(path: Path) -> str | None:
+    """'zip', 'tar' (optionally gzip/bzip2/xz-compressed) or None."""
+    with path.open("rb") as stream:
+        head = stream.read(262)
+    if head[:4] in (b"PK\x03\x04", b"PK\x05\x06"):
+        return "zip"
+    if head[:2] == b"\x1f\x8b" or head[:3] == b"BZh" or head[:6] == b"\xfd7zXZ\x00":
+        return "tar"
+    if head[257:262] == b"ustar":
+        return "tar"
+    return None
+
+
+def extract_member(path: Path, member: str, dest: Path, *, label: str, component: str) -> Extracted:
+    """Stream one member of a zip or tarball to `dest`, hashing as it goes."""
+    kind = sniff_archive(path)
+    if kind == "zip":
+        with ZipArchive(path, label=label, component=component) as archive:
+            return archive.extract(member, dest)
+    if kind == "tar":
+        return _extract_tar_member(path, member, dest, label=label, component=component)
+    raise ArchiveError(
+        f"{label} is neither a zip nor a tar archive, so {member!r} cannot be read from it",
+        component=component,
+        file=str(path),
+        fix="check the recipe's nested member path and the pin of the outer archive",
+    )
+
+
+def _extract_tar_member(
+    path: Path, member: str, dest: Path, *, label: str, component: str
+) -> Extracted:
+    """Walk the whole tarball: every name is judged, the member must be one regular file."""
+    import tarfile
+
+    def refuse(name: str, why: str) -> ArchiveError:
+        dest.unlink(missing_ok=True)
+        return ArchiveError(
+            f"{label}: {why}: {name!r}",
+            component=component,
+            file=str(path),
+            fix="this archive is hostile or corrupt; it was not unpacked. Check the pin",
+        )
+
+    found: Extracted | None = None
+    total = 0
+    try:
+        with tarfile.open(path, mode="r:*") as tar:
+            while (info := tar.next()) is not None:
+                name = info.name[2:] if info.name.startswith("./") else info.name
+                problem = check_member_name(name)
+                if problem:
+                    raise refuse(info.name, f"member name {problem}")
+                total += max(info.size, 0)
+                if total > MAX_TAR_TOTAL:
+                    raise refuse(info.name, "members inflate past any sane total (tar bomb?)")
+                if name != member:
+                    continue
+                if found is not None:
+                    raise refuse(name, "member name appears twice")
+                if not info.isreg():
+                    kind = "a symlink" if info.issym() else "a hard link" if info.islnk() else None
+                    raise refuse(name, f"member is {kind or 'not a regular file'}")
+                if info.size > MAX_MEMBER_SIZE:
+                    raise refuse(name, f"member is {info.size} bytes")
+                stream = tar.extractfile(info)
+                assert stream is not None  # a regular file always has data
+                digest = hashlib.sha256()
+                written = 0
+                with dest.open("wb") as out:
+                    while chunk := stream.read(CHUNK):
+                        written += len(chunk)
+                        out.write(chunk)
+                        digest.update(chunk)
+                if written != info.size:
+                    raise refuse(name, "member is truncated")
+                found = Extracted(path=dest, size=written, sha256=digest.hexdigest())
+    except ArchiveError:
+        raise
+    except (tarfile.TarError, *_ZIP_ERRORS) as exc:
+        dest.unlink(missing_ok=True)
+        raise ArchiveError(
+            f"{label} is not a readable tar archive ({type(exc).__name__}: {exc})",
+            component=component,
+            file=str(path),
+            fix="delete the cache entry and fetch again; if it persists, the upstream file is "
+            "broken",
+        ) from None
+    if found is None:
+        raise ArchiveError(
+            f"{label} has no member {member!r}",
+            component=component,
+            file=str(path),
+            fix="check the nested member path in the recipe against the archive's listing",
+        )
+    return found

