@@ -57,7 +57,7 @@ def runtime_entry(
         "fits": {
             "gpu_vendors": list(recipe.gpu_vendors),
             "any_gpu": bool(GENERIC_GPU_PROVIDERS & set(recipe.providers)),
-            "soc_families": [],
+            "soc_families": list(recipe.soc_families),
         },
         "plugin_eps": plugins or [],
         "files": files,

@@ -179,8 +179,13 @@ def attribute_target(
         prefix = staged.directory + "/"
         for f in staged.files:
             name = f.path.removeprefix(prefix)
+            base = name.rsplit("/", 1)[-1]  # payload under assets/ matches by file name too
             matching = [
-                r for r in plan.licenses if any(fnmatch.fnmatchcase(name, g) for g in r.files)
+                r
+                for r in plan.licenses
+                if any(
+                    fnmatch.fnmatchcase(name, g) or fnmatch.fnmatchcase(base, g) for g in r.files
+                )
             ]
             if not matching:
                 raise LicenseError(

@@ -24,7 +24,6 @@ from ortbundle.recipes import Product, Recipe
 from ortbundle.stage import StagedRuntime
 
 
-
 def _apk() -> Channel:
     from ortbundle.channels.apk import ApkChannel
 

@@ -249,6 +249,7 @@ class Recipe:
     digest: str  # SHA-256 of the recipe file: part of every cache key built from it
     ep_name: str | None = None  # plugin-ep: the factory's EP name (OrtEpDevice.ep_name)
     min_core: str | None = None  # plugin-ep: the oldest ONNX Runtime core it registers with
+    soc_families: tuple[str, ...] = ()  # the SoC vendors it needs ("qualcomm"); empty: any
 
     @property
     def directory(self) -> str:
@@ -571,6 +572,7 @@ def load_recipe(path: Path) -> Recipe:
         digest=digest,
         ep_name=ep_name,
         min_core=min_core,
+        soc_families=component.text_list("soc_families", required=False),
     )
 
 

@@ -7,6 +7,7 @@ A stage is built in a hidden sibling directory and renamed into place only when 
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import fnmatch
 import itertools
 import os
@@ -15,11 +16,11 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from ortbundle.archives import ZipArchive
-from ortbundle.binaries import inspect
+from ortbundle.binaries import BinaryInfo, alignment_problem, inspect
 from ortbundle.closure import Candidate, Closure, Materialized, prune
-from ortbundle.errors import ArchiveError, ConfigError
+from ortbundle.errors import ArchiveError, BinaryError, ConfigError
 from ortbundle.fetch.cache import pid_alive, sha256_file
-from ortbundle.recipes import LicenseText, Recipe
+from ortbundle.recipes import LicenseText, Recipe, Rename
 from ortbundle.targets import Target
 
 LIBRARY_MODE = 0o644
@@ -61,7 +62,7 @@ def open_archives(
     try:
         for sid in sorted(source_ids):
             source = recipe.sources[sid]
-            archives[sid] = ZipArchive(paths[sid], label=source.filename, component=recipe.name)
+            archives[sid] = ZipArchive(paths[sid], label=source.archive_name, component=recipe.name)
     except BaseException:
         for archive in archives.values():
             archive.close()
@@ -113,11 +114,18 @@ def stage_runtime(
         final = runtime_dir / lib.name
         lib.path.chmod(LIBRARY_MODE)
         os.replace(lib.path, final)
+    if plan.renames:
+        closure = _apply_renames(recipe.name, target, plan.renames, closure, runtime_dir)
+    if target.page_align:
+        for lib in closure.kept:
+            _check_alignment(recipe.name, target, lib.name, lib.info)
+    for lib in closure.kept:
         files.append(StagedFile(f"{relative}/{lib.name}", lib.size, lib.sha256))
     for link, points_to in closure.links:
         (runtime_dir / link).symlink_to(points_to)
         kept = next(f for f in files if f.path == f"{relative}/{points_to}")
         files.append(StagedFile(f"{relative}/{link}", kept.size, kept.sha256, link_to=points_to))
+    files.extend(_stage_payloads(recipe, target, archives, runtime_dir, relative, files))
     shutil.rmtree(incoming)
     return StagedRuntime(
         runtime=recipe.name,
@@ -127,6 +135,158 @@ def stage_runtime(
         files=tuple(sorted(files, key=lambda f: f.path)),
         outside_globs=outside,
     )
+
+
+def _apply_renames(
+    component: str, target: Target, renames: tuple[Rename, ...], closure: Closure, runtime_dir: Path
+) -> Closure:
+    """Ship kept libraries under their new names: the file, its SONAME and every kept
+    library's DT_NEEDED on it change together (two libraries with one SONAME collide in the
+    Android linker namespace)."""
+    from ortbundle.binaries.soname import rename_library
+
+    new_names = {r.old: r.new for r in renames}
+    kept_names = {k.name for k in closure.kept}
+    missing = sorted(set(new_names) - kept_names)
+    if missing:
+        raise ConfigError(
+            f"the recipe renames {', '.join(missing)}, which the closure does not keep",
+            component=component,
+            target=target.name,
+            fix="rename a library the runtime keeps (see `invoke build -v` for the kept list)",
+        )
+    clash = sorted((kept_names - set(new_names)) & set(new_names.values()))
+    if clash:
+        raise ConfigError(
+            f"renaming would give two kept libraries the name {clash[0]}",
+            component=component,
+            target=target.name,
+            fix="choose a new name no kept library has",
+        )
+    # a library is known by its SONAME to the others; renaming changes what they must ask for
+    old_sonames = {
+        k.info.soname or k.name: new_names[k.name] for k in closure.kept if k.name in new_names
+    }
+    kept = []
+    for lib in closure.kept:
+        new_name = new_names.get(lib.name, lib.name)
+        replace = {n: old_sonames[n] for n in lib.info.needed if n in old_sonames}
+        soname = new_name if lib.name in new_names and lib.info.format == "elf" else None
+        if soname is None and not replace:
+            kept.append(lib)
+            continue
+        if lib.info.format != "elf":
+            raise ConfigError(
+                f"{lib.name} is a {lib.info.format.upper()} library: only ELF names are rewritten",
+                component=component,
+                target=target.name,
+                fix="rename only ELF libraries",
+            )
+        path = runtime_dir / new_name
+        os.replace(runtime_dir / lib.name, path)
+        info = rename_library(
+            path,
+            soname=soname if lib.info.soname is not None else None,
+            replace_needed=replace,
+            page_size=target.page_align or None,
+            label=f"{component}:{lib.member}",
+        )
+        kept.append(
+            dataclasses.replace(
+                lib,
+                name=new_name,
+                path=path,
+                info=info,
+                size=path.stat().st_size,
+                sha256=sha256_file(path),
+                why=lib.why + (f"; renamed from {lib.name}" if new_name != lib.name else ""),
+            )
+        )
+    links = tuple((a, new_names.get(b, b)) for a, b in closure.links)
+    return dataclasses.replace(
+        closure,
+        kept=tuple(kept),
+        links=links,
+        entry=new_names.get(closure.entry, closure.entry),
+    )
+
+
+def _check_alignment(component: str, target: Target, name: str, info: BinaryInfo) -> None:
+    """A library the device's linker maps must fit its page size; another machine's file
+    (a Hexagon DSP Skel) is not mapped by it and is exempt."""
+    if info.format != "elf" or info.machine != target.machine:
+        return
+    problem = alignment_problem(info, target.page_align)
+    if problem:
+        raise BinaryError(
+            f"{name} is not aligned for {target.page_align // 1024} KB pages: {problem}",
+            component=component,
+            target=target.name,
+            file=name,
+            fix="use a build linked with -Wl,-z,max-page-size=16384 (the NDK's default since "
+            "r28); Android 15+ devices with 16 KB pages refuse to load this library",
+        )
+
+
+def _stage_payloads(
+    recipe: Recipe,
+    target: Target,
+    archives: dict[str, ZipArchive],
+    runtime_dir: Path,
+    relative: str,
+    staged: list[StagedFile],
+) -> list[StagedFile]:
+    """Files shipped verbatim beside the runtime: each glob must match, each binary must be
+    of a machine the recipe names."""
+    files: list[StagedFile] = []
+    taken = {f.path for f in staged}
+    for payload in recipe.for_target(target.name).payloads:
+        archive = archives[payload.source]
+        members = [
+            m
+            for m in archive.members.values()
+            if any(fnmatch.fnmatchcase(m.name, glob) for glob in payload.files)
+        ]
+        if not members:
+            raise ConfigError(
+                f"payload files {', '.join(payload.files)} match nothing in {archive.label}",
+                component=recipe.name,
+                target=target.name,
+                file=str(recipe.path),
+                fix="check the payload globs against the archive's listing",
+            )
+        directory = runtime_dir / "assets" if payload.place == "assets" else runtime_dir
+        directory.mkdir(exist_ok=True)
+        prefix = f"{relative}/assets" if payload.place == "assets" else relative
+        for member in sorted(members, key=lambda m: m.name):
+            path = f"{prefix}/{member.basename}"
+            if path in taken:
+                raise ConfigError(
+                    f"payload {member.name} would be staged as {path}, which another file is",
+                    component=recipe.name,
+                    target=target.name,
+                    file=str(recipe.path),
+                    fix="narrow the payload globs, or place it under assets",
+                )
+            dest = directory / member.basename
+            extracted = archive.extract(member.name, dest)
+            dest.chmod(LIBRARY_MODE)
+            if payload.machines:
+                info = inspect(dest, name=f"{payload.source}:{member.name}")
+                if info.machine not in payload.machines:
+                    raise BinaryError(
+                        f"payload {member.basename} is {info.machine}, the recipe expects "
+                        f"{' or '.join(payload.machines)}",
+                        component=recipe.name,
+                        target=target.name,
+                        file=member.name,
+                        fix="check the payload's machines and globs",
+                    )
+                if target.page_align:
+                    _check_alignment(recipe.name, target, member.basename, info)
+            taken.add(path)
+            files.append(StagedFile(path, extracted.size, extracted.sha256))
+    return files
 
 
 def stage_license_texts(

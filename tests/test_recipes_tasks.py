@@ -17,10 +17,18 @@ ROOT = Path(__file__).resolve().parent.parent
 
 def test_repository_recipes_and_default_product_load() -> None:
     plan = load_plan(Project.at(ROOT), BuildOptions(product=DEFAULT_PRODUCT))
-    assert plan.targets == ("linux-x86_64", "windows-x86_64")
-    assert list(plan.recipes) == ["openvino", "webgpu"]
+    assert plan.targets == (
+        "linux-x86_64",
+        "windows-x86_64",
+        "android-arm64-v8a",
+        "android-x86_64",
+    )
+    assert list(plan.recipes) == ["openvino", "webgpu", "android-generic"]
     filenames = {s.filename for _, s in plan.all_sources()}
-    assert len(filenames) == 5
+    assert len(filenames) == 6
+    qnn = load_plan(Project.at(ROOT), BuildOptions(product="darkroom-qnn"))
+    assert qnn.product.runtimes_for("android-arm64-v8a") == ("android-qnn", "android-generic")
+    assert qnn.product.runtimes_for("android-x86_64") == ("android-generic",)
 
 
 def edited_recipe(tmp_path: Path, old: str, new: str) -> Path:

@@ -33,6 +33,28 @@ class BinaryInfo:
         return self.needed + self.delay_needed
 
 
+def alignment_problem(info: BinaryInfo, page_align: int) -> str | None:
+    """The first PT_LOAD a loader with `page_align`-byte pages cannot map, described in one line.
+
+    Android 15+ on 64-bit devices runs with 16 KB pages and refuses a library whose segments
+    are aligned for 4 KB ones: every PT_LOAD needs `p_align >= page_align` and
+    `p_vaddr ≡ p_offset (mod p_align)`. PE files and non-ELF formats have no such segments: None.
+    """
+    if info.format != "elf":
+        return None
+    for index, seg in enumerate(info.loads):
+        where = (
+            f"PT_LOAD {index} (offset {seg.offset:#x}, vaddr {seg.vaddr:#x}, align {seg.align:#x})"
+        )
+        if seg.align & (seg.align - 1):
+            return f"{where}: align is not a power of two"
+        if seg.align < page_align:
+            return f"{where}: aligned to {seg.align} bytes, below the {page_align}-byte page"
+        if seg.align > 1 and seg.vaddr % seg.align != seg.offset % seg.align:
+            return f"{where}: vaddr is not congruent to offset modulo align"
+    return None
+
+
 def sniff_format(path: Path) -> str | None:
     with path.open("rb") as stream:
         magic = stream.read(4)

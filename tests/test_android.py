@@ -1,0 +1,146 @@
+"""The Android targets end to end, from synthetic AARs: rename with SONAME, 16 KB alignment,
+Hexagon payload, the Android allow-list, and the apk module built from the stages."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from ortbundle.binaries import alignment_problem, inspect
+from ortbundle.build import build
+from ortbundle.cli import CommandFailed, run_build
+from ortbundle.fetch.cache import Cache
+from ortbundle.progress import plain_reporter
+from tests.helpers.android import AndroidProject, qnn_members, sha256_of, stock_members
+from tests.helpers.elf import make_elf
+
+
+def seeded(android: AndroidProject) -> AndroidProject:
+    """Put the artifacts in the project's cache, as a previous fetch would have."""
+    android.write()
+    cache = Cache(android.root / "cache")
+    for name, data in android.artifacts.items():
+        path = android.root / f".{name}.incoming"
+        path.write_bytes(data)
+        cache.store(path, sha256_of(data), url=f"http://127.0.0.1/{name}")
+    return android
+
+
+@pytest.fixture
+def android(tmp_path: Path) -> AndroidProject:
+    return AndroidProject(tmp_path / "project")
+
+
+def test_the_stock_runtime_is_renamed_and_its_soname_follows(android: AndroidProject) -> None:
+    seeded(android)
+    result = build(android.project, android.options(), plain_reporter())
+    for target in result.targets:
+        directory = target.stage / "runtimes/generic"
+        assert sorted(p.name for p in directory.iterdir()) == ["libonnxruntime_generic.so"]
+        info = inspect(directory / "libonnxruntime_generic.so")
+        assert info.soname == "libonnxruntime_generic.so"
+        assert alignment_problem(info, 0x4000) is None
+        index = json.loads((target.stage / "runtimes.json").read_text())
+        assert index["runtimes"][0]["entry"] == "libonnxruntime_generic.so"
+        (staged,) = target.runtimes
+        assert {e.group for e in staged.closure.externals} == {"bionic"}
+        assert "renamed from libonnxruntime.so" in staged.closure.kept[0].why
+
+
+def test_a_library_that_needs_the_renamed_one_follows_it(android: AndroidProject) -> None:
+    seeded(android)
+    text = (android.root / "recipes/generic.toml").read_text()
+    text = text.replace('roots = ["libonnxruntime.so"]', 'roots = ["libonnxruntime*.so"]')
+    text = text.replace('names = ["libonnxruntime4j_jni.so"]', 'names = ["nothing"]')
+    (android.root / "recipes/generic.toml").write_text(text)
+    result = build(android.project, android.options(), plain_reporter())
+    for target in result.targets:
+        jni = inspect(target.stage / "runtimes/generic/libonnxruntime4j_jni.so")
+        assert "libonnxruntime_generic.so" in jni.needed
+        assert "libonnxruntime.so" not in jni.needed
+
+
+def test_a_4k_aligned_library_stops_the_build_naming_it(android: AndroidProject) -> None:
+    android.stock = stock_members(align=0x1000)
+    seeded(android)
+    with pytest.raises(CommandFailed) as failed:
+        run_build(android.options(), root=android.root)
+    message = str(failed.value)
+    assert failed.value.code == 7, message
+    assert "libonnxruntime.so" in message and "16 KB" in message and "generic" in message
+    assert not (android.root / "dist/phone/1.0").exists()
+
+
+def test_a_misaligned_segment_is_refused(android: AndroidProject) -> None:
+    android.stock = stock_members()
+    android.stock["jni/x86_64/libonnxruntime.so"] = make_elf(
+        machine="EM_X86_64",
+        soname="libonnxruntime.so",
+        needed=("libc.so",),
+        loads=[(0, 0, 0x4000), (0x4100, 0x8000, 0x4000)],
+    )
+    seeded(android)
+    with pytest.raises(CommandFailed) as failed:
+        run_build(android.options(targets=("android-x86_64",)), root=android.root)
+    assert failed.value.code == 7
+    assert "not congruent" in str(failed.value)
+
+
+def test_a_library_outside_the_android_allow_list_is_refused(android: AndroidProject) -> None:
+    android.stock = stock_members()
+    android.stock["jni/arm64-v8a/libonnxruntime.so"] = make_elf(
+        machine="EM_AARCH64",
+        soname="libonnxruntime.so",
+        needed=("libc.so", "libstdc++.so.6"),
+        align=0x4000,
+    )
+    seeded(android)
+    with pytest.raises(CommandFailed) as failed:
+        run_build(android.options(targets=("android-arm64-v8a",)), root=android.root)
+    assert failed.value.code == 8
+    assert "libstdc++.so.6" in str(failed.value)
+
+
+def test_qnn_ships_its_hexagon_skels_as_assets_exempt_from_16k(android: AndroidProject) -> None:
+    android.with_qnn = True
+    seeded(android)
+    result = build(android.project, android.options(), plain_reporter())
+    arm = next(t for t in result.targets if t.target == "android-arm64-v8a")
+    qnn = arm.stage / "runtimes/qnn"
+    assert sorted(p.name for p in qnn.iterdir() if p.is_file()) == [
+        "libQnnHtp.so",
+        "libQnnHtpV73Stub.so",
+        "libQnnHtpV75Stub.so",
+        "libQnnSystem.so",
+        "libonnxruntime.so",
+    ]
+    skels = sorted(p.name for p in (qnn / "assets").iterdir())
+    assert skels == ["libQnnHtpV73Skel.so", "libQnnHtpV75Skel.so"]
+    skel = inspect(qnn / "assets/libQnnHtpV73Skel.so")
+    assert (skel.machine, skel.bits) == ("EM_QDSP6", 32)
+    assert alignment_problem(skel, 0x4000) is not None  # 4 KB: fine, the DSP loads it
+    assert arm.licensing.owner("runtimes/qnn/assets/libQnnHtpV73Skel.so").name == "qnn-runtime"
+    assert arm.licensing.owner("runtimes/generic/libonnxruntime_generic.so").name == (
+        "onnxruntime-android"
+    )
+    index = json.loads((arm.stage / "runtimes.json").read_text())
+    assert [r["name"] for r in index["runtimes"]] == ["qnn", "generic"]
+    assert index["runtimes"][0]["fits"]["soc_families"] == ["qualcomm"]
+    x86 = next(t for t in result.targets if t.target == "android-x86_64")
+    assert not (x86.stage / "runtimes/qnn").exists()
+    apk = next(a for a in result.audits if a.channel == "apk")
+    qualcomm = next(c for c in apk.components if c.name == "qnn-runtime")
+    assert qualcomm.status == "review"  # a vendor's terms: a person reads them before a release
+
+
+def test_a_payload_of_the_wrong_machine_is_refused(android: AndroidProject) -> None:
+    android.with_qnn = True
+    android.qnn = qnn_members(skel_machine="EM_AARCH64")
+    seeded(android)
+    with pytest.raises(CommandFailed) as failed:
+        run_build(android.options(targets=("android-arm64-v8a",)), root=android.root)
+    message = str(failed.value)
+    assert failed.value.code == 7
+    assert "libQnnHtpV73Skel.so" in message and "EM_QDSP6" in message
