@@ -93,7 +93,16 @@ MAX_RECORD_SIZE = 64 << 20  # the largest real RECORD seen is ~200 KiB
 class ZipArchive:
     """A wheel, an AAR or any zip, read in place."""
 
-    def __init__(self, path: Path, *, label: str, component: str | None = None) -> None:
+    def __init__(
+        self,
+        path: Path,
+        *,
+        label: str,
+        component: str | None = None,
+        check_record: bool = True,
+    ) -> None:
+        """`check_record=False` is for a wheel whose RECORD is known to be stale (files signed
+        after it was written); the wheel's own pin still vouches for every byte."""
         self.path = path
         self.label = label
         self.component = component
@@ -125,7 +134,7 @@ class ZipArchive:
             )
         self.is_wheel = False
         record_names = [n for n in self.members if n.endswith(".dist-info/RECORD")]
-        if record_names:
+        if record_names and check_record:
             self.is_wheel = True
             self._apply_record(record_names[0])
 

@@ -123,7 +123,7 @@ class Plan:
         for runtime in [*self.product.runtimes_for(target), *self.plugins_for(target)]:
             recipe = self.recipes[runtime]
             plan = recipe.for_target(target)
-            ids = {take.source for take in plan.takes}
+            ids = {take.source for take in plan.takes} | {p.source for p in plan.payloads}
             ids |= {t.source for rule in plan.licenses for t in rule.texts if t.source}
             result.append((recipe, ids))
         return result

@@ -132,6 +132,8 @@ class Source:
     size: int | None = None
     hold: str | None = None  # why this pin must not follow newer releases (pin --check says so)
     nested: tuple[NestedMember, ...] = ()  # outermost first
+    # why the wheel's RECORD digests are not checked (files signed after RECORD was written)
+    stale_record: str | None = None
 
     @property
     def pypi(self) -> PypiCoordinates:
@@ -435,6 +437,7 @@ def _source(reader: _Reader, source_id: str) -> Source:
         size=size,
         hold=reader.opt_text("hold"),
         nested=tuple(nested),
+        stale_record=reader.opt_text("stale_record"),
     )
 
 

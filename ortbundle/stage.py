@@ -62,7 +62,12 @@ def open_archives(
     try:
         for sid in sorted(source_ids):
             source = recipe.sources[sid]
-            archives[sid] = ZipArchive(paths[sid], label=source.archive_name, component=recipe.name)
+            archives[sid] = ZipArchive(
+                paths[sid],
+                label=source.archive_name,
+                component=recipe.name,
+                check_record=source.stale_record is None,
+            )
     except BaseException:
         for archive in archives.values():
             archive.close()
