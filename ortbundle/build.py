@@ -119,7 +119,12 @@ def fetch(
     plan = plan or load_plan(project, options)
     cache = Cache(options.cache_dir or default_cache_dir(), verify_all=options.release)
     fetcher = Fetcher(
-        cache, reporter, offline=options.offline, index_url=options.index_url, policy=options.retry
+        cache,
+        reporter,
+        offline=options.offline,
+        index_url=options.index_url,
+        policy=options.retry,
+        project_root=project.root,  # the project's own .npmrc
     )
     artifacts = fetcher.fetch_all(plan.all_sources(), jobs=options.workers)
     for component, source in plan.all_sources():

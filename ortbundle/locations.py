@@ -1,4 +1,5 @@
-"""Where things live by default: the download cache, a product's signing key.
+"""Where things live by default: the download cache, a product's signing key, and the settings
+files Maven and npm keep their repository configuration in.
 
 Kept free of heavy imports: deciding that a build has nothing to do reads these.
 """
@@ -13,6 +14,9 @@ ENV_CACHE_DIR = "ORTBUNDLE_CACHE_DIR"
 ENV_KEY = "ORTBUNDLE_SIGNING_KEY"
 ENV_KEY_FILE = "ORTBUNDLE_SIGNING_KEY_FILE"
 ENV_KEY_PASSWORD = "ORTBUNDLE_SIGNING_KEY_PASSWORD"  # noqa: S105 (a variable name)
+ENV_MAVEN_URL = "ORTBUNDLE_MAVEN_URL"  # space-separated repository URLs, tried in order
+ENV_MAVEN_SETTINGS = "ORTBUNDLE_MAVEN_SETTINGS"  # a settings.xml in place of ~/.m2/settings.xml
+ENV_NPM_REGISTRY = "ORTBUNDLE_NPM_REGISTRY"  # the npm registry, over every .npmrc
 
 
 def default_cache_dir() -> Path:
@@ -41,3 +45,32 @@ def signing_key_source(path: Path | None, environ: Mapping[str, str]) -> bytes |
         file = Path(key_file)
         return file.read_bytes() if file.is_file() else key_file.encode()
     return None
+
+
+def _home(environ: Mapping[str, str]) -> Path:
+    return Path(environ.get("HOME", "~")).expanduser()
+
+
+def maven_user_settings(environ: Mapping[str, str]) -> Path:
+    """The settings.xml Maven itself reads for this user (mirrors, server credentials)."""
+    if explicit := environ.get(ENV_MAVEN_SETTINGS, "").strip():
+        return Path(explicit).expanduser()
+    return _home(environ) / ".m2" / "settings.xml"
+
+
+def npm_user_config(environ: Mapping[str, str]) -> Path:
+    """The user's .npmrc, where npm reads it: `npm_config_userconfig` (any case), else ~/.npmrc."""
+    if explicit := npm_env(environ).get("userconfig", "").strip():
+        return Path(explicit).expanduser()
+    return _home(environ) / ".npmrc"
+
+
+def npm_env(environ: Mapping[str, str]) -> dict[str, str]:
+    """npm's settings from the environment: `npm_config_<key>` in any case, `_` meaning `-`
+    past the first character, as npm maps them; the lower-case spelling wins a tie."""
+    found: dict[str, str] = {}
+    for name in sorted(environ, key=lambda n: n != n.upper()):  # upper case first, lower last
+        if name.lower().startswith("npm_config_") and len(name) > len("npm_config_"):
+            tail = name[len("npm_config_") :].lower()
+            found[tail[0] + tail[1:].replace("_", "-")] = environ[name]
+    return found

@@ -1,26 +1,43 @@
-"""Fetch pinned sources: from the cache when it holds them, else resolve and download once."""
+"""Fetch pinned sources: from the cache when it holds them, else resolve and download once.
+
+A source is a PyPI wheel (through pip's index configuration), a Maven artifact (through Maven's
+repositories) or an npm tarball (through npm's registry); whichever it is, the cache key is the
+pinned SHA-256 of the fetched file, and only bytes that match it are stored.
+"""
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+import threading
+from collections.abc import Iterable, Iterator
 from concurrent.futures import ThreadPoolExecutor
+from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from ortbundle.errors import OfflineError, OrtbundleError
+from ortbundle.errors import ConfigError, OfflineError, OrtbundleError
 from ortbundle.fetch.cache import Cache
-from ortbundle.fetch.config import IndexConfig, index_config, redact
+from ortbundle.fetch.config import (
+    IndexConfig,
+    MavenConfig,
+    NpmConfig,
+    index_config,
+    maven_config,
+    npm_config,
+    redact,
+)
 from ortbundle.fetch.policy import RetryPolicy
-from ortbundle.recipes import Source
+from ortbundle.recipes import MavenCoordinates, NpmCoordinates, PypiCoordinates, Source
 
 if TYPE_CHECKING:
     import requests
 
+    from ortbundle.fetch.download import Downloaded, ProgressFn
     from ortbundle.progress import Reporter
 
-# The HTTP stack (requests, urllib3, the index and download code) is imported only when an
-# artifact is missing from the cache: a warm build never pays for it.
+# The HTTP stack (requests, urllib3, the index, Maven, npm and download code) is imported only
+# when an artifact is missing from the cache: a warm build never pays for it. So is each
+# ecosystem's configuration: a build of wheels alone never reads settings.xml or asks npm.
 
 
 @dataclass(frozen=True)
@@ -43,27 +60,54 @@ class Fetcher:
         offline: bool = False,
         index_url: str | None = None,
         policy: RetryPolicy | None = None,
+        project_root: Path | None = None,
     ) -> None:
         self.cache = cache
         self.reporter = reporter
         self.offline = offline
         self.explicit_index_url = index_url
         self.policy = policy or RetryPolicy()
+        self.project_root = project_root  # where a project .npmrc is looked for
+        self._lock = threading.Lock()  # fetch_all's workers share the lazily made state below
         self._config: IndexConfig | None = None
-        self._session: requests.Session | None = None
+        self._maven: MavenConfig | None = None
+        self._npm: NpmConfig | None = None
+        self._sessions: dict[str, requests.Session] = {}
+
+    def _session(self, kind: str, cert: str | None) -> requests.Session:
+        """One HTTP session per ecosystem: each has its own CA bundle setting."""
+        session = self._sessions.get(kind)
+        if session is None:
+            import requests
+
+            session = requests.Session()
+            session.headers["User-Agent"] = "ortbundle"
+            if cert:
+                session.verify = cert
+            self._sessions[kind] = session
+        return session
 
     def _network(self) -> tuple[IndexConfig, requests.Session]:
         """Index configuration and HTTP session, made only when something must be downloaded."""
-        if self._config is None or self._session is None:
-            import requests
+        with self._lock:
+            if self._config is None:
+                self._config = index_config(self.explicit_index_url)
+            return self._config, self._session("pypi", self._config.cert)
 
-            self._config = index_config(self.explicit_index_url)
-            session = requests.Session()
-            session.headers["User-Agent"] = "ortbundle"
-            if self._config.cert:
-                session.verify = self._config.cert
-            self._session = session
-        return self._config, self._session
+    def _maven_network(self) -> tuple[MavenConfig, requests.Session]:
+        with self._lock:
+            if self._maven is None:
+                self._maven = maven_config()
+            return self._maven, self._session("maven", None)
+
+    def _npm_network(self) -> tuple[NpmConfig, requests.Session]:
+        with self._lock:
+            if self._npm is None:
+                self._npm = npm_config(self.project_root)
+            return self._npm, self._session("npm", self._npm.cert)
+
+    def _warn(self, message: str) -> None:
+        self.reporter.line(f"warning: {message}")
 
     def fetch(self, source: Source, *, component: str) -> Artifact:
         cached = self.cache.get(source.sha256)
@@ -77,34 +121,78 @@ class Fetcher:
                 fix="run `invoke fetch` once with network access, or import a cache "
                 "(`invoke cache-import`)",
             )
-        from ortbundle.fetch.download import download
-        from ortbundle.fetch.index import resolve
-
-        config, session = self._network()
         with self.cache.lock(source.sha256):
             cached = self.cache.get(source.sha256)  # another build may have finished it
             if cached is not None:
                 return Artifact(source, cached.path, cached.url, cached.size, downloaded=False)
-            resolved = resolve(session, config.index_urls, source, self.policy, component=component)
-            update, finish = self.reporter.download(source.filename)
             try:
+                url, done = self._download(source, component)
+            except OrtbundleError as exc:
+                exc.component = exc.component or component
+                raise
+            entry = self.cache.store(done.path, source.sha256, url=redact(url))
+        return Artifact(source, entry.path, entry.url, entry.size, downloaded=True)
+
+    def _download(self, source: Source, component: str) -> tuple[str, Downloaded]:
+        """Resolve the source through its ecosystem and download it into the cache's partial
+        file: (the URL that served it, the verified file)."""
+        origin = source.origin
+        partial = self.cache.partial_path(source.sha256)
+        if isinstance(origin, PypiCoordinates):
+            from ortbundle.fetch.download import download
+            from ortbundle.fetch.index import resolve
+
+            config, session = self._network()
+            resolved = resolve(session, config.index_urls, source, self.policy, component=component)
+            with self._progress(source) as update:
                 done = download(
                     session,
                     resolved.url,
-                    self.cache.partial_path(source.sha256),
+                    partial,
                     sha256=source.sha256,
                     expected_size=source.size,
                     policy=self.policy,
                     what=source.filename,
                     progress=update,
                 )
-            except OrtbundleError as exc:
-                exc.component = exc.component or component
-                raise
-            finally:
-                finish()
-            entry = self.cache.store(done.path, source.sha256, url=redact(resolved.url))
-        return Artifact(source, entry.path, entry.url, entry.size, downloaded=True)
+            return resolved.url, done
+        if isinstance(origin, MavenCoordinates):
+            from ortbundle.fetch.maven import fetch_maven
+
+            maven, session = self._maven_network()
+            with self._progress(source) as update:
+                fetched = fetch_maven(
+                    session,
+                    maven.repositories,
+                    source,
+                    partial,
+                    self.policy,
+                    progress=update,
+                    warn=self._warn,
+                )
+            return fetched.url, fetched.downloaded
+        if isinstance(origin, NpmCoordinates):
+            from ortbundle.fetch.npm import fetch_npm
+
+            npm, session = self._npm_network()
+            with self._progress(source) as update:
+                got = fetch_npm(
+                    session, npm, source, partial, self.policy, progress=update, warn=self._warn
+                )
+            return got.url, got.downloaded
+        raise ConfigError(  # pragma: no cover - recipes.py admits no other origin
+            f"source {source.id} comes from {origin.kind}, which ortbundle cannot fetch",
+            file=source.filename,
+        )
+
+    @contextmanager
+    def _progress(self, source: Source) -> Iterator[ProgressFn]:
+        """The reporter's progress for one download, finished however the download ends."""
+        update, finish = self.reporter.download(source.filename)
+        try:
+            yield update
+        finally:
+            finish()
 
     def fetch_all(self, wanted: Iterable[tuple[str, Source]], *, jobs: int) -> dict[str, Artifact]:
         """Fetch every (component, source) once, in parallel; keyed by SHA-256."""

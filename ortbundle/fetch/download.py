@@ -2,15 +2,16 @@
 
 Retries happen on connection errors, read time-outs, truncated bodies, 5xx and 429; never on
 another 4xx, which a retry cannot fix. A partial file is kept for the next attempt (and the next
-build) and only deleted when its bytes are proven wrong.
+build) and only deleted when its bytes are proven wrong. Other digests a repository publishes
+(Maven's .sha1, npm's integrity) are computed in the same pass, so no file is read twice.
 """
 
 from __future__ import annotations
 
 import hashlib
 import time
-from collections.abc import Callable, Iterator
-from dataclasses import dataclass
+from collections.abc import Callable, Collection, Iterator, Mapping
+from dataclasses import dataclass, field
 from email.utils import parsedate_to_datetime
 from pathlib import Path
 from urllib.parse import urlsplit
@@ -31,6 +32,16 @@ _TRANSIENT = (
     urllib3.exceptions.HTTPError,
 )
 _RETRY_STATUS = frozenset({429, 500, 502, 503, 504})
+_NOT_FOUND = frozenset({404, 410})
+DIGESTS = frozenset({"sha1", "sha256", "sha384", "sha512"})  # what a repository may publish
+_CREDENTIALS_FIX = (
+    "the server wants credentials, or refused the ones configured: check them (pip's "
+    "configuration, a <server> in settings.xml, an _authToken in .npmrc)"
+)
+
+
+class NotFound(FetchError):
+    """HTTP 404/410: the file is not at this URL (another repository may still have it)."""
 
 
 ProgressFn = Callable[[int, int | None], None]  # (bytes so far, total or None)
@@ -69,15 +80,16 @@ def request_with_retries(
     url: str,
     policy: RetryPolicy,
     *,
-    headers: dict[str, str] | None = None,
+    headers: Mapping[str, str] | None = None,
     what: str,
     allow_404: bool = False,
+    fix: str = "check the URL and the index configuration (PIP_INDEX_URL, --index-url)",
 ) -> requests.Response | None:
-    """A small GET (an index page) with the same retry rules as a download."""
+    """A small GET (an index page, a sidecar digest) with the same retry rules as a download."""
     last: str = ""
     for attempt in range(policy.attempts):
         try:
-            response = session.get(url, headers=headers, timeout=policy.timeout)
+            response = session.get(url, headers=dict(headers or {}), timeout=policy.timeout)
         except _TRANSIENT as exc:
             last = f"{type(exc).__name__}"
             time.sleep(policy.delay(attempt))
@@ -90,10 +102,11 @@ def request_with_retries(
             time.sleep(policy.delay(attempt, _retry_after(response)))
             continue
         if response.status_code >= 400:
-            raise FetchError(
+            error = NotFound if response.status_code in _NOT_FOUND else FetchError
+            raise error(
                 f"{what}: HTTP {response.status_code}",
                 file=redact(url),
-                fix="check the URL and the index configuration (PIP_INDEX_URL, --index-url)",
+                fix=_CREDENTIALS_FIX if response.status_code in (401, 403) else fix,
             )
         return response
     raise FetchError(
@@ -115,16 +128,36 @@ class Downloaded:
     path: Path
     size: int
     sha256: str
+    digests: dict[str, str] = field(default_factory=dict)  # the extra ones asked for: name → hex
 
 
-def _hash_prefix(path: Path) -> tuple[hashlib._Hash, int]:
-    digest = hashlib.sha256()
+class _Hashes:
+    """SHA-256 and the extra digests asked for, fed the same chunks."""
+
+    def __init__(self, extra: Collection[str]) -> None:
+        unknown = set(extra) - DIGESTS
+        if unknown:
+            raise ValueError(f"unsupported digests: {sorted(unknown)}")
+        self.sha256 = hashlib.sha256()
+        self.extra = {name: hashlib.new(name) for name in sorted(set(extra) - {"sha256"})}
+
+    def update(self, chunk: bytes) -> None:
+        self.sha256.update(chunk)
+        for digest in self.extra.values():
+            digest.update(chunk)
+
+    def hexdigests(self) -> dict[str, str]:
+        return {name: digest.hexdigest() for name, digest in self.extra.items()}
+
+
+def _hash_prefix(path: Path, extra: Collection[str]) -> tuple[_Hashes, int]:
+    hashes = _Hashes(extra)
     size = 0
     with path.open("rb") as stream:
         while chunk := stream.read(CHUNK):
-            digest.update(chunk)
+            hashes.update(chunk)
             size += len(chunk)
-    return digest, size
+    return hashes, size
 
 
 def download(
@@ -137,21 +170,29 @@ def download(
     policy: RetryPolicy,
     what: str,
     progress: ProgressFn | None = None,
+    headers: Mapping[str, str] | None = None,
+    digests: Collection[str] = (),
 ) -> Downloaded:
-    """Download `url` into `partial`, resuming what is there; return only verified bytes."""
+    """Download `url` into `partial`, resuming what is there; return only verified bytes.
+
+    `headers` go with every request (credentials: never logged); `digests` names extra
+    algorithms ("sha1", "sha512", …) to compute while writing, returned in `Downloaded.digests`.
+    """
     partial.parent.mkdir(parents=True, exist_ok=True)
     failure = ""
-    # Hash what an earlier build left once; from then on the digest follows every write, so a
+    # Hash what an earlier build left once; from then on the digests follow every write, so a
     # retry inside this call resumes without reading the partial file again.
-    digest, have = _hash_prefix(partial) if partial.exists() else (hashlib.sha256(), 0)
+    digest, have = _hash_prefix(partial, digests) if partial.exists() else (_Hashes(digests), 0)
     if expected_size is not None and have > expected_size:
         partial.unlink()
-        digest, have = hashlib.sha256(), 0
+        digest, have = _Hashes(digests), 0
     resumed_stale = have > 0  # bytes from an earlier build, never verified
     for attempt in range(policy.attempts):
-        headers = {"Range": f"bytes={have}-"} if have else {}
+        sent = dict(headers or {})
+        if have:
+            sent["Range"] = f"bytes={have}-"
         try:
-            with session.get(url, headers=headers, stream=True, timeout=policy.timeout) as resp:
+            with session.get(url, headers=sent, stream=True, timeout=policy.timeout) as resp:
                 _check_scheme(url, resp, what)
                 status = resp.status_code
                 if status == 416 and have:
@@ -162,13 +203,16 @@ def download(
                     time.sleep(policy.delay(attempt, _retry_after(resp)))
                     continue
                 if status >= 400:
-                    raise FetchError(
+                    error = NotFound if status in _NOT_FOUND else FetchError
+                    raise error(
                         f"{what}: HTTP {status}",
                         file=redact(url),
-                        fix="the artifact is not at this URL; check the pin and the index",
+                        fix=_CREDENTIALS_FIX
+                        if status in (401, 403)
+                        else "the artifact is not at this URL; check the pin and the index",
                     )
                 if status == 200 and have:
-                    digest, have = hashlib.sha256(), 0  # the server ignored Range: start over
+                    digest, have = _Hashes(digests), 0  # the server ignored Range: start over
                     resumed_stale = False
                 length = resp.headers.get("Content-Length")
                 total = have + int(length) if length and length.isdigit() else None
@@ -213,7 +257,7 @@ def download(
             fix="build again to resume, or check the network or the mirror",
         )
     # `digest` covers the resumed prefix and every byte written since: no second read.
-    actual = digest.hexdigest()
+    actual = digest.sha256.hexdigest()
     if actual != sha256 and resumed_stale:
         # An earlier build left bytes that were never verified (a captive portal, another
         # file): they are not evidence against the server. Start over, once, from byte 0.
@@ -227,6 +271,8 @@ def download(
             policy=policy,
             what=what,
             progress=progress,
+            headers=headers,
+            digests=digests,
         )
     if actual != sha256:
         partial.unlink(missing_ok=True)
@@ -236,4 +282,30 @@ def download(
             file=redact(url),
             fix="the upstream or mirror serves different bytes; do not re-pin unless you know why",
         )
-    return Downloaded(path=partial, size=have, sha256=actual)
+    return Downloaded(path=partial, size=have, sha256=actual, digests=digest.hexdigests())
+
+
+def check_published(
+    done: Downloaded,
+    published: Mapping[str, Collection[str]],
+    *,
+    what: str,
+    url: str,
+    by: str,
+) -> None:
+    """Refuse bytes the pin accepted but the repository's own digests contradict (a sidecar or
+    an integrity field): the repository is inconsistent, and nothing from it is cached.
+
+    `published` maps an algorithm to the hex values accepted for it (SRI may list several).
+    """
+    for name, allowed in sorted(published.items()):
+        actual = done.sha256 if name == "sha256" else done.digests[name]
+        if actual not in {value.lower() for value in allowed}:
+            done.path.unlink(missing_ok=True)
+            raise IntegrityError(
+                f"{what}: {by} publishes {name} {' or '.join(sorted(allowed))}, but the "
+                f"downloaded bytes hash to {actual}; nothing was cached",
+                file=redact(url),
+                fix="the repository contradicts its own digest (a corrupt mirror, or a tampered "
+                "file); fix or change the mirror — do not re-pin",
+            )
