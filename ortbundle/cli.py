@@ -135,9 +135,15 @@ def run_fetch(options: BuildOptions, *, root: Path = ROOT) -> None:
     project = Project.at(root)
     with Reporter() as reporter:
         _plan, artifacts = _guard(lambda: fetch(project, options, reporter))
-        for artifact in sorted(artifacts.values(), key=lambda a: a.source.filename):
-            state = "downloaded" if artifact.downloaded else "cached"
-            reporter.line(f"{state:10} {artifact.source.sha256[:12]}  {artifact.source.filename}")
+        for sha256, artifact in sorted(artifacts.items(), key=lambda i: i[1].source.filename):
+            source = artifact.source
+            if sha256 == source.sha256:
+                state = "downloaded" if artifact.downloaded else "cached"
+                name = source.filename
+            else:  # an archive inside the download (an AAR in an npm tarball)
+                state = "extracted" if artifact.downloaded else "cached"
+                name = f"{source.filename} → {source.archive_name}"
+            reporter.line(f"{state:10} {sha256[:12]}  {name}")
 
 
 def run_clean(*, root: Path = ROOT, dist: Path | None = None) -> None:

@@ -107,7 +107,7 @@ def generate_all(
             channel=name,
             directory=directory,
             files=tuple(sorted({f for o in outputs for f in o.files})),
-            notes=tuple(n for o in outputs for n in o.notes),
+            notes=tuple(dict.fromkeys(n for o in outputs for n in o.notes)),
             digests={k: v for o in outputs for k, v in o.digests.items()},
         )
 

@@ -4,6 +4,8 @@ Hexagon payload, the Android allow-list, and the apk module built from the stage
 from __future__ import annotations
 
 import json
+from collections.abc import Iterator
+from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
@@ -12,29 +14,62 @@ from ortbundle.binaries import alignment_problem, inspect
 from ortbundle.build import build
 from ortbundle.cli import CommandFailed, run_build
 from ortbundle.fetch.cache import Cache
+from ortbundle.locations import ENV_MAVEN_URL, ENV_NPM_REGISTRY
 from ortbundle.progress import plain_reporter
-from tests.helpers.android import AndroidProject, qnn_members, sha256_of, stock_members
+from tests.helpers.android import (
+    AAR_MEMBER,
+    AndroidProject,
+    qnn_members,
+    sha256_of,
+    stock_members,
+)
 from tests.helpers.elf import make_elf
+from tests.helpers.maven_server import MavenServer
+from tests.helpers.npm_server import NpmServer
 
 
-def seeded(android: AndroidProject) -> AndroidProject:
-    """Put the artifacts in the project's cache, as a previous fetch would have."""
-    android.write()
-    cache = Cache(android.root / "cache")
-    for name, data in android.artifacts.items():
-        path = android.root / f".{name}.incoming"
-        path.write_bytes(data)
-        cache.store(path, sha256_of(data), url=f"http://127.0.0.1/{name}")
-    return android
+@dataclass
+class Registries:
+    maven: MavenServer
+    npm: NpmServer
 
 
 @pytest.fixture
-def android(tmp_path: Path) -> AndroidProject:
+def registries(monkeypatch: pytest.MonkeyPatch) -> Iterator[Registries]:
+    """A Maven repository and an npm registry on 127.0.0.1, configured as a user would."""
+    with MavenServer().running() as maven, NpmServer().running() as npm:
+        monkeypatch.setenv(ENV_MAVEN_URL, maven.url)
+        monkeypatch.setenv(ENV_NPM_REGISTRY, npm.url)
+        yield Registries(maven, npm)
+
+
+@pytest.fixture
+def android(tmp_path: Path, registries: Registries) -> AndroidProject:
     return AndroidProject(tmp_path / "project")
 
 
-def test_the_stock_runtime_is_renamed_and_its_soname_follows(android: AndroidProject) -> None:
-    seeded(android)
+def seeded(android: AndroidProject, registries: Registries | None = None) -> AndroidProject:
+    """Write the project and publish its artifacts: the AARs on Maven, the tarball on npm."""
+    android.write()
+    if registries is not None:
+        artifacts = android.artifacts
+        registries.npm.add("fake-onnxruntime", "1.0.0", artifacts["stock.tgz"])
+        registries.maven.add(
+            "com.example.ort",
+            "onnxruntime-android-qnn",
+            "1.0.0",
+            artifacts["onnxruntime-android-qnn-1.0.0.aar"],
+        )
+        registries.maven.add(
+            "com.example.qti", "qnn-runtime", "2.0.0", artifacts["qnn-runtime-2.0.0.aar"]
+        )
+    return android
+
+
+def test_the_stock_runtime_is_renamed_and_its_soname_follows(
+    android: AndroidProject, registries: Registries
+) -> None:
+    seeded(android, registries)
     result = build(android.project, android.options(), plain_reporter())
     for target in result.targets:
         directory = target.stage / "runtimes/generic"
@@ -49,8 +84,10 @@ def test_the_stock_runtime_is_renamed_and_its_soname_follows(android: AndroidPro
         assert "renamed from libonnxruntime.so" in staged.closure.kept[0].why
 
 
-def test_a_library_that_needs_the_renamed_one_follows_it(android: AndroidProject) -> None:
-    seeded(android)
+def test_a_library_that_needs_the_renamed_one_follows_it(
+    android: AndroidProject, registries: Registries
+) -> None:
+    seeded(android, registries)
     text = (android.root / "recipes/generic.toml").read_text()
     text = text.replace('roots = ["libonnxruntime.so"]', 'roots = ["libonnxruntime*.so"]')
     text = text.replace('names = ["libonnxruntime4j_jni.so"]', 'names = ["nothing"]')
@@ -62,9 +99,11 @@ def test_a_library_that_needs_the_renamed_one_follows_it(android: AndroidProject
         assert "libonnxruntime.so" not in jni.needed
 
 
-def test_a_4k_aligned_library_stops_the_build_naming_it(android: AndroidProject) -> None:
+def test_a_4k_aligned_library_stops_the_build_naming_it(
+    android: AndroidProject, registries: Registries
+) -> None:
     android.stock = stock_members(align=0x1000)
-    seeded(android)
+    seeded(android, registries)
     with pytest.raises(CommandFailed) as failed:
         run_build(android.options(), root=android.root)
     message = str(failed.value)
@@ -73,7 +112,7 @@ def test_a_4k_aligned_library_stops_the_build_naming_it(android: AndroidProject)
     assert not (android.root / "dist/phone/1.0").exists()
 
 
-def test_a_misaligned_segment_is_refused(android: AndroidProject) -> None:
+def test_a_misaligned_segment_is_refused(android: AndroidProject, registries: Registries) -> None:
     android.stock = stock_members()
     android.stock["jni/x86_64/libonnxruntime.so"] = make_elf(
         machine="EM_X86_64",
@@ -81,14 +120,16 @@ def test_a_misaligned_segment_is_refused(android: AndroidProject) -> None:
         needed=("libc.so",),
         loads=[(0, 0, 0x4000), (0x4100, 0x8000, 0x4000)],
     )
-    seeded(android)
+    seeded(android, registries)
     with pytest.raises(CommandFailed) as failed:
         run_build(android.options(targets=("android-x86_64",)), root=android.root)
     assert failed.value.code == 7
     assert "not congruent" in str(failed.value)
 
 
-def test_a_library_outside_the_android_allow_list_is_refused(android: AndroidProject) -> None:
+def test_a_library_outside_the_android_allow_list_is_refused(
+    android: AndroidProject, registries: Registries
+) -> None:
     android.stock = stock_members()
     android.stock["jni/arm64-v8a/libonnxruntime.so"] = make_elf(
         machine="EM_AARCH64",
@@ -96,16 +137,18 @@ def test_a_library_outside_the_android_allow_list_is_refused(android: AndroidPro
         needed=("libc.so", "libstdc++.so.6"),
         align=0x4000,
     )
-    seeded(android)
+    seeded(android, registries)
     with pytest.raises(CommandFailed) as failed:
         run_build(android.options(targets=("android-arm64-v8a",)), root=android.root)
     assert failed.value.code == 8
     assert "libstdc++.so.6" in str(failed.value)
 
 
-def test_qnn_ships_its_hexagon_skels_as_assets_exempt_from_16k(android: AndroidProject) -> None:
+def test_qnn_ships_its_hexagon_skels_as_assets_exempt_from_16k(
+    android: AndroidProject, registries: Registries
+) -> None:
     android.with_qnn = True
-    seeded(android)
+    seeded(android, registries)
     result = build(android.project, android.options(), plain_reporter())
     arm = next(t for t in result.targets if t.target == "android-arm64-v8a")
     qnn = arm.stage / "runtimes/qnn"
@@ -135,12 +178,48 @@ def test_qnn_ships_its_hexagon_skels_as_assets_exempt_from_16k(android: AndroidP
     assert qualcomm.status == "review"  # a vendor's terms: a person reads them before a release
 
 
-def test_a_payload_of_the_wrong_machine_is_refused(android: AndroidProject) -> None:
+def test_a_payload_of_the_wrong_machine_is_refused(
+    android: AndroidProject, registries: Registries
+) -> None:
     android.with_qnn = True
     android.qnn = qnn_members(skel_machine="EM_AARCH64")
-    seeded(android)
+    seeded(android, registries)
     with pytest.raises(CommandFailed) as failed:
         run_build(android.options(targets=("android-arm64-v8a",)), root=android.root)
     message = str(failed.value)
     assert failed.value.code == 7
     assert "libQnnHtpV73Skel.so" in message and "EM_QDSP6" in message
+
+
+def test_every_artifact_comes_through_the_configured_registries(
+    android: AndroidProject, registries: Registries
+) -> None:
+    android.with_qnn = True
+    seeded(android, registries)
+    result = build(android.project, android.options(), plain_reporter())
+    assert registries.maven.requested("qnn-runtime-2.0.0.aar.sha1") == 1
+    assert registries.npm.requests, "the tarball came from the npm registry"
+    urls = {a.url for a in result.artifacts.values()}
+    assert any(u.startswith(registries.maven.url) for u in urls)
+    assert any(u.startswith(registries.npm.url) and u.endswith("#" + AAR_MEMBER) for u in urls)
+    manifest = json.loads((result.version_dir / "manifest.json").read_text())
+    kinds = {i["kind"] for i in manifest["inputs"]}
+    assert kinds == {"maven", "npm"}
+    npm_input = next(i for i in manifest["inputs"] if i["kind"] == "npm")
+    assert npm_input["nested"][0]["member"] == AAR_MEMBER
+
+
+def test_a_wrong_sha1_sidecar_stops_the_build_and_caches_nothing(
+    android: AndroidProject, registries: Registries
+) -> None:
+    android.with_qnn = True
+    seeded(android, registries)
+    registries.maven.faults.wrong_sha1 = True
+    with pytest.raises(CommandFailed) as failed:
+        run_build(android.options(targets=("android-arm64-v8a",)), root=android.root)
+    assert failed.value.code == 4, str(failed.value)
+    assert ".sha1" in str(failed.value) or "sha1" in str(failed.value)
+    cache = Cache(android.root / "cache")
+    for name in ("onnxruntime-android-qnn-1.0.0.aar", "qnn-runtime-2.0.0.aar"):
+        assert cache.get(sha256_of(android.artifacts[name])) is None
+    assert not (android.root / "dist/phone/1.0").exists()

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import os
 import tarfile
 from pathlib import Path
@@ -54,6 +55,9 @@ EXPECTED = {
         "dxcompiler.dll",
         "dxil.dll",
     },
+    # Microsoft's stock 1.29.0 AAR (via npm), renamed so the QNN build can ship beside it
+    ("android-arm64-v8a", "android-generic"): {"libonnxruntime_generic.so"},
+    ("android-x86_64", "android-generic"): {"libonnxruntime_generic.so"},
 }
 # the seed's pruned sizes, in MiB (seeds/inference-backends.md §3.2): 81 + 31 Linux, 67 + 42 Windows
 EXPECTED_MIB = {
@@ -61,6 +65,9 @@ EXPECTED_MIB = {
     ("linux-x86_64", "webgpu"): 31,
     ("windows-x86_64", "openvino"): 67,
     ("windows-x86_64", "webgpu"): 42,
+    # measured: the AAR's 32,120,992 / 38,473,056-byte libraries, plus patchelf's new .dynstr
+    ("android-arm64-v8a", "android-generic"): 30.6,
+    ("android-x86_64", "android-generic"): 36.7,
 }
 
 
@@ -231,8 +238,6 @@ def test_packages_carry_exactly_the_staged_files(real_build: BuildResult) -> Non
 
 
 def test_the_default_product_ships_real_models_gated_and_indexed(real_build: BuildResult) -> None:
-    import json
-
     for target in real_build.targets:
         index = json.loads((target.stage / "models.json").read_text())
         forms = {m["name"]: m["forms"][0] for m in index["models"]}
@@ -243,3 +248,30 @@ def test_the_default_product_ships_real_models_gated_and_indexed(real_build: Bui
         ]
         assert forms["logreg-iris"]["outputs"][1]["type"] == "seq(map(int64,tensor(float)))"
         assert target.licensing.owner("models/sigmoid/f32.onnx").name == "sigmoid"
+
+
+@pytest.mark.parametrize(
+    ("target_name", "abi"), [("android-arm64-v8a", "arm64-v8a"), ("android-x86_64", "x86_64")]
+)
+def test_android_stock_runtime_is_renamed_with_its_soname_and_stays_16k_aligned(
+    real_build: BuildResult, target_name: str, abi: str
+) -> None:
+    from ortbundle.binaries import alignment_problem
+
+    result = next(t for t in real_build.targets if t.target == target_name)
+    target = get_target(target_name)
+    staged = result.stage / "runtimes/android-generic/libonnxruntime_generic.so"
+    info = inspect(staged)
+    assert info.soname == "libonnxruntime_generic.so"
+    assert info.machine == target.machine and info.bits == 64
+    assert alignment_problem(info, 0x4000) is None
+    assert all(load.align >= 0x4000 for load in info.loads)
+    assert set(info.needed) <= {"libc.so", "libm.so", "libdl.so", "liblog.so", "libandroid.so"}
+    index = json.loads((result.stage / "runtimes.json").read_text())
+    assert [r["name"] for r in index["runtimes"]] == ["android-generic"]
+    module = real_build.version_dir / "packaging/apk/runtime-loader/src/main"
+    shipped = module / "jniLibs" / abi / "libonnxruntime_generic.so"
+    assert shipped.read_bytes() == staged.read_bytes()
+    assert (module / "assets/ortbundle" / abi / "runtimes.json").is_file()
+    owner = result.licensing.owner("runtimes/android-generic/libonnxruntime_generic.so")
+    assert (owner.name, owner.expression) == ("onnxruntime-android", "MIT")

@@ -1,0 +1,774 @@
+"""APK channel: a Gradle Android library module carrying every Android ABI's runtimes, and a
+Java loader that picks one per process (seeds/inference-backends.md §2, §3, §3.2, §8).
+
+`generate` runs once per Android target (arm64-v8a, then x86_64) into the same directory:
+
+    runtime-loader/build.gradle.kts                          shared by every ABI
+    runtime-loader/src/main/AndroidManifest.xml              shared
+    runtime-loader/src/main/java/<namespace>/RuntimeLoader.java   shared
+    runtime-loader/src/main/jniLibs/<abi>/lib*.so            per ABI: every library, flat
+    runtime-loader/src/main/assets/ortbundle/<abi>/runtimes.json, NOTICE, models.json
+    runtime-loader/src/main/assets/ortbundle/<abi>/<runtime>/...   payload (Hexagon Skels, data)
+    runtime-loader/src/main/assets/ortbundle/<abi>/plugins/<name>/...   plugin EP payload
+    runtime-loader/src/main/assets/ortbundle/licenses/..., models/...  shared
+    jniLibs/<abi>/lib*.so                                    per ABI: the same libraries, for
+                                                             scripts that assemble an APK
+    size-report.<abi>.json                                   per ABI
+
+A shared file must come out byte-identical whichever target writes it, because a release may
+take each ABI from a different runner: so shared files depend only on the product (namespace,
+name, schema) and on targets.toml, never on what one ABI's stage happens to carry. A shared
+licence text or model that two ABIs would write with different bytes is refused.
+
+Where a stage file goes is decided by what the Android linker does with it. A library of the
+target's own machine goes to jniLibs (flat: Android has one library directory per ABI), and must
+be named lib*.so and aligned for 16 KB pages. Everything else under a runtime — Hexagon DSP
+Skels, whether the recipe staged them under assets/ or beside the libraries, and data files —
+is never mapped by that linker, is not packaged by the Gradle plugin's jniLibs merge unless
+named *.so, and is useless inside an APK the libraries are not extracted from; it ships as an
+asset that RuntimeLoader copies to the app's files directory. Hence `useLegacyPackaging =
+false` for every product and ABI: nothing in jniLibs needs extracting, and the libraries stay
+uncompressed, 16 KB-aligned and mapped from the APK (installed once, not twice).
+
+NOTICE is copied verbatim: the licence paths it names are relative to assets/ortbundle/, one
+level above it. The desktop loader (runtime_loader.py) is not shipped: RuntimeLoader.java,
+rendered from templates/apk/, takes its place.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import posixpath
+import re
+import shutil
+import stat
+import zlib
+from collections.abc import Iterable, Mapping, Sequence
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass, field
+from pathlib import Path, PurePosixPath
+from typing import Any
+
+from ortbundle.binaries import alignment_problem, inspect, sniff_format
+from ortbundle.channels import ChannelOutput, PackageInput, ShippedFile
+from ortbundle.errors import ConfigError, IntegrityError, PackagingError
+from ortbundle.fetch.cache import sha256_file
+from ortbundle.index_json import INDEX_NAME, LOADER_NAME
+from ortbundle.loader import SCHEMA
+from ortbundle.targets import CHANNEL_TARGETS, Target, get_target
+from ortbundle.templating import render
+
+__all__ = ["ApkChannel"]
+
+_COMPONENT = "packaging:apk"
+_MODULE = "runtime-loader"
+_MAIN = f"{_MODULE}/src/main"
+_ASSETS = f"{_MAIN}/assets/ortbundle"
+_FILE_MODE, _DIR_MODE = 0o644, 0o755
+_COMPILE_SDK, _MIN_SDK = 35, 24
+# See the module docstring: nothing the channel puts in jniLibs needs extracting to disk.
+_USE_LEGACY_PACKAGING = False
+# Qualcomm FastRPC: the QNN HTP backend reaches the Hexagon through it. Apps targeting API 31+
+# see a vendor library only when their manifest declares it.
+_FASTRPC = "libcdsprpc.so"
+# What the Gradle plugin packages from jniLibs and System.loadLibrary can name.
+_LIBRARY_NAME = re.compile(r"lib[A-Za-z0-9_+-][A-Za-z0-9._+-]*\.so")
+_INDEX_FILES = (INDEX_NAME, "NOTICE", "models.json")  # per ABI, beside nothing else
+_SHARED_TOPS = ("licenses", "models")
+_OWNER_TOPS = ("runtimes", "plugins")
+_DEFLATE_LEVEL = 6  # what zip tools use by default: an estimate of the compressed size
+_CHUNK = 1 << 20
+_JAVA_PACKAGE = re.compile(r"[a-z][a-z0-9_]*(\.[a-z][a-z0-9_]*)+")
+_JAVA_KEYWORDS = frozenset(
+    (
+        *("abstract", "assert", "boolean", "break", "byte", "case", "catch", "char", "class"),
+        *("const", "continue", "default", "do", "double", "else", "enum", "extends", "final"),
+        *("finally", "float", "for", "goto", "if", "implements", "import", "instanceof", "int"),
+        *("interface", "long", "native", "new", "package", "private", "protected", "public"),
+        *("return", "short", "static", "strictfp", "super", "switch", "synchronized", "this"),
+        *("throw", "throws", "transient", "try", "void", "volatile", "while", "true", "false"),
+        *("null", "_"),
+    )
+)
+
+
+@dataclass(frozen=True)
+class _Placement:
+    """One file the channel writes from the stage."""
+
+    dest: str  # relative to the channel directory
+    source: ShippedFile  # the stage entry whose bytes it carries (a link: the file it names)
+    kind: str  # library | asset | index | license | model
+    owners: tuple[str, ...] = ()  # the runtime/plugin directories that carry it
+
+    @property
+    def shared(self) -> bool:
+        return self.kind in ("license", "model")
+
+
+@dataclass
+class _Figures:
+    """What one runtime (or the whole ABI) weighs in the APK."""
+
+    libraries: int = 0
+    library_bytes: int = 0
+    library_apk_bytes: int = 0  # stored uncompressed, each rounded up to the page
+    assets: int = 0
+    asset_bytes: int = 0
+    deflate_bytes: int = 0  # note only: zlib's output is not the same on every host
+    label: str = ""
+    seen: set[str] = field(default_factory=set)
+
+    def add(self, placement: _Placement, page: int, deflated: int) -> None:
+        if placement.dest in self.seen:
+            return
+        self.seen.add(placement.dest)
+        size = placement.source.size
+        self.deflate_bytes += deflated
+        if placement.kind == "library":
+            self.libraries += 1
+            self.library_bytes += size
+            self.library_apk_bytes += -(-size // page) * page
+        else:
+            self.assets += 1
+            self.asset_bytes += size
+
+    def as_json(self) -> dict[str, int]:
+        return {
+            "files": self.libraries + self.assets,
+            "bytes": self.library_bytes + self.asset_bytes,
+            "apk_bytes": self.library_apk_bytes + self.asset_bytes,
+            "libraries": self.libraries,
+            "library_bytes": self.library_bytes,
+            "library_apk_bytes": self.library_apk_bytes,
+            "assets": self.assets,
+            "asset_bytes": self.asset_bytes,
+        }
+
+
+class ApkChannel:
+    """Writes the runtime-loader module, the flat jniLibs tree and a size report, per ABI."""
+
+    name = "apk"
+    target = CHANNEL_TARGETS["apk"][0]  # one of several: generate() takes any of them
+
+    def generate(self, package: PackageInput, out: Path) -> ChannelOutput:
+        """Check everything, then write this ABI's files and the shared ones into `out`."""
+        target = _android_target(package)
+        abi = str(target.abi)
+        _check_namespace(package)
+        _verify_stage(package)
+        index = _read_index(package, _entry(package, INDEX_NAME))
+        placements = _plan(package, target, index)
+        _check_entries(package, abi, index, placements)
+        generated = _generated(package)
+        _check_shared(package, out, placements, generated)
+
+        _clear_abi(out, abi)
+        written: dict[str, str] = {}  # relative path -> SHA-256
+        for placement in placements:
+            dest = out / placement.dest
+            _make_dirs(out, dest.parent)
+            _place(_stage_path(package, placement.source), dest)
+            written[placement.dest] = placement.source.sha256
+        deflated = _deflate_estimates(package, placements)
+        report, notes = _size_report(package, target, index, placements, deflated)
+        generated[f"size-report.{abi}.json"] = report
+        for relative, data in generated.items():
+            dest = out / relative
+            _make_dirs(out, dest.parent)
+            written[relative] = _write_bytes(dest, data)
+        return ChannelOutput(
+            channel=self.name,
+            directory=out,
+            files=tuple(sorted(out / relative for relative in written)),
+            notes=(*notes, *_usage_notes(package, index, placements, abi)),
+            digests=dict(sorted(written.items())),
+        )
+
+
+# --- what the channel may package ------------------------------------------------------------
+
+
+def _android_target(package: PackageInput) -> Target:
+    target = get_target(package.target)
+    if package.target not in CHANNEL_TARGETS["apk"] or target.abi is None:
+        raise ConfigError(
+            f"the APK channel packages {', '.join(CHANNEL_TARGETS['apk'])}, not {package.target}",
+            component=_COMPONENT,
+            target=package.target,
+        )
+    return target
+
+
+def _check_namespace(package: PackageInput) -> None:
+    """The namespace is a Java package and a Gradle namespace: refuse what javac would."""
+    namespace = package.settings.android_namespace
+    words = namespace.split(".")
+    if not _JAVA_PACKAGE.fullmatch(namespace) or _JAVA_KEYWORDS & set(words):
+        raise ConfigError(
+            f"android_namespace {namespace!r} is not a Java package name",
+            component=_COMPONENT,
+            target=package.target,
+            fix="use lower-case dot-separated words, none a Java keyword: org.example.app.runtime",
+        )
+
+
+def _entry(package: PackageInput, path: str) -> ShippedFile:
+    for shipped in package.files:
+        if shipped.path == path:
+            return shipped
+    raise PackagingError(
+        f"the stage has no {path}",
+        component=_COMPONENT,
+        target=package.target,
+        file=str(package.stage / path),
+        fix="rebuild the stage (invoke build): every target stage carries its index",
+    )
+
+
+def _read_index(package: PackageInput, shipped: ShippedFile) -> dict[str, Any]:
+    try:
+        index = json.loads(_stage_path(package, shipped).read_bytes())
+    except ValueError:
+        index = None
+    if not isinstance(index, dict) or index.get("schema") != SCHEMA:
+        raise PackagingError(
+            f"{INDEX_NAME} is not a {SCHEMA} index, which the Java loader reads",
+            component=_COMPONENT,
+            target=package.target,
+            file=str(package.stage / INDEX_NAME),
+            fix="rebuild the stage with this version of ortbundle",
+        )
+    return index
+
+
+def _runtimes(index: Mapping[str, Any]) -> list[dict[str, Any]]:
+    return [r for r in index.get("runtimes", []) if isinstance(r, dict)]
+
+
+def _plan(package: PackageInput, target: Target, index: Mapping[str, Any]) -> list[_Placement]:
+    """Where each stage file goes; two different files for one place are refused."""
+    abi = str(target.abi)
+    by_path = {f.path: f for f in package.files}
+    known = {f"runtimes/{r.get('name')}" for r in _runtimes(index)}
+    chosen: dict[str, _Placement] = {}
+    origin: dict[str, str] = {}  # dest -> the stage path that first claimed it
+    for shipped in package.files:
+        source = _resolve(package, shipped, by_path)
+        for placement in _places(package, target, abi, shipped, source, known):
+            first = chosen.get(placement.dest)
+            if first is None:
+                chosen[placement.dest] = placement
+                origin[placement.dest] = shipped.path
+            elif first.source.sha256 != source.sha256:
+                raise _collision(package, placement.dest, origin[placement.dest], shipped.path)
+            else:  # identical bytes: shipped once, carried by both
+                owners = tuple(dict.fromkeys((*first.owners, *placement.owners)))
+                chosen[placement.dest] = _Placement(first.dest, first.source, first.kind, owners)
+    return [chosen[dest] for dest in sorted(chosen)]
+
+
+def _resolve(
+    package: PackageInput, shipped: ShippedFile, by_path: Mapping[str, ShippedFile]
+) -> ShippedFile:
+    """The regular stage file an entry carries: itself, or the file its symlink names (an APK
+    holds no links, so an alias ships as a copy under its own name)."""
+    if shipped.link_to is None:
+        return shipped
+    parent = posixpath.dirname(shipped.path)
+    named = posixpath.normpath(posixpath.join(parent, shipped.link_to))
+    target = by_path.get(named)
+    if target is None or target.link_to is not None:
+        raise PackagingError(
+            f"{shipped.path} links to {shipped.link_to}, which is not a file of the stage",
+            component=_COMPONENT,
+            target=package.target,
+            file=str(package.stage / shipped.path),
+            fix="rebuild the stage (invoke build) instead of editing it",
+        )
+    return target
+
+
+def _places(
+    package: PackageInput,
+    target: Target,
+    abi: str,
+    shipped: ShippedFile,
+    source: ShippedFile,
+    known_runtimes: set[str],
+) -> list[_Placement]:
+    parts = PurePosixPath(shipped.path).parts
+    top = parts[0]
+    if shipped.path == LOADER_NAME:
+        return []  # the desktop loader: RuntimeLoader.java takes its place
+    if shipped.path in _INDEX_FILES:
+        return [_Placement(f"{_ASSETS}/{abi}/{shipped.path}", source, "index")]
+    if top in _SHARED_TOPS and len(parts) > 1:
+        kind = "license" if top == "licenses" else "model"
+        return [_Placement(f"{_ASSETS}/{shipped.path}", source, kind)]
+    if top in _OWNER_TOPS and len(parts) > 2:
+        owner = f"{top}/{parts[1]}"
+        if top == "runtimes" and owner not in known_runtimes:
+            raise _unplaceable(package, shipped, f"{INDEX_NAME} lists no runtime {parts[1]!r}")
+        where = parts[1] if top == "runtimes" else owner  # assets/ortbundle/<abi>/<runtime>/
+        rest = parts[2:]
+        host = _is_host_library(package, target, shipped, source)  # checked wherever it is
+        if rest[0] == "assets" and len(rest) > 1:
+            rest = rest[1:]  # staged under assets/ by the recipe: an asset, whatever it is
+        elif host:
+            return _library(package, abi, shipped, source, owner)
+        return [_Placement(f"{_ASSETS}/{abi}/{where}/{'/'.join(rest)}", source, "asset", (owner,))]
+    raise _unplaceable(package, shipped, "the APK channel does not know where it belongs")
+
+
+def _library(
+    package: PackageInput, abi: str, shipped: ShippedFile, source: ShippedFile, owner: str
+) -> list[_Placement]:
+    """A library of the ABI: in the module's jniLibs and in the flat tree, under its name."""
+    name = PurePosixPath(shipped.path).name
+    if not _LIBRARY_NAME.fullmatch(name):
+        raise _unplaceable(
+            package,
+            shipped,
+            "an Android app library must be named lib<name>.so: the Gradle plugin packages "
+            "only *.so from jniLibs, and System.loadLibrary finds only lib<name>.so",
+            fix="rename it in the recipe ([[targets.<t>.rename]]); its SONAME follows",
+        )
+    return [
+        _Placement(f"{_MAIN}/jniLibs/{abi}/{name}", source, "library", (owner,)),
+        _Placement(f"jniLibs/{abi}/{name}", source, "library", (owner,)),
+    ]
+
+
+def _is_host_library(
+    package: PackageInput, target: Target, shipped: ShippedFile, source: ShippedFile
+) -> bool:
+    """An ELF of the target's machine: the Android linker maps it, so it must fit 16 KB pages.
+    Another machine's file (a Hexagon Skel) is never mapped by it and is exempt."""
+    path = _stage_path(package, source)
+    try:
+        if sniff_format(path) != "elf":
+            return False
+    except OSError:
+        raise _changed(package, path) from None
+    info = inspect(path, name=shipped.path)
+    if info.machine != target.machine:
+        return False
+    problem = alignment_problem(info, target.page_align) if target.page_align else None
+    if problem:
+        raise PackagingError(
+            f"{shipped.path} is not aligned for {target.page_align // 1024} KB pages: {problem}",
+            component=_COMPONENT,
+            target=package.target,
+            file=shipped.path,
+            fix="use a build linked with -Wl,-z,max-page-size=16384 (the NDK's default since "
+            "r28), or drop the library from the recipe; Android 15+ devices with 16 KB pages "
+            "refuse to load it",
+        )
+    return True
+
+
+def _check_entries(
+    package: PackageInput, abi: str, index: Mapping[str, Any], placements: Sequence[_Placement]
+) -> None:
+    """Each runtime's entry must be a library RuntimeLoader can System.loadLibrary."""
+    libraries = {p.dest for p in placements if p.kind == "library"}
+    for runtime in _runtimes(index):
+        entry = str(runtime.get("entry", ""))
+        if f"{_MAIN}/jniLibs/{abi}/{entry}" not in libraries:
+            raise PackagingError(
+                f"runtime {runtime.get('name')!r}: its entry {entry!r} is not an {abi} library "
+                "of the stage, so RuntimeLoader could not load it",
+                component=_COMPONENT,
+                target=package.target,
+                file=str(package.stage / INDEX_NAME),
+                fix="check the recipe's entry for this target, then rebuild the stage",
+            )
+
+
+def _collision(package: PackageInput, dest: str, first: str, second: str) -> PackagingError:
+    return PackagingError(
+        f"{first} and {second} would both be packaged as {dest}, with different bytes "
+        "(Android has one library directory per ABI)",
+        component=_COMPONENT,
+        target=package.target,
+        file=second,
+        fix="rename one of them in its recipe ([[targets.<t>.rename]]; the SONAME follows)",
+    )
+
+
+def _unplaceable(
+    package: PackageInput, shipped: ShippedFile, why: str, fix: str | None = None
+) -> PackagingError:
+    return PackagingError(
+        f"{shipped.path} cannot go into the APK: {why}",
+        component=_COMPONENT,
+        target=package.target,
+        file=shipped.path,
+        fix=fix or "rebuild the stage (invoke build) instead of editing it",
+    )
+
+
+# --- integrity ---------------------------------------------------------------------------------
+
+
+def _stage_path(package: PackageInput, shipped: ShippedFile) -> Path:
+    return package.stage / shipped.path
+
+
+def _changed(package: PackageInput, path: Path) -> IntegrityError:
+    return IntegrityError(
+        "a staged file changed or vanished after the build",
+        component=_COMPONENT,
+        target=package.target,
+        file=str(path),
+        fix="rebuild the stage (invoke build) instead of editing it",
+    )
+
+
+def _check_file(package: PackageInput, shipped: ShippedFile) -> None:
+    path = _stage_path(package, shipped)
+    try:
+        info = path.lstat()
+    except FileNotFoundError:
+        raise _changed(package, path) from None
+    if not stat.S_ISREG(info.st_mode) or info.st_size != shipped.size:
+        raise _changed(package, path)
+    if sha256_file(path) != shipped.sha256:
+        raise _changed(package, path)
+
+
+def _verify_stage(package: PackageInput) -> None:
+    """Every file is what the build staged, before anything is read or written."""
+    for shipped in package.files:
+        if shipped.link_to is None and shipped.path != LOADER_NAME:
+            _check_file(package, shipped)
+
+
+def _check_shared(
+    package: PackageInput,
+    out: Path,
+    placements: Iterable[_Placement],
+    generated: Mapping[str, bytes],
+) -> None:
+    """A shared file another ABI already wrote must be the same bytes this one would write."""
+    wanted: dict[str, tuple[int, str]] = {
+        p.dest: (p.source.size, p.source.sha256) for p in placements if p.shared
+    }
+    for relative, data in generated.items():
+        wanted[relative] = (len(data), _sha256(data))
+    for relative, (size, sha256) in sorted(wanted.items()):
+        path = out / relative
+        if not path.is_file():
+            continue
+        if path.stat().st_size == size and sha256_file(path) == sha256:
+            continue
+        raise PackagingError(
+            f"{relative} is shared by every ABI, and {package.target} would write it with "
+            "different bytes from another ABI's",
+            component=_COMPONENT,
+            target=package.target,
+            file=str(path),
+            fix="ship the same licence texts and models on every Android target (the same "
+            "recipes and versions), and package every ABI with the same ortbundle and product "
+            "manifest; then rebuild",
+        )
+
+
+def _sha256(data: bytes) -> str:
+    return hashlib.sha256(data).hexdigest()
+
+
+# --- writing -----------------------------------------------------------------------------------
+
+
+def _clear_abi(out: Path, abi: str) -> None:
+    """This ABI's own files go: a rerun with fewer libraries leaves none of the old behind.
+    (Links are unlinked; the staged files they share an inode with stay.)"""
+    for relative in (f"{_MAIN}/jniLibs/{abi}", f"jniLibs/{abi}", f"{_ASSETS}/{abi}"):
+        if (out / relative).is_dir():
+            shutil.rmtree(out / relative)
+    (out / f"size-report.{abi}.json").unlink(missing_ok=True)
+
+
+def _make_dirs(out: Path, directory: Path) -> None:
+    """Create the missing directories under `out` with a fixed mode, whatever the umask."""
+    missing = []
+    while directory != out and not directory.is_dir():
+        missing.append(directory)
+        directory = directory.parent
+    for path in reversed(missing):
+        path.mkdir(exist_ok=True)
+        path.chmod(_DIR_MODE)
+
+
+def _place(source: Path, dest: Path) -> None:
+    """A hard link to the staged file (its mode is already ours), else a copy; renamed into
+    place so a reader never sees half a file."""
+    if dest.is_file() and dest.samefile(source):
+        return
+    tmp = dest.with_name(f".{dest.name}.apk-{os.getpid()}")
+    tmp.unlink(missing_ok=True)
+    try:
+        linked = False
+        if stat.S_IMODE(source.stat().st_mode) == _FILE_MODE:
+            try:
+                os.link(source, tmp)
+                linked = True
+            except OSError:
+                pass
+        if not linked:
+            shutil.copyfile(source, tmp)
+            tmp.chmod(_FILE_MODE)
+        os.replace(tmp, dest)
+    finally:
+        tmp.unlink(missing_ok=True)
+
+
+def _write_bytes(dest: Path, data: bytes) -> str:
+    tmp = dest.with_name(f".{dest.name}.apk-{os.getpid()}")
+    try:
+        tmp.write_bytes(data)
+        tmp.chmod(_FILE_MODE)
+        os.replace(tmp, dest)
+    finally:
+        tmp.unlink(missing_ok=True)
+    return _sha256(data)
+
+
+# --- the generated module files ----------------------------------------------------------------
+
+
+def _generated(package: PackageInput) -> dict[str, bytes]:
+    """The shared module files: a function of the product and targets.toml alone, so every
+    ABI (and every runner of a release) writes the same bytes."""
+    namespace = package.settings.android_namespace
+    context = {
+        "namespace": namespace,
+        "compile_sdk": _COMPILE_SDK,
+        "min_sdk": _MIN_SDK,
+        "use_legacy_packaging": "true" if _USE_LEGACY_PACKAGING else "false",
+        "fastrpc": _FASTRPC,
+        "declare_fastrpc": _fastrpc_allowed(),
+        "schema": SCHEMA,
+        "override_property": override_property(package.product),
+    }
+    filters = {"kotlin_string": _kotlin_string, "java_string": _java_string}
+    java = f"{_MAIN}/java/{namespace.replace('.', '/')}/RuntimeLoader.java"
+    templates = {
+        f"{_MODULE}/build.gradle.kts": "apk/build.gradle.kts.j2",
+        f"{_MAIN}/AndroidManifest.xml": "apk/AndroidManifest.xml.j2",
+        java: "apk/RuntimeLoader.java.j2",
+    }
+    return {
+        relative: render(template, context, filters).encode("utf-8")
+        for relative, template in templates.items()
+    }
+
+
+def _fastrpc_allowed() -> bool:
+    """Declared when any Android target lets a runtime need FastRPC (targets.toml), not when
+    this ABI's stage happens to: the manifest is shared by every ABI."""
+    return any(get_target(t).external_group(_FASTRPC) for t in CHANNEL_TARGETS["apk"])
+
+
+def override_property(product: str) -> str:
+    """The Android system property naming a runtime to force: `adb shell setprop <it> <name>`."""
+    return f"debug.{re.sub(r'[^a-z0-9_]', '_', product.lower())}.ort_runtime"
+
+
+def _kotlin_string(value: str) -> str:
+    return '"' + "".join(_KOTLIN_ESCAPES.get(c, c) for c in _java_escaped(value)) + '"'
+
+
+_KOTLIN_ESCAPES = {"$": "\\$"}
+
+
+def _java_string(value: str) -> str:
+    return '"' + _java_escaped(value) + '"'
+
+
+def _java_escaped(value: str) -> str:
+    out = []
+    for char in value:
+        if char in ('"', "\\"):
+            out.append("\\" + char)
+        elif " " <= char <= "~":
+            out.append(char)
+        else:
+            out.extend(f"\\u{unit:04x}" for unit in _utf16(char))
+    return "".join(out)
+
+
+def _utf16(char: str) -> list[int]:
+    data = char.encode("utf-16-be")
+    return [int.from_bytes(data[i : i + 2], "big") for i in range(0, len(data), 2)]
+
+
+# --- the size report ---------------------------------------------------------------------------
+
+
+def _deflate_estimates(package: PackageInput, placements: Sequence[_Placement]) -> dict[str, int]:
+    """zlib level-6 size of each shipped file, by SHA-256: what a download weighs. Streamed,
+    in parallel (zlib releases the GIL), and memoised per file under the cache (30 MB/s: the
+    arm64 QNN stage takes seconds)."""
+    sources = {p.source.sha256: p.source for p in placements}
+    workers = max(1, min(4, os.cpu_count() or 1, len(sources)))
+    with ThreadPoolExecutor(max_workers=workers) as pool:
+        sizes = pool.map(lambda s: _deflated(package, s), sources.values())
+        return dict(zip(sources, sizes, strict=True))
+
+
+def _deflated(package: PackageInput, shipped: ShippedFile) -> int:
+    memo: Path | None = None
+    if package.cache is not None and not package.verify_cache:
+        version = re.sub(r"[^A-Za-z0-9.]", "_", zlib.ZLIB_RUNTIME_VERSION)
+        name = f"{shipped.sha256}-z{_DEFLATE_LEVEL}-{version}"
+        memo = package.cache / "outputs" / "apk-deflate" / shipped.sha256[:2] / name
+        try:
+            return int(memo.read_text("ascii"))
+        except (OSError, ValueError):
+            pass
+    compressor = zlib.compressobj(_DEFLATE_LEVEL, zlib.DEFLATED, -zlib.MAX_WBITS)
+    size = 0
+    with _stage_path(package, shipped).open("rb") as stream:
+        while chunk := stream.read(_CHUNK):
+            size += len(compressor.compress(chunk))
+    size += len(compressor.flush())
+    if memo is not None:
+        try:
+            memo.parent.mkdir(parents=True, exist_ok=True)
+            tmp = memo.with_name(f".{memo.name}.{os.getpid()}")
+            tmp.write_text(str(size), "ascii")
+            os.replace(tmp, memo)
+        except OSError:
+            pass  # an estimate: not worth failing a build for
+    return size
+
+
+def _size_report(
+    package: PackageInput,
+    target: Target,
+    index: Mapping[str, Any],
+    placements: Sequence[_Placement],
+    deflated: Mapping[str, int],
+) -> tuple[bytes, list[str]]:
+    """Per runtime and in total: files and bytes, and what they occupy in the APK. A file two
+    runtimes share counts in each and once in the total."""
+    abi = str(target.abi)
+    page = target.page_align or 1
+    owners: dict[str, _Figures] = {}
+    for runtime in _runtimes(index):
+        owners[f"runtimes/{runtime['name']}"] = _Figures(label=str(runtime.get("label", "")))
+    groups = {kind: _Figures() for kind in ("index", "license", "model")}
+    total = _Figures()
+    for placement in placements:
+        if placement.dest.startswith("jniLibs/"):
+            continue  # the flat tree: the same files again, not in the module's APK
+        size = deflated[placement.source.sha256]
+        for owner in placement.owners:
+            owners.setdefault(owner, _Figures()).add(placement, page, size)
+        if placement.kind in groups:
+            groups[placement.kind].add(placement, page, size)
+        total.add(placement, page, size)
+    runtimes = [
+        {"name": owner.removeprefix("runtimes/"), "label": f.label, **f.as_json()}
+        for owner, f in owners.items()
+        if owner.startswith("runtimes/")
+    ]
+    plugins = [
+        {"name": owner.removeprefix("plugins/"), **f.as_json()}
+        for owner, f in owners.items()
+        if owner.startswith("plugins/")
+    ]
+    report = {
+        "schema": "ortbundle.apk-size/1",
+        "product": package.product,
+        "version": package.version,
+        "target": package.target,
+        "abi": abi,
+        "page_align": target.page_align,
+        "use_legacy_packaging": _USE_LEGACY_PACKAGING,
+        "apk_bytes_means": "libraries stored uncompressed, each rounded up to page_align; "
+        "assets at their uncompressed size (an upper bound: the Gradle plugin deflates them)",
+        "runtimes": runtimes,
+        "plugins": plugins,
+        "index": groups["index"].as_json(),
+        "licenses": groups["license"].as_json(),
+        "models": groups["model"].as_json(),
+        "total": total.as_json(),
+    }
+    data = (json.dumps(report, indent=2, sort_keys=True) + "\n").encode("ascii")
+    parts = [
+        f"{owner.removeprefix('runtimes/')} {_mb(f.library_apk_bytes + f.asset_bytes)} MB "
+        f"({_count(f.libraries, 'library', 'libraries')}{_assets_text(f)}, "
+        f"≈{_mb(f.deflate_bytes)} MB deflated)"
+        for owner, f in owners.items()
+    ]
+    line = (
+        f"apk {abi}: {', '.join(parts)}; {_mb(total.library_apk_bytes + total.asset_bytes)} MB "
+        f"in the APK with the index, licences and models (≈{_mb(total.deflate_bytes)} MB "
+        f"deflated); size-report.{abi}.json"
+    )
+    return data, [line]
+
+
+def _assets_text(figures: _Figures) -> str:
+    if not figures.assets:
+        return ""
+    return f" + {_count(figures.assets, 'asset', 'assets')} of {_mb(figures.asset_bytes)} MB"
+
+
+def _count(n: int, one: str, many: str) -> str:
+    return f"{n} {one if n == 1 else many}"
+
+
+def _mb(size: int) -> str:
+    return f"{size / (1 << 20):.1f}"
+
+
+# --- notes -------------------------------------------------------------------------------------
+
+
+def _usage_notes(
+    package: PackageInput, index: Mapping[str, Any], placements: Sequence[_Placement], abi: str
+) -> list[str]:
+    notes = []
+    for runtime in _runtimes(index):
+        owner = f"runtimes/{runtime['name']}"
+        payload = sorted(
+            PurePosixPath(p.dest).name
+            for p in placements
+            if p.kind == "asset" and owner in p.owners
+        )
+        if payload:
+            dsp = "QNNExecutionProvider" in runtime.get("providers", [])
+            notes.append(
+                f"apk {abi}: {runtime['name']} ships "
+                f"{_count(len(payload), 'payload file', 'payload files')} "
+                f"({', '.join(payload)}) as assets under {_ASSETS}/{abi}/{runtime['name']}/; "
+                "RuntimeLoader copies them to the app's files directory before loading it"
+                + (" and puts that directory first on ADSP_LIBRARY_PATH" if dsp else "")
+            )
+    if any(p.owners and p.owners[0].startswith("plugins/") for p in placements):
+        notes.append(
+            f"apk {abi}: plugin EP libraries ship in jniLibs, but RuntimeLoader does not "
+            "register them yet"
+        )
+    namespace = package.settings.android_namespace
+    notes += [
+        f'add {_MODULE}/ to the Gradle build (include(":{_MODULE}") in settings.gradle.kts, '
+        f'implementation(project(":{_MODULE}")) in the app; the root build names the Android '
+        f"Gradle plugin's version) and call {namespace}.RuntimeLoader.load(context) once at "
+        "start-up, before anything opens ONNX Runtime; jniLibs/<abi>/ holds the same "
+        "libraries for scripts that assemble an APK directly",
+        "the app module decides how the APK stores libraries: keep useLegacyPackaging = false "
+        'and keepDebugSymbols += "**/*.so" there too, so they stay uncompressed, 16 KB-aligned '
+        "and byte for byte as verified",
+        f"to force a runtime on a test device: adb shell setprop "
+        f"{override_property(package.product)} <runtime name>",
+    ]
+    return notes
