@@ -5,7 +5,8 @@ Shipped in every package as `runtime_loader.py`, beside `runtimes.json`. Standar
 
   python runtime_loader.py --explain      the decision in one line, then each candidate's score
   python runtime_loader.py --json         the same for machines
-  python runtime_loader.py --open         also load the winner and check its version
+  python runtime_loader.py --open         also load the winner, check its version and register
+                                          its plugin EPs (RegisterExecutionProviderLibrary)
 
 Rules: a vendor runtime on its own vendor's GPU beats OpenVINO on an Intel GPU, which beats a
 generic (WebGPU) runtime on any GPU, which beats a CPU-only runtime. Equal scores keep the
@@ -329,7 +330,109 @@ def open_runtime(stage: Path, runtime: dict[str, Any], *, verify: bool = False) 
             f"{entry} reports ONNX Runtime {version}, runtimes.json says "
             f"{runtime['ort_version']}; the package is inconsistent — reinstall it"
         )
+    _CORES[runtime["name"]] = base
     return version
+
+
+_CORES: dict[str, Any] = {}  # runtime name -> its OrtApiBase, once opened
+
+# Indices into the OrtApi function table (`struct OrtApi` in onnxruntime_c_api.h). The table is
+# append-only by ORT's ABI contract, so an index never moves once a release has shipped it.
+_PLUGIN_API_VERSION = 22  # ORT 1.22: the first with RegisterExecutionProviderLibrary
+_GET_ERROR_MESSAGE, _CREATE_ENV, _RELEASE_STATUS = 2, 3, 93
+_REGISTER_EP_LIBRARY, _GET_EP_DEVICES, _EP_DEVICE_EP_NAME = 301, 303, 312
+_LOGGING_LEVEL_WARNING = 2
+
+
+@dataclass(frozen=True)
+class Registered:
+    """A plugin EP registered with the opened core, and the devices it offers here."""
+
+    name: str  # the registration name (sessions select devices, not this name)
+    ep_name: str  # OrtEpDevice.ep_name
+    library: str
+    devices: int  # OrtEpDevice entries with this ep_name on this machine
+
+
+def _version_tuple(version: str) -> tuple[int, ...]:
+    parts = []
+    for part in version.split("."):
+        digits = "".join(c for c in part if c.isdigit()) or "0"
+        parts.append(int(digits))
+    return tuple(parts)
+
+
+def register_plugins(stage: Path, runtime: dict[str, Any]) -> list[Registered]:
+    """Register the runtime's plugin EPs with its (already opened) core, in one OrtEnv.
+
+    ORT keeps one environment per process: the env made here is the one the application's
+    sessions get from CreateEnv later, so the plugins stay registered for them.
+    """
+    plugins = runtime.get("plugin_eps") or []
+    if not plugins:
+        return []
+    base = _CORES.get(runtime["name"])
+    if base is None:
+        raise LoaderError(f"open {runtime['name']} before registering its plugin EPs")
+    version = runtime["ort_version"]
+    for plugin in plugins:
+        if _version_tuple(version) < _version_tuple(plugin["min_core"]):
+            raise LoaderError(
+                f"plugin EP {plugin['registration_name']} needs ONNX Runtime "
+                f"{plugin['min_core']}, {runtime['name']} is {version}"
+            )
+    table = base.contents.GetApi(_PLUGIN_API_VERSION)
+    if not table:
+        raise LoaderError(f"ONNX Runtime {version} has no plugin EP API (needs 1.22 or newer)")
+    api = ctypes.cast(table, ctypes.POINTER(ctypes.c_void_p))
+    pointer = ctypes.c_void_p
+    path_type = ctypes.c_wchar_p if sys.platform == "win32" else ctypes.c_char_p  # ORTCHAR_T
+
+    def function(index: int, restype: Any, *argtypes: Any) -> Any:
+        return ctypes.CFUNCTYPE(restype, *argtypes)(api[index])
+
+    error_message = function(_GET_ERROR_MESSAGE, ctypes.c_char_p, pointer)
+    release_status = function(_RELEASE_STATUS, None, pointer)
+    create_env = function(
+        _CREATE_ENV, pointer, ctypes.c_int, ctypes.c_char_p, ctypes.POINTER(pointer)
+    )
+    register = function(_REGISTER_EP_LIBRARY, pointer, pointer, ctypes.c_char_p, path_type)
+    get_devices = function(
+        _GET_EP_DEVICES,
+        pointer,
+        pointer,
+        ctypes.POINTER(ctypes.POINTER(pointer)),
+        ctypes.POINTER(ctypes.c_size_t),
+    )
+    ep_name_of = function(_EP_DEVICE_EP_NAME, ctypes.c_char_p, pointer)
+
+    def check(status: Any, what: str) -> None:
+        if status:
+            raw = error_message(status)
+            message = raw.decode("utf-8", errors="replace") if raw else "unknown error"
+            release_status(status)
+            raise LoaderError(f"{what}: {message}")
+
+    env = pointer()
+    check(create_env(_LOGGING_LEVEL_WARNING, b"runtime_loader", ctypes.byref(env)), "CreateEnv")
+    _OPENED.append(env)
+    registered = []
+    for plugin in plugins:
+        library = (stage / plugin["library"]).resolve()
+        if sys.platform == "win32":  # pragma: no cover - Windows only
+            _OPENED.append(os.add_dll_directory(str(library.parent)))
+        name = plugin["registration_name"]
+        argument: Any = str(library) if sys.platform == "win32" else os.fsencode(library)
+        check(register(env, name.encode("utf-8"), argument), f"plugin EP {name} ({library})")
+        devices = ctypes.POINTER(pointer)()
+        count = ctypes.c_size_t()
+        check(get_devices(env, ctypes.byref(devices), ctypes.byref(count)), "GetEpDevices")
+        names = [ep_name_of(devices[i]) for i in range(count.value)]
+        wanted = str(plugin["ep_name"]).encode("utf-8")
+        registered.append(
+            Registered(name, plugin["ep_name"], plugin["library"], names.count(wanted))
+        )
+    return registered
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -346,8 +449,11 @@ def main(argv: list[str] | None = None) -> int:
         hardware = detect(args.root)
         decision = choose(index, hardware, stage=args.stage)
         version = None
+        plugins: list[Registered] = []
         if args.open or args.verify:
             version = open_runtime(args.stage, decision.runtime, verify=args.verify)
+        if args.open:
+            plugins = register_plugins(args.stage, decision.runtime)
     except LoaderError as exc:
         print(f"runtime_loader: {exc}", file=sys.stderr)
         return 1
@@ -360,6 +466,7 @@ def main(argv: list[str] | None = None) -> int:
             "overridden": decision.overridden,
             "line": decision.line(),
             "loaded_version": version,
+            "plugins": [asdict(p) for p in plugins],
             "hardware": asdict(hardware),
             "candidates": [asdict(c) for c in decision.candidates],
         }
@@ -371,6 +478,11 @@ def main(argv: list[str] | None = None) -> int:
             print(f"  {c.directory}: score {c.score} ({c.why})")
     if version:
         print(f"  loaded ONNX Runtime {version}")
+    for plugin in plugins:
+        print(
+            f"  registered plugin EP {plugin.name} ({plugin.ep_name}, "
+            f"{plugin.devices} device{'s' if plugin.devices != 1 else ''} here)"
+        )
     return 0
 
 
