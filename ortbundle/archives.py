@@ -18,6 +18,7 @@ import zlib
 from dataclasses import dataclass
 from pathlib import Path, PurePosixPath
 from types import TracebackType
+from typing import Protocol
 
 from ortbundle.errors import ArchiveError, IntegrityError
 
@@ -247,6 +248,56 @@ class ZipArchive:
                 fix="the wheel was altered after it was built; do not ship it",
             )
         return Extracted(path=dest, size=written, sha256=actual)
+
+
+# --- a source that is the file itself ---------------------------------------------------------
+
+
+class MemberReader(Protocol):
+    """What staging reads from a source: a zip's members, or a bare file as itself."""
+
+    label: str
+
+    def extract(self, name: str, dest: Path) -> Extracted: ...
+
+    def close(self) -> None: ...
+
+
+class BareFile:
+    """A source that is not an archive (a model at a URL or in the project): its one "member"
+    is the empty name, the file itself."""
+
+    def __init__(self, path: Path, *, label: str, component: str | None = None) -> None:
+        self.path = path
+        self.label = label
+        self.component = component
+
+    def extract(self, name: str, dest: Path) -> Extracted:
+        if name:
+            raise ArchiveError(
+                f"{self.label} is not an archive, so it has no member {name!r}",
+                component=self.component,
+                file=str(self.path),
+                fix="leave the member out for a source that is the file itself",
+            )
+        digest = hashlib.sha256()
+        written = 0
+        with self.path.open("rb") as stream, dest.open("wb") as out:
+            while chunk := stream.read(CHUNK):
+                written += len(chunk)
+                digest.update(chunk)
+                out.write(chunk)
+        return Extracted(path=dest, size=written, sha256=digest.hexdigest())
+
+    def close(self) -> None:
+        """Nothing is held open."""
+
+
+def open_source(path: Path, *, label: str, component: str) -> MemberReader:
+    """A zip (wheel, AAR) is read member by member; anything else is the file itself."""
+    if sniff_archive(path) == "zip":
+        return ZipArchive(path, label=label, component=component)
+    return BareFile(path, label=label, component=component)
 
 
 # --- members of any archive, for nested sources (an AAR inside an npm tarball) ----------------

@@ -16,7 +16,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from ortbundle.archives import ZipArchive
+from ortbundle.archives import MemberReader
 from ortbundle.errors import ConfigError, IntegrityError
 from ortbundle.onnx_model import ModelInfo, read_model
 from ortbundle.recipes import ModelForm, ModelRecipe, generic_purl
@@ -59,7 +59,7 @@ class StagedModel:
 
 def stage_model(
     recipe: ModelRecipe,
-    archives: Mapping[str, ZipArchive],
+    archives: Mapping[str, MemberReader],
     stage_root: Path,
     *,
     runtimes: Iterable[str],

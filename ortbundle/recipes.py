@@ -12,7 +12,7 @@ import tomllib
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
-from urllib.parse import quote
+from urllib.parse import quote, unquote, urlsplit
 
 from ortbundle.archives import check_member_name
 from ortbundle.errors import ConfigError
@@ -108,7 +108,57 @@ class NpmCoordinates:
         return f"pkg:npm/{name}@{quote(self.version, safe='')}"
 
 
-Coordinates = PypiCoordinates | MavenCoordinates | NpmCoordinates
+@dataclass(frozen=True)
+class UrlCoordinates:
+    """A file at a plain URL (a model published on a web server); the pin is all we trust."""
+
+    url: str
+
+    kind = "url"
+
+    @property
+    def filename(self) -> str:
+        return unquote(urlsplit(self.url).path.rsplit("/", 1)[-1]) or "download"
+
+    @property
+    def name(self) -> str:
+        return self.filename
+
+    def describe(self) -> str:
+        return f"url:{self.url}"
+
+    def purl(self) -> str:
+        return (
+            f"pkg:generic/{quote(self.filename, safe='')}?download_url={quote(self.url, safe='')}"
+        )
+
+
+@dataclass(frozen=True)
+class LocalCoordinates:
+    """A file in the project itself (a model the team trained), relative to the project root."""
+
+    path: str
+
+    kind = "path"
+
+    @property
+    def filename(self) -> str:
+        return self.path.rsplit("/", 1)[-1]
+
+    @property
+    def name(self) -> str:
+        return self.filename
+
+    def describe(self) -> str:
+        return f"path:{self.path}"
+
+    def purl(self) -> str:
+        return f"pkg:generic/{quote(self.filename, safe='')}"
+
+
+Coordinates = (
+    PypiCoordinates | MavenCoordinates | NpmCoordinates | UrlCoordinates | LocalCoordinates
+)
 
 
 @dataclass(frozen=True)
@@ -375,9 +425,23 @@ def _load_toml(path: Path) -> tuple[dict[str, Any], str]:
 
 
 def _coordinates(reader: _Reader) -> Coordinates:
-    kinds = [k for k in ("pypi", "maven", "npm") if k in reader.table]
+    kinds = [k for k in ("pypi", "maven", "npm", "url", "path") if k in reader.table]
     if len(kinds) != 1:
-        raise reader._fail("a source names exactly one of pypi = {…}, maven = {…}, npm = {…}")
+        raise reader._fail(
+            'a source names exactly one of pypi = {…}, maven = {…}, npm = {…}, url = "…", '
+            'path = "…"'
+        )
+    if kinds[0] == "url":
+        url = reader.text("url")
+        if urlsplit(url).scheme not in ("https", "http") or not urlsplit(url).netloc:
+            raise reader._fail(f"url {url!r} must be an http(s) URL")
+        return UrlCoordinates(url)
+    if kinds[0] == "path":
+        path = reader.text("path")
+        problem = check_member_name(path)
+        if problem:
+            raise reader._fail(f"path {path!r} {problem}: it is relative to the project root")
+        return LocalCoordinates(path)
     table = reader.sub(kinds[0])
     if kinds[0] == "pypi":
         return PypiCoordinates(
@@ -717,7 +781,7 @@ class ModelForm:
     canonical: bool
     derived_from: str | None
     source: str  # source id
-    member: str  # archive member of that source
+    member: str  # archive member of that source; "" when the source is the model file itself
     sha256: str  # of the model file itself
     backends: tuple[str, ...]  # runtimes that load this form
     gate: ModelGate
@@ -780,7 +844,7 @@ def load_model_recipe(path: Path) -> ModelRecipe:
                 canonical=bool(form.table.get("canonical", False)),
                 derived_from=form.opt_text("derived_from"),
                 source=source,
-                member=form.text("member"),
+                member=form.table.get("member", "") and form.text("member"),
                 sha256=sha256,
                 backends=form.text_list("backends"),
                 gate=gate_from_table(gate_table, where=f"{path} ({form.where}.gate)"),
@@ -855,6 +919,10 @@ def source_from_json(data: dict[str, Any]) -> Source:
         )
     elif kind == "npm":
         coords = NpmCoordinates(origin["package"], origin["version"])
+    elif kind == "url":
+        coords = UrlCoordinates(origin["url"])
+    elif kind == "path":
+        coords = LocalCoordinates(origin["path"])
     else:
         raise KeyError(f"origin kind {kind!r}")
     return Source(

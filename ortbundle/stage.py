@@ -12,10 +12,11 @@ import fnmatch
 import itertools
 import os
 import shutil
+from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
 
-from ortbundle.archives import ZipArchive
+from ortbundle.archives import MemberReader, ZipArchive
 from ortbundle.binaries import BinaryInfo, alignment_problem, inspect
 from ortbundle.closure import Candidate, Closure, Materialized, prune
 from ortbundle.errors import ArchiveError, BinaryError, ConfigError
@@ -316,7 +317,7 @@ def stage_texts(
     groups: list[tuple[str, tuple[LicenseText, ...]]],
     owner: str,
     target: str,
-    archives: dict[str, ZipArchive],
+    archives: Mapping[str, MemberReader],
     stage_root: Path,
     repo_licenses: Path,
 ) -> list[StagedText]:

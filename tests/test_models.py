@@ -2,13 +2,17 @@
 
 from __future__ import annotations
 
+import functools
 import json
+import threading
+from collections.abc import Iterator
+from http.server import SimpleHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 
 import pytest
 
 from ortbundle.build import build
-from ortbundle.errors import BinaryError, ConfigError, IntegrityError
+from ortbundle.errors import ArchiveError, BinaryError, ConfigError, IntegrityError
 from ortbundle.progress import Reporter
 from tests.helpers.onnx_models import detector
 from tests.helpers.project import FakeProject
@@ -160,3 +164,120 @@ def test_model_recipe_rules(tmp_path: Path) -> None:
     path.write_text(text.replace('derived_from = "f32"', 'derived_from = "nope"'))
     with pytest.raises(ConfigError, match="derived_from must name another form"):
         load_model_recipe(path)
+
+
+# --- models from the project itself and from a plain URL ---------------------------------
+
+OWN_RECIPE = """
+[component]
+name = "own"
+kind = "model"
+version = "2.0"
+description = "A model the team trained, with a quantised form published on a web server"
+
+[sources.checkout]
+path = "models/own.onnx"
+sha256 = "{own_sha}"
+
+[sources.web]
+url = "{url}"
+sha256 = "{web_sha}"
+
+[license]
+expression = "MIT"
+texts = [{{ file = "own/LICENSE" }}]
+
+[[forms]]
+name = "f32"
+canonical = true
+source = "checkout"
+sha256 = "{own_sha}"
+backends = ["fake"]
+
+[forms.gate]
+min_opset = 13
+
+[[forms]]
+name = "a8w8"
+derived_from = "f32"
+source = "web"
+sha256 = "{web_sha}"
+backends = ["fake"]
+"""
+
+
+@pytest.fixture
+def web(tmp_path: Path) -> Iterator[tuple[str, Path]]:
+    """A plain web server on 127.0.0.1 serving a directory."""
+    root = tmp_path / "www"
+    root.mkdir()
+    handler = functools.partial(QuietHandler, directory=str(root))
+    server = ThreadingHTTPServer(("127.0.0.1", 0), handler)
+    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    thread.start()
+    try:
+        yield f"http://127.0.0.1:{server.server_address[1]}", root
+    finally:
+        server.shutdown()
+        server.server_close()
+
+
+class QuietHandler(SimpleHTTPRequestHandler):
+    def log_message(self, format: str, *args: object) -> None:
+        pass
+
+
+def with_own_model(fake: FakeProject, web: tuple[str, Path]) -> tuple[bytes, bytes]:
+    fake.write()
+    own, quantised = detector(opset=17), detector(opset=13, weights=64)
+    (fake.root / "models").mkdir()
+    (fake.root / "models/own.onnx").write_bytes(own)
+    (fake.root / "licenses/own").mkdir(parents=True)
+    (fake.root / "licenses/own/LICENSE").write_text("MIT License\n\nCopyright (c) The Team\n")
+    base, root = web
+    (root / "own-a8w8.onnx").write_bytes(quantised)
+    (fake.root / "recipes/own.toml").write_text(
+        OWN_RECIPE.format(own_sha=_sha(own), web_sha=_sha(quantised), url=f"{base}/own-a8w8.onnx")
+    )
+    manifest = fake.root / "manifests/fakeproduct.toml"
+    manifest.write_text(
+        manifest.read_text().replace('runtimes = ["fake"]', 'runtimes = ["fake"]\nmodels = ["own"]')
+    )
+    return own, quantised
+
+
+def test_a_model_from_the_project_and_one_from_a_url_are_staged(
+    fake: FakeProject, reporter: Reporter, web: tuple[str, Path]
+) -> None:
+    own, quantised = with_own_model(fake, web)
+    result = build(fake.project, fake.options(), reporter)
+    for target in result.targets:
+        assert (target.stage / "models/own/f32.onnx").read_bytes() == own
+        assert (target.stage / "models/own/a8w8.onnx").read_bytes() == quantised
+        assert target.licensing.owner("models/own/a8w8.onnx").name == "own"
+    manifest = json.loads((result.version_dir / "manifest.json").read_text())
+    inputs = {i["kind"]: i for i in manifest["inputs"] if i["component"] == "own"}
+    assert inputs["path"]["path"] == "models/own.onnx"
+    assert inputs["url"]["url"] == f"{web[0]}/own-a8w8.onnx"
+
+
+def test_a_changed_project_model_is_refused(
+    fake: FakeProject, reporter: Reporter, web: tuple[str, Path]
+) -> None:
+    with_own_model(fake, web)
+    (fake.root / "models/own.onnx").write_bytes(detector(opset=18))
+    with pytest.raises(IntegrityError, match="local source models/own.onnx has sha256"):
+        build(fake.project, fake.options(), reporter)
+    assert not (fake.root / "dist").exists() or not any((fake.root / "dist").rglob("*.onnx"))
+
+
+def test_a_member_of_a_bare_file_source_is_a_clear_error(
+    fake: FakeProject, reporter: Reporter, web: tuple[str, Path]
+) -> None:
+    with_own_model(fake, web)
+    recipe = fake.root / "recipes/own.toml"
+    recipe.write_text(
+        recipe.read_text().replace('source = "web"', 'source = "web"\nmember = "inner.onnx"')
+    )
+    with pytest.raises(ArchiveError, match="is not an archive, so it has no member 'inner.onnx'"):
+        build(fake.project, fake.options(), reporter)

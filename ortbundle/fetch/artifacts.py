@@ -7,6 +7,7 @@ pinned SHA-256 of the fetched file, and only bytes that match it are stored.
 
 from __future__ import annotations
 
+import hashlib
 import threading
 from collections.abc import Iterable, Iterator
 from concurrent.futures import ThreadPoolExecutor
@@ -15,7 +16,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from ortbundle.errors import ConfigError, OfflineError, OrtbundleError
+from ortbundle.errors import ConfigError, IntegrityError, OfflineError, OrtbundleError
 from ortbundle.fetch.cache import Cache
 from ortbundle.fetch.config import (
     IndexConfig,
@@ -27,7 +28,14 @@ from ortbundle.fetch.config import (
     redact,
 )
 from ortbundle.fetch.policy import RetryPolicy
-from ortbundle.recipes import MavenCoordinates, NpmCoordinates, PypiCoordinates, Source
+from ortbundle.recipes import (
+    LocalCoordinates,
+    MavenCoordinates,
+    NpmCoordinates,
+    PypiCoordinates,
+    Source,
+    UrlCoordinates,
+)
 
 if TYPE_CHECKING:
     import requests
@@ -113,6 +121,8 @@ class Fetcher:
         cached = self.cache.get(source.sha256)
         if cached is not None:
             return Artifact(source, cached.path, cached.url, cached.size, downloaded=False)
+        if isinstance(source.origin, LocalCoordinates):
+            return self._local(source, source.origin, component)
         if self.offline:
             raise OfflineError(
                 "offline build, and the cache lacks this artifact",
@@ -156,6 +166,22 @@ class Fetcher:
                     progress=update,
                 )
             return resolved.url, done
+        if isinstance(origin, UrlCoordinates):
+            from ortbundle.fetch.download import download
+
+            _config, session = self._network()  # pip's CA bundle; the URL is the recipe's
+            with self._progress(source) as update:
+                done = download(
+                    session,
+                    origin.url,
+                    partial,
+                    sha256=source.sha256,
+                    expected_size=source.size,
+                    policy=self.policy,
+                    what=source.filename,
+                    progress=update,
+                )
+            return origin.url, done
         if isinstance(origin, MavenCoordinates):
             from ortbundle.fetch.maven import fetch_maven
 
@@ -184,6 +210,43 @@ class Fetcher:
             f"source {source.id} comes from {origin.kind}, which ortbundle cannot fetch",
             file=source.filename,
         )
+
+    def _local(self, source: Source, origin: LocalCoordinates, component: str) -> Artifact:
+        """A file of the project: copied into the cache while hashed, so it is pinned and
+        re-verified exactly like a download."""
+        if self.project_root is None:
+            raise ConfigError(
+                "a source with a local path needs the project root",
+                component=component,
+                file=origin.path,
+            )
+        path = self.project_root / origin.path
+        if not path.is_file():
+            raise ConfigError(
+                f"local source {origin.path} does not exist",
+                component=component,
+                file=str(path),
+                fix="add the file to the project, or correct the recipe's path",
+            )
+        with self.cache.lock(source.sha256):
+            partial = self.cache.partial_path(source.sha256)
+            partial.parent.mkdir(parents=True, exist_ok=True)
+            digest = hashlib.sha256()
+            with path.open("rb") as stream, partial.open("wb") as out:
+                while chunk := stream.read(1 << 20):
+                    digest.update(chunk)
+                    out.write(chunk)
+            if digest.hexdigest() != source.sha256:
+                partial.unlink()
+                raise IntegrityError(
+                    f"local source {origin.path} has sha256 {digest.hexdigest()}, the recipe pins "
+                    f"{source.sha256}",
+                    component=component,
+                    file=str(path),
+                    fix="the file changed: check it, then re-pin its sha256 in the recipe",
+                )
+            entry = self.cache.store(partial, source.sha256, url=f"path:{origin.path}")
+        return Artifact(source, entry.path, entry.url, entry.size, downloaded=True)
 
     @contextmanager
     def _progress(self, source: Source) -> Iterator[ProgressFn]:
