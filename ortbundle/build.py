@@ -15,7 +15,7 @@ from typing import Any
 from rich.table import Table
 
 from ortbundle import __version__
-from ortbundle.archives import ZipArchive
+from ortbundle.archives import MemberReader, open_source
 from ortbundle.audit import (
     ChannelAudit,
     audit_channel,
@@ -148,10 +148,10 @@ def _stage_models(
     for model in plan.models.values():
         ids = plan.model_sources(model)
         paths = {sid: artifacts[model.sources[sid].archive_sha256].path for sid in ids}
-        archives: dict[str, ZipArchive] = {}
+        archives: dict[str, MemberReader] = {}
         try:
             for sid in sorted(ids):
-                archives[sid] = ZipArchive(
+                archives[sid] = open_source(
                     paths[sid], label=model.sources[sid].archive_name, component=model.name
                 )
             staged.append(
@@ -323,7 +323,20 @@ def audit_targets(
             audits.append(
                 audit_channel(channel, licensing, product.waivers, release=options.release)
             )
+    # a target no package carries (windows-arm64 today) is still published under dist/: it is
+    # audited as what it is, the stage, so no built byte goes unaudited
+    covered = {t for a in audits for t in a.targets}
+    bare = [tl for tl in licensing if tl.target not in covered]
+    if bare and not options.audit_channels and STAGE_CHANNEL in policy.channels:
+        audits.append(
+            audit_channel(
+                policy.channel(STAGE_CHANNEL), bare, product.waivers, release=options.release
+            )
+        )
     return tuple(audits)
+
+
+STAGE_CHANNEL = "stage"
 
 
 def build(project: Project, options: BuildOptions, reporter: Reporter) -> BuildResult:

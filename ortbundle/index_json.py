@@ -30,6 +30,8 @@ def plugin_entry(recipe: Recipe, staged: StagedRuntime) -> dict[str, Any]:
         "library": f"{staged.directory}/{staged.closure.entry}",
         "min_core": recipe.min_core,
         "version": recipe.version,
+        "providers": list(recipe.providers),
+        "soc_families": list(recipe.soc_families),
     }
 
 
@@ -56,7 +58,11 @@ def runtime_entry(
         "providers": list(recipe.providers),
         "fits": {
             "gpu_vendors": list(recipe.gpu_vendors),
-            "any_gpu": bool(GENERIC_GPU_PROVIDERS & set(recipe.providers)),
+            # a core fits any GPU when it, or a plugin EP paired with it, drives one
+            "any_gpu": bool(
+                GENERIC_GPU_PROVIDERS
+                & {*recipe.providers, *(p for e in plugins or [] for p in e["providers"])}
+            ),
             "soc_families": list(recipe.soc_families),
         },
         "plugin_eps": plugins or [],
