@@ -232,7 +232,8 @@ def keygen(
         "index-url": "Python package index (default: pip's configuration)",
         "no-build": "skip the old/new builds and the bump report",
         "force": "write the recipe even if the new pin does not build",
-        "check": "change nothing; exit non-zero if any pin is stale or missing",
+        "check": "change nothing; exit non-zero if any pin is stale, missing or could not be "
+        "checked (4 mismatch, 3 gone or unreachable, 2 stale)",
         "json": "also write the report as JSON here",
     },
 )

@@ -268,7 +268,15 @@ def run_pin(
             if json_path:
                 json_path.write_text(report.to_json(), "utf-8")
             if not report.ok:
-                raise CommandFailed("ortbundle: some pins are stale or missing", report.exit_code)
+                attention = any(
+                    s.state not in ("current", "held", "unreachable") for s in report.statuses
+                )
+                headline = (
+                    "ortbundle: some pins need attention"
+                    if attention
+                    else "ortbundle: some pins could not be checked (registry unreachable)"
+                )
+                raise CommandFailed(headline, report.exit_code)
             return
         if not component:
             raise CommandFailed("ortbundle: name the component to pin (or pass --check)", 2)

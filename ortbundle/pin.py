@@ -19,25 +19,51 @@ Comments are never rewritten; the ones that mention O are listed as notes to rev
 The new file of a source keeps the old file's wheel tags (python, ABI, platform set). When those
 are missing, the closest file of the same platform family is taken (the smallest step in the
 manylinux/musllinux/macOS level, preferring no newer requirement) and the result says so.
+
+Maven and npm sources (`maven = {…}`, `npm = {…}`) move the same way, with what those registries
+publish. A project is `group:artifact` (Maven) or the package name (npm); its versions come from
+maven-metadata.xml or the package document, ordered as Maven and semver order them, and the newest
+release is the default: SNAPSHOTs and pre-release-looking versions (alpha, beta, milestone, rc,
+preview, a semver `-tag`) are passed over unless the pin already is one. Neither registry
+publishes a SHA-256 as a rule, so the new file is downloaded, hashed, and accepted only when it
+matches the digest the registry does publish (Maven's .sha1/.sha256 sidecar; npm's integrity and
+shasum): pin does not trust a download nothing vouches for. The file is stored in the cache, so
+the comparison builds read it from there. For a source with `nested` archives, each member is
+re-extracted from the new file under the same path and pinned by its own SHA-256 (a member the
+new release lacks is an error; nothing is written). What is rewritten: `maven.version` or
+`npm.version`, `sha256`, `size` (added beside the digest when missing), `nested[i].sha256`; the
+component and licence rules follow as above, a rule counting as the project's own when its
+component is the project, its artifact or its package name (its purl's `@O?type=aar` too).
+
+Which sources move without --source: those of the component's own project (main_project): the
+project of the source named `ort` or `ort-*`, else that of most sources (android-qnn: `ort`, the
+ONNX Runtime AAR; its QNN SDK AAR moves only with `--source qnn`). One kind moves at a time:
+--source naming a PyPI and an npm source together is refused.
 """
 
 from __future__ import annotations
 
+import hashlib
 import json
 import os
 import re
 import shutil
+import tarfile
 import tempfile
+import time
 import tomllib
+import zipfile
 from collections import Counter
 from collections.abc import Callable, Iterable, Iterator, Mapping, MutableMapping, Sequence
 from contextlib import contextmanager
 from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
 from typing import Any
+from urllib.parse import urlsplit
 
 import requests
 import tomlkit
+import urllib3
 from packaging.tags import Tag
 from packaging.utils import (
     BuildTag,
@@ -48,18 +74,48 @@ from packaging.utils import (
 from packaging.version import InvalidVersion, Version
 from tomlkit.items import AoT, Array, Table
 
+from ortbundle.archives import extract_member
 from ortbundle.build import AuditFailed, BuildResult, build
-from ortbundle.errors import ConfigError, FetchError, IntegrityError, OrtbundleError
+from ortbundle.errors import ArchiveError, ConfigError, FetchError, IntegrityError, OrtbundleError
 from ortbundle.fetch.artifacts import Fetcher
 from ortbundle.fetch.cache import Cache, default_cache_dir
-from ortbundle.fetch.config import index_config
-from ortbundle.fetch.download import request_with_retries
+from ortbundle.fetch.config import (
+    MavenConfig,
+    MavenRepository,
+    NpmConfig,
+    index_config,
+    maven_config,
+    npm_config,
+    redact,
+)
+from ortbundle.fetch.download import (
+    CHUNK,
+    Downloaded,
+    NotFound,
+    ProgressFn,
+    check_published,
+    request_with_retries,
+)
 from ortbundle.fetch.index import ACCEPT, parse_project_page
+from ortbundle.fetch.maven import SIDECARS, artifact_url, maven_metadata
+from ortbundle.fetch.npm import NpmDist, npm_versions, packument_url, resolve_npm, semver_key
 from ortbundle.fetch.policy import RetryPolicy
 from ortbundle.licensing import TargetLicensing
+from ortbundle.locations import ENV_MAVEN_URL, ENV_NPM_REGISTRY
 from ortbundle.plan import BuildOptions, Project
 from ortbundle.progress import Reporter
-from ortbundle.recipes import PypiCoordinates, Recipe, Source, load_product, load_recipe
+from ortbundle.recipes import (
+    Coordinates,
+    MavenCoordinates,
+    NestedMember,
+    NpmCoordinates,
+    PypiCoordinates,
+    Recipe,
+    Source,
+    load_product,
+    load_recipe,
+    source_from_json,
+)
 
 MIB = 1 << 20
 
@@ -74,7 +130,9 @@ class PinOptions:
     cache_dir: Path | None = None
     retry: RetryPolicy = field(default_factory=RetryPolicy)
     jobs: int = 0
-    environ: Mapping[str, str] | None = None  # for the comparison builds; None: os.environ
+    # the comparison builds' environment, and where the Maven and npm settings are read from
+    # (ORTBUNDLE_MAVEN_URL, settings.xml, .npmrc, HOME, PATH); None: os.environ
+    environ: Mapping[str, str] | None = None
 
 
 # --- the index ---------------------------------------------------------------------------------
@@ -265,9 +323,50 @@ def _no_file(source: Source, version: str, files: Sequence[Listed], component: s
 # --- which sources move, to which version ------------------------------------------------------
 
 
+_VERSIONED = ("pypi", "maven", "npm")  # the kinds a registry publishes versions of
+
+
+def project_of(source: Source) -> str:
+    """What moves together: a PyPI project, a Maven `group:artifact`, an npm package; a source
+    of another kind (a plain URL, a file in the project) is its own."""
+    origin = source.origin
+    if isinstance(origin, MavenCoordinates):
+        return f"{origin.group}:{origin.artifact}"
+    if isinstance(origin, NpmCoordinates):
+        return origin.package
+    if isinstance(origin, PypiCoordinates):
+        return origin.project
+    return origin.describe()
+
+
+def version_of(origin: Coordinates) -> str:
+    """The pinned version; "" for a kind without versions."""
+    if isinstance(origin, PypiCoordinates | MavenCoordinates | NpmCoordinates):
+        return origin.version
+    return ""
+
+
+def _names(origin: Coordinates) -> tuple[str, ...]:
+    """How a licence rule or a version phrase may name the project: Maven's artifact alone too,
+    an npm package without its scope too."""
+    if isinstance(origin, MavenCoordinates):
+        return (f"{origin.group}:{origin.artifact}", origin.artifact)
+    if isinstance(origin, NpmCoordinates):
+        bare = origin.package.rsplit("/", 1)[-1]
+        return (origin.package, bare) if bare != origin.package else (origin.package,)
+    if isinstance(origin, PypiCoordinates):
+        return (origin.project,)
+    return ()
+
+
 def main_project(projects: Mapping[str, str]) -> str:
-    """The component's own project (source id → project): that of `ort-*`, else of most sources."""
-    ort = {canonicalize_name(p) for sid, p in projects.items() if sid.startswith("ort-")}
+    """The component's own project (source id → project): that of the source named `ort` or
+    `ort-*`, else of most sources."""
+    ort = {
+        canonicalize_name(p)
+        for sid, p in projects.items()
+        if sid == "ort" or sid.startswith("ort-")
+    }
     if len(ort) == 1:
         return ort.pop()
     ranked = Counter(canonicalize_name(p) for p in projects.values()).most_common()
@@ -280,9 +379,11 @@ def main_project(projects: Mapping[str, str]) -> str:
     return ranked[0][0]
 
 
-def _selection(recipe: Recipe, wanted: Sequence[str]) -> tuple[list[Source], list[Source], str]:
-    """(moved, not moved, main project)."""
-    main = main_project({sid: s.pypi.project for sid, s in recipe.sources.items()})
+def _selection(
+    recipe: Recipe, wanted: Sequence[str]
+) -> tuple[list[Source], list[Source], str | None]:
+    """(moved, not moved, main project); the main project is None only when --source names
+    the sources and the recipe has no clear own project."""
     unknown = sorted(set(wanted) - set(recipe.sources))
     if unknown:
         raise ConfigError(
@@ -291,11 +392,35 @@ def _selection(recipe: Recipe, wanted: Sequence[str]) -> tuple[list[Source], lis
             file=str(recipe.path),
             fix=f"use one of: {', '.join(recipe.sources)}",
         )
+    try:
+        main: str | None = main_project({sid: project_of(s) for sid, s in recipe.sources.items()})
+    except ConfigError:
+        if not wanted:
+            raise
+        main = None
     moved = [
         s
         for sid, s in recipe.sources.items()
-        if (sid in wanted if wanted else canonicalize_name(s.pypi.project) == main)
+        if (sid in wanted if wanted else canonicalize_name(project_of(s)) == main)
     ]
+    kinds = sorted({s.origin.kind for s in moved})
+    unversioned = [s for s in moved if s.origin.kind not in _VERSIONED]
+    if unversioned:
+        raise ConfigError(
+            f"source {unversioned[0].id} is {unversioned[0].origin.describe()}: no registry "
+            "publishes versions of it, so there is nothing to move it to",
+            component=recipe.name,
+            file=str(recipe.path),
+            fix="edit its sha256 (and size) by hand, or name other sources with --source",
+        )
+    if len(kinds) > 1:
+        raise ConfigError(
+            f"--source names sources of different kinds ({', '.join(kinds)}); pin moves one "
+            "kind at a time",
+            component=recipe.name,
+            file=str(recipe.path),
+            fix="run pin once per kind, naming that kind's sources with --source",
+        )
     return moved, [s for s in recipe.sources.values() if s not in moved], main
 
 
@@ -326,6 +451,668 @@ def _newest(
     )
 
 
+# --- Maven and npm -----------------------------------------------------------------------------
+
+# Maven orders qualifiers alpha < beta < milestone < rc < snapshot < (release) < sp; an unknown
+# qualifier sorts after the release, as Maven's ComparableVersion has it.
+_MAVEN_QUALIFIERS = {
+    "alpha": 1,
+    "a": 1,
+    "beta": 2,
+    "b": 2,
+    "milestone": 3,
+    "m": 3,
+    "rc": 4,
+    "cr": 4,
+    "snapshot": 5,
+    "": 6,
+    "ga": 6,
+    "final": 6,
+    "release": 6,
+    "sp": 7,
+}
+_PRE_WORDS = frozenset(
+    {"alpha", "a", "beta", "b", "milestone", "m", "rc", "cr", "snapshot", "preview", "pre"}
+    | {"dev", "ea", "eap", "nightly", "canary", "next"}
+)
+_MAVEN_HEAD = re.compile(r"^(\d+(?:\.\d+)*)[.-]?(.*)$")
+_QUALIFIER = re.compile(r"^([a-z]*)[.-]?(\d*)")
+
+MavenKey = tuple[int, tuple[int, ...], float, int, str]
+
+
+def maven_key(version: str) -> MavenKey:
+    """Order Maven versions the way Maven does for the usual shapes (1.2.3, 1.2.3-rc1,
+    1.2.3.20250101, 1.2-SNAPSHOT); anything else sorts first, by text."""
+    head = _MAVEN_HEAD.match(version)
+    if head is None:
+        return (0, (), 0.0, 0, version)
+    numbers = [int(p) for p in head[1].split(".")]
+    while len(numbers) > 1 and numbers[-1] == 0:
+        numbers.pop()  # 1.0 == 1.0.0
+    rest = head[2].lower()
+    qualifier = _QUALIFIER.match(rest)
+    word, number = (qualifier[1], qualifier[2]) if qualifier else ("", "")
+    rank = float(_MAVEN_QUALIFIERS.get(word, 6.5))
+    return (1, tuple(numbers), rank, int(number or 0), rest)
+
+
+def is_prerelease(kind: str, version: str) -> bool:
+    """A SNAPSHOT or a pre-release-looking version, which the newest-release choice passes over."""
+    if kind == "npm":
+        key = semver_key(version)
+        return key[0] == 0 or key[2] == 0  # unparsable, or a semver pre-release (-tag)
+    if kind == "maven":
+        rest = version.lower()
+        head = _MAVEN_HEAD.match(rest)
+        words = re.findall(r"[a-z]+", head[2] if head else rest)
+        return "snapshot" in rest or any(w in _PRE_WORDS for w in words)
+    parsed = _version_or_none(version)
+    return parsed is None or parsed.is_prerelease
+
+
+def _version_order(kind: str) -> Callable[[str], Any]:
+    return semver_key if kind == "npm" else maven_key
+
+
+@dataclass(frozen=True)
+class _Published:
+    """What a registry says about one project."""
+
+    versions: tuple[str, ...]  # oldest first, in the kind's order
+    latest: str | None  # npm's dist-tags.latest; Maven's <release>
+
+
+def _absent(exc: FetchError, name: str) -> bool:
+    """The registry answered, and has no such package/artifact (as opposed to not answering):
+    maven_metadata and npm's document reader name the coordinates, never a URL, in that case."""
+    return isinstance(exc, NotFound) or exc.file == name
+
+
+class _Registries:
+    """The Maven repositories and npm registries, configured as Maven and npm configure them;
+    each project read once per run, and a registry that did not answer not asked again."""
+
+    def __init__(self, options: PinOptions, root: Path | None) -> None:
+        self.policy = options.retry
+        self.environ: Mapping[str, str] = os.environ if options.environ is None else options.environ
+        self.root = root  # where a project .npmrc is looked for
+        self._maven: MavenConfig | OrtbundleError | None = None
+        self._npm: NpmConfig | OrtbundleError | None = None
+        self._sessions: dict[str, requests.Session] = {}
+        self._down: dict[str, OrtbundleError] = {}  # registry → why it is not asked again
+        self._published: dict[str, _Published | None] = {}
+
+    def close(self) -> None:
+        for session in self._sessions.values():
+            session.close()
+
+    def session(self, kind: str, cert: str | None = None) -> requests.Session:
+        if kind not in self._sessions:
+            session = requests.Session()
+            session.headers["User-Agent"] = "ortbundle"
+            if cert:
+                session.verify = cert
+            self._sessions[kind] = session
+        return self._sessions[kind]
+
+    def maven(self) -> tuple[MavenConfig, requests.Session]:
+        if self._maven is None:
+            try:
+                self._maven = maven_config(self.environ)
+            except ConfigError as exc:
+                self._maven = exc
+        if isinstance(self._maven, OrtbundleError):
+            raise self._maven
+        return self._maven, self.session("maven")
+
+    def npm(self, package: str) -> tuple[NpmConfig, str, requests.Session]:
+        """The configuration, the registry `package` comes from, and the session."""
+        if self._npm is None:
+            try:
+                self._npm = npm_config(self.root, self.environ)
+            except ConfigError as exc:
+                self._npm = exc
+        if isinstance(self._npm, OrtbundleError):
+            raise self._npm
+        registry, _origin = self._npm.registry_for(package)
+        return self._npm, registry, self.session("npm", self._npm.cert)
+
+    def where(self, kind: str, name: str) -> str:
+        """Where a kind's settings say to look, without a URL (for a report line)."""
+        try:
+            if kind == "maven":
+                return "; ".join(r.origin for r in self.maven()[0].repositories)
+            return self.npm(name)[0].registry_for(name)[1]
+        except OrtbundleError:
+            return "not configured"
+
+    def _guarded(self, registry: str, read: Callable[[], _Published | None]) -> _Published | None:
+        if registry in self._down:
+            raise self._down[registry]
+        try:
+            return read()
+        except FetchError as exc:
+            self._down[registry] = exc
+            raise
+
+    def published(self, source: Source) -> _Published | None:
+        """The project's versions; None when the registry has no such project. Raises
+        ConfigError (not configured) or FetchError (did not answer) otherwise."""
+        origin = source.origin
+        key = f"{origin.kind}:{project_of(source)}"
+        if key in self._published:
+            return self._published[key]
+        found: _Published | None
+        if isinstance(origin, MavenCoordinates):
+            config, session = self.maven()
+            found = self._guarded(
+                "maven " + " ".join(r.url for r in config.repositories),
+                lambda: self._maven_published(config, session, origin),
+            )
+        elif isinstance(origin, NpmCoordinates):
+            npm, registry, session = self.npm(origin.package)
+            found = self._guarded(
+                f"npm {registry}", lambda: self._npm_published(npm, registry, session, origin)
+            )
+        else:
+            raise ConfigError(f"source {source.id} ({origin.kind}) has no registry versions here")
+        self._published[key] = found
+        return found
+
+    def _maven_published(
+        self, config: MavenConfig, session: requests.Session, coords: MavenCoordinates
+    ) -> _Published | None:
+        try:
+            metadata = maven_metadata(
+                session, config.repositories, coords.group, coords.artifact, self.policy
+            )
+        except FetchError as exc:
+            if _absent(exc, f"{coords.group}:{coords.artifact}"):
+                return None
+            raise
+        versions = tuple(sorted(metadata.versions, key=maven_key))
+        return _Published(versions, metadata.release)
+
+    def _npm_published(
+        self, npm: NpmConfig, registry: str, session: requests.Session, coords: NpmCoordinates
+    ) -> _Published | None:
+        try:
+            versions, tags = npm_versions(
+                session,
+                registry,
+                coords.package,
+                self.policy,
+                headers=npm.headers_for(packument_url(registry, coords.package)),
+            )
+        except FetchError as exc:
+            if _absent(exc, coords.package):
+                return None
+            raise
+        return _Published(tuple(versions), tags.get("latest"))
+
+    def npm_dist(self, coords: NpmCoordinates) -> NpmDist:
+        """The registry's `dist` record (tarball URL, integrity, shasum) of one version."""
+        npm, registry, session = self.npm(coords.package)
+        if f"npm {registry}" in self._down:
+            raise self._down[f"npm {registry}"]
+        return resolve_npm(session, npm, coords, self.policy)[1]
+
+    def maven_sidecar(
+        self, coords: MavenCoordinates
+    ) -> tuple[MavenRepository, tuple[str, str] | None] | None:
+        """The first repository that has the file by its sidecar, with the digest it publishes;
+        when none has a sidecar, the first that answers a HEAD for the file (digest None);
+        None when no repository has it."""
+        config, session = self.maven()
+        down = "maven " + " ".join(r.url for r in config.repositories)
+        if down in self._down:
+            raise self._down[down]
+        for repository in config.repositories:
+            url = artifact_url(repository.url, coords)
+            found = _sidecar(session, url, repository, self.policy, coords.filename)
+            if found is not None:
+                return repository, found
+        for repository in config.repositories:
+            url = artifact_url(repository.url, coords)
+            if _head(session, url, repository.headers, self.policy, coords.filename):
+                return repository, None
+        return None
+
+    def download_new(
+        self,
+        source: Source,
+        origin: MavenCoordinates | NpmCoordinates,
+        cache: Cache,
+        reporter: Reporter,
+    ) -> tuple[str, str]:
+        """Download `origin` (a version not pinned yet) into the cache, checked against the
+        digests its registry publishes: (its SHA-256, the URL that served it)."""
+        partial = cache.root / "partial" / f"pin-{os.getpid()}-{source.id}.part"
+        update, finish = reporter.download(origin.filename)
+        try:
+            if isinstance(origin, MavenCoordinates):
+                url, done = self._download_maven(origin, partial, update)
+            else:
+                url, done = self._download_npm(origin, partial, update)
+        except OrtbundleError:
+            partial.unlink(missing_ok=True)
+            raise
+        finally:
+            finish()
+        with cache.lock(done.sha256):
+            if cache.get(done.sha256) is None:
+                cache.store(done.path, done.sha256, url=redact(url))
+            else:
+                done.path.unlink(missing_ok=True)
+        return done.sha256, url
+
+    def _download_maven(
+        self, coords: MavenCoordinates, partial: Path, progress: ProgressFn
+    ) -> tuple[str, Downloaded]:
+        config, session = self.maven()
+        looked = []
+        for repository in config.repositories:
+            url = artifact_url(repository.url, coords)
+            sidecar = _sidecar(session, url, repository, self.policy, coords.filename)
+            if sidecar is None:
+                looked.append(f"{repository.origin}: no .sha1 or .sha256 for it")
+                continue
+            try:
+                done = _download_unpinned(
+                    session,
+                    url,
+                    partial,
+                    self.policy,
+                    headers=repository.headers,
+                    digests=(sidecar[0],),
+                    what=coords.filename,
+                    progress=progress,
+                )
+            except NotFound:
+                looked.append(f"{repository.origin}: a sidecar but no file")
+                continue
+            check_published(
+                done,
+                {sidecar[0]: (sidecar[1],)},
+                what=coords.filename,
+                url=url,
+                by=f"the repository's .{sidecar[0]} sidecar",
+            )
+            return url, done
+        raise FetchError(
+            f"{coords.describe()}: no configured repository publishes it with a digest "
+            f"({'; '.join(looked)}); pin does not trust a download nothing vouches for",
+            file=coords.filename,
+            fix="check the version (is it in maven-metadata.xml?) or the repository",
+        )
+
+    def _download_npm(
+        self, coords: NpmCoordinates, partial: Path, progress: ProgressFn
+    ) -> tuple[str, Downloaded]:
+        npm, _registry, session = self.npm(coords.package)
+        dist = self.npm_dist(coords)
+        published: dict[str, set[str]] = {k: set(v) for k, v in dist.integrity.items()}
+        if dist.shasum:
+            published.setdefault("sha1", set()).add(dist.shasum)
+        if not published:
+            raise IntegrityError(
+                f"{coords.describe()}: the registry publishes no integrity or shasum for it; "
+                "pin does not trust a download nothing vouches for",
+                file=coords.filename,
+                fix="use a registry that publishes dist.integrity, or pin by hand",
+            )
+        done = _download_unpinned(
+            session,
+            dist.tarball,
+            partial,
+            self.policy,
+            headers=npm.headers_for(dist.tarball),
+            digests=tuple(sorted(published.keys() - {"sha256"})),
+            what=coords.filename,
+            progress=progress,
+        )
+        check_published(
+            done, published, what=coords.filename, url=dist.tarball, by="the registry's digests"
+        )
+        return dist.tarball, done
+
+
+@contextmanager
+def _registries(options: PinOptions, root: Path | None) -> Iterator[_Registries]:
+    registries = _Registries(options, root)
+    try:
+        yield registries
+    finally:
+        registries.close()
+
+
+def _sidecar(
+    session: requests.Session,
+    url: str,
+    repository: MavenRepository,
+    policy: RetryPolicy,
+    what: str,
+) -> tuple[str, str] | None:
+    """(algorithm, hex) of the first sidecar the repository has beside `url`, else None."""
+    for algorithm, length in SIDECARS:
+        response = request_with_retries(
+            session,
+            f"{url}.{algorithm}",
+            policy,
+            headers=repository.headers,
+            what=f"{what}.{algorithm}",
+            allow_404=True,
+            fix=f"check {ENV_MAVEN_URL} or the <mirror> of central in settings.xml",
+        )
+        if response is None:
+            continue
+        found = re.search(rf"(?<![0-9a-fA-F])[0-9a-fA-F]{{{length}}}(?![0-9a-fA-F])", response.text)
+        if found is None:
+            raise FetchError(
+                f"{what}: the repository's .{algorithm} file holds no {algorithm} digest",
+                file=redact(f"{url}.{algorithm}"),
+                fix="the repository serves something else at the sidecar's URL; fix the mirror",
+            )
+        return algorithm, found.group(0).lower()
+    return None
+
+
+_TRANSIENT = (
+    requests.ConnectionError,
+    requests.Timeout,
+    requests.exceptions.ChunkedEncodingError,
+    urllib3.exceptions.HTTPError,
+)
+_RETRY_STATUS = frozenset({429, 500, 502, 503, 504})
+
+
+def _head(
+    session: requests.Session,
+    url: str,
+    headers: Mapping[str, str],
+    policy: RetryPolicy,
+    what: str,
+) -> bool:
+    """Whether the server has the file at `url` (HEAD: 2xx yes, 404/410 no). A server that
+    does not do HEAD is asked with a GET whose body is never read."""
+    failure = ""
+    method = "HEAD"
+    for attempt in range(policy.attempts):
+        try:
+            if method == "HEAD":
+                response = session.head(
+                    url, headers=dict(headers), timeout=policy.timeout, allow_redirects=True
+                )
+            else:
+                with session.get(
+                    url, headers=dict(headers), timeout=policy.timeout, stream=True
+                ) as response:
+                    pass  # the status is all we want; closing drops the body unread
+        except _TRANSIENT as exc:
+            failure = type(exc).__name__
+            time.sleep(policy.delay(attempt))
+            continue
+        if response.status_code in _RETRY_STATUS:
+            failure = f"HTTP {response.status_code}"
+            time.sleep(policy.delay(attempt))
+            continue
+        if response.status_code in (405, 501) and method == "HEAD":
+            method = "GET"
+            continue
+        if response.status_code in (404, 410):
+            return False
+        if response.status_code >= 400:
+            raise FetchError(f"{what}: HTTP {response.status_code}", file=redact(url))
+        return True
+    raise FetchError(f"{what}: gave up after {policy.attempts} attempts ({failure})")
+
+
+def _download_unpinned(
+    session: requests.Session,
+    url: str,
+    dest: Path,
+    policy: RetryPolicy,
+    *,
+    headers: Mapping[str, str],
+    digests: Sequence[str],
+    what: str,
+    progress: ProgressFn | None = None,
+) -> Downloaded:
+    """Download a file whose SHA-256 is not known yet, hashing SHA-256 and `digests` while
+    writing; the caller checks what the registry publishes. Retried from the start (no resume:
+    a partial file of unknown bytes proves nothing)."""
+    dest.parent.mkdir(parents=True, exist_ok=True)
+    failure = ""
+    for attempt in range(policy.attempts):
+        hashes = {name: hashlib.new(name) for name in {"sha256", *digests}}
+        size = 0
+        try:
+            with session.get(
+                url, headers=dict(headers), stream=True, timeout=policy.timeout
+            ) as response:
+                hops = [*response.history, response]
+                if urlsplit(url).scheme == "https" and any(
+                    urlsplit(hop.url).scheme != "https" for hop in hops
+                ):
+                    raise FetchError(
+                        f"{what}: refused a redirect from https to http", file=redact(url)
+                    )
+                status = response.status_code
+                if status in _RETRY_STATUS:
+                    failure = f"HTTP {status}"
+                    time.sleep(policy.delay(attempt))
+                    continue
+                if status in (404, 410):
+                    raise NotFound(f"{what}: HTTP {status}", file=redact(url))
+                if status >= 400:
+                    raise FetchError(f"{what}: HTTP {status}", file=redact(url))
+                length = response.headers.get("Content-Length")
+                total = int(length) if length and length.isdigit() else None
+                with dest.open("wb") as out:
+                    for chunk in response.iter_content(CHUNK):
+                        size += len(chunk)
+                        out.write(chunk)
+                        for digest in hashes.values():
+                            digest.update(chunk)
+                        if progress is not None:
+                            progress(size, total)
+                if total is not None and size != total:
+                    failure = f"body ended at {size} of {total} bytes"
+                    time.sleep(policy.delay(attempt))
+                    continue
+        except _TRANSIENT as exc:
+            failure = f"{type(exc).__name__} after {size} bytes"
+            time.sleep(policy.delay(attempt))
+            continue
+        return Downloaded(
+            dest,
+            size,
+            hashes["sha256"].hexdigest(),
+            {name: h.hexdigest() for name, h in hashes.items() if name != "sha256"},
+        )
+    dest.unlink(missing_ok=True)
+    raise FetchError(
+        f"{what}: gave up after {policy.attempts} attempts ({failure})",
+        file=redact(url),
+        fix="check the network or the registry, then run pin again",
+    )
+
+
+def _member_names(path: Path) -> list[str] | None:
+    """The member names of a zip or tarball, for an error message; None if unreadable."""
+    try:
+        if zipfile.is_zipfile(path):
+            with zipfile.ZipFile(path) as archive:
+                return archive.namelist()
+        with tarfile.open(path, mode="r:*") as tar:
+            return [n.removeprefix("./") for n in tar.getnames()]
+    except (OSError, tarfile.TarError, zipfile.BadZipFile):
+        return None
+
+
+def repin_nested(
+    cache: Cache, outer: Path, source: Source, label: str, component: str
+) -> tuple[NestedMember, ...]:
+    """Each nested archive of `source`, re-extracted under the same member path from `outer`
+    (the new download), stored in the cache and pinned by its own SHA-256."""
+    pinned = []
+    path = outer
+    for depth, level in enumerate(source.nested):
+        partial = cache.root / "partial" / f"pin-{os.getpid()}-{source.id}-{depth}.part"
+        partial.parent.mkdir(parents=True, exist_ok=True)
+        try:
+            got = extract_member(path, level.member, partial, label=label, component=component)
+        except ArchiveError:
+            partial.unlink(missing_ok=True)
+            names = _member_names(path)
+            if names is None or level.member in names:
+                raise
+            suffix = Path(level.member).suffix
+            alike = sorted(n for n in names if suffix and n.endswith(suffix))
+            raise FetchError(
+                f"source {source.id}: {label} has no member {level.member!r}, which the recipe "
+                "reads" + (f" (its {suffix} members: {', '.join(alike[:8])})" if alike else ""),
+                component=component,
+                file=label,
+                fix="the new release lays its files out differently: edit the source's nested "
+                "member by hand, or pin another version with --version",
+            ) from None
+        with cache.lock(got.sha256):
+            if cache.get(got.sha256) is None:
+                cache.store(partial, got.sha256, url=f"{label}#{level.member}")
+            else:
+                partial.unlink(missing_ok=True)
+        entry = cache.get(got.sha256)
+        if entry is None:  # pragma: no cover - stored just above
+            raise FetchError(f"{label}: the cache lost {level.member} while pin ran")
+        pinned.append(NestedMember(level.member, got.sha256))
+        path, label = entry.path, level.member.rsplit("/", 1)[-1]
+    return tuple(pinned)
+
+
+def _newest_release(
+    kind: str, versions: Sequence[str], pinned: Sequence[str], lacking: Mapping[str, Sequence[str]]
+) -> tuple[str | None, list[str]]:
+    """The newest version to move to and why newer ones lost. Pre-releases count only when a
+    pin already is one; `lacking` maps a version to the sources it is not published for."""
+    pre_ok = any(is_prerelease(kind, v) for v in pinned)
+    snapshot_ok = any(v.upper().endswith("SNAPSHOT") for v in pinned)
+    notes: list[str] = []
+    for version in sorted(versions, key=_version_order(kind), reverse=True):
+        snapshot = version.upper().endswith("SNAPSHOT")
+        if (snapshot and not snapshot_ok) or (is_prerelease(kind, version) and not pre_ok):
+            notes.append(f"{version} skipped: {'SNAPSHOT' if snapshot else 'pre-release'}")
+            continue
+        if lacking.get(version):
+            notes.append(
+                f"{version} skipped: not published for source {', '.join(lacking[version])}"
+            )
+            continue
+        return version, notes
+    return None, notes
+
+
+def _choose_published(
+    moved: Sequence[Source], options: PinOptions, component: str, registries: _Registries
+) -> tuple[str, tuple[str, ...]]:
+    """The version the moved Maven or npm sources go to, and notes; nothing downloaded yet."""
+    kind = moved[0].origin.kind
+    lists: dict[str, tuple[str, ...]] = {}
+    for s in moved:
+        published = registries.published(s)
+        if published is None:
+            raise FetchError(
+                f"source {s.id}: the {kind} registry has no {project_of(s)}",
+                component=component,
+                file=s.origin.describe(),
+                fix="check the coordinates in the recipe, or the registry configuration",
+            )
+        lists[s.id] = published.versions
+    every = sorted({v for vs in lists.values() for v in vs}, key=_version_order(kind))
+    lacking = {v: [sid for sid, vs in lists.items() if v not in vs] for v in every}
+    notes: list[str] = []
+    if options.version is not None:
+        version = options.version
+        if version not in every or lacking[version]:
+            where = ", ".join(lacking.get(version) or [s.id for s in moved])
+            raise FetchError(
+                f"source {where}: {project_of(moved[0])} {version} is not published "
+                f"(versions listed: {', '.join(every[-12:]) or 'none'})",
+                component=component,
+                fix="pick a listed version",
+            )
+    else:
+        newest, notes = _newest_release(kind, every, [version_of(s.origin) for s in moved], lacking)
+        if newest is None:
+            raise FetchError(
+                f"no release of {project_of(moved[0])} is published for every source "
+                f"({', '.join(s.id for s in moved)}): {'; '.join(notes) or 'nothing is listed'}",
+                component=component,
+                fix="pass --version, or --source to move fewer sources",
+            )
+        version = newest
+    for s in moved:
+        order = _version_order(kind)
+        if version != version_of(s.origin) and order(version) < order(version_of(s.origin)):
+            notes.append(f"{s.id}: a downgrade from {version_of(s.origin)}")
+    return version, tuple(notes)
+
+
+def _with_version(origin: Coordinates, version: str) -> MavenCoordinates | NpmCoordinates:
+    if isinstance(origin, MavenCoordinates):
+        return replace(origin, version=version)
+    if isinstance(origin, NpmCoordinates):
+        return replace(origin, version=version)
+    raise ConfigError(f"{origin.describe()} is a PyPI wheel, moved through the index")
+
+
+def _confirm_published(
+    project: Project,
+    moved: Sequence[Source],
+    version: str,
+    options: PinOptions,
+    component: str,
+    registries: _Registries,
+    reporter: Reporter,
+) -> tuple[SourceMove, ...]:
+    """Download each new file through the cache, then re-pin the archives inside it."""
+    cache = Cache(options.cache_dir or default_cache_dir())
+    fetcher = Fetcher(cache, reporter, policy=options.retry, project_root=project.root)
+    moves = []
+    for s in moved:
+        origin = _with_version(s.origin, version)
+        sha256, _url = registries.download_new(s, origin, cache, reporter)
+        if version == version_of(s.origin) and sha256 != s.sha256:
+            raise IntegrityError(
+                f"source {s.id}: the registry serves {origin.describe()} with sha256 {sha256}, "
+                f"but the recipe pins {s.sha256} for that same version",
+                component=component,
+                file=origin.filename,
+                fix="find out which is right; pin does not re-pin a release that changed",
+            )
+        # from the cache, where download_new put it: the fetcher's own check of the bytes
+        artifact = fetcher.fetch(Source(s.id, origin, sha256, None, s.hold), component=component)
+        nested = repin_nested(cache, artifact.path, s, origin.filename, component)
+        moves.append(
+            SourceMove(
+                s.id,
+                project_of(s),
+                version_of(s.origin),
+                s.filename,
+                version,
+                origin.filename,
+                sha256,
+                artifact.size,
+                None,
+                origin.kind,
+                nested,
+                _names(s.origin),
+            )
+        )
+    return tuple(moves)
+
+
 # --- the rewrite -------------------------------------------------------------------------------
 
 
@@ -340,6 +1127,9 @@ class SourceMove:
     sha256: str
     size: int
     tags_note: str | None  # set when the new file's tags differ from the old one's
+    kind: str = "pypi"  # pypi, maven, npm: which table holds the version
+    nested: tuple[NestedMember, ...] = ()  # the archives inside, re-pinned (outermost first)
+    names: tuple[str, ...] = ()  # how licence rules may name the project; () → (project,)
 
 
 @dataclass(frozen=True)
@@ -356,6 +1146,7 @@ class _Bump:
     new: str
     sources: frozenset[str]
     main: bool  # the component's own project, all of its sources moving
+    names: tuple[str, ...] = ()  # the project's other names (a Maven artifact, an npm package)
 
 
 def _token(version: str) -> re.Pattern[str]:
@@ -370,7 +1161,7 @@ def _table(item: Any, where: str) -> MutableMapping[str, Any]:
 
 
 def rewrite_recipe(
-    text: str, moves: Sequence[SourceMove], main: str, all_main: bool
+    text: str, moves: Sequence[SourceMove], main: str | None, all_main: bool
 ) -> tuple[str, tuple[Edit, ...], tuple[str, ...]]:
     """The recipe text with the moves applied (module docstring: what follows), edits, notes."""
     doc = tomlkit.parse(text)
@@ -391,11 +1182,26 @@ def rewrite_recipe(
     for move in moves:
         table = _table(sources[move.source], f"[sources.{move.source}]")
         where = f"sources.{move.source}"
-        pypi = _table(table["pypi"], f"{where}.pypi")
-        put(pypi, "version", move.new_version, f"{where}.pypi.version")
-        put(pypi, "filename", move.new_filename, f"{where}.pypi.filename")
+        coords = _table(table[move.kind], f"{where}.{move.kind}")
+        put(coords, "version", move.new_version, f"{where}.{move.kind}.version")
+        if move.kind == "pypi":
+            put(coords, "filename", move.new_filename, f"{where}.pypi.filename")
         put(table, "sha256", move.sha256, f"{where}.sha256")
         put(table, "size", move.size, f"{where}.size")
+        if move.nested:
+            nested = table.get("nested")
+            if not isinstance(nested, Array | AoT | list) or len(nested) != len(move.nested):
+                raise ConfigError(f"[{where}] nested does not list {len(move.nested)} archives")
+            for i, level in enumerate(move.nested):
+                inner = _table(nested[i], f"{where}.nested[{i}]")
+                if str(inner.get("member")) != level.member:
+                    raise ConfigError(f"{where}.nested[{i}] is not {level.member!r}")
+                put(inner, "sha256", level.sha256, f"{where}.nested[{i}].sha256")
+            notes.append(
+                f"{move.source}: the archive inside ({move.nested[-1].member}) is re-pinned; "
+                f"{move.project}'s version says nothing of what it carries: check [component] "
+                "version, description and the licence rules against it"
+            )
 
     bumps: dict[str, _Bump] = {}
     for move in moves:
@@ -407,6 +1213,7 @@ def rewrite_recipe(
             move.new_version,
             (prior.sources if prior else frozenset()) | {move.source},
             key == main and all_main,
+            move.names or (move.project,),
         )
     component = _table(doc["component"], "[component]")
     for project, bump in bumps.items():
@@ -432,17 +1239,23 @@ def rewrite_recipe(
                     token.sub(bump.new, description),
                     "component.description",
                 )
-            _follow_licences(doc, bump, project, old, put)
+            _follow_licences(doc, bump, project, old, put, notes)
     return tomlkit.dumps(doc), tuple(edits), tuple(notes + _comment_notes(text, bumps.values()))
 
 
 _Put = Callable[[MutableMapping[str, Any], str, str | int, str], None]
 
 
-def _follow_licences(doc: Any, bump: _Bump, key: str, old: str, put: _Put) -> None:
+def _follow_licences(
+    doc: Any, bump: _Bump, key: str, old: str, put: _Put, notes: list[str]
+) -> None:
     token = _token(old)
-    phrase = re.compile(rf"(?<![\w.-]){re.escape(bump.project)} {token.pattern}")
+    names = bump.names or (bump.project,)
+    called = "|".join(re.escape(n) for n in sorted(names, key=len, reverse=True))
+    phrase = re.compile(rf"(?<![\w.-])({called}) {token.pattern}")
     dist_info = re.compile(rf"^([^/]+)-{re.escape(old)}\.dist-info/")
+    purl_version = re.compile(rf"@{re.escape(old)}(?=$|[?#])")
+    own_names = {canonicalize_name(n) for n in names} | {key}
     for target, section in _table(doc.get("targets", {}), "[targets]").items():
         rules = _table(section, f"[targets.{target}]").get("licenses", [])
         if not isinstance(rules, AoT | list):
@@ -451,17 +1264,18 @@ def _follow_licences(doc: Any, bump: _Bump, key: str, old: str, put: _Put) -> No
             where = f"targets.{target}.licenses[{i}]"
             rule = _table(rule, where)
             version = str(rule.get("version", ""))
-            own = bump.main or canonicalize_name(str(rule.get("component", ""))) == key
-            if version == old and own:
+            own = bump.main or canonicalize_name(str(rule.get("component", ""))) in own_names
+            moved = version == old and own
+            if moved:
                 put(rule, "version", bump.new, f"{where}.version")
                 purl = str(rule.get("purl", ""))
-                if purl.endswith(f"@{old}"):
-                    put(rule, "purl", purl.removesuffix(old) + bump.new, f"{where}.purl")
+                if purl_version.search(purl):
+                    put(rule, "purl", purl_version.sub(f"@{bump.new}", purl), f"{where}.purl")
             elif phrase.search(version):
                 put(
                     rule,
                     "version",
-                    phrase.sub(f"{bump.project} {bump.new}", version),
+                    phrase.sub(lambda m: f"{m[1]} {bump.new}", version),
                     f"{where}.version",
                 )
             texts = rule.get("texts", [])
@@ -471,6 +1285,12 @@ def _follow_licences(doc: Any, bump: _Bump, key: str, old: str, put: _Put) -> No
                 if text.get("source") in bump.sources and dist_info.match(member):
                     new = dist_info.sub(rf"\g<1>-{bump.new}.dist-info/", member)
                     put(text, "member", new, f"{where}.texts[{j}].member")
+                file = str(text.get("file", ""))
+                if moved and token.search(file):
+                    notes.append(
+                        f"{where}.texts[{j}]: licenses/{file} is {old}'s text; add "
+                        f"{bump.new}'s under licenses/ and point the rule at it"
+                    )
 
 
 def _comment_notes(text: str, bumps: Iterable[_Bump]) -> list[str]:
@@ -810,6 +1630,7 @@ class PinResult:
             )
             if m.tags_note:
                 out.append(f"    {m.tags_note}")
+            out += [f"    nested {n.member}: sha256 {n.sha256[:16]}…" for n in m.nested]
         for n in self.not_moved:
             out.append(f"  not moved: {n.source} ({n.project} {n.version}): {n.reason}")
         # the sources' own edits are the moves above; to_json() lists every edit
@@ -858,22 +1679,32 @@ def pin(project: Project, component: str, options: PinOptions, reporter: Reporte
     recipe = load_recipe(path)
     original = path.read_bytes()
     moved, others, main = _selection(recipe, options.sources)
-    main_ids = {s.id for s in recipe.sources.values() if canonicalize_name(s.pypi.project) == main}
+    main_ids = {s.id for s in recipe.sources.values() if canonicalize_name(project_of(s)) == main}
     not_moved = tuple(
         NotMoved(
             s.id,
-            s.pypi.project,
-            s.pypi.version,
+            project_of(s),
+            version_of(s.origin),
             f"another project; move it with `invoke pin {component} --source {s.id}`"
-            if canonicalize_name(s.pypi.project) != main
+            if canonicalize_name(project_of(s)) != main
             else "not named by --source",
         )
         for s in others
     )
-    version, chosen, notes = _choose(moved, options, component)
-    if all(c.filename == s.filename and c.sha256 == s.sha256 and s.size for s, c in chosen):
-        return PinResult(component, path, version, (), not_moved, (), notes, None, False)
-    moves = _confirm(chosen, version, options, component, reporter)
+    moves: tuple[SourceMove, ...]
+    if moved[0].origin.kind == "pypi":
+        version, chosen, notes = _choose(moved, options, component)
+        if all(c.filename == s.filename and c.sha256 == s.sha256 and s.size for s, c in chosen):
+            return PinResult(component, path, version, (), not_moved, (), notes, None, False)
+        moves = _confirm(chosen, version, options, component, reporter)
+    else:
+        with _registries(options, project.root) as registries:
+            version, notes = _choose_published(moved, options, component, registries)
+            if all(version_of(s.origin) == version and s.size for s in moved):
+                return PinResult(component, path, version, (), not_moved, (), notes, None, False)
+            moves = _confirm_published(
+                project, moved, version, options, component, registries, reporter
+            )
     old_text = original.decode("utf-8")
     all_main = main_ids <= {m.source for m in moves}
     new_text, edits, rewrite_notes = rewrite_recipe(old_text, moves, main, all_main)
@@ -993,8 +1824,11 @@ def _validate(project: Project, component: str, text: str, moves: Sequence[Sourc
         recipe = load_recipe(path)
     for move in moves:
         source = recipe.sources[move.source]
-        got = (source.filename, source.sha256, source.size, source.pypi.version)
-        if got != (move.new_filename, move.sha256, move.size, move.new_version):
+        got = (source.filename, source.sha256, source.size, version_of(source.origin))
+        nested = move.nested or source.nested  # a move without nested leaves them alone
+        if got != (move.new_filename, move.sha256, move.size, move.new_version) or (
+            source.nested != nested
+        ):
             raise ConfigError(  # pragma: no cover - a bug in rewrite_recipe, not a user error
                 f"the rewritten recipe does not carry the new pin of {move.source}",
                 component=component,
@@ -1024,14 +1858,28 @@ def _write_atomically(path: Path, text: str, expected: bytes) -> None:
 
 # --- check -------------------------------------------------------------------------------------
 
-_SEVERITY = {"current": 0, "held": 0, "stale": 1, "unpinned": 2, "gone": 3, "mismatch": 4}
+_SEVERITY = {
+    "current": 0,
+    "held": 0,
+    "stale": 1,
+    "unpinned": 2,
+    "unreachable": 3,
+    "gone": 4,
+    "mismatch": 5,
+}
 _EXIT = {
     "current": 0,
     "held": 0,
     "stale": ConfigError.exit_code,
     "unpinned": ConfigError.exit_code,
+    "unreachable": FetchError.exit_code,
     "gone": FetchError.exit_code,
     "mismatch": IntegrityError.exit_code,
+}
+_REACH = {
+    "pypi": "reach a package index: PIP_INDEX_URL, pip's index-url or --index-url",
+    "maven": f"reach a Maven repository: {ENV_MAVEN_URL}, or a <mirror> of central in settings.xml",
+    "npm": f"reach an npm registry: {ENV_NPM_REGISTRY}, npm_config_registry or registry= in .npmrc",
 }
 
 
@@ -1039,13 +1887,16 @@ _EXIT = {
 class PinStatus:
     component: str
     source: str
-    project: str
+    project: str  # a PyPI project, a Maven group:artifact, an npm package
     version: str
     filename: str
-    state: str  # current, held, stale (newer release), unpinned (no sha256/size), gone, mismatch
+    # current, held, stale (newer release), unpinned (no sha256/size), gone, mismatch,
+    # unreachable (not checked: the registry is not configured or did not answer)
+    state: str
     details: tuple[str, ...]
     newest: str | None  # the newest release with a file for this source, when newer
-    command: str  # what moves it
+    command: str  # what moves it (for unreachable: what to configure)
+    kind: str = "pypi"  # pypi, maven, npm
 
 
 @dataclass(frozen=True)
@@ -1057,23 +1908,80 @@ class CheckReport:
         return all(s.state in ("current", "held") for s in self.statuses)
 
     @property
+    def unchecked(self) -> int:
+        return sum(1 for s in self.statuses if s.state == "unreachable")
+
+    @property
     def exit_code(self) -> int:
-        """The worst state's: 4 digest mismatch, 3 file gone, 2 stale or unpinned, 0 clean."""
+        """The worst state's: 4 digest mismatch, 3 file gone or registry unreachable, 2 stale
+        or unpinned, 0 clean. A pin that could not be checked is not reported clean."""
         return max((_EXIT[s.state] for s in self.statuses), default=0)
 
     def lines(self) -> list[str]:
         out = []
         for s in self.statuses:
-            head = f"{s.component}/{s.source}: {s.project} {s.version} {s.state}"
+            kind = "" if s.kind == "pypi" else f"{s.kind} "
+            version = f" {s.version}" if s.version else ""
+            head = f"{s.component}/{s.source}: {kind}{s.project}{version} {s.state}"
             tail = f" — {'; '.join(s.details)}" if s.details else ""
             fix = f" ({s.command})" if s.state not in ("current", "held") else ""
             out.append(head + tail + fix)
-        stale = sum(1 for s in self.statuses if s.state not in ("current", "held"))
-        out.append(f"{len(self.statuses)} pins checked, {stale} need attention")
+        stale = sum(1 for s in self.statuses if s.state not in ("current", "held", "unreachable"))
+        total, unchecked = len(self.statuses), self.unchecked
+        if unchecked:
+            out.append(
+                f"{total - unchecked} of {total} pins checked, {stale} need attention; "
+                f"{unchecked} could not be checked (registry not configured or not answering: "
+                f"exit {FetchError.exit_code} unless a worse finding)"
+            )
+        else:
+            out.append(f"{total} pins checked, {stale} need attention")
         return out
 
     def to_json(self) -> str:
-        return json.dumps({"ok": self.ok, "statuses": [asdict(s) for s in self.statuses]}, indent=2)
+        return json.dumps(
+            {
+                "ok": self.ok,
+                "exit_code": self.exit_code,
+                "unchecked": self.unchecked,
+                "statuses": [asdict(s) for s in self.statuses],
+            },
+            indent=2,
+        )
+
+
+_COORDINATES = {  # the fields each kind's table needs; url and path are plain strings
+    "pypi": ("project", "version", "filename"),
+    "maven": ("group", "artifact", "version"),
+    "npm": ("package", "version"),
+    "url": (),
+    "path": (),
+}
+
+
+def _lenient_origin(sid: str, table: object, path: Path) -> Coordinates:
+    kinds = [k for k in _COORDINATES if isinstance(table, dict) and k in table]
+    value = table.get(kinds[0]) if isinstance(table, dict) and len(kinds) == 1 else None
+    fields = _COORDINATES[kinds[0]] if len(kinds) == 1 else ()
+    origin: dict[str, Any] = {}
+    if isinstance(value, dict) and fields:
+        usable = all(isinstance(value.get(k), str) and value.get(k) for k in fields)
+        origin = {k: v for k, v in value.items() if isinstance(v, str)}
+    else:
+        usable = isinstance(value, str) and bool(value) and not fields
+        origin = {kinds[0]: value} if usable else {}
+    if usable:
+        try:
+            record = {"id": sid, "origin": {"kind": kinds[0], **origin}, "sha256": "", "size": 0}
+            return source_from_json(record).origin
+        except (KeyError, TypeError):
+            pass
+    raise ConfigError(
+        f"[sources.{sid}] needs one of pypi = {{ project, version, filename }}, "
+        'maven = { group, artifact, version }, npm = { package, version }, url = "…", '
+        'path = "…"',
+        file=str(path),
+    )
 
 
 def _lenient_sources(path: Path) -> dict[str, Source]:
@@ -1085,21 +1993,24 @@ def _lenient_sources(path: Path) -> dict[str, Source]:
     tables = data.get("sources")
     sources = {}
     for sid, table in (tables if isinstance(tables, dict) else {}).items():
-        pypi = table.get("pypi") if isinstance(table, dict) else None
-        if not isinstance(pypi, dict) or not all(
-            isinstance(pypi.get(k), str) for k in ("project", "version", "filename")
-        ):
-            raise ConfigError(
-                f"[sources.{sid}] needs pypi = {{ project, version, filename }}", file=str(path)
-            )
+        origin = _lenient_origin(sid, table, path)
         sha256, size = table.get("sha256"), table.get("size")
         hold = table.get("hold")
+        nested = table.get("nested")
         sources[sid] = Source(
             sid,
-            PypiCoordinates(pypi["project"], pypi["version"], pypi["filename"]),
+            origin,
             sha256.lower() if isinstance(sha256, str) else "",
             size if isinstance(size, int) and not isinstance(size, bool) and size > 0 else None,
             hold if isinstance(hold, str) and hold else None,
+            tuple(
+                NestedMember(
+                    str(level.get("member", "")),
+                    str(level.get("sha256", "")).lower(),
+                )
+                for level in (nested if isinstance(nested, list) else [])
+                if isinstance(level, dict)
+            ),
         )
     if not sources:
         raise ConfigError("the recipe has no [sources.<id>]", file=str(path))
@@ -1107,36 +2018,133 @@ def _lenient_sources(path: Path) -> dict[str, Source]:
 
 
 def check_pins(project: Project, components: Sequence[str], options: PinOptions) -> CheckReport:
-    """Every source of the components (all recipes if none): stale, unpinned, gone or mismatched.
+    """Every source of the components (all recipes if none): stale, unpinned, gone, mismatched,
+    or unreachable.
 
     Staleness follows pin's own rule, so a clean pin always checks clean: the component's own
     sources are judged together (the newest release with a file for each of them), the sources
     of any other project together per project (what `--source` would move).
+
+    What each registry is asked, and what it can tell:
+    - PyPI: the project page; gone when the pinned file is no longer listed, mismatch when the
+      index publishes another sha256, stale when the file is yanked or a release is newer.
+    - npm: the package document; gone when the pinned version is absent, mismatch when its
+      integrity carries a sha256 other than the pin — or, when the cache holds the pinned
+      file, when its sha512/sha1 disagree with the integrity and shasum (the registry's usual
+      digests, which say nothing about a SHA-256 otherwise); `dist-tags.latest` is named when
+      it is not the newest release.
+    - Maven: maven-metadata.xml for the versions, and the pinned file's `.sha1`/`.sha256`
+      sidecar (one small GET; a HEAD of the file when neither exists): gone when no repository
+      has the file, mismatch when a `.sha256` sidecar differs from the pin or the `.sha1` differs
+      from the cached pinned file's. The file itself is never downloaded.
+    - a plain URL or a file in the project (no versions, never stale): the URL is asked with a
+      HEAD whether the file is still there; the file is hashed against its pin.
+    Newer versions: the newest release by the registry's ordering, SNAPSHOTs and pre-releases
+    passed over unless the pin is one; `hold = "…"` turns stale into held, as for PyPI.
+
+    A registry that is not configured or does not answer (after the usual retries) is not a
+    crash: its sources are reported "unreachable" with the reason, every other source is still
+    checked, and a registry that failed once is not asked again in the same run. Exit code:
+    the worst state's — 4 mismatch, 3 gone or unreachable, 2 stale or unpinned, 0 clean. An
+    unreachable source fails the check (3) because a check that could not look is not a clean
+    one: CI must not read "all pins current" from a run that never saw some of them. A CI
+    without access to a registry checks the components it can reach (`--check` with a
+    component), or reads `unchecked` and the states in the JSON report.
     """
     names = list(components) or sorted(p.stem for p in project.recipes.glob("*.toml"))
+    cache = Cache(options.cache_dir or default_cache_dir())
     statuses = []
-    with _index(options) as index:
+    with _index(options) as index, _registries(options, project.root) as registries:
         for name in names:
             sources = _lenient_sources(project.recipes / f"{name}.toml")
-            main = main_project({sid: s.pypi.project for sid, s in sources.items()})
+            try:
+                main: str | None = main_project({sid: project_of(s) for sid, s in sources.items()})
+            except ConfigError:
+                main = None  # no own project: every group moves with --source
             found: dict[str, PinStatus] = {}
-            groups: dict[str, list[Source]] = {}
+            groups: dict[tuple[str, str], list[Source]] = {}
             for source in sources.values():
-                groups.setdefault(canonicalize_name(source.pypi.project), []).append(source)
-            for key, group in groups.items():
-                files = {s.id: index.files(s.pypi.project) for s in group}
-                try:
-                    newest, skipped = _newest(group, files)
-                except FetchError:
-                    newest, skipped = None, []
+                group_key = (source.origin.kind, canonicalize_name(project_of(source)))
+                groups.setdefault(group_key, []).append(source)
+            for (kind, key), group in groups.items():
                 moves = "" if key == main else "".join(f" --source {s.id}" for s in group)
-                blocked = tuple(n for n in skipped if "no file" in n)
-                for source in group:
-                    found[source.id] = _check_source(
-                        name, source, files[source.id], newest, blocked, f"{name}{moves}"
-                    )
+                command = f"invoke pin {name}{moves}"
+                if kind == "pypi":
+                    found.update(_check_wheels(name, group, index, command))
+                elif kind in _VERSIONED:
+                    found.update(_check_published(name, group, registries, cache, command))
+                else:
+                    for source in group:
+                        found[source.id] = _check_unversioned(name, source, project, registries)
             statuses += [found[sid] for sid in sources]  # in the recipe's order
     return CheckReport(tuple(statuses))
+
+
+def _pinning(source: Source) -> tuple[list[str], list[str]]:
+    """(states, details) of what the recipe itself lacks."""
+    states: list[str] = []
+    details: list[str] = []
+    if not re.fullmatch(r"[0-9a-f]{64}", source.sha256):
+        states.append("unpinned")
+        details.append("no sha256")
+    if source.size is None:
+        states.append("unpinned")
+        details.append("no size")
+    for level in source.nested:
+        if not re.fullmatch(r"[0-9a-f]{64}", level.sha256):
+            states.append("unpinned")
+            details.append(f"no sha256 for nested {level.member}")
+    return states, details
+
+
+def _status(
+    component: str,
+    source: Source,
+    states: Sequence[str],
+    details: Sequence[str],
+    newest: str | None,
+    command: str,
+) -> PinStatus:
+    return PinStatus(
+        component,
+        source.id,
+        project_of(source),
+        version_of(source.origin),
+        source.filename,
+        max(states, key=_SEVERITY.__getitem__, default="current"),
+        tuple(details),
+        newest,
+        command,
+        source.origin.kind,
+    )
+
+
+def _unreachable(component: str, source: Source, exc: OrtbundleError, where: str) -> PinStatus:
+    states, details = _pinning(source)
+    reason = exc.message
+    if isinstance(exc, FetchError):  # configured, and did not answer
+        if project_of(source) not in reason and source.filename not in reason:
+            reason += " (so the registry was not asked again)"
+        reason += f" [from {where}]" if where else ""
+    details.insert(0, f"not checked: {reason}")
+    return _status(
+        component, source, ["unreachable", *states], details, None, _REACH[source.origin.kind]
+    )
+
+
+def _check_wheels(
+    component: str, group: Sequence[Source], index: _Index, command: str
+) -> dict[str, PinStatus]:
+    try:
+        files = {s.id: index.files(s.pypi.project) for s in group}
+    except (FetchError, ConfigError) as exc:
+        return {s.id: _unreachable(component, s, exc, "") for s in group}
+    try:
+        newest, skipped = _newest(group, files)
+    except FetchError:
+        newest, skipped = None, []
+    blocked = tuple(n for n in skipped if "no file" in n)
+    return {s.id: _check_source(component, s, files[s.id], newest, blocked, command) for s in group}
 
 
 def _check_source(
@@ -1147,14 +2155,7 @@ def _check_source(
     blocked: Sequence[str],
     command: str,
 ) -> PinStatus:
-    states: list[str] = []
-    details: list[str] = []
-    if not re.fullmatch(r"[0-9a-f]{64}", source.sha256):
-        states.append("unpinned")
-        details.append("no sha256")
-    if source.size is None:
-        states.append("unpinned")
-        details.append("no size")
+    states, details = _pinning(source)
     listed = next((f for f in files if f.filename == source.filename), None)
     if listed is None:
         states.append("gone")
@@ -1174,14 +2175,172 @@ def _check_source(
         states.append("stale")
         details.append(f"{newest} is out")
     details += blocked
-    return PinStatus(
-        component,
-        source.id,
-        source.pypi.project,
-        source.pypi.version,
-        source.filename,
-        max(states, key=_SEVERITY.__getitem__, default="current"),
-        tuple(details),
-        str(newest) if newer else None,
-        f"invoke pin {command}",
+    return _status(component, source, states, details, str(newest) if newer else None, command)
+
+
+def _check_published(
+    component: str,
+    group: Sequence[Source],
+    registries: _Registries,
+    cache: Cache,
+    command: str,
+) -> dict[str, PinStatus]:
+    """The Maven or npm sources of one project: one registry read, then each pin."""
+    kind = group[0].origin.kind
+    try:
+        published = registries.published(group[0])
+    except (FetchError, ConfigError) as exc:
+        where = registries.where(kind, project_of(group[0]))
+        return {s.id: _unreachable(component, s, exc, where) for s in group}
+    newest, _skipped = (
+        _newest_release(kind, published.versions, [version_of(s.origin) for s in group], {})
+        if published is not None
+        else (None, [])
     )
+    out = {}
+    for source in group:
+        try:
+            out[source.id] = _check_one_published(
+                component, source, published, newest, registries, cache, command
+            )
+        except (FetchError, ConfigError) as exc:
+            where = registries.where(kind, project_of(source))
+            out[source.id] = _unreachable(component, source, exc, where)
+    return out
+
+
+def _check_one_published(
+    component: str,
+    source: Source,
+    published: _Published | None,
+    newest: str | None,
+    registries: _Registries,
+    cache: Cache,
+    command: str,
+) -> PinStatus:
+    states, details = _pinning(source)
+    origin = source.origin
+    if isinstance(origin, NpmCoordinates):
+        if published is None:
+            states.append("gone")
+            details.append(f"the registry has no package {origin.package}")
+        elif origin.version not in published.versions:
+            states.append("gone")
+            details.append(f"the registry no longer lists {origin.version}")
+        else:
+            dist = registries.npm_dist(origin)
+            problem = _npm_mismatch(source, dist, cache)
+            if problem:
+                states.append("mismatch")
+                details.append(problem)
+    elif isinstance(origin, MavenCoordinates):
+        found = registries.maven_sidecar(origin)
+        if found is None:
+            states.append("gone")
+            details.append(f"no configured repository has {origin.filename}")
+        else:
+            _repository, sidecar = found
+            problem = _maven_mismatch(source, sidecar, cache)
+            if problem:
+                states.append("mismatch")
+                details.append(problem)
+            elif sidecar is None:
+                details.append("published without a .sha1 or .sha256 sidecar")
+            if published is not None and origin.version not in published.versions:
+                details.append(f"maven-metadata.xml does not list {origin.version}")
+        if published is None:
+            details.append("no maven-metadata.xml: newer versions are not known")
+    order = _version_order(origin.kind)
+    pinned = version_of(origin)
+    newer = newest is not None and order(newest) > order(pinned)
+    if newer and source.hold:
+        states.append("held")
+        details.append(f"{newest} is out; held: {source.hold}")
+    elif newer:
+        states.append("stale")
+        details.append(f"{newest} is out")
+    latest = published.latest if published is not None else None
+    if origin.kind == "npm" and latest and latest != (newest if newer else pinned):
+        details.append(f"dist-tags.latest is {latest}")
+    return _status(component, source, states, details, newest if newer else None, command)
+
+
+def _check_unversioned(
+    component: str, source: Source, project: Project, registries: _Registries
+) -> PinStatus:
+    """A source no registry versions: a plain URL is asked whether the file is still there (a
+    HEAD), a file in the project is hashed against its pin. Neither can be stale."""
+    states, details = _pinning(source)
+    origin = source.origin
+    url, local = getattr(origin, "url", None), getattr(origin, "path", None)
+    if origin.kind == "url" and isinstance(url, str):
+        session = registries.session("url")
+        try:
+            there = _head(session, url, {}, registries.policy, source.filename)
+        except FetchError as exc:
+            return _unreachable(component, source, exc, "")
+        if not there:
+            states.append("gone")
+            details.append(f"the server no longer has {source.filename}")
+    elif origin.kind == "path" and isinstance(local, str):
+        file = project.root / local
+        if not file.is_file():
+            states.append("gone")
+            details.append(f"{local} does not exist")
+        elif re.fullmatch(r"[0-9a-f]{64}", source.sha256):
+            digest = hashlib.sha256()
+            with file.open("rb") as stream:
+                while chunk := stream.read(CHUNK):
+                    digest.update(chunk)
+            if digest.hexdigest() != source.sha256:
+                states.append("mismatch")
+                details.append(f"{local} has sha256 {digest.hexdigest()}")
+    return _status(
+        component, source, states, details, None, "edit the pin by hand (no versions to move to)"
+    )
+
+
+def _cached_digests(source: Source, cache: Cache, algorithms: Iterable[str]) -> dict[str, str]:
+    """The pinned file's digests, when the cache holds it; else nothing (never downloaded)."""
+    wanted = sorted(set(algorithms))
+    if not wanted or not re.fullmatch(r"[0-9a-f]{64}", source.sha256):
+        return {}
+    entry = cache.get(source.sha256)
+    if entry is None:
+        return {}
+    hashes = {name: hashlib.new(name) for name in wanted}
+    with entry.path.open("rb") as stream:
+        while chunk := stream.read(CHUNK):
+            for digest in hashes.values():
+                digest.update(chunk)
+    return {name: digest.hexdigest() for name, digest in hashes.items()}
+
+
+def _npm_mismatch(source: Source, dist: NpmDist, cache: Cache) -> str | None:
+    published: dict[str, set[str]] = {k: set(v) for k, v in dist.integrity.items()}
+    if dist.shasum:
+        published.setdefault("sha1", set()).add(dist.shasum)
+    sha256 = published.pop("sha256", None)
+    if sha256 and source.sha256 and source.sha256 not in sha256:
+        return f"the registry's integrity gives sha256 {' or '.join(sorted(sha256))}"
+    actual = _cached_digests(source, cache, published)
+    for name in sorted(actual):
+        if actual[name] not in published[name]:
+            return (
+                f"the registry publishes {name} {' or '.join(sorted(published[name]))}, the "
+                f"cached pinned file's is {actual[name]}"
+            )
+    return None
+
+
+def _maven_mismatch(source: Source, sidecar: tuple[str, str] | None, cache: Cache) -> str | None:
+    if sidecar is None:
+        return None
+    algorithm, published = sidecar
+    if algorithm == "sha256":
+        actual: str | None = source.sha256 or None
+    else:
+        actual = _cached_digests(source, cache, (algorithm,)).get(algorithm)
+    if actual is not None and actual != published:
+        return f"the repository's .{algorithm} is {published}, the pinned file's is {actual}"
+    return None
