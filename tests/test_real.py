@@ -55,6 +55,13 @@ EXPECTED = {
         "dxcompiler.dll",
         "dxil.dll",
     },
+    # Windows on Arm: the stock core, and the WebGPU plugin EP registered with it
+    ("windows-arm64", "stock"): {"onnxruntime.dll", "onnxruntime_providers_shared.dll"},
+    ("windows-arm64", "ep-webgpu"): {
+        "onnxruntime_providers_webgpu.dll",
+        "dxcompiler.dll",
+        "dxil.dll",
+    },
     # Microsoft's stock 1.29.0 AAR (via npm), renamed so the QNN build can ship beside it
     ("android-arm64-v8a", "android-generic"): {"libonnxruntime_generic.so"},
     ("android-x86_64", "android-generic"): {"libonnxruntime_generic.so"},
@@ -65,6 +72,8 @@ EXPECTED_MIB = {
     ("linux-x86_64", "webgpu"): 31,
     ("windows-x86_64", "openvino"): 67,
     ("windows-x86_64", "webgpu"): 42,
+    ("windows-arm64", "stock"): 19.9,
+    ("windows-arm64", "ep-webgpu"): 33.7,
     # measured: the AAR's 32,120,992 / 38,473,056-byte libraries, plus patchelf's new .dynstr
     ("android-arm64-v8a", "android-generic"): 30.6,
     ("android-x86_64", "android-generic"): 36.7,

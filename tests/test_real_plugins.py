@@ -380,3 +380,30 @@ def test_the_arm64_core_loads_the_models(plugins_build: BuildResult) -> None:
         "sigmoid": {"stock": "f32"},
         "logreg-iris": {"stock": "f32"},
     }
+
+
+def test_the_shipped_loader_registers_the_real_plugin_with_the_real_core(
+    plugins_build: BuildResult,
+) -> None:
+    """runtime_loader.py --open, in a fresh process: the WebGPU core 1.27.0 loads, and
+    RegisterExecutionProviderLibrary accepts the pruned OpenVINO plugin EP directory."""
+    import subprocess
+    import sys
+
+    linux = target_result(plugins_build, "linux-x86_64")
+    done = subprocess.run(
+        [sys.executable, "runtime_loader.py", "--open", "--json"],
+        cwd=linux.stage,
+        env={**os.environ, "DARKROOM_ORT_DIR": "runtimes/webgpu"},
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=False,
+    )
+    assert done.returncode == 0, done.stderr
+    decision = json.loads(done.stdout)
+    assert decision["loaded_version"] == "1.27.0"
+    (plugin,) = decision["plugins"]
+    assert plugin["name"] == "ep-openvino"
+    assert plugin["ep_name"] == "OpenVINOExecutionProvider"
+    assert plugin["library"].startswith("plugins/ep-openvino/libonnxruntime_providers_openvino")

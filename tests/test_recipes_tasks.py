@@ -20,12 +20,15 @@ def test_repository_recipes_and_default_product_load() -> None:
     assert plan.targets == (
         "linux-x86_64",
         "windows-x86_64",
+        "windows-arm64",
         "android-arm64-v8a",
         "android-x86_64",
     )
-    assert list(plan.recipes) == ["openvino", "webgpu", "android-generic"]
+    assert list(plan.recipes) == ["openvino", "webgpu", "stock", "android-generic", "ep-webgpu"]
+    assert plan.plugins_for("windows-arm64") == ["ep-webgpu"]
+    assert plan.plugins_for("linux-x86_64") == []
     filenames = {s.filename for _, s in plan.all_sources()}
-    assert len(filenames) == 6
+    assert len(filenames) == 8
     qnn = load_plan(Project.at(ROOT), BuildOptions(product="darkroom-qnn"))
     assert qnn.product.runtimes_for("android-arm64-v8a") == ("android-qnn", "android-generic")
     assert qnn.product.runtimes_for("android-x86_64") == ("android-generic",)
