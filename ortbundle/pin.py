@@ -59,7 +59,6 @@ from contextlib import contextmanager
 from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
 from typing import Any
-from urllib.parse import urlsplit
 
 import requests
 import tomlkit
@@ -94,10 +93,11 @@ from ortbundle.fetch.download import (
     NotFound,
     ProgressFn,
     check_published,
+    download,
     request_with_retries,
 )
 from ortbundle.fetch.index import ACCEPT, parse_project_page
-from ortbundle.fetch.maven import SIDECARS, artifact_url, maven_metadata
+from ortbundle.fetch.maven import artifact_url, maven_metadata, sidecar_digest
 from ortbundle.fetch.npm import NpmDist, npm_versions, packument_url, resolve_npm, semver_key
 from ortbundle.fetch.policy import RetryPolicy
 from ortbundle.licensing import TargetLicensing
@@ -670,7 +670,7 @@ class _Registries:
             raise self._down[down]
         for repository in config.repositories:
             url = artifact_url(repository.url, coords)
-            found = _sidecar(session, url, repository, self.policy, coords.filename)
+            found = sidecar_digest(session, url, repository, self.policy, coords.filename)
             if found is not None:
                 return repository, found
         for repository in config.repositories:
@@ -714,16 +714,18 @@ class _Registries:
         looked = []
         for repository in config.repositories:
             url = artifact_url(repository.url, coords)
-            sidecar = _sidecar(session, url, repository, self.policy, coords.filename)
+            sidecar = sidecar_digest(session, url, repository, self.policy, coords.filename)
             if sidecar is None:
                 looked.append(f"{repository.origin}: no .sha1 or .sha256 for it")
                 continue
             try:
-                done = _download_unpinned(
+                done = download(
                     session,
                     url,
                     partial,
-                    self.policy,
+                    sha256=None,
+                    expected_size=None,
+                    policy=self.policy,
                     headers=repository.headers,
                     digests=(sidecar[0],),
                     what=coords.filename,
@@ -762,11 +764,13 @@ class _Registries:
                 file=coords.filename,
                 fix="use a registry that publishes dist.integrity, or pin by hand",
             )
-        done = _download_unpinned(
+        done = download(
             session,
             dist.tarball,
             partial,
-            self.policy,
+            sha256=None,
+            expected_size=None,
+            policy=self.policy,
             headers=npm.headers_for(dist.tarball),
             digests=tuple(sorted(published.keys() - {"sha256"})),
             what=coords.filename,
@@ -785,37 +789,6 @@ def _registries(options: PinOptions, root: Path | None) -> Iterator[_Registries]
         yield registries
     finally:
         registries.close()
-
-
-def _sidecar(
-    session: requests.Session,
-    url: str,
-    repository: MavenRepository,
-    policy: RetryPolicy,
-    what: str,
-) -> tuple[str, str] | None:
-    """(algorithm, hex) of the first sidecar the repository has beside `url`, else None."""
-    for algorithm, length in SIDECARS:
-        response = request_with_retries(
-            session,
-            f"{url}.{algorithm}",
-            policy,
-            headers=repository.headers,
-            what=f"{what}.{algorithm}",
-            allow_404=True,
-            fix=f"check {ENV_MAVEN_URL} or the <mirror> of central in settings.xml",
-        )
-        if response is None:
-            continue
-        found = re.search(rf"(?<![0-9a-fA-F])[0-9a-fA-F]{{{length}}}(?![0-9a-fA-F])", response.text)
-        if found is None:
-            raise FetchError(
-                f"{what}: the repository's .{algorithm} file holds no {algorithm} digest",
-                file=redact(f"{url}.{algorithm}"),
-                fix="the repository serves something else at the sidecar's URL; fix the mirror",
-            )
-        return algorithm, found.group(0).lower()
-    return None
 
 
 _TRANSIENT = (
@@ -866,77 +839,6 @@ def _head(
             raise FetchError(f"{what}: HTTP {response.status_code}", file=redact(url))
         return True
     raise FetchError(f"{what}: gave up after {policy.attempts} attempts ({failure})")
-
-
-def _download_unpinned(
-    session: requests.Session,
-    url: str,
-    dest: Path,
-    policy: RetryPolicy,
-    *,
-    headers: Mapping[str, str],
-    digests: Sequence[str],
-    what: str,
-    progress: ProgressFn | None = None,
-) -> Downloaded:
-    """Download a file whose SHA-256 is not known yet, hashing SHA-256 and `digests` while
-    writing; the caller checks what the registry publishes. Retried from the start (no resume:
-    a partial file of unknown bytes proves nothing)."""
-    dest.parent.mkdir(parents=True, exist_ok=True)
-    failure = ""
-    for attempt in range(policy.attempts):
-        hashes = {name: hashlib.new(name) for name in {"sha256", *digests}}
-        size = 0
-        try:
-            with session.get(
-                url, headers=dict(headers), stream=True, timeout=policy.timeout
-            ) as response:
-                hops = [*response.history, response]
-                if urlsplit(url).scheme == "https" and any(
-                    urlsplit(hop.url).scheme != "https" for hop in hops
-                ):
-                    raise FetchError(
-                        f"{what}: refused a redirect from https to http", file=redact(url)
-                    )
-                status = response.status_code
-                if status in _RETRY_STATUS:
-                    failure = f"HTTP {status}"
-                    time.sleep(policy.delay(attempt))
-                    continue
-                if status in (404, 410):
-                    raise NotFound(f"{what}: HTTP {status}", file=redact(url))
-                if status >= 400:
-                    raise FetchError(f"{what}: HTTP {status}", file=redact(url))
-                length = response.headers.get("Content-Length")
-                total = int(length) if length and length.isdigit() else None
-                with dest.open("wb") as out:
-                    for chunk in response.iter_content(CHUNK):
-                        size += len(chunk)
-                        out.write(chunk)
-                        for digest in hashes.values():
-                            digest.update(chunk)
-                        if progress is not None:
-                            progress(size, total)
-                if total is not None and size != total:
-                    failure = f"body ended at {size} of {total} bytes"
-                    time.sleep(policy.delay(attempt))
-                    continue
-        except _TRANSIENT as exc:
-            failure = f"{type(exc).__name__} after {size} bytes"
-            time.sleep(policy.delay(attempt))
-            continue
-        return Downloaded(
-            dest,
-            size,
-            hashes["sha256"].hexdigest(),
-            {name: h.hexdigest() for name, h in hashes.items() if name != "sha256"},
-        )
-    dest.unlink(missing_ok=True)
-    raise FetchError(
-        f"{what}: gave up after {policy.attempts} attempts ({failure})",
-        file=redact(url),
-        fix="check the network or the registry, then run pin again",
-    )
 
 
 def _member_names(path: Path) -> list[str] | None:

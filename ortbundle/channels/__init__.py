@@ -9,10 +9,14 @@ builds of the same inputs produce the same bytes.
 
 from __future__ import annotations
 
+import stat
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Protocol
+
+from ortbundle.errors import IntegrityError
+from ortbundle.fetch.cache import sha256_file
 
 # CHANNEL_TARGETS and PackagingSettings live with the data they describe (targets, product
 # manifests), so reading a product does not import the channels; re-exported here.
@@ -86,3 +90,27 @@ class Channel(Protocol):
     def generate(self, package: PackageInput, out: Path) -> ChannelOutput:
         """Write the channel's files into `out` (an empty directory) and return them."""
         ...
+
+
+def stage_changed(package: PackageInput, path: Path, component: str | None) -> IntegrityError:
+    """A channel reads only what the build staged: anything else is this error."""
+    return IntegrityError(
+        "a staged file changed or vanished after the build",
+        component=component,
+        target=package.target,
+        file=str(path),
+        fix="rebuild the stage (invoke build) instead of editing it",
+    )
+
+
+def check_staged(package: PackageInput, shipped: ShippedFile, component: str | None) -> None:
+    """The file is still the regular file of the size and SHA-256 the build staged."""
+    path = package.stage / shipped.path
+    try:
+        info = path.lstat()
+    except FileNotFoundError:
+        raise stage_changed(package, path, component) from None
+    if not stat.S_ISREG(info.st_mode) or info.st_size != shipped.size:
+        raise stage_changed(package, path, component)
+    if sha256_file(path) != shipped.sha256:
+        raise stage_changed(package, path, component)

@@ -52,8 +52,8 @@ from pathlib import Path, PurePosixPath
 from typing import Any
 
 from ortbundle.binaries import alignment_problem, inspect, sniff_format
-from ortbundle.channels import ChannelOutput, PackageInput, ShippedFile
-from ortbundle.errors import ConfigError, IntegrityError, PackagingError
+from ortbundle.channels import ChannelOutput, PackageInput, ShippedFile, check_staged, stage_changed
+from ortbundle.errors import ConfigError, PackagingError
 from ortbundle.fetch.cache import sha256_file
 from ortbundle.index_json import INDEX_NAME, LOADER_NAME
 from ortbundle.loader import SCHEMA
@@ -171,7 +171,7 @@ class ApkChannel:
         for placement in placements:
             dest = out / placement.dest
             _make_dirs(out, dest.parent)
-            _place(_stage_path(package, placement.source), dest)
+            _place((package.stage / placement.source.path), dest)
             written[placement.dest] = placement.source.sha256
         deflated = _deflate_estimates(package, placements)
         report, notes = _size_report(package, target, index, placements, deflated)
@@ -231,7 +231,7 @@ def _entry(package: PackageInput, path: str) -> ShippedFile:
 
 def _read_index(package: PackageInput, shipped: ShippedFile) -> dict[str, Any]:
     try:
-        index = json.loads(_stage_path(package, shipped).read_bytes())
+        index = json.loads((package.stage / shipped.path).read_bytes())
     except ValueError:
         index = None
     if not isinstance(index, dict) or index.get("schema") != SCHEMA:
@@ -348,12 +348,12 @@ def _is_host_library(
 ) -> bool:
     """An ELF of the target's machine: the Android linker maps it, so it must fit 16 KB pages.
     Another machine's file (a Hexagon Skel) is never mapped by it and is exempt."""
-    path = _stage_path(package, source)
+    path = package.stage / source.path
     try:
         if sniff_format(path) != "elf":
             return False
     except OSError:
-        raise _changed(package, path) from None
+        raise stage_changed(package, path, _COMPONENT) from None
     info = inspect(path, name=shipped.path)
     if info.machine != target.machine:
         return False
@@ -415,37 +415,11 @@ def _unplaceable(
 # --- integrity ---------------------------------------------------------------------------------
 
 
-def _stage_path(package: PackageInput, shipped: ShippedFile) -> Path:
-    return package.stage / shipped.path
-
-
-def _changed(package: PackageInput, path: Path) -> IntegrityError:
-    return IntegrityError(
-        "a staged file changed or vanished after the build",
-        component=_COMPONENT,
-        target=package.target,
-        file=str(path),
-        fix="rebuild the stage (invoke build) instead of editing it",
-    )
-
-
-def _check_file(package: PackageInput, shipped: ShippedFile) -> None:
-    path = _stage_path(package, shipped)
-    try:
-        info = path.lstat()
-    except FileNotFoundError:
-        raise _changed(package, path) from None
-    if not stat.S_ISREG(info.st_mode) or info.st_size != shipped.size:
-        raise _changed(package, path)
-    if sha256_file(path) != shipped.sha256:
-        raise _changed(package, path)
-
-
 def _verify_stage(package: PackageInput) -> None:
     """Every file is what the build staged, before anything is read or written."""
     for shipped in package.files:
         if shipped.link_to is None and shipped.path != LOADER_NAME:
-            _check_file(package, shipped)
+            check_staged(package, shipped, _COMPONENT)
 
 
 def _check_shared(
@@ -634,7 +608,7 @@ def _deflated(package: PackageInput, shipped: ShippedFile) -> int:
             pass
     compressor = zlib.compressobj(_DEFLATE_LEVEL, zlib.DEFLATED, -zlib.MAX_WBITS)
     size = 0
-    with _stage_path(package, shipped).open("rb") as stream:
+    with (package.stage / shipped.path).open("rb") as stream:
         while chunk := stream.read(_CHUNK):
             size += len(compressor.compress(chunk))
     size += len(compressor.flush())

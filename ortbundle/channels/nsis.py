@@ -39,17 +39,15 @@ from __future__ import annotations
 import os
 import re
 import shutil
-import stat
 import subprocess
 import unicodedata
 from collections.abc import Iterable
 from pathlib import Path, PurePosixPath
 from typing import Any
 
-from ortbundle.channels import ChannelOutput, PackageInput, ShippedFile
+from ortbundle.channels import ChannelOutput, PackageInput, ShippedFile, check_staged
 from ortbundle.channels.memo import input_key, memoized
-from ortbundle.errors import ConfigError, IntegrityError, PackagingError
-from ortbundle.fetch.cache import sha256_file
+from ortbundle.errors import ConfigError, PackagingError
 from ortbundle.templating import render
 
 __all__ = ["NsisChannel", "nsis_string"]
@@ -229,25 +227,7 @@ def _makensis_version(makensis: str, package: PackageInput) -> str:
 def _verify_stage(package: PackageInput) -> None:
     """Each listed file must still be the regular file of that size and SHA-256 the build staged."""
     for shipped in package.files:
-        path = package.stage / shipped.path
-        try:
-            info = path.lstat()
-        except FileNotFoundError:
-            raise _changed(package, path) from None
-        if not stat.S_ISREG(info.st_mode) or info.st_size != shipped.size:
-            raise _changed(package, path)
-        if sha256_file(path) != shipped.sha256:
-            raise _changed(package, path)
-
-
-def _changed(package: PackageInput, path: Path) -> IntegrityError:
-    return IntegrityError(
-        "a staged file changed or vanished after the build",
-        component=_COMPONENT,
-        target=package.target,
-        file=str(path),
-        fix="rebuild the stage (invoke build) instead of editing it",
-    )
+        check_staged(package, shipped, _COMPONENT)
 
 
 def _context(package: PackageInput, out: Path) -> dict[str, Any]:

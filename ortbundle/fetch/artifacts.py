@@ -148,16 +148,23 @@ class Fetcher:
         file: (the URL that served it, the verified file)."""
         origin = source.origin
         partial = self.cache.partial_path(source.sha256)
-        if isinstance(origin, PypiCoordinates):
+        if isinstance(origin, PypiCoordinates | UrlCoordinates):
             from ortbundle.fetch.download import download
             from ortbundle.fetch.index import resolve
 
+            # a plain URL uses pip's session too (its CA bundle); the URL is the recipe's own
             config, session = self._network()
-            resolved = resolve(session, config.index_urls, source, self.policy, component=component)
+            url = (
+                origin.url
+                if isinstance(origin, UrlCoordinates)
+                else resolve(
+                    session, config.index_urls, source, self.policy, component=component
+                ).url
+            )
             with self._progress(source) as update:
                 done = download(
                     session,
-                    resolved.url,
+                    url,
                     partial,
                     sha256=source.sha256,
                     expected_size=source.size,
@@ -165,23 +172,7 @@ class Fetcher:
                     what=source.filename,
                     progress=update,
                 )
-            return resolved.url, done
-        if isinstance(origin, UrlCoordinates):
-            from ortbundle.fetch.download import download
-
-            _config, session = self._network()  # pip's CA bundle; the URL is the recipe's
-            with self._progress(source) as update:
-                done = download(
-                    session,
-                    origin.url,
-                    partial,
-                    sha256=source.sha256,
-                    expected_size=source.size,
-                    policy=self.policy,
-                    what=source.filename,
-                    progress=update,
-                )
-            return origin.url, done
+            return url, done
         if isinstance(origin, MavenCoordinates):
             from ortbundle.fetch.maven import fetch_maven
 

@@ -165,7 +165,7 @@ def download(
     url: str,
     partial: Path,
     *,
-    sha256: str,
+    sha256: str | None,
     expected_size: int | None,
     policy: RetryPolicy,
     what: str,
@@ -177,8 +177,12 @@ def download(
 
     `headers` go with every request (credentials: never logged); `digests` names extra
     algorithms ("sha1", "sha512", …) to compute while writing, returned in `Downloaded.digests`.
+    `sha256=None` is for a file not pinned yet (`invoke pin`): nothing is resumed, since bytes of
+    unknown provenance prove nothing, and the caller checks what the registry publishes.
     """
     partial.parent.mkdir(parents=True, exist_ok=True)
+    if sha256 is None:
+        partial.unlink(missing_ok=True)
     failure = ""
     # Hash what an earlier build left once; from then on the digests follow every write, so a
     # retry inside this call resumes without reading the partial file again.
@@ -274,7 +278,7 @@ def download(
             headers=headers,
             digests=digests,
         )
-    if actual != sha256:
+    if sha256 is not None and actual != sha256:
         partial.unlink(missing_ok=True)
         raise IntegrityError(
             f"{what}: downloaded sha256 {actual} does not match the pin {sha256} "

@@ -70,7 +70,7 @@ def _as_repository(repository: MavenRepository | str) -> MavenRepository:
     return MavenRepository(url, id=redact(url), origin="given", auth=auth)
 
 
-def _sidecar(
+def sidecar_digest(
     session: requests.Session,
     url: str,
     repository: MavenRepository,
@@ -122,7 +122,7 @@ def fetch_maven(
     looked: list[str] = []
     for repository in repositories:
         url = artifact_url(repository.url, coords)
-        sidecar = _sidecar(session, url, repository, policy, what)
+        sidecar = sidecar_digest(session, url, repository, policy, what)
         if sidecar is not None and sidecar[0] == "sha256" and sidecar[1] != source.sha256:
             raise IntegrityError(
                 f"the repository publishes sha256 {sidecar[1]} for this file, "
