@@ -51,7 +51,7 @@ PEAK_TARGET_MIB = 200.0  # every ortbundle run, below
 # the kept set (source, member) of every runtime tree and the pinned wheels behind them. It also
 # fetches whatever the cache lacks, so it warms the cache the warm scenario reads.
 PROBE = r"""
-import json, sys
+import json, sys, zipfile
 from pathlib import Path
 root, dist, out, product, index_url = sys.argv[1:6]
 sys.path.insert(0, root)
@@ -70,11 +70,16 @@ for target in result.targets:
         recipe = result.plan.recipes[staged.runtime]
         members = {}
         for kept in staged.closure.kept:
-            wheel = result.artifacts[recipe.sources[kept.source].sha256].path
-            members.setdefault(str(wheel), []).append([kept.member, kept.size])
+            # the archive the member is read from: the wheel, or the AAR inside an npm tarball
+            wheel = result.artifacts[recipe.sources[kept.source].archive_sha256].path
+            with zipfile.ZipFile(wheel) as archive:  # a renamed library grew: count the member
+                size = archive.getinfo(kept.member).file_size
+            members.setdefault(str(wheel), []).append([kept.member, size])
         trees.append({"tree": f"{target.target}/{staged.runtime}", "members": members})
 wheels = {}
 for _, source in result.plan.all_sources():
+    if source.origin.kind != "pypi":
+        continue  # pip cannot download it: the cold scenarios compare PyPI wheels only
     artifact = result.artifacts[source.sha256]
     wheels[source.sha256] = {
         "project": source.pypi.project, "version": source.pypi.version,
