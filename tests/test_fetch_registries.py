@@ -37,6 +37,7 @@ from tests.helpers.wheels import sha256_of
 
 FAST = RetryPolicy(attempts=3, base_delay=0.01, max_delay=0.02, read_timeout=2.0)
 GROUP, ARTIFACT = "com.example.ort", "ort-android"
+UNPUBLISHED_AAR = Source("android", MavenCoordinates(GROUP, ARTIFACT, "1.0.0"), "0" * 64)
 
 
 # ---- fixtures ---------------------------------------------------------------------------------
@@ -71,6 +72,20 @@ def npm() -> Iterator[NpmServer]:
 
 
 @pytest.fixture
+def aar_source(maven: MavenServer, monkeypatch: pytest.MonkeyPatch) -> Source:
+    """The 1.2.3 AAR, published on `maven`, which ORTBUNDLE_MAVEN_URL names."""
+    monkeypatch.setenv("ORTBUNDLE_MAVEN_URL", maven.url)
+    return publish_aar(maven)
+
+
+@pytest.fixture
+def web_source(npm: NpmServer, monkeypatch: pytest.MonkeyPatch) -> Source:
+    """ort-web 1.0.0, published on `npm`, which ORTBUNDLE_NPM_REGISTRY names."""
+    monkeypatch.setenv("ORTBUNDLE_NPM_REGISTRY", npm.url)
+    return publish_tgz(npm, "ort-web", "1.0.0")
+
+
+@pytest.fixture
 def out() -> io.StringIO:
     return io.StringIO()
 
@@ -89,11 +104,15 @@ def fetcher(
 
 
 def aar(version: str = "1.2.3") -> bytes:
-    """A small AAR-shaped zip; its bytes differ per version."""
+    """A small AAR-shaped zip; its bytes differ per version, and only per version."""
+    members = {
+        "AndroidManifest.xml": f"<manifest version='{version}'/>".encode(),
+        "jni/arm64-v8a/libonnxruntime.so": b"\x7fELF" + b"x" * 3000,
+    }
     buffer = io.BytesIO()
     with zipfile.ZipFile(buffer, "w") as archive:
-        archive.writestr("AndroidManifest.xml", f"<manifest version='{version}'/>")
-        archive.writestr("jni/arm64-v8a/libonnxruntime.so", b"\x7fELF" + b"x" * 3000)
+        for name, data in members.items():  # a fixed date: no clock in the bytes
+            archive.writestr(zipfile.ZipInfo(name, date_time=(2026, 1, 1, 0, 0, 0)), data)
     return buffer.getvalue()
 
 
@@ -138,74 +157,62 @@ def assert_nothing_cached(cache: Cache, source: Source) -> None:
 
 
 def test_maven_fetch_checks_the_sha1_and_caches(
-    maven: MavenServer, cache: Cache, out: io.StringIO, monkeypatch: pytest.MonkeyPatch
+    maven: MavenServer, aar_source: Source, cache: Cache, out: io.StringIO
 ) -> None:
-    monkeypatch.setenv("ORTBUNDLE_MAVEN_URL", maven.url)
-    source = publish_aar(maven)
-    artifact = fetcher(cache, out).fetch(source, component="android")
+    artifact = fetcher(cache, out).fetch(aar_source, component="android")
     assert artifact.downloaded
     assert artifact.url == f"{maven.url}/com/example/ort/ort-android/1.2.3/ort-android-1.2.3.aar"
     assert_cached(cache, artifact, aar())
     paths = [path for path, _ in maven.requests]
     assert paths[0].endswith(".aar.sha1") and paths[1].endswith(".aar")  # sidecar first
     assert "warning" not in out.getvalue()
-    again = fetcher(cache, out).fetch(source, component="android")
+    again = fetcher(cache, out).fetch(aar_source, component="android")
     assert not again.downloaded and len(maven.requests) == 2
 
 
 def test_maven_sha1_mismatch_is_refused_and_nothing_cached(
-    maven: MavenServer, cache: Cache, out: io.StringIO, monkeypatch: pytest.MonkeyPatch
+    maven: MavenServer, aar_source: Source, cache: Cache, out: io.StringIO
 ) -> None:
-    monkeypatch.setenv("ORTBUNDLE_MAVEN_URL", maven.url)
-    source = publish_aar(maven)
     maven.faults.wrong_sha1 = True
     with pytest.raises(IntegrityError, match=r"\.sha1 sidecar publishes sha1") as caught:
-        fetcher(cache, out).fetch(source, component="android")
+        fetcher(cache, out).fetch(aar_source, component="android")
     assert caught.value.component == "android" and caught.value.fix
-    assert_nothing_cached(cache, source)
+    assert_nothing_cached(cache, aar_source)
 
 
 def test_maven_sha1_with_a_filename_is_read(
-    maven: MavenServer, cache: Cache, out: io.StringIO, monkeypatch: pytest.MonkeyPatch
+    maven: MavenServer, aar_source: Source, cache: Cache, out: io.StringIO
 ) -> None:
-    monkeypatch.setenv("ORTBUNDLE_MAVEN_URL", maven.url)
-    source = publish_aar(maven)
     maven.faults.sha1_with_filename = True
-    assert fetcher(cache, out).fetch(source, component="android").downloaded
+    assert fetcher(cache, out).fetch(aar_source, component="android").downloaded
 
 
 def test_maven_without_sha1_uses_the_sha256_sidecar(
-    maven: MavenServer, cache: Cache, out: io.StringIO, monkeypatch: pytest.MonkeyPatch
+    maven: MavenServer, aar_source: Source, cache: Cache, out: io.StringIO
 ) -> None:
-    monkeypatch.setenv("ORTBUNDLE_MAVEN_URL", maven.url)
-    source = publish_aar(maven)
     maven.faults.no_sha1 = True
     maven.faults.sha256_sidecar = True
-    fetcher(cache, out).fetch(source, component="android")
+    fetcher(cache, out).fetch(aar_source, component="android")
     assert maven.requested(".aar.sha256") == 1 and "warning" not in out.getvalue()
 
 
 def test_maven_sha256_sidecar_disagreeing_with_the_pin_stops_before_downloading(
-    maven: MavenServer, cache: Cache, out: io.StringIO, monkeypatch: pytest.MonkeyPatch
+    maven: MavenServer, aar_source: Source, cache: Cache, out: io.StringIO
 ) -> None:
-    monkeypatch.setenv("ORTBUNDLE_MAVEN_URL", maven.url)
-    source = publish_aar(maven)
     maven.faults.no_sha1 = True
     maven.faults.sha256_sidecar = True
     maven.faults.wrong_sha256 = True
     with pytest.raises(IntegrityError, match="recipe pins"):
-        fetcher(cache, out).fetch(source, component="android")
+        fetcher(cache, out).fetch(aar_source, component="android")
     assert maven.requested(".aar") == 0
-    assert_nothing_cached(cache, source)
+    assert_nothing_cached(cache, aar_source)
 
 
 def test_maven_without_any_sidecar_warns_and_proceeds(
-    maven: MavenServer, cache: Cache, out: io.StringIO, monkeypatch: pytest.MonkeyPatch
+    maven: MavenServer, aar_source: Source, cache: Cache, out: io.StringIO
 ) -> None:
-    monkeypatch.setenv("ORTBUNDLE_MAVEN_URL", maven.url)
-    source = publish_aar(maven)
     maven.faults.no_sha1 = True
-    artifact = fetcher(cache, out).fetch(source, component="android")
+    artifact = fetcher(cache, out).fetch(aar_source, component="android")
     assert_cached(cache, artifact, aar())
     assert "warning: maven:com.example.ort:ort-android:1.2.3@aar" in out.getvalue()
     assert "publishes no .sha1 or .sha256" in out.getvalue()
@@ -223,38 +230,32 @@ def test_maven_artifact_missing_moves_to_the_next_repository(
 
 
 def test_maven_artifact_in_no_repository_says_where_it_looked(
-    maven: MavenServer, cache: Cache, out: io.StringIO, monkeypatch: pytest.MonkeyPatch
+    maven: MavenServer, aar_source: Source, cache: Cache, out: io.StringIO
 ) -> None:
-    monkeypatch.setenv("ORTBUNDLE_MAVEN_URL", maven.url)
-    source = publish_aar(maven)
-    maven.faults.missing.add(source.filename)
+    maven.faults.missing.add(aar_source.filename)
     with pytest.raises(FetchError, match="not in the configured Maven repositories.*not there"):
-        fetcher(cache, out).fetch(source, component="android")
-    assert_nothing_cached(cache, source)
+        fetcher(cache, out).fetch(aar_source, component="android")
+    assert_nothing_cached(cache, aar_source)
 
 
 def test_maven_truncated_body_resumes_and_the_sha1_covers_every_byte(
-    maven: MavenServer, cache: Cache, out: io.StringIO, monkeypatch: pytest.MonkeyPatch
+    maven: MavenServer, aar_source: Source, cache: Cache, out: io.StringIO
 ) -> None:
-    monkeypatch.setenv("ORTBUNDLE_MAVEN_URL", maven.url)
-    source = publish_aar(maven)
     maven.faults.truncate_once = 700
     one_try = RetryPolicy(attempts=1, base_delay=0.01, read_timeout=2.0)
     with pytest.raises(FetchError, match="700 bytes kept for resuming"):
-        fetcher(cache, out, policy=one_try).fetch(source, component="android")
+        fetcher(cache, out, policy=one_try).fetch(aar_source, component="android")
     # The next build hashes the kept prefix for the sha1 too, then resumes.
-    artifact = fetcher(cache, out).fetch(source, component="android")
+    artifact = fetcher(cache, out).fetch(aar_source, component="android")
     assert_cached(cache, artifact, aar())
     assert maven.requested(".aar") == 2
 
 
 def test_maven_5xx_is_retried(
-    maven: MavenServer, cache: Cache, out: io.StringIO, monkeypatch: pytest.MonkeyPatch
+    maven: MavenServer, aar_source: Source, cache: Cache, out: io.StringIO
 ) -> None:
-    monkeypatch.setenv("ORTBUNDLE_MAVEN_URL", maven.url)
-    source = publish_aar(maven)
     maven.faults.status_first = [503]
-    assert fetcher(cache, out).fetch(source, component="android").downloaded
+    assert fetcher(cache, out).fetch(aar_source, component="android").downloaded
     assert maven.requested(".aar") == 2
 
 
@@ -277,6 +278,17 @@ def write_settings(path: Path, mirror_url: str, mirror_of: str = "*,!snapshots")
     return path
 
 
+def corp_mirror(
+    maven: MavenServer, home: Path, monkeypatch: pytest.MonkeyPatch, password: str
+) -> Source:
+    """~/.m2/settings.xml mirrors to `maven` as server corp, whose password is `password`;
+    `maven` takes builder / hunter2 only. Returns the AAR published there."""
+    write_settings(home / ".m2" / "settings.xml", maven.url)
+    monkeypatch.setenv("CORP_PASS", password)
+    maven.faults.basic_auth = ("builder", "hunter2")
+    return publish_aar(maven)
+
+
 def test_settings_mirror_with_server_credentials(
     maven: MavenServer,
     cache: Cache,
@@ -284,10 +296,7 @@ def test_settings_mirror_with_server_credentials(
     isolated: Path,
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
-    write_settings(isolated / ".m2" / "settings.xml", maven.url)
-    monkeypatch.setenv("CORP_PASS", "hunter2")
-    maven.faults.basic_auth = ("builder", "hunter2")
-    source = publish_aar(maven)
+    source = corp_mirror(maven, isolated, monkeypatch, "hunter2")
     artifact = fetcher(cache, out).fetch(source, component="android")
     assert artifact.url.startswith(maven.url) and "hunter2" not in artifact.url
     assert all(auth and auth.startswith("Basic ") for _, auth in maven.requests)
@@ -301,10 +310,7 @@ def test_refused_credentials_say_so_without_the_password(
     isolated: Path,
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
-    write_settings(isolated / ".m2" / "settings.xml", maven.url)
-    monkeypatch.setenv("CORP_PASS", "wrong-password")
-    maven.faults.basic_auth = ("builder", "hunter2")
-    source = publish_aar(maven)
+    source = corp_mirror(maven, isolated, monkeypatch, "wrong-password")
     with pytest.raises(FetchError, match="HTTP 401") as caught:
         fetcher(cache, out).fetch(source, component="android")
     assert "credentials" in str(caught.value) and "wrong-password" not in str(caught.value)
@@ -418,9 +424,8 @@ def test_the_installations_settings_mirror_applies_after_the_users(
 
 
 def test_no_maven_configuration_at_all_is_a_config_error(cache: Cache, out: io.StringIO) -> None:
-    source = Source("android", MavenCoordinates(GROUP, ARTIFACT, "1.0.0"), "0" * 64)
     with pytest.raises(ConfigError, match="ORTBUNDLE_MAVEN_URL") as caught:
-        fetcher(cache, out).fetch(source, component="android")
+        fetcher(cache, out).fetch(UNPUBLISHED_AAR, component="android")
     assert caught.value.fix and "settings.xml" in caught.value.fix
 
 
@@ -453,9 +458,8 @@ def test_maven_versions_reads_the_metadata(maven: MavenServer) -> None:
 
 
 def test_offline_maven_fetch_is_refused_when_not_cached(cache: Cache, out: io.StringIO) -> None:
-    source = Source("android", MavenCoordinates(GROUP, ARTIFACT, "1.0.0"), "0" * 64)
     with pytest.raises(OfflineError):
-        fetcher(cache, out, offline=True).fetch(source, component="android")
+        fetcher(cache, out, offline=True).fetch(UNPUBLISHED_AAR, component="android")
 
 
 def test_a_warm_fetch_reads_no_configuration(
@@ -479,11 +483,9 @@ def test_a_warm_fetch_reads_no_configuration(
 
 
 def test_npm_fetch_checks_integrity_and_shasum_and_caches(
-    npm: NpmServer, cache: Cache, out: io.StringIO, monkeypatch: pytest.MonkeyPatch
+    npm: NpmServer, web_source: Source, cache: Cache, out: io.StringIO
 ) -> None:
-    monkeypatch.setenv("ORTBUNDLE_NPM_REGISTRY", npm.url)
-    source = publish_tgz(npm, "ort-web", "1.0.0")
-    artifact = fetcher(cache, out).fetch(source, component="web")
+    artifact = fetcher(cache, out).fetch(web_source, component="web")
     assert artifact.url == f"{npm.url}ort-web/-/ort-web-1.0.0.tgz"
     assert_cached(cache, artifact, npm.packages["ort-web"]["1.0.0"])
     document_request = npm.requests[0]
@@ -493,46 +495,36 @@ def test_npm_fetch_checks_integrity_and_shasum_and_caches(
 
 
 def test_npm_integrity_mismatch_is_refused(
-    npm: NpmServer, cache: Cache, out: io.StringIO, monkeypatch: pytest.MonkeyPatch
+    npm: NpmServer, web_source: Source, cache: Cache, out: io.StringIO
 ) -> None:
-    monkeypatch.setenv("ORTBUNDLE_NPM_REGISTRY", npm.url)
-    source = publish_tgz(npm, "ort-web", "1.0.0")
     npm.faults.wrong_integrity = True
     with pytest.raises(IntegrityError, match="registry's integrity publishes sha512") as caught:
-        fetcher(cache, out).fetch(source, component="web")
+        fetcher(cache, out).fetch(web_source, component="web")
     assert caught.value.component == "web"
-    assert_nothing_cached(cache, source)
+    assert_nothing_cached(cache, web_source)
 
 
 def test_npm_shasum_mismatch_is_refused(
-    npm: NpmServer, cache: Cache, out: io.StringIO, monkeypatch: pytest.MonkeyPatch
+    npm: NpmServer, web_source: Source, cache: Cache, out: io.StringIO
 ) -> None:
-    monkeypatch.setenv("ORTBUNDLE_NPM_REGISTRY", npm.url)
-    source = publish_tgz(npm, "ort-web", "1.0.0")
     npm.faults.wrong_shasum = True
     with pytest.raises(IntegrityError, match="registry's shasum publishes sha1"):
-        fetcher(cache, out).fetch(source, component="web")
-    assert_nothing_cached(cache, source)
+        fetcher(cache, out).fetch(web_source, component="web")
+    assert_nothing_cached(cache, web_source)
 
 
-def test_npm_pin_mismatch_is_refused(
-    npm: NpmServer, cache: Cache, out: io.StringIO, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    monkeypatch.setenv("ORTBUNDLE_NPM_REGISTRY", npm.url)
-    source = publish_tgz(npm, "ort-web", "1.0.0")
-    wrong = Source(source.id, source.origin, "f" * 64)
+def test_npm_pin_mismatch_is_refused(web_source: Source, cache: Cache, out: io.StringIO) -> None:
+    wrong = Source(web_source.id, web_source.origin, "f" * 64)
     with pytest.raises(IntegrityError, match="does not match the pin"):
         fetcher(cache, out).fetch(wrong, component="web")
     assert_nothing_cached(cache, wrong)
 
 
 def test_npm_without_digests_warns_and_proceeds(
-    npm: NpmServer, cache: Cache, out: io.StringIO, monkeypatch: pytest.MonkeyPatch
+    npm: NpmServer, web_source: Source, cache: Cache, out: io.StringIO
 ) -> None:
-    monkeypatch.setenv("ORTBUNDLE_NPM_REGISTRY", npm.url)
-    source = publish_tgz(npm, "ort-web", "1.0.0")
     npm.faults.no_digests = True
-    assert fetcher(cache, out).fetch(source, component="web").downloaded
+    assert fetcher(cache, out).fetch(web_source, component="web").downloaded
     assert "warning: npm:ort-web@1.0.0" in out.getvalue()
 
 

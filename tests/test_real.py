@@ -10,58 +10,21 @@ from pathlib import Path
 import pytest
 
 from ortbundle.binaries import inspect
-from ortbundle.build import DEFAULT_PRODUCT, BuildOptions, BuildResult, Project, build
-from ortbundle.progress import plain_reporter
+from ortbundle.build import DEFAULT_PRODUCT, BuildResult
 from ortbundle.targets import get_target
+from tests.helpers.real import (
+    KEPT_FILES,
+    assert_every_needed_library_resolves,
+    assert_every_staged_byte_is_attributed,
+    assert_exact_kept_file_sets,
+    build_product,
+    target_result,
+)
 
 pytestmark = pytest.mark.real
-ROOT = Path(__file__).resolve().parent.parent
 
 EXPECTED = {
-    ("linux-x86_64", "openvino"): {
-        "libonnxruntime.so.1.24.1",
-        "libonnxruntime.so.1 -> libonnxruntime.so.1.24.1",
-        "libonnxruntime_providers_openvino.so",
-        "libonnxruntime_providers_shared.so",
-        "libopenvino.so.2541",
-        "libopenvino_auto_plugin.so",
-        "libopenvino_hetero_plugin.so",
-        "libopenvino_intel_gpu_plugin.so",
-        "libopenvino_onnx_frontend.so.2541",
-        "libtbb.so.12",
-        "libtbbmalloc.so",
-        "libtbbmalloc.so.2 -> libtbbmalloc.so",
-    },
-    ("linux-x86_64", "webgpu"): {
-        "libonnxruntime.so.1.27.0",
-        "libonnxruntime.so.1 -> libonnxruntime.so.1.27.0",
-        "libonnxruntime_providers_shared.so",
-    },
-    ("windows-x86_64", "openvino"): {
-        "onnxruntime.dll",
-        "onnxruntime_providers_openvino.dll",
-        "onnxruntime_providers_shared.dll",
-        "openvino.dll",
-        "openvino_auto_plugin.dll",
-        "openvino_hetero_plugin.dll",
-        "openvino_intel_gpu_plugin.dll",
-        "openvino_onnx_frontend.dll",
-        "tbb12.dll",
-        "tbbmalloc.dll",
-    },
-    ("windows-x86_64", "webgpu"): {
-        "onnxruntime.dll",
-        "onnxruntime_providers_shared.dll",
-        "dxcompiler.dll",
-        "dxil.dll",
-    },
-    # Windows on Arm: the stock core, and the WebGPU plugin EP registered with it
-    ("windows-arm64", "stock"): {"onnxruntime.dll", "onnxruntime_providers_shared.dll"},
-    ("windows-arm64", "ep-webgpu"): {
-        "onnxruntime_providers_webgpu.dll",
-        "dxcompiler.dll",
-        "dxil.dll",
-    },
+    **KEPT_FILES,
     # Microsoft's stock 1.29.0 AAR (via npm), renamed so the QNN build can ship beside it
     ("android-arm64-v8a", "android-generic"): {"libonnxruntime_generic.so"},
     ("android-x86_64", "android-generic"): {"libonnxruntime_generic.so"},
@@ -82,26 +45,13 @@ EXPECTED_MIB = {
 
 @pytest.fixture(scope="module")
 def real_build(tmp_path_factory: pytest.TempPathFactory) -> BuildResult:
-    dist = tmp_path_factory.mktemp("dist")
-    return build(Project.at(ROOT, dist), BuildOptions(product=DEFAULT_PRODUCT), plain_reporter())
-
-
-def listing(directory: Path) -> set[str]:
-    return {
-        f"{p.name} -> {os.readlink(p)}" if p.is_symlink() else p.name for p in directory.iterdir()
-    }
+    return build_product(tmp_path_factory, DEFAULT_PRODUCT)
 
 
 def test_exact_kept_file_sets(real_build: BuildResult) -> None:
-    seen = set()
-    for target in real_build.targets:
-        for runtime in target.runtimes:
-            key = (target.target, runtime.runtime)
-            seen.add(key)
-            assert listing(target.stage / runtime.directory) == EXPECTED[key], key
-            mib = sum(k.size for k in runtime.closure.kept) / (1 << 20)
-            assert abs(mib - EXPECTED_MIB[key]) < 1, (key, mib)
-    assert seen == set(EXPECTED)
+    assert_exact_kept_file_sets(
+        real_build, EXPECTED, EXPECTED_MIB, key=lambda runtime: runtime.runtime, tolerance=1
+    )
 
 
 def test_no_python_binding_or_dropped_plugin_is_staged(real_build: BuildResult) -> None:
@@ -126,24 +76,11 @@ def test_no_python_binding_or_dropped_plugin_is_staged(real_build: BuildResult) 
 
 def test_every_needed_library_resolves(real_build: BuildResult) -> None:
     """Re-read every staged library from disk and resolve each needed name independently."""
-    for result in real_build.targets:
-        target = get_target(result.target)
-        for runtime in result.runtimes:
-            directory = result.stage / runtime.directory
-            present = {target.key(p.name) for p in directory.iterdir()}
-            for path in directory.iterdir():
-                if path.is_symlink():
-                    continue
-                info = inspect(path)
-                assert info.machine == target.machine, path
-                for needed in info.all_needed:
-                    assert target.key(needed) in present or target.external_group(needed), (
-                        f"{path.name} needs {needed}"
-                    )
+    assert_every_needed_library_resolves(real_build, payloads=())
 
 
 def test_linux_licence_texts_come_from_the_openvino_wheel(real_build: BuildResult) -> None:
-    linux = next(t for t in real_build.targets if t.target == "linux-x86_64")
+    linux = target_result(real_build, "linux-x86_64")
     origins = {t.path: t.origin for t in linux.texts}
     assert origins["licenses/openvino/LICENSE"].startswith("openvino-windows:openvino-2025.4.1")
     assert "licenses/onetbb/onetbb_third-party-programs.txt" in origins
@@ -159,7 +96,7 @@ def test_loader_opens_the_real_linux_runtimes(
     import subprocess
     import sys
 
-    stage = next(t for t in real_build.targets if t.target == "linux-x86_64").stage
+    stage = target_result(real_build, "linux-x86_64").stage
     env = dict(os.environ, DARKROOM_ORT_DIR=f"runtimes/{runtime}")
     out = subprocess.run(
         [sys.executable, str(stage / "runtime_loader.py"), "--open", "--verify", "--json"],
@@ -178,7 +115,7 @@ def test_loader_refuses_a_version_the_index_does_not_claim(
 
     from ortbundle.loader import LoaderError, open_runtime
 
-    stage = next(t for t in real_build.targets if t.target == "linux-x86_64").stage
+    stage = target_result(real_build, "linux-x86_64").stage
     (tmp_path / "runtimes").symlink_to(stage / "runtimes")
     index = json.loads((stage / "runtimes.json").read_text())
     webgpu = next(r for r in index["runtimes"] if r["name"] == "webgpu")
@@ -188,27 +125,13 @@ def test_loader_refuses_a_version_the_index_does_not_claim(
 
 
 def test_audit_attributes_every_staged_byte(real_build: BuildResult) -> None:
-    for target in real_build.targets:
-        on_disk = {
-            p.relative_to(target.stage).as_posix(): p
-            for p in target.stage.rglob("*")
-            if p.is_file() or p.is_symlink()
-        }
-        owned = {
-            path: target.licensing.owner(path).name for path in on_disk
-        }  # KeyError if any file is unattributed
-        assert set(owned) == {f.path for f in target.files}
-        staged_bytes = sum(p.stat().st_size for p in on_disk.values() if not p.is_symlink())
-        attributed = sum(c.size for c in target.licensing.components) + sum(
-            t.size for c in target.licensing.components for t in c.texts
-        )
-        assert attributed == staged_bytes
+    assert_every_staged_byte_is_attributed(real_build)
 
 
 def test_linux_openvino_and_onetbb_texts_come_from_the_openvino_wheel(
     real_build: BuildResult,
 ) -> None:
-    linux = next(t for t in real_build.targets if t.target == "linux-x86_64")
+    linux = target_result(real_build, "linux-x86_64")
     for name in ("openvino", "onetbb"):
         component = next(c for c in linux.licensing.components if c.name == name)
         assert component.expression == "Apache-2.0"
@@ -235,7 +158,7 @@ def test_dxil_is_reported_as_waived_and_a_release_refuses_it(real_build: BuildRe
 
 
 def test_packages_carry_exactly_the_staged_files(real_build: BuildResult) -> None:
-    linux = next(t for t in real_build.targets if t.target == "linux-x86_64")
+    linux = target_result(real_build, "linux-x86_64")
     tarballs = sorted((real_build.version_dir / "packaging").glob("*/*.tar.gz"))
     assert {p.parent.name for p in tarballs} == {"arch", "flatpak"}
     with tarfile.open(tarballs[0]) as tar:
@@ -267,7 +190,7 @@ def test_android_stock_runtime_is_renamed_with_its_soname_and_stays_16k_aligned(
 ) -> None:
     from ortbundle.binaries import alignment_problem
 
-    result = next(t for t in real_build.targets if t.target == target_name)
+    result = target_result(real_build, target_name)
     target = get_target(target_name)
     staged = result.stage / "runtimes/android-generic/libonnxruntime_generic.so"
     info = inspect(staged)

@@ -20,36 +20,24 @@ import pytest
 
 from ortbundle.archives import ZipArchive
 from ortbundle.binaries import inspect
-from ortbundle.build import BuildOptions, BuildResult, Project, TargetResult, build
+from ortbundle.build import BuildResult
 from ortbundle.errors import IntegrityError
-from ortbundle.progress import plain_reporter
-from ortbundle.targets import get_target
+from tests.helpers.real import (
+    KEPT_FILES,
+    assert_every_needed_library_resolves,
+    assert_every_staged_byte_is_attributed,
+    assert_exact_kept_file_sets,
+    build_product,
+    target_result,
+)
 
 pytestmark = pytest.mark.real
-ROOT = Path(__file__).resolve().parent.parent
 PRODUCT = "darkroom-plugins"
 
 # Every file of each runtime and plugin directory: libraries, SONAME links and payloads.
 EXPECTED = {
-    ("linux-x86_64", "runtimes/openvino"): {
-        "libonnxruntime.so.1.24.1",
-        "libonnxruntime.so.1 -> libonnxruntime.so.1.24.1",
-        "libonnxruntime_providers_openvino.so",
-        "libonnxruntime_providers_shared.so",
-        "libopenvino.so.2541",
-        "libopenvino_auto_plugin.so",
-        "libopenvino_hetero_plugin.so",
-        "libopenvino_intel_gpu_plugin.so",
-        "libopenvino_onnx_frontend.so.2541",
-        "libtbb.so.12",
-        "libtbbmalloc.so",
-        "libtbbmalloc.so.2 -> libtbbmalloc.so",
-    },
-    ("linux-x86_64", "runtimes/webgpu"): {
-        "libonnxruntime.so.1.27.0",
-        "libonnxruntime.so.1 -> libonnxruntime.so.1.27.0",
-        "libonnxruntime_providers_shared.so",
-    },
+    ("linux-x86_64", "runtimes/openvino"): KEPT_FILES["linux-x86_64", "openvino"],
+    ("linux-x86_64", "runtimes/webgpu"): KEPT_FILES["linux-x86_64", "webgpu"],
     # the provider's .so, .so.1 and .so.1.8.1 are one file, kept once under its SONAME
     ("linux-x86_64", "plugins/ep-openvino"): {
         "libonnxruntime_providers_openvino_plugin.so.1",
@@ -62,24 +50,8 @@ EXPECTED = {
         "libtbbmalloc.so.2",
         "cache.json",
     },
-    ("windows-x86_64", "runtimes/openvino"): {
-        "onnxruntime.dll",
-        "onnxruntime_providers_openvino.dll",
-        "onnxruntime_providers_shared.dll",
-        "openvino.dll",
-        "openvino_auto_plugin.dll",
-        "openvino_hetero_plugin.dll",
-        "openvino_intel_gpu_plugin.dll",
-        "openvino_onnx_frontend.dll",
-        "tbb12.dll",
-        "tbbmalloc.dll",
-    },
-    ("windows-x86_64", "runtimes/webgpu"): {
-        "onnxruntime.dll",
-        "onnxruntime_providers_shared.dll",
-        "dxcompiler.dll",
-        "dxil.dll",
-    },
+    ("windows-x86_64", "runtimes/openvino"): KEPT_FILES["windows-x86_64", "openvino"],
+    ("windows-x86_64", "runtimes/webgpu"): KEPT_FILES["windows-x86_64", "webgpu"],
     ("windows-x86_64", "plugins/ep-openvino"): {
         "onnxruntime_providers_openvino_plugin.dll",
         "openvino.dll",
@@ -92,12 +64,8 @@ EXPECTED = {
         "cache.json",
         "openvino_runtime.manifest",
     },
-    ("windows-arm64", "runtimes/stock"): {"onnxruntime.dll", "onnxruntime_providers_shared.dll"},
-    ("windows-arm64", "plugins/ep-webgpu"): {
-        "onnxruntime_providers_webgpu.dll",
-        "dxcompiler.dll",
-        "dxil.dll",
-    },
+    ("windows-arm64", "runtimes/stock"): KEPT_FILES["windows-arm64", "stock"],
+    ("windows-arm64", "plugins/ep-webgpu"): KEPT_FILES["windows-arm64", "ep-webgpu"],
     ("windows-arm64", "plugins/qnn"): {
         "onnxruntime_providers_qnn.dll",
         "QnnHtp.dll",
@@ -148,30 +116,13 @@ CORE_NAMES = (
 
 @pytest.fixture(scope="module")
 def plugins_build(tmp_path_factory: pytest.TempPathFactory) -> BuildResult:
-    dist = tmp_path_factory.mktemp("dist")
-    return build(Project.at(ROOT, dist), BuildOptions(product=PRODUCT), plain_reporter())
-
-
-def target_result(result: BuildResult, name: str) -> TargetResult:
-    return next(t for t in result.targets if t.target == name)
-
-
-def listing(directory: Path) -> set[str]:
-    return {
-        f"{p.name} -> {os.readlink(p)}" if p.is_symlink() else p.name for p in directory.iterdir()
-    }
+    return build_product(tmp_path_factory, PRODUCT)
 
 
 def test_exact_kept_file_sets(plugins_build: BuildResult) -> None:
-    seen = set()
-    for target in plugins_build.targets:
-        for staged in target.runtimes:
-            key = (target.target, staged.directory)
-            seen.add(key)
-            assert listing(target.stage / staged.directory) == EXPECTED[key], key
-            mib = sum(k.size for k in staged.closure.kept) / (1 << 20)
-            assert abs(mib - EXPECTED_MIB[key]) < 0.5, (key, mib)
-    assert seen == set(EXPECTED)
+    assert_exact_kept_file_sets(
+        plugins_build, EXPECTED, EXPECTED_MIB, key=lambda staged: staged.directory, tolerance=0.5
+    )
 
 
 def test_no_onnxruntime_core_inside_any_plugin(plugins_build: BuildResult) -> None:
@@ -191,22 +142,7 @@ def test_no_onnxruntime_core_inside_any_plugin(plugins_build: BuildResult) -> No
 def test_every_needed_library_resolves_in_its_own_directory(plugins_build: BuildResult) -> None:
     """Re-read every staged library from disk: a plugin resolves within its own directory or
     the target's externals, never from the core's."""
-    for result in plugins_build.targets:
-        target = get_target(result.target)
-        for staged in result.runtimes:
-            directory = result.stage / staged.directory
-            present = {target.key(p.name) for p in directory.iterdir()}
-            for path in directory.iterdir():
-                if path.is_symlink() or any(
-                    fnmatch.fnmatchcase(path.name, g) for g in NOT_HOST_LIBRARIES
-                ):
-                    continue
-                info = inspect(path)
-                assert info.machine == target.machine, path
-                for needed in info.all_needed:
-                    assert target.key(needed) in present or target.external_group(needed), (
-                        f"{path.name} needs {needed}"
-                    )
+    assert_every_needed_library_resolves(plugins_build, payloads=NOT_HOST_LIBRARIES)
 
 
 def test_hexagon_skels_are_dsp_code_shipped_beside_the_stubs(plugins_build: BuildResult) -> None:
@@ -229,19 +165,7 @@ def test_hexagon_skels_are_dsp_code_shipped_beside_the_stubs(plugins_build: Buil
 
 
 def test_every_staged_byte_is_attributed(plugins_build: BuildResult) -> None:
-    for target in plugins_build.targets:
-        on_disk = {
-            p.relative_to(target.stage).as_posix(): p
-            for p in target.stage.rglob("*")
-            if p.is_file() or p.is_symlink()
-        }
-        owned = {path: target.licensing.owner(path).name for path in on_disk}
-        assert set(owned) == {f.path for f in target.files}
-        staged_bytes = sum(p.stat().st_size for p in on_disk.values() if not p.is_symlink())
-        attributed = sum(c.size for c in target.licensing.components) + sum(
-            t.size for c in target.licensing.components for t in c.texts
-        )
-        assert attributed == staged_bytes
+    assert_every_staged_byte_is_attributed(plugins_build)
 
 
 def test_runtimes_json_lists_each_plugin_under_the_runtime_it_pairs_with(

@@ -6,14 +6,14 @@ import hashlib
 import html
 import json
 import socket
-import ssl
 import struct
 import threading
 from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
+
+from tests.helpers.loopback import LoopbackServer, QuietHandler
 
 
 @dataclass
@@ -47,26 +47,23 @@ class MoreFaults:
     stalled: threading.Event = field(default_factory=threading.Event)  # set when one begins
 
 
-class IndexServer:
+class IndexServer(LoopbackServer):
     """A PEP 691/503 index on 127.0.0.1 (or https with `tls`), with every fault a test needs."""
 
     def __init__(self, *, tls: Path | None = None) -> None:
+        super().__init__()
         self.files: dict[str, tuple[str, bytes]] = {}  # filename -> (project, bytes)
         self.faults = Faults()
         self.more = MoreFaults()
         self.tls = tls  # a directory holding cert.pem and key.pem
         self.requests: list[tuple[str, str, str | None]] = []  # (method, path, Range)
-        self._server: ThreadingHTTPServer | None = None
 
     def add(self, project: str, path: Path) -> None:
         self.files[path.name] = (project, path.read_bytes())
 
     @property
     def url(self) -> str:
-        assert self._server is not None
-        host, port = self._server.server_address[:2]
-        scheme = "https" if self.tls else "http"
-        return f"{scheme}://{host!s}:{port}/simple/"
+        return f"{self.origin}/simple/"
 
     @property
     def files_url(self) -> str:
@@ -105,12 +102,7 @@ class IndexServer:
     def running(self) -> Iterator[IndexServer]:
         index = self
 
-        class Handler(BaseHTTPRequestHandler):
-            protocol_version = "HTTP/1.1"
-
-            def log_message(self, format: str, *args: object) -> None:
-                return
-
+        class Handler(QuietHandler):
             def do_GET(self) -> None:
                 index.requests.append(("GET", self.path, self.headers.get("Range")))
                 parts = [p for p in self.path.split("/") if p]
@@ -119,64 +111,43 @@ class IndexServer:
                     if index.more.redirect_pages_to:
                         return self._redirect(index.more.redirect_pages_to + project + "/")
                     if not any(owner == project for owner, _ in index.files.values()):
-                        return self._send(404, b"no such project", "text/plain")
+                        return self.send(404, b"no such project")
                     as_json = (
                         "json" in self.headers.get("Accept", "") and not index.faults.html_only
                     )
                     body, ctype = index._page(project, as_json)
-                    return self._send(200, body, ctype)
+                    return self.send(200, body, ctype)
                 if len(parts) == 2 and parts[0] == "files" and parts[1] in index.files:
                     if index.more.redirect_files_to:
                         return self._redirect(index.more.redirect_files_to + parts[1])
                     return self._file(parts[1], index.files[parts[1]][1])
-                return self._send(404, b"not found", "text/plain")
+                return self.send(404, b"not found")
 
             def _redirect(self, location: str) -> None:
-                self._send(302, b"", "text/plain", {"Location": location})
-
-            def _send(
-                self, status: int, body: bytes, ctype: str, extra: dict[str, str] | None = None
-            ) -> None:
-                self.send_response(status)
-                self.send_header("Content-Type", ctype)
-                self.send_header("Content-Length", str(len(body)))
-                for key, value in (extra or {}).items():
-                    self.send_header(key, value)
-                self.end_headers()
-                self.wfile.write(body)
+                self.send(302, b"", headers={"Location": location})
 
             def _file(self, filename: str, data: bytes) -> None:
                 faults, more = index.faults, index.more
                 if faults.status_first:
                     status = faults.status_first.pop(0)
                     extra = {"Retry-After": faults.retry_after} if faults.retry_after else {}
-                    return self._send(status, b"fault", "text/plain", extra)
+                    return self.send(status, b"fault", headers=extra)
                 if faults.body_override is not None:
                     data = faults.body_override
-                start = 0
-                header = self.headers.get("Range")
-                if header and not faults.ignore_range and header.startswith("bytes="):
-                    start = int(header[6:].split("-")[0])
-                    if start >= len(data):
-                        return self._send(416, b"", "text/plain")
+                start = self.range_start(len(data), honour=not faults.ignore_range)
+                if start is None:
+                    return None
                 body = data[start:]
-                self.send_response(206 if start else 200)
-                self.send_header("Content-Type", "application/octet-stream")
+                headers = {"Content-Type": "application/octet-stream"}
                 if more.no_length:
-                    self.send_header("Connection", "close")
+                    headers["Connection"] = "close"
                     self.close_connection = True
                 else:
-                    self.send_header("Content-Length", str(len(body)))
-                if start:
-                    self.send_header("Content-Range", f"bytes {start}-{len(data) - 1}/{len(data)}")
-                self.end_headers()
+                    headers["Content-Length"] = str(len(body))
+                self.begin_body(start, len(data), headers)
                 if faults.reset_after is not None:  # a clean close (FIN) mid-body, once
                     cut, faults.reset_after = faults.reset_after, None
-                    self.wfile.write(body[:cut])
-                    self.wfile.flush()
-                    self.close_connection = True
-                    self.connection.shutdown(socket.SHUT_RDWR)
-                    return None
+                    return self.cut_off(body[:cut])
                 if more.rst_after is not None:
                     cut, more.rst_after = more.rst_after, None
                     self.wfile.write(body[:cut])
@@ -210,19 +181,8 @@ class IndexServer:
                     return None
                 self.wfile.write(body)
 
-        server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-        server.daemon_threads = True
-        if self.tls is not None:
-            context = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
-            context.load_cert_chain(self.tls / "cert.pem", self.tls / "key.pem")
-            server.socket = context.wrap_socket(server.socket, server_side=True)
-        self._server = server
-        thread = threading.Thread(target=server.serve_forever, args=(0.02,), daemon=True)
-        thread.start()
-        try:
-            yield self
-        finally:
-            self.more.release.set()
-            server.shutdown()
-            server.server_close()
-            thread.join()
+        with self.serving(Handler, tls=self.tls):
+            try:
+                yield self
+            finally:
+                self.more.release.set()  # ends any stall before the server shuts down

@@ -8,12 +8,11 @@ from __future__ import annotations
 
 import base64
 import hashlib
-import socket
-import threading
 from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+
+from tests.helpers.loopback import LoopbackServer, QuietHandler
 
 
 @dataclass
@@ -39,22 +38,20 @@ class Published:
     packaging: str
 
 
-class MavenServer:
+class MavenServer(LoopbackServer):
     """A Maven repository layout under `/<prefix>/` on 127.0.0.1."""
 
     def __init__(self, prefix: str = "maven2") -> None:
+        super().__init__()
         self.prefix = prefix
         self.files: dict[str, bytes] = {}  # path under the prefix → bytes
         self.published: dict[tuple[str, str], Published] = {}
         self.faults = MavenFaults()
         self.requests: list[tuple[str, str | None]] = []  # (path, Authorization)
-        self._server: ThreadingHTTPServer | None = None
 
     @property
     def url(self) -> str:
-        assert self._server is not None
-        host, port = self._server.server_address[:2]
-        return f"http://{host!s}:{port}/{self.prefix}"
+        return f"{self.origin}/{self.prefix}"
 
     def add(
         self, group: str, artifact: str, version: str, data: bytes, packaging: str = "aar"
@@ -117,12 +114,7 @@ class MavenServer:
     def running(self) -> Iterator[MavenServer]:
         repo = self
 
-        class Handler(BaseHTTPRequestHandler):
-            protocol_version = "HTTP/1.1"
-
-            def log_message(self, format: str, *args: object) -> None:
-                return
-
+        class Handler(QuietHandler):
             def do_GET(self) -> None:
                 authorization = self.headers.get("Authorization")
                 repo.requests.append((self.path, authorization))
@@ -130,57 +122,29 @@ class MavenServer:
                     user, password = repo.faults.basic_auth
                     token = base64.b64encode(f"{user}:{password}".encode()).decode()
                     if authorization != f"Basic {token}":
-                        return self._send(401, b"auth", {"WWW-Authenticate": 'Basic realm="m"'})
+                        realm = {"WWW-Authenticate": 'Basic realm="m"'}
+                        return self.send(401, b"auth", headers=realm)
                 head = f"/{repo.prefix}/"
                 if not self.path.startswith(head):
-                    return self._send(404, b"not found")
+                    return self.send(404, b"not found")
                 path = self.path[len(head) :]
                 data = repo._lookup(path)
                 if data is None:
-                    return self._send(404, b"not found")
+                    return self.send(404, b"not found")
                 is_artifact = not path.endswith((".sha1", ".sha256", ".pom", ".xml"))
                 if is_artifact and repo.faults.status_first:
-                    return self._send(repo.faults.status_first.pop(0), b"fault")
-                start = 0
-                header = self.headers.get("Range")
-                if header and header.startswith("bytes="):
-                    start = int(header[6:].split("-")[0])
-                    if start >= len(data):
-                        return self._send(416, b"")
+                    return self.send(repo.faults.status_first.pop(0), b"fault")
+                start = self.range_start(len(data))
+                if start is None:
+                    return None
                 body = data[start:]
-                self.send_response(206 if start else 200)
-                self.send_header("Content-Length", str(len(body)))
-                if start:
-                    self.send_header("Content-Range", f"bytes {start}-{len(data) - 1}/{len(data)}")
-                self.end_headers()
+                self.begin_body(start, len(data), {"Content-Length": str(len(body))})
                 cut = repo.faults.truncate_once
                 if is_artifact and cut is not None:
                     repo.faults.truncate_once = None
-                    self.wfile.write(body[:cut])
-                    self.wfile.flush()
-                    self.close_connection = True
-                    self.connection.shutdown(socket.SHUT_RDWR)
-                    return None
+                    return self.cut_off(body[:cut])
                 self.wfile.write(body)
                 return None
 
-            def _send(self, status: int, body: bytes, extra: dict[str, str] | None = None) -> None:
-                self.send_response(status)
-                self.send_header("Content-Type", "text/plain")
-                self.send_header("Content-Length", str(len(body)))
-                for key, value in (extra or {}).items():
-                    self.send_header(key, value)
-                self.end_headers()
-                self.wfile.write(body)
-
-        server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-        server.daemon_threads = True
-        self._server = server
-        thread = threading.Thread(target=server.serve_forever, args=(0.02,), daemon=True)
-        thread.start()
-        try:
+        with self.serving(Handler):
             yield self
-        finally:
-            server.shutdown()
-            server.server_close()
-            thread.join()

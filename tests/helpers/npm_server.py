@@ -12,13 +12,13 @@ import hashlib
 import io
 import json
 import tarfile
-import threading
 from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 from urllib.parse import unquote
+
+from tests.helpers.loopback import LoopbackServer, QuietHandler
 
 
 def make_tarball(package: str, version: str, files: dict[str, bytes] | None = None) -> bytes:
@@ -54,22 +54,20 @@ class NpmFaults:
     tarball_base: str | None = None  # link tarballs at this absolute base URL instead
 
 
-class NpmServer:
+class NpmServer(LoopbackServer):
     """An npm registry under `/<prefix>/` on 127.0.0.1."""
 
     def __init__(self, prefix: str = "npm") -> None:
+        super().__init__()
         self.prefix = prefix
         self.packages: dict[str, dict[str, bytes]] = {}  # name → version → tarball
         self.faults = NpmFaults()
         self.requests: list[tuple[str, str | None, str | None]] = []  # (path, Accept, Auth)
-        self._server: ThreadingHTTPServer | None = None
 
     @property
     def url(self) -> str:
         """The registry URL, with the trailing slash npm writes."""
-        assert self._server is not None
-        host, port = self._server.server_address[:2]
-        return f"http://{host!s}:{port}/{self.prefix}/"
+        return f"{self.origin}/{self.prefix}/"
 
     def add(self, package: str, version: str, tarball: bytes) -> None:
         self.packages.setdefault(package, {})[version] = tarball
@@ -102,45 +100,26 @@ class NpmServer:
     def running(self) -> Iterator[NpmServer]:
         registry = self
 
-        class Handler(BaseHTTPRequestHandler):
-            protocol_version = "HTTP/1.1"
-
-            def log_message(self, format: str, *args: object) -> None:
-                return
+        class Handler(QuietHandler):
+            content_type = "application/json"
 
             def do_GET(self) -> None:
                 authorization = self.headers.get("Authorization")
                 registry.requests.append((self.path, self.headers.get("Accept"), authorization))
                 if registry.faults.token and authorization != f"Bearer {registry.faults.token}":
-                    return self._send(401, b'{"error":"unauthorized"}')
+                    return self.send(401, b'{"error":"unauthorized"}')
                 head = f"/{registry.prefix}/"
                 if not self.path.startswith(head):
-                    return self._send(404, b'{"error":"not found"}')
+                    return self.send(404, b'{"error":"not found"}')
                 path = unquote(self.path[len(head) :])  # @scope%2fname → @scope/name
                 if path in registry.packages:
                     body = json.dumps(registry.document(path)).encode()
-                    return self._send(200, body, "application/vnd.npm.install-v1+json")
+                    return self.send(200, body, "application/vnd.npm.install-v1+json")
                 for package, versions in registry.packages.items():
                     for version, data in versions.items():
                         if path == registry.tarball_path(package, version):
-                            return self._send(200, data, "application/octet-stream")
-                return self._send(404, b'{"error":"not found"}')
+                            return self.send(200, data, "application/octet-stream")
+                return self.send(404, b'{"error":"not found"}')
 
-            def _send(self, status: int, body: bytes, ctype: str = "application/json") -> None:
-                self.send_response(status)
-                self.send_header("Content-Type", ctype)
-                self.send_header("Content-Length", str(len(body)))
-                self.end_headers()
-                self.wfile.write(body)
-
-        server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-        server.daemon_threads = True
-        self._server = server
-        thread = threading.Thread(target=server.serve_forever, args=(0.02,), daemon=True)
-        thread.start()
-        try:
+        with self.serving(Handler):
             yield self
-        finally:
-            server.shutdown()
-            server.server_close()
-            thread.join()

@@ -1,0 +1,144 @@
+"""What the real-tier tests (test_real.py, test_real_plugins.py) check alike on a real build."""
+
+from __future__ import annotations
+
+import fnmatch
+import os
+from collections.abc import Callable, Mapping
+from pathlib import Path
+
+import pytest
+
+from ortbundle.binaries import inspect
+from ortbundle.build import BuildOptions, BuildResult, Project, TargetResult, build
+from ortbundle.progress import plain_reporter
+from ortbundle.stage import StagedRuntime
+from ortbundle.targets import get_target
+
+ROOT = Path(__file__).resolve().parents[2]
+
+# Every file a runtime stages, by (target, recipe), for the recipes both products ship: the
+# same pinned wheels, pruned alike. SONAME links are listed as `name -> target`.
+KEPT_FILES = {
+    ("linux-x86_64", "openvino"): {
+        "libonnxruntime.so.1.24.1",
+        "libonnxruntime.so.1 -> libonnxruntime.so.1.24.1",
+        "libonnxruntime_providers_openvino.so",
+        "libonnxruntime_providers_shared.so",
+        "libopenvino.so.2541",
+        "libopenvino_auto_plugin.so",
+        "libopenvino_hetero_plugin.so",
+        "libopenvino_intel_gpu_plugin.so",
+        "libopenvino_onnx_frontend.so.2541",
+        "libtbb.so.12",
+        "libtbbmalloc.so",
+        "libtbbmalloc.so.2 -> libtbbmalloc.so",
+    },
+    ("linux-x86_64", "webgpu"): {
+        "libonnxruntime.so.1.27.0",
+        "libonnxruntime.so.1 -> libonnxruntime.so.1.27.0",
+        "libonnxruntime_providers_shared.so",
+    },
+    ("windows-x86_64", "openvino"): {
+        "onnxruntime.dll",
+        "onnxruntime_providers_openvino.dll",
+        "onnxruntime_providers_shared.dll",
+        "openvino.dll",
+        "openvino_auto_plugin.dll",
+        "openvino_hetero_plugin.dll",
+        "openvino_intel_gpu_plugin.dll",
+        "openvino_onnx_frontend.dll",
+        "tbb12.dll",
+        "tbbmalloc.dll",
+    },
+    ("windows-x86_64", "webgpu"): {
+        "onnxruntime.dll",
+        "onnxruntime_providers_shared.dll",
+        "dxcompiler.dll",
+        "dxil.dll",
+    },
+    # Windows on Arm: the stock core, and the WebGPU plugin EP registered with it
+    ("windows-arm64", "stock"): {"onnxruntime.dll", "onnxruntime_providers_shared.dll"},
+    ("windows-arm64", "ep-webgpu"): {
+        "onnxruntime_providers_webgpu.dll",
+        "dxcompiler.dll",
+        "dxil.dll",
+    },
+}
+
+
+def build_product(tmp_path_factory: pytest.TempPathFactory, product: str) -> BuildResult:
+    """Build `product` of this repository from the real pinned artifacts into a fresh dist."""
+    dist = tmp_path_factory.mktemp("dist")
+    return build(Project.at(ROOT, dist), BuildOptions(product=product), plain_reporter())
+
+
+def target_result(result: BuildResult, name: str) -> TargetResult:
+    return next(t for t in result.targets if t.target == name)
+
+
+def listing(directory: Path) -> set[str]:
+    """The names in `directory`, a symlink as `name -> target`."""
+    return {
+        f"{p.name} -> {os.readlink(p)}" if p.is_symlink() else p.name for p in directory.iterdir()
+    }
+
+
+def assert_exact_kept_file_sets(
+    result: BuildResult,
+    expected: Mapping[tuple[str, str], set[str]],
+    expected_mib: Mapping[tuple[str, str], float],
+    *,
+    key: Callable[[StagedRuntime], str],
+    tolerance: float,
+) -> None:
+    """Every staged directory, keyed (target, key(staged)), lists exactly `expected` and keeps
+    libraries within `tolerance` MiB of `expected_mib`; and every expected key was staged."""
+    seen = set()
+    for target in result.targets:
+        for staged in target.runtimes:
+            name = (target.target, key(staged))
+            seen.add(name)
+            found = listing(target.stage / staged.directory)
+            assert found == expected[name], (name, sorted(found ^ expected[name]))
+            mib = sum(k.size for k in staged.closure.kept) / (1 << 20)
+            assert abs(mib - expected_mib[name]) < tolerance, (name, mib)
+    assert seen == set(expected), sorted(seen ^ set(expected))
+
+
+def assert_every_needed_library_resolves(result: BuildResult, payloads: tuple[str, ...]) -> None:
+    """Re-read every staged library from disk (not symlinks, not the `payloads` globs) and
+    resolve each needed name within its own directory or the target's externals."""
+    for staged_target in result.targets:
+        target = get_target(staged_target.target)
+        for staged in staged_target.runtimes:
+            directory = staged_target.stage / staged.directory
+            present = {target.key(p.name) for p in directory.iterdir()}
+            for path in directory.iterdir():
+                if path.is_symlink() or any(fnmatch.fnmatchcase(path.name, g) for g in payloads):
+                    continue
+                info = inspect(path)
+                assert info.machine == target.machine, path
+                for needed in info.all_needed:
+                    assert target.key(needed) in present or target.external_group(needed), (
+                        f"{path.name} needs {needed}"
+                    )
+
+
+def assert_every_staged_byte_is_attributed(result: BuildResult) -> None:
+    """Every staged file has an owner (KeyError if not), the stage holds exactly the shipped
+    files, and the components and their texts account for every staged byte."""
+    for target in result.targets:
+        on_disk = {
+            p.relative_to(target.stage).as_posix(): p
+            for p in target.stage.rglob("*")
+            if p.is_file() or p.is_symlink()
+        }
+        owned = {path: target.licensing.owner(path).name for path in on_disk}
+        shipped = {f.path for f in target.files}
+        assert set(owned) == shipped, (target.target, sorted(set(owned) ^ shipped))
+        staged_bytes = sum(p.stat().st_size for p in on_disk.values() if not p.is_symlink())
+        attributed = sum(c.size for c in target.licensing.components) + sum(
+            t.size for c in target.licensing.components for t in c.texts
+        )
+        assert attributed == staged_bytes, (target.target, attributed, staged_bytes)
