@@ -77,6 +77,9 @@ def run_build(options: BuildOptions, *, root: Path = ROOT, dist: Path | None = N
         reporter.console.print(size_table(result))
         for line in externals_lines(result):
             reporter.line(line)
+        for package in result.packages:  # what a packager must know (sizes, tools, next steps)
+            for note in package.notes:
+                reporter.line(f"{package.channel}: {note}")
         print_report(reporter.console, result.audits)
         for line in coverage_lines([t.licensing for t in result.targets]):
             reporter.line(line)

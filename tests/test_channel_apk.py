@@ -343,12 +343,12 @@ def test_the_gradle_module(both: dict[str, ChannelOutput]) -> None:
 
 def test_notes(both: dict[str, ChannelOutput]) -> None:
     arm = "\n".join(both[ARM].notes)
-    assert arm.startswith("apk arm64-v8a: android-qnn ")
+    assert arm.startswith("arm64-v8a: android-qnn ")
     assert "libQnnHtpV73Skel.so" in arm and "ADSP_LIBRARY_PATH" in arm
     assert "RuntimeLoader.load(context)" in arm and "useLegacyPackaging = false" in arm
     assert "adb shell setprop debug.demo.ort_runtime" in arm
     x86 = "\n".join(both[X86].notes)
-    assert x86.startswith("apk x86_64: android-generic ") and "ADSP" not in x86
+    assert x86.startswith("x86_64: android-generic ") and "ADSP" not in x86
 
 
 # --- the size report ---------------------------------------------------------------------------
@@ -402,7 +402,7 @@ def test_the_size_report_matches_the_files(both: dict[str, ChannelOutput]) -> No
     # The build's note says the same, in MB, per runtime.
     qnn = report["runtimes"][0]
     mb = f"{qnn['apk_bytes'] / (1 << 20):.1f}"
-    assert both[ARM].notes[0].startswith(f"apk arm64-v8a: {QNN} {mb} MB (4 libraries + 1 asset of ")
+    assert both[ARM].notes[0].startswith(f"arm64-v8a: {QNN} {mb} MB (4 libraries + 1 asset of ")
 
 
 # --- what is refused ---------------------------------------------------------------------------

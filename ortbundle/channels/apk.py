@@ -683,7 +683,7 @@ def _size_report(
         for owner, f in owners.items()
     ]
     line = (
-        f"apk {abi}: {', '.join(parts)}; {_mb(total.library_apk_bytes + total.asset_bytes)} MB "
+        f"{abi}: {', '.join(parts)}; {_mb(total.library_apk_bytes + total.asset_bytes)} MB "
         f"in the APK with the index, licences and models (≈{_mb(total.deflate_bytes)} MB "
         f"deflated); size-report.{abi}.json"
     )
@@ -721,7 +721,7 @@ def _usage_notes(
         if payload:
             dsp = "QNNExecutionProvider" in runtime.get("providers", [])
             notes.append(
-                f"apk {abi}: {runtime['name']} ships "
+                f"{abi}: {runtime['name']} ships "
                 f"{_count(len(payload), 'payload file', 'payload files')} "
                 f"({', '.join(payload)}) as assets under {_ASSETS}/{abi}/{runtime['name']}/; "
                 "RuntimeLoader copies them to the app's files directory before loading it"
@@ -729,7 +729,7 @@ def _usage_notes(
             )
     if any(p.owners and p.owners[0].startswith("plugins/") for p in placements):
         notes.append(
-            f"apk {abi}: plugin EP libraries ship in jniLibs, but RuntimeLoader does not "
+            f"{abi}: plugin EP libraries ship in jniLibs, but RuntimeLoader does not "
             "register them yet"
         )
     namespace = package.settings.android_namespace
