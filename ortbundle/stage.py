@@ -161,22 +161,28 @@ def _apply_renames(
             target=target.name,
             fix="rename a library the runtime keeps (see `invoke build -v` for the kept list)",
         )
-    clash = sorted((kept_names - set(new_names)) & set(new_names.values()))
+    # a new name must be free: no kept library or link has it, renamed or not (a chain or a
+    # swap would overwrite one library with another)
+    taken = kept_names | {name for pair in closure.links for name in pair}
+    clash = sorted(taken & set(new_names.values()))
     if clash:
         raise ConfigError(
-            f"renaming would give two kept libraries the name {clash[0]}",
+            f"renaming would give two libraries the name {clash[0]}",
             component=component,
             target=target.name,
-            fix="choose a new name no kept library has",
+            fix="choose a new name no kept library or SONAME link has",
         )
-    # a library is known by its SONAME to the others; renaming changes what they must ask for
-    old_sonames = {
-        k.info.soname or k.name: new_names[k.name] for k in closure.kept if k.name in new_names
-    }
+    # the others know a library by its SONAME (or its file name): renaming changes both
+    old_names: dict[str, str] = {}
+    for k in closure.kept:
+        if k.name in new_names:
+            old_names[k.name] = new_names[k.name]
+            if k.info.soname:
+                old_names[k.info.soname] = new_names[k.name]
     kept = []
     for lib in closure.kept:
         new_name = new_names.get(lib.name, lib.name)
-        replace = {n: old_sonames[n] for n in lib.info.needed if n in old_sonames}
+        replace = {n: old_names[n] for n in lib.info.needed if n in old_names}
         soname = new_name if lib.name in new_names and lib.info.format == "elf" else None
         if soname is None and not replace:
             kept.append(lib)
@@ -190,13 +196,18 @@ def _apply_renames(
             )
         path = runtime_dir / new_name
         os.replace(runtime_dir / lib.name, path)
-        info = rename_library(
-            path,
-            soname=soname if lib.info.soname is not None else None,
-            replace_needed=replace,
-            page_size=target.page_align or None,
-            label=f"{component}:{lib.member}",
-        )
+        try:
+            info = rename_library(
+                path,
+                soname=soname if lib.info.soname is not None else None,
+                replace_needed=replace,
+                page_size=target.page_align or None,
+                label=f"{component}:{lib.member}",
+            )
+        except BinaryError as exc:
+            exc.component = exc.component or component
+            exc.target = exc.target or target.name
+            raise
         kept.append(
             dataclasses.replace(
                 lib,
@@ -208,7 +219,8 @@ def _apply_renames(
                 why=lib.why + (f"; renamed from {lib.name}" if new_name != lib.name else ""),
             )
         )
-    links = tuple((a, new_names.get(b, b)) for a, b in closure.links)
+    # the old SONAME is no name anyone asks for now: a link by that name would publish it again
+    links = tuple((a, new_names.get(b, b)) for a, b in closure.links if a not in old_names)
     return dataclasses.replace(
         closure,
         kept=tuple(kept),

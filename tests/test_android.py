@@ -26,6 +26,7 @@ from tests.helpers.android import (
 from tests.helpers.elf import make_elf
 from tests.helpers.maven_server import MavenServer
 from tests.helpers.npm_server import NpmServer
+from tests.helpers.tarballs import make_aar, make_tarball
 
 
 @dataclass
@@ -223,3 +224,69 @@ def test_a_wrong_sha1_sidecar_stops_the_build_and_caches_nothing(
     for name in ("onnxruntime-android-qnn-1.0.0.aar", "qnn-runtime-2.0.0.aar"):
         assert cache.get(sha256_of(android.artifacts[name])) is None
     assert not (android.root / "dist/phone/1.0").exists()
+
+
+def test_a_new_nested_pin_is_never_served_from_the_runtime_memo(
+    android: AndroidProject, registries: Registries
+) -> None:
+    """Two AARs in one tarball: pointing the recipe at the other one must restage, even though
+    the tarball (the fetched file) is the same."""
+    other = stock_members()
+    other["jni/x86_64/libonnxruntime.so"] = make_elf(
+        machine="EM_X86_64", soname="libonnxruntime.so", needed=("libc.so",), align=0x4000
+    )
+    first, second = make_aar(stock_members()), make_aar(other)
+    tarball = make_tarball({AAR_MEMBER: first, "package/other.aar": second})
+    android.write()
+    recipe = android.root / "recipes/generic.toml"
+    text = recipe.read_text().replace(sha256_of(android.artifacts["stock.tgz"]), sha256_of(tarball))
+    recipe.write_text(text)
+    registries.npm.add("fake-onnxruntime", "1.0.0", tarball)
+    options = android.options(targets=("android-x86_64",))
+    build(android.project, options, plain_reporter())
+    text = text.replace(AAR_MEMBER, "package/other.aar").replace(
+        sha256_of(first), sha256_of(second)
+    )
+    recipe.write_text(text)
+    result = build(android.project, options, plain_reporter())
+    staged = result.targets[0].stage / "runtimes/generic/libonnxruntime_generic.so"
+    assert inspect(staged).needed == ("libc.so",)  # the other AAR's library, not the memo's
+
+
+def test_a_renamed_library_leaves_no_link_by_its_old_soname(
+    android: AndroidProject, registries: Registries
+) -> None:
+    android.stock = stock_members()
+    for abi, machine in (("arm64-v8a", "EM_AARCH64"), ("x86_64", "EM_X86_64")):
+        android.stock[f"jni/{abi}/libonnxruntime.so"] = make_elf(
+            machine=machine, soname="libort_core.so", needed=("libc.so",), align=0x4000
+        )
+    seeded(android, registries)
+    result = build(android.project, android.options(), plain_reporter())
+    for target in result.targets:
+        directory = target.stage / "runtimes/generic"
+        assert sorted(p.name for p in directory.iterdir()) == ["libonnxruntime_generic.so"]
+        assert inspect(directory / "libonnxruntime_generic.so").soname == (
+            "libonnxruntime_generic.so"
+        )
+
+
+def test_a_rename_chain_is_refused_before_anything_is_overwritten(
+    android: AndroidProject, registries: Registries
+) -> None:
+    seeded(android, registries)
+    recipe = android.root / "recipes/generic.toml"
+    text = recipe.read_text()
+    text = text.replace('roots = ["libonnxruntime.so"]', 'roots = ["libonnxruntime*.so"]')
+    text = text.replace('names = ["libonnxruntime4j_jni.so"]', 'names = ["nothing"]')
+    text = text.replace(
+        'to = "libonnxruntime_generic.so"',
+        'to = "libonnxruntime4j_jni.so"\n\n[[targets.android-x86_64.rename]]\n'
+        'from = "libonnxruntime4j_jni.so"\nto = "libjni.so"',
+        1,
+    )
+    recipe.write_text(text)
+    with pytest.raises(CommandFailed) as failed:
+        run_build(android.options(targets=("android-arm64-v8a",)), root=android.root)
+    assert failed.value.code == 2
+    assert "two libraries the name libonnxruntime4j_jni.so" in str(failed.value)

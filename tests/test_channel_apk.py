@@ -627,6 +627,7 @@ public class Build {
 package android.os;
 public class Process {
     public static final boolean is64Bit() { return true; }
+    public static final int myPid() { return 4242; }
 }
 """,
     "android/system/ErrnoException.java": """

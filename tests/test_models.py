@@ -14,6 +14,7 @@ import pytest
 from ortbundle.build import build
 from ortbundle.errors import ArchiveError, BinaryError, ConfigError, IntegrityError
 from ortbundle.progress import Reporter
+from ortbundle.recipes import load_model_recipe
 from tests.helpers.onnx_models import detector
 from tests.helpers.project import FakeProject
 
@@ -281,3 +282,30 @@ def test_a_member_of_a_bare_file_source_is_a_clear_error(
     )
     with pytest.raises(ArchiveError, match="is not an archive, so it has no member 'inner.onnx'"):
         build(fake.project, fake.options(), reporter)
+
+
+def test_a_project_model_that_is_a_link_out_of_the_project_is_refused(
+    fake: FakeProject, reporter: Reporter, web: tuple[str, Path], tmp_path: Path
+) -> None:
+    own, _ = with_own_model(fake, web)
+    outside = tmp_path / "outside.onnx"
+    outside.write_bytes(own)
+    (fake.root / "models/own.onnx").unlink()
+    (fake.root / "models/own.onnx").symlink_to(outside)
+    with pytest.raises(ConfigError, match="is a link or leads out of the project"):
+        build(fake.project, fake.options(), reporter)
+
+
+@pytest.mark.parametrize(
+    "url", ["https://user:secret@example.invalid/m.onnx", "https://example.invalid/m.onnx?sig=x"]
+)
+def test_a_url_source_carries_no_credentials(
+    fake: FakeProject, web: tuple[str, Path], url: str
+) -> None:
+    with_own_model(fake, web)
+    recipe = fake.root / "recipes/own.toml"
+    text = recipe.read_text()
+    recipe.write_text(text.replace(f'url = "{web[0]}/own-a8w8.onnx"', f'url = "{url}"'))
+    with pytest.raises(ConfigError, match="no credentials or query") as failed:
+        load_model_recipe(recipe)
+    assert "secret" not in str(failed.value)

@@ -741,7 +741,10 @@ def _usage_notes(
         "libraries for scripts that assemble an APK directly",
         "the app module decides how the APK stores libraries: keep useLegacyPackaging = false "
         'and keepDebugSymbols += "**/*.so" there too, so they stay uncompressed, 16 KB-aligned '
-        "and byte for byte as verified",
+        "and byte for byte as verified; the Android Gradle plugin aligns uncompressed "
+        "libraries to 16 KB inside the APK from version 8.5.1 on (older versions align them to "
+        "4 KB, which Android 15+ devices with 16 KB pages refuse): use 8.5.1 or newer; for an "
+        "APK assembled directly, zipalign -P 16 does the same",
         f"to force a runtime on a test device: adb shell setprop "
         f"{override_property(package.product)} <runtime name>",
     ]

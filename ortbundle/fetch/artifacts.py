@@ -212,6 +212,14 @@ class Fetcher:
                 file=origin.path,
             )
         path = self.project_root / origin.path
+        root = self.project_root.resolve()
+        if path.is_symlink() or not path.resolve().is_relative_to(root):
+            raise ConfigError(
+                f"local source {origin.path} is a link or leads out of the project",
+                component=component,
+                file=str(path),
+                fix="keep the file itself in the project (a local source is the project's own)",
+            )
         if not path.is_file():
             raise ConfigError(
                 f"local source {origin.path} does not exist",
@@ -227,7 +235,8 @@ class Fetcher:
                 while chunk := stream.read(1 << 20):
                     digest.update(chunk)
                     out.write(chunk)
-            if digest.hexdigest() != source.sha256:
+            wrong_size = source.size is not None and partial.stat().st_size != source.size
+            if wrong_size or digest.hexdigest() != source.sha256:
                 partial.unlink()
                 raise IntegrityError(
                     f"local source {origin.path} has sha256 {digest.hexdigest()}, the recipe pins "

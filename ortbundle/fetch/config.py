@@ -84,11 +84,13 @@ def index_config(explicit_index_url: str | None = None) -> IndexConfig:
 
 
 def redact(url: str) -> str:
-    """The URL without user:password@ — for messages, the cache and the signed manifest."""
+    """The URL without user:password@ and without its query (where signed URLs and mirrors
+    carry tokens) — for messages, the cache and the signed manifest."""
     parts = urlsplit(url)
-    if "@" not in parts.netloc:
+    if "@" not in parts.netloc and not parts.query:
         return url
-    return urlunsplit(parts._replace(netloc=parts.netloc.rsplit("@", 1)[1]))
+    netloc = parts.netloc.rsplit("@", 1)[-1]
+    return urlunsplit(parts._replace(netloc=netloc, query="…" if parts.query else ""))
 
 
 def split_credentials(url: str) -> tuple[str, tuple[str, str] | None]:

@@ -24,6 +24,8 @@ from ortbundle.fetch.config import redact
 from ortbundle.fetch.policy import RetryPolicy as RetryPolicy  # re-exported
 
 CHUNK = 1 << 20
+MAX_DOCUMENT = 64 << 20  # an index page, package document or sidecar; the largest real: ~20 MiB
+MAX_UNPINNED = 16 << 30  # a download with no pinned size stops here, not when the disk fills
 # A dropped connection surfaces as any of these, depending on when it drops.
 _TRANSIENT = (
     requests.ConnectionError,
@@ -89,12 +91,22 @@ def request_with_retries(
     last: str = ""
     for attempt in range(policy.attempts):
         try:
-            response = session.get(url, headers=dict(headers or {}), timeout=policy.timeout)
+            response = session.get(
+                url, headers=dict(headers or {}), timeout=policy.timeout, stream=True
+            )
+            try:
+                _check_scheme(url, response, what)
+                if response.status_code < 400:
+                    body = _read_capped(response, MAX_DOCUMENT, what=what, url=url)
+                    response._content = body  # what .content, .text and .json() read
+            finally:
+                response.close()  # the body is read (or not wanted): release the connection
         except _TRANSIENT as exc:
             last = f"{type(exc).__name__}"
             time.sleep(policy.delay(attempt))
             continue
-        _check_scheme(url, response, what)
+        except requests.RequestException as exc:
+            raise _unusable(exc, what, url) from None
         if response.status_code == 404 and allow_404:
             return None
         if response.status_code in _RETRY_STATUS:
@@ -113,6 +125,30 @@ def request_with_retries(
         f"{what}: gave up after {policy.attempts} attempts ({last})",
         file=redact(url),
         fix="check the network or the mirror, then build again",
+    )
+
+
+def _read_capped(response: requests.Response, limit: int, *, what: str, url: str) -> bytes:
+    parts, size = [], 0
+    for chunk in _chunks(response):
+        size += len(chunk)
+        if size > limit:
+            response.close()
+            raise FetchError(
+                f"{what}: the server sent more than {limit >> 20} MiB for a document",
+                file=redact(url),
+                fix="the URL serves something else than an index page or digest; check the mirror",
+            )
+        parts.append(chunk)
+    return b"".join(parts)
+
+
+def _unusable(exc: requests.RequestException, what: str, url: str) -> FetchError:
+    """A request that can never succeed (a redirect loop, a redirect to ftp://, a bad URL)."""
+    return FetchError(
+        f"{what}: {type(exc).__name__} ({redact(str(exc))})",
+        file=redact(url),
+        fix="the server's answer cannot be followed: check the URL and the mirror",
     )
 
 
@@ -191,6 +227,8 @@ def download(
         partial.unlink()
         digest, have = _Hashes(digests), 0
     resumed_stale = have > 0  # bytes from an earlier build, never verified
+    limit = expected_size if expected_size is not None else MAX_UNPINNED
+    deadline = time.monotonic() + policy.deadline
     for attempt in range(policy.attempts):
         sent = dict(headers or {})
         if have:
@@ -229,11 +267,21 @@ def download(
                 with partial.open("ab" if have else "wb") as out:
                     for chunk in _chunks(resp):
                         have += len(chunk)
-                        if expected_size is not None and have > expected_size:
+                        if have > limit:
                             raise IntegrityError(
-                                f"{what}: more bytes than the pinned size {expected_size}",
+                                f"{what}: more bytes than the pinned size {expected_size}"
+                                if expected_size is not None
+                                else f"{what}: more than {limit >> 30} GiB and still sending",
                                 file=redact(url),
                                 fix="the mirror serves a different file; fix the mirror or the pin",
+                            )
+                        if time.monotonic() > deadline:
+                            raise FetchError(
+                                f"{what}: still downloading after {policy.deadline:.0f} s "
+                                f"({have} bytes); {have} bytes kept for resuming",
+                                file=redact(url),
+                                fix="the server is too slow: build again to resume, or use a "
+                                "nearer mirror",
                             )
                         out.write(chunk)
                         digest.update(chunk)
@@ -252,6 +300,8 @@ def download(
         except IntegrityError:
             partial.unlink(missing_ok=True)
             raise
+        except requests.RequestException as exc:
+            raise _unusable(exc, what, url) from None
         break
     else:
         raise FetchError(

@@ -13,6 +13,9 @@ class RetryPolicy:
     max_delay: float = 8.0
     connect_timeout: float = 15.0
     read_timeout: float = 60.0
+    # one download, all attempts together: a server that drips a byte a minute never trips the
+    # read timeout, so the whole transfer has a deadline too
+    deadline: float = 3600.0
 
     def delay(self, attempt: int, retry_after: float | None = None) -> float:
         if retry_after is not None:
