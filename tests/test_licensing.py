@@ -12,7 +12,7 @@ from rich.console import Console
 from ortbundle.audit import ChannelPolicy, load_policy, print_report
 from ortbundle.build import AuditFailed, build
 from ortbundle.cli import CommandFailed, run_audit
-from ortbundle.errors import LicenseError
+from ortbundle.errors import ConfigError, LicenseError
 from ortbundle.licensing import copyright_lines, normalize_expression
 from ortbundle.progress import Reporter
 from tests.helpers.project import REPO_POLICY, FakeProject
@@ -299,3 +299,22 @@ def test_policy_file_errors_name_the_file(tmp_path: Path) -> None:
     with pytest.raises(Exception, match="unknown set @nope") as caught:
         load_policy(bad)
     assert str(bad) in str(caught.value)
+
+
+def test_a_target_no_package_carries_is_audited_as_its_stage(
+    fake: FakeProject, reporter: Reporter
+) -> None:
+    """Only the Arch package is made: the Windows stage is still published, so it is audited
+    against the policy's 'stage' channel; a policy without that channel stops the build."""
+    fake.product_extra = 'channels = ["arch"]\n'  # still inside [product]
+    fake.write()
+    result = build(fake.project, fake.options(), reporter)
+    audited = {a.channel: a.targets for a in result.audits}
+    assert audited == {"arch": ("linux-x86_64",), "stage": ("windows-x86_64",)}
+    policy = fake.root / "licenses/policy.toml"
+    text = policy.read_text()
+    start = text.index("[channels.stage]")
+    end = text.index("[channels.source]")
+    policy.write_text(text[:start] + text[end:])
+    with pytest.raises(ConfigError, match=r"no package carries windows-x86_64.*\[channels.stage\]"):
+        build(fake.project, fake.options(), reporter)
