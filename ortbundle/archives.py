@@ -18,7 +18,7 @@ import zlib
 from dataclasses import dataclass
 from pathlib import Path, PurePosixPath
 from types import TracebackType
-from typing import Protocol
+from typing import IO, NoReturn, Protocol
 
 from ortbundle.errors import ArchiveError, IntegrityError
 
@@ -45,6 +45,24 @@ class Extracted:
     path: Path
     size: int
     sha256: str
+
+
+class Overflow(Exception):
+    """More bytes than the caller allowed (a zip bomb, a file larger than pinned)."""
+
+
+def copy_hashing(stream: IO[bytes], out: IO[bytes], *, limit: int | None = None) -> tuple[int, str]:
+    """Copy `stream` to `out` while hashing it: (bytes written, SHA-256 hex). Raises Overflow
+    before writing past `limit` bytes."""
+    digest = hashlib.sha256()
+    written = 0
+    while chunk := stream.read(CHUNK):
+        written += len(chunk)
+        if limit is not None and written > limit:
+            raise Overflow(written)
+        out.write(chunk)
+        digest.update(chunk)
+    return written, digest.hexdigest()
 
 
 def check_member_name(name: str) -> str | None:
@@ -139,7 +157,7 @@ class ZipArchive:
             self.is_wheel = True
             self._apply_record(record_names[0])
 
-    def _refuse(self, member: str, why: str) -> None:
+    def _refuse(self, member: str, why: str) -> NoReturn:
         raise ArchiveError(
             f"{self.label}: {why}: {member!r}",
             component=self.component,
@@ -216,16 +234,12 @@ class ZipArchive:
                 file=str(self.path),
                 fix="the wheel is malformed; do not ship it",
             )
-        digest = hashlib.sha256()
-        written = 0
         try:
             with self._zip.open(name) as stream, dest.open("wb") as out:
-                while chunk := stream.read(CHUNK):
-                    written += len(chunk)
-                    if written > member.size:
-                        self._refuse(name, "member inflates past its declared size (zip bomb?)")
-                    out.write(chunk)
-                    digest.update(chunk)
+                written, actual = copy_hashing(stream, out, limit=member.size)
+        except Overflow:
+            dest.unlink(missing_ok=True)
+            self._refuse(name, "member inflates past its declared size (zip bomb?)")
         except _ZIP_ERRORS as exc:
             dest.unlink(missing_ok=True)
             raise ArchiveError(
@@ -237,7 +251,6 @@ class ZipArchive:
         except ArchiveError:
             dest.unlink(missing_ok=True)
             raise
-        actual = digest.hexdigest()
         if member.record_sha256 is not None and actual != member.record_sha256:
             dest.unlink(missing_ok=True)
             raise IntegrityError(
@@ -280,14 +293,9 @@ class BareFile:
                 file=str(self.path),
                 fix="leave the member out for a source that is the file itself",
             )
-        digest = hashlib.sha256()
-        written = 0
         with self.path.open("rb") as stream, dest.open("wb") as out:
-            while chunk := stream.read(CHUNK):
-                written += len(chunk)
-                digest.update(chunk)
-                out.write(chunk)
-        return Extracted(path=dest, size=written, sha256=digest.hexdigest())
+            written, sha256 = copy_hashing(stream, out)
+        return Extracted(path=dest, size=written, sha256=sha256)
 
     def close(self) -> None:
         """Nothing is held open."""
@@ -372,16 +380,11 @@ def _extract_tar_member(
                     raise refuse(name, f"member is {info.size} bytes")
                 stream = tar.extractfile(info)
                 assert stream is not None  # a regular file always has data
-                digest = hashlib.sha256()
-                written = 0
                 with dest.open("wb") as out:
-                    while chunk := stream.read(CHUNK):
-                        written += len(chunk)
-                        out.write(chunk)
-                        digest.update(chunk)
+                    written, sha256 = copy_hashing(stream, out)
                 if written != info.size:
                     raise refuse(name, "member is truncated")
-                found = Extracted(path=dest, size=written, sha256=digest.hexdigest())
+                found = Extracted(path=dest, size=written, sha256=sha256)
     except ArchiveError:
         raise
     except (tarfile.TarError, *_ZIP_ERRORS) as exc:

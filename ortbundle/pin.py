@@ -62,7 +62,6 @@ from typing import Any
 
 import requests
 import tomlkit
-import urllib3
 from packaging.tags import Tag
 from packaging.utils import (
     BuildTag,
@@ -89,6 +88,8 @@ from ortbundle.fetch.config import (
 )
 from ortbundle.fetch.download import (
     CHUNK,
+    RETRY_STATUS,
+    TRANSIENT,
     Downloaded,
     NotFound,
     ProgressFn,
@@ -791,15 +792,6 @@ def _registries(options: PinOptions, root: Path | None) -> Iterator[_Registries]
         registries.close()
 
 
-_TRANSIENT = (
-    requests.ConnectionError,
-    requests.Timeout,
-    requests.exceptions.ChunkedEncodingError,
-    urllib3.exceptions.HTTPError,
-)
-_RETRY_STATUS = frozenset({429, 500, 502, 503, 504})
-
-
 def _head(
     session: requests.Session,
     url: str,
@@ -822,11 +814,11 @@ def _head(
                     url, headers=dict(headers), timeout=policy.timeout, stream=True
                 ) as response:
                     pass  # the status is all we want; closing drops the body unread
-        except _TRANSIENT as exc:
+        except TRANSIENT as exc:
             failure = type(exc).__name__
             time.sleep(policy.delay(attempt))
             continue
-        if response.status_code in _RETRY_STATUS:
+        if response.status_code in RETRY_STATUS:
             failure = f"HTTP {response.status_code}"
             time.sleep(policy.delay(attempt))
             continue

@@ -7,7 +7,6 @@ pinned SHA-256 of the fetched file, and only bytes that match it are stored.
 
 from __future__ import annotations
 
-import hashlib
 import threading
 from collections.abc import Iterable, Iterator
 from concurrent.futures import ThreadPoolExecutor
@@ -16,6 +15,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from ortbundle.archives import copy_hashing
 from ortbundle.errors import ConfigError, IntegrityError, OfflineError, OrtbundleError
 from ortbundle.fetch.cache import Cache
 from ortbundle.fetch.config import (
@@ -230,17 +230,13 @@ class Fetcher:
         with self.cache.lock(source.sha256):
             partial = self.cache.partial_path(source.sha256)
             partial.parent.mkdir(parents=True, exist_ok=True)
-            digest = hashlib.sha256()
             with path.open("rb") as stream, partial.open("wb") as out:
-                while chunk := stream.read(1 << 20):
-                    digest.update(chunk)
-                    out.write(chunk)
-            wrong_size = source.size is not None and partial.stat().st_size != source.size
-            if wrong_size or digest.hexdigest() != source.sha256:
+                size, sha256 = copy_hashing(stream, out)
+            if (source.size is not None and size != source.size) or sha256 != source.sha256:
                 partial.unlink()
                 raise IntegrityError(
-                    f"local source {origin.path} has sha256 {digest.hexdigest()}, the recipe pins "
-                    f"{source.sha256}",
+                    f"local source {origin.path} has sha256 {sha256} ({size} bytes), the "
+                    f"recipe pins {source.sha256}",
                     component=component,
                     file=str(path),
                     fix="the file changed: check it, then re-pin its sha256 in the recipe",

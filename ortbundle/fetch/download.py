@@ -27,13 +27,13 @@ CHUNK = 1 << 20
 MAX_DOCUMENT = 64 << 20  # an index page, package document or sidecar; the largest real: ~20 MiB
 MAX_UNPINNED = 16 << 30  # a download with no pinned size stops here, not when the disk fills
 # A dropped connection surfaces as any of these, depending on when it drops.
-_TRANSIENT = (
+TRANSIENT = (
     requests.ConnectionError,
     requests.Timeout,
     requests.exceptions.ChunkedEncodingError,
     urllib3.exceptions.HTTPError,
 )
-_RETRY_STATUS = frozenset({429, 500, 502, 503, 504})
+RETRY_STATUS = frozenset({429, 500, 502, 503, 504})
 _NOT_FOUND = frozenset({404, 410})
 DIGESTS = frozenset({"sha1", "sha256", "sha384", "sha512"})  # what a repository may publish
 _CREDENTIALS_FIX = (
@@ -101,7 +101,7 @@ def request_with_retries(
                     response._content = body  # what .content, .text and .json() read
             finally:
                 response.close()  # the body is read (or not wanted): release the connection
-        except _TRANSIENT as exc:
+        except TRANSIENT as exc:
             last = f"{type(exc).__name__}"
             time.sleep(policy.delay(attempt))
             continue
@@ -109,7 +109,7 @@ def request_with_retries(
             raise _unusable(exc, what, url) from None
         if response.status_code == 404 and allow_404:
             return None
-        if response.status_code in _RETRY_STATUS:
+        if response.status_code in RETRY_STATUS:
             last = f"HTTP {response.status_code}"
             time.sleep(policy.delay(attempt, _retry_after(response)))
             continue
@@ -240,7 +240,7 @@ def download(
                 if status == 416 and have:
                     # Nothing left to send: the partial is either whole or wrong; the hash says.
                     break
-                if status in _RETRY_STATUS:
+                if status in RETRY_STATUS:
                     failure = f"HTTP {status}"
                     time.sleep(policy.delay(attempt, _retry_after(resp)))
                     continue
@@ -293,7 +293,7 @@ def download(
                     failure = f"body ended at {have} of {total} bytes"
                     time.sleep(policy.delay(attempt))
                     continue
-        except _TRANSIENT as exc:
+        except TRANSIENT as exc:
             failure = f"{type(exc).__name__} after {have} bytes"
             time.sleep(policy.delay(attempt))
             continue
