@@ -126,6 +126,7 @@ def fetch(
         index_url=options.index_url,
         policy=options.retry,
         project_root=project.root,  # the project's own .npmrc
+        environ=options.environ,
     )
     artifacts = fetcher.fetch_all(plan.all_sources(), jobs=options.workers)
     for component, source in plan.all_sources():

@@ -524,10 +524,9 @@ class _Published:
     latest: str | None  # npm's dist-tags.latest; Maven's <release>
 
 
-def _absent(exc: FetchError, name: str) -> bool:
-    """The registry answered, and has no such package/artifact (as opposed to not answering):
-    maven_metadata and npm's document reader name the coordinates, never a URL, in that case."""
-    return isinstance(exc, NotFound) or exc.file == name
+def _absent(exc: FetchError) -> bool:
+    """The registry answered, and has no such package/artifact (as opposed to not answering)."""
+    return isinstance(exc, NotFound)
 
 
 class _Registries:
@@ -629,7 +628,7 @@ class _Registries:
                 session, config.repositories, coords.group, coords.artifact, self.policy
             )
         except FetchError as exc:
-            if _absent(exc, f"{coords.group}:{coords.artifact}"):
+            if _absent(exc):
                 return None
             raise
         versions = tuple(sorted(metadata.versions, key=maven_key))
@@ -647,7 +646,7 @@ class _Registries:
                 headers=npm.headers_for(packument_url(registry, coords.package)),
             )
         except FetchError as exc:
-            if _absent(exc, coords.package):
+            if _absent(exc):
                 return None
             raise
         return _Published(tuple(versions), tags.get("latest"))
@@ -972,7 +971,9 @@ def _confirm_published(
 ) -> tuple[SourceMove, ...]:
     """Download each new file through the cache, then re-pin the archives inside it."""
     cache = Cache(options.cache_dir or default_cache_dir())
-    fetcher = Fetcher(cache, reporter, policy=options.retry, project_root=project.root)
+    fetcher = Fetcher(
+        cache, reporter, policy=options.retry, project_root=project.root, environ=options.environ
+    )
     moves = []
     for s in moved:
         origin = _with_version(s.origin, version)
@@ -1686,6 +1687,7 @@ def _confirm(
         reporter,
         index_url=options.index_url,
         policy=options.retry,
+        environ=options.environ,
     )
     pinned = [
         Source(s.id, PypiCoordinates(s.pypi.project, version, c.filename), c.sha256, c.size)

@@ -46,7 +46,9 @@ def registries(monkeypatch: pytest.MonkeyPatch) -> Iterator[Registries]:
 
 @pytest.fixture
 def android(tmp_path: Path, registries: Registries) -> AndroidProject:
-    return AndroidProject(tmp_path / "project")
+    """Builds read the registries from the options' environment, as a user's shell gives it."""
+    environ = {ENV_MAVEN_URL: registries.maven.url, ENV_NPM_REGISTRY: registries.npm.url}
+    return AndroidProject(tmp_path / "project", environ_extra=environ)
 
 
 def seeded(android: AndroidProject, registries: Registries | None = None) -> AndroidProject:

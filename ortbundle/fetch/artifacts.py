@@ -8,7 +8,7 @@ pinned SHA-256 of the fetched file, and only bytes that match it are stored.
 from __future__ import annotations
 
 import threading
-from collections.abc import Iterable, Iterator
+from collections.abc import Iterable, Iterator, Mapping
 from concurrent.futures import ThreadPoolExecutor
 from contextlib import contextmanager
 from dataclasses import dataclass
@@ -69,6 +69,7 @@ class Fetcher:
         index_url: str | None = None,
         policy: RetryPolicy | None = None,
         project_root: Path | None = None,
+        environ: Mapping[str, str] | None = None,
     ) -> None:
         self.cache = cache
         self.reporter = reporter
@@ -76,6 +77,7 @@ class Fetcher:
         self.explicit_index_url = index_url
         self.policy = policy or RetryPolicy()
         self.project_root = project_root  # where a project .npmrc is looked for
+        self.environ = environ  # where Maven and npm settings are read from; None: os.environ
         self._lock = threading.Lock()  # fetch_all's workers share the lazily made state below
         self._config: IndexConfig | None = None
         self._maven: MavenConfig | None = None
@@ -105,13 +107,13 @@ class Fetcher:
     def _maven_network(self) -> tuple[MavenConfig, requests.Session]:
         with self._lock:
             if self._maven is None:
-                self._maven = maven_config()
+                self._maven = maven_config(self.environ)
             return self._maven, self._session("maven", None)
 
     def _npm_network(self) -> tuple[NpmConfig, requests.Session]:
         with self._lock:
             if self._npm is None:
-                self._npm = npm_config(self.project_root)
+                self._npm = npm_config(self.project_root, self.environ)
             return self._npm, self._session("npm", self._npm.cert)
 
     def _warn(self, message: str) -> None:

@@ -161,7 +161,7 @@ def fetch_maven(
                 by=f"the repository's .{sidecar[0]} sidecar",
             )
         return MavenFetched(url, repository, done, sidecar[0] if sidecar else None)
-    raise FetchError(
+    raise NotFound(
         f"{coords.describe()} is not in the configured Maven repositories: {'; '.join(looked)}",
         file=coords.filename,
         fix=f"check the pin's coordinates, or {_FIX}",
@@ -217,7 +217,7 @@ def maven_metadata(
         release = release or xml_text(versioning, "release") or None
         latest = latest or xml_text(versioning, "latest") or None
     if not found:
-        raise FetchError(
+        raise NotFound(
             f"no repository has metadata for {group}:{artifact}: {'; '.join(looked)}",
             file=f"{group}:{artifact}",
             fix=f"check the group and artifact, or {_FIX}",

@@ -25,6 +25,7 @@ from ortbundle.fetch.config import NpmConfig, redact
 from ortbundle.fetch.download import (
     DIGESTS,
     Downloaded,
+    NotFound,
     ProgressFn,
     check_published,
     download,
@@ -121,7 +122,7 @@ def _document(
         fix=_FIX,
     )
     if response is None:
-        raise FetchError(
+        raise NotFound(
             f"{package} is not in the npm registry {redact(registry)}",
             file=package,
             fix=f"check the package name, or {_FIX}",
@@ -201,7 +202,7 @@ def resolve_npm(
         near = _nearby(list(versions), coords.version)
         latest = _dist_tags(document).get("latest")
         listed = ", ".join(near) if near else "none at all"
-        raise FetchError(
+        raise NotFound(
             f"{coords.package} has no version {coords.version} in {redact(registry)} "
             f"({origin}); nearest published: {listed}" + (f"; latest {latest}" if latest else ""),
             file=coords.describe(),
