@@ -54,7 +54,7 @@ class Hardware:
     gpus: tuple[Gpu, ...] = ()
     kfd: bool = False  # /dev/kfd: the AMD ROCm compute driver
     nvidia_driver: bool = False  # /proc/driver/nvidia: the NVIDIA kernel driver
-    soc: str | None = None  # Android SoC manufacturer/family, lower case
+    soc: str | None = None  # SoC manufacturer/family, lower case (Android; Windows on Arm)
 
     def vendors(self) -> set[str]:
         found = {g.vendor for g in self.gpus}
@@ -177,7 +177,13 @@ def detect(root: Path = Path("/"), *, windows: bool | None = None) -> Hardware:
     """What the machine has, read from files under `root` (or SetupAPI on Windows)."""
     if windows if windows is not None else sys.platform == "win32":
         gpus = _windows_gpus()
-        return Hardware(gpus=tuple(gpus), nvidia_driver=any(g.vendor == "nvidia" for g in gpus))
+        # Windows on Arm names the SoC's maker in the processor identifier
+        # ("ARMv8 (64-bit) Family 8 Model 1 Revision 201, Qualcomm Technologies Inc")
+        cpu = os.environ.get("PROCESSOR_IDENTIFIER", "").lower()
+        soc = f"qualcomm {cpu}" if "qualcomm" in cpu else (cpu or None)
+        return Hardware(
+            gpus=tuple(gpus), nvidia_driver=any(g.vendor == "nvidia" for g in gpus), soc=soc
+        )
     return Hardware(
         gpus=tuple(_pci_gpus(root)),
         kfd=(root / "dev/kfd").exists(),
@@ -346,12 +352,15 @@ _LOGGING_LEVEL_WARNING = 2
 
 @dataclass(frozen=True)
 class Registered:
-    """A plugin EP registered with the opened core, and the devices it offers here."""
+    """A plugin EP and what became of it: registered (with the devices it offers here), not
+    tried (this machine lacks what it needs), or refused by the core (why)."""
 
     name: str  # the registration name (sessions select devices, not this name)
     ep_name: str  # OrtEpDevice.ep_name
     library: str
     devices: int  # OrtEpDevice entries with this ep_name on this machine
+    status: str = "registered"  # registered | skipped | failed
+    why: str = ""
 
 
 def _version_tuple(version: str) -> tuple[int, ...]:
@@ -362,11 +371,15 @@ def _version_tuple(version: str) -> tuple[int, ...]:
     return tuple(parts)
 
 
-def register_plugins(stage: Path, runtime: dict[str, Any]) -> list[Registered]:
+def register_plugins(
+    stage: Path, runtime: dict[str, Any], hardware: Hardware | None = None
+) -> list[Registered]:
     """Register the runtime's plugin EPs with its (already opened) core, in one OrtEnv.
 
     ORT keeps one environment per process: the env made here is the one the application's
-    sessions get from CreateEnv later, so the plugins stay registered for them.
+    sessions get from CreateEnv later, so the plugins stay registered for them. A plugin is an
+    optional accelerator: one this machine's SoC cannot use is not loaded at all, and one the
+    core refuses is reported and leaves the core (and the other plugins) working.
     """
     plugins = runtime.get("plugin_eps") or []
     if not plugins:
@@ -418,12 +431,22 @@ def register_plugins(stage: Path, runtime: dict[str, Any]) -> list[Registered]:
     _OPENED.append(env)
     registered = []
     for plugin in plugins:
+        name, ep_name = plugin["registration_name"], plugin["ep_name"]
+        families = plugin.get("soc_families") or []
+        soc = hardware.soc if hardware is not None else None
+        if families and hardware is not None and not any(f in (soc or "") for f in families):
+            why = f"needs a {' or '.join(families)} SoC; this machine has {soc or 'none known'}"
+            registered.append(Registered(name, ep_name, plugin["library"], 0, "skipped", why))
+            continue
         library = (stage / plugin["library"]).resolve()
         if sys.platform == "win32":  # pragma: no cover - Windows only
             _OPENED.append(os.add_dll_directory(str(library.parent)))
-        name = plugin["registration_name"]
         argument: Any = str(library) if sys.platform == "win32" else os.fsencode(library)
-        check(register(env, name.encode("utf-8"), argument), f"plugin EP {name} ({library})")
+        try:
+            check(register(env, name.encode("utf-8"), argument), f"plugin EP {name} ({library})")
+        except LoaderError as exc:
+            registered.append(Registered(name, ep_name, plugin["library"], 0, "failed", str(exc)))
+            continue
         devices = ctypes.POINTER(pointer)()
         count = ctypes.c_size_t()
         check(get_devices(env, ctypes.byref(devices), ctypes.byref(count)), "GetEpDevices")
@@ -453,7 +476,7 @@ def main(argv: list[str] | None = None) -> int:
         if args.open or args.verify:
             version = open_runtime(args.stage, decision.runtime, verify=args.verify)
         if args.open:
-            plugins = register_plugins(args.stage, decision.runtime)
+            plugins = register_plugins(args.stage, decision.runtime, hardware)
     except LoaderError as exc:
         print(f"runtime_loader: {exc}", file=sys.stderr)
         return 1
@@ -479,10 +502,13 @@ def main(argv: list[str] | None = None) -> int:
     if version:
         print(f"  loaded ONNX Runtime {version}")
     for plugin in plugins:
-        print(
-            f"  registered plugin EP {plugin.name} ({plugin.ep_name}, "
-            f"{plugin.devices} device{'s' if plugin.devices != 1 else ''} here)"
-        )
+        if plugin.status == "registered":
+            print(
+                f"  registered plugin EP {plugin.name} ({plugin.ep_name}, "
+                f"{plugin.devices} device{'s' if plugin.devices != 1 else ''} here)"
+            )
+        else:
+            print(f"  plugin EP {plugin.name} {plugin.status}: {plugin.why}")
     return 0
 
 

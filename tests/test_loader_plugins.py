@@ -15,7 +15,7 @@ from typing import Any
 import pytest
 
 from ortbundle import loader
-from ortbundle.loader import LoaderError, open_runtime, register_plugins
+from ortbundle.loader import Hardware, LoaderError, open_runtime, register_plugins
 
 pytestmark = pytest.mark.tools
 
@@ -123,13 +123,40 @@ def test_plugins_are_registered_with_the_opened_core(tmp_path: Path, fake_core: 
     ]
 
 
-def test_a_plugin_the_core_cannot_load_is_a_clear_error(tmp_path: Path, fake_core: Path) -> None:
-    plugins = [plugin("ep-gone", "GoneProvider", exists=False)]
+def test_a_plugin_the_core_refuses_is_reported_and_the_others_still_register(
+    tmp_path: Path, fake_core: Path
+) -> None:
+    plugins = [plugin("ep-gone", "GoneProvider", exists=False), plugin("ep-y", "YProvider")]
     root = stage(tmp_path, fake_core, plugins, "webgpu-b")
     entry = runtime("webgpu-b", plugins)
     open_runtime(root, entry)
-    with pytest.raises(LoaderError, match=r"plugin EP ep-gone .*LoadLibrary failed"):
-        register_plugins(root, entry)
+    gone, fine = register_plugins(root, entry)
+    assert (gone.status, gone.devices) == ("failed", 0)
+    assert "plugin EP ep-gone" in gone.why and "LoadLibrary failed" in gone.why
+    assert (fine.status, fine.devices) == ("registered", 1)
+
+
+def test_a_plugin_for_another_soc_is_not_loaded(tmp_path: Path, fake_core: Path) -> None:
+    plugins = [
+        plugin("qnn", "QNNExecutionProvider", soc_families=["qualcomm"]),
+        plugin("ep-z", "ZProvider"),
+    ]
+    root = stage(tmp_path, fake_core, plugins, "stock-d")
+    entry = runtime("stock-d", plugins)
+    open_runtime(root, entry)
+    laptop = Hardware(soc="armv8 (64-bit) family 8 model 0 revision 0, apple")
+    qnn, other = register_plugins(root, entry, laptop)
+    assert (qnn.status, qnn.why) == (
+        "skipped",
+        f"needs a qualcomm SoC; this machine has {laptop.soc}",
+    )
+    assert other.status == "registered"
+    snapdragon = Hardware(soc="qualcomm armv8 (64-bit) family 8, qualcomm technologies inc")
+    entry = runtime("stock-e", plugins)
+    stage(tmp_path / "e", fake_core, [dict(p) for p in plugins], "stock-e")
+    open_runtime(tmp_path / "e", entry)
+    (qnn, _) = register_plugins(tmp_path / "e", entry, snapdragon)
+    assert (qnn.status, qnn.devices) == ("registered", 1)
 
 
 def test_a_plugin_needing_a_newer_core_is_refused(tmp_path: Path, fake_core: Path) -> None:
