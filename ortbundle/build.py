@@ -147,6 +147,8 @@ def _stage_models(
 ) -> list[StagedModel]:
     """Every model of the product, gated, under models/<name>/, with its licence texts."""
     staged = []
+    # a backend may be a runtime another product ships (android-qnn): any runtime recipe
+    known_runtimes = {*plan.product.runtimes, *(p.stem for p in project.recipes.glob("*.toml"))}
     for model in plan.models.values():
         ids = plan.model_sources(model)
         paths = {sid: artifacts[model.sources[sid].archive_sha256].path for sid in ids}
@@ -161,11 +163,7 @@ def _stage_models(
                     model,
                     archives,
                     tmp,
-                    # a backend may be a runtime another product ships (android-qnn)
-                    runtimes={
-                        *plan.product.runtimes,
-                        *(p.stem for p in project.recipes.glob("*.toml")),
-                    },
+                    runtimes=known_runtimes,
                     target_runtimes=plan.product.runtimes_for(target),
                     target=target,
                 )
