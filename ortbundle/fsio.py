@@ -1,0 +1,66 @@
+"""Durable file replacement: the one way ortbundle writes a file that someone may read.
+
+A reader (a concurrent build, `invoke verify`, a crash recovery) sees the old file or the new
+one, never a prefix of the new one: the bytes go to a temporary name in the same directory,
+are flushed to disk, renamed over the destination in one step, and the directory entry itself
+is flushed so the rename survives a power cut. A failure at any point removes the temporary
+file and leaves the destination as it was.
+"""
+
+from __future__ import annotations
+
+import os
+import secrets
+from collections.abc import Iterator
+from contextlib import contextmanager, suppress
+from pathlib import Path
+
+
+def fsync_dir(directory: Path) -> None:
+    """Flush a directory entry (a rename or link into it); a no-op where the OS cannot."""
+    try:
+        fd = os.open(directory, os.O_RDONLY | getattr(os, "O_DIRECTORY", 0))
+    except OSError:
+        return
+    try:
+        with suppress(OSError):  # some file systems refuse fsync on a directory
+            os.fsync(fd)
+    finally:
+        os.close(fd)
+
+
+def temp_name(path: Path, tag: str = "tmp") -> Path:
+    """A hidden sibling of `path` no other writer will pick: same directory, same file system."""
+    return path.with_name(f".{path.name}.{tag}-{os.getpid()}-{secrets.token_hex(4)}")
+
+
+@contextmanager
+def atomic_output(path: Path, *, mode: int | None = None, tag: str = "tmp") -> Iterator[Path]:
+    """Yield a temporary path to write (by any means: a copy, a link, a tool's output); on a
+    clean exit it is flushed, given `mode`, and renamed over `path`. On an error it is removed."""
+    tmp = temp_name(path, tag)
+    try:
+        yield tmp
+        if mode is not None and not tmp.is_symlink():
+            tmp.chmod(mode)
+        if tmp.is_file() and not tmp.is_symlink():
+            fd = os.open(tmp, os.O_RDONLY)  # fsync flushes the file whatever fd mode asks it
+            try:
+                os.fsync(fd)
+            finally:
+                os.close(fd)
+        os.replace(tmp, path)
+        fsync_dir(path.parent)
+    finally:
+        with suppress(FileNotFoundError):
+            tmp.unlink()
+
+
+def atomic_write(path: Path, data: bytes | str, *, mode: int | None = None) -> None:
+    """Replace `path` with `data` (str is written as UTF-8, no newline translation)."""
+    content = data.encode("utf-8") if isinstance(data, str) else data
+    with atomic_output(path, mode=mode) as tmp:
+        # without a mode, the kernel applies the umask to 0o666, as for any new file
+        fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o666 if mode is None else mode)
+        with os.fdopen(fd, "wb") as handle:
+            handle.write(content)
