@@ -30,8 +30,10 @@ def fsync_dir(directory: Path) -> None:
 
 
 def temp_name(path: Path, tag: str = "tmp") -> Path:
-    """A hidden sibling of `path` no other writer will pick: same directory, same file system."""
-    return path.with_name(f".{path.name}.{tag}-{os.getpid()}-{secrets.token_hex(4)}")
+    """A hidden sibling of `path` no other writer will pick: same directory, same file system.
+    It ends in the writer's pid, so a later run can tell a dead writer's leftover
+    (fetch.cache.remove_dead_leftovers)."""
+    return path.with_name(f".{path.name}.{tag}-{secrets.token_hex(4)}-{os.getpid()}")
 
 
 @contextmanager

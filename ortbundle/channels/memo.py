@@ -18,6 +18,7 @@ from pathlib import Path
 
 from ortbundle.channels import PackageInput
 from ortbundle.fetch.cache import locked, remove_dead_leftovers, sha256_file, stat_record
+from ortbundle.fsio import atomic_output, atomic_write
 from ortbundle.incremental import code_digest
 
 _CHUNK = 1 << 20
@@ -37,13 +38,11 @@ def input_key(package: PackageInput, kind: str, extra: Iterable[str]) -> str:
 def _place(stored: Path, dest: Path) -> None:
     """A hard link (a copy across file systems): 108 MB of packages are not written again.
     Editing the file in dist/ moves its mtime, which the memo's record then no longer matches."""
-    tmp = dest.with_name(f".{dest.name}.memo-{os.getpid()}")
-    tmp.unlink(missing_ok=True)
-    try:
-        os.link(stored, tmp)
-    except OSError:
-        shutil.copyfile(stored, tmp)
-    os.replace(tmp, dest)
+    with atomic_output(dest, tag="memo") as tmp:
+        try:
+            os.link(stored, tmp)
+        except OSError:
+            shutil.copyfile(stored, tmp)
 
 
 def _recorded(sidecar: Path) -> dict[str, int | str] | None:
@@ -75,9 +74,7 @@ def _trusted(entry: Path, sidecar: Path) -> str | None:
 
 
 def _write_record(sidecar: Path, sha256: str, stat: dict[str, int]) -> None:
-    tmp = sidecar.with_name(f".{sidecar.name}.{os.getpid()}.tmp")
-    tmp.write_text(json.dumps({"sha256": sha256, **stat}), "utf-8")
-    os.replace(tmp, sidecar)
+    atomic_write(sidecar, json.dumps({"sha256": sha256, **stat}))
 
 
 def memoized(
@@ -102,15 +99,13 @@ def memoized(
             return sha256
         entry.unlink(missing_ok=True)  # corrupted or half-written: rebuild
         produce(dest)
-        tmp = entry.with_name(f".{key}.partial-{os.getpid()}")
-        tmp.unlink(missing_ok=True)
-        try:
-            os.link(dest, tmp)
-        except OSError:
-            shutil.copyfile(dest, tmp)
-        sha256 = sha256_file(tmp)
-        epoch = package.source_date_epoch  # stamped as the build stamps dist/: it stays so
-        os.utime(tmp, (epoch, epoch))
-        os.replace(tmp, entry)
+        with atomic_output(entry, tag="partial") as tmp:
+            try:
+                os.link(dest, tmp)
+            except OSError:
+                shutil.copyfile(dest, tmp)
+            sha256 = sha256_file(tmp)
+            epoch = package.source_date_epoch  # stamped as the build stamps dist/: it stays so
+            os.utime(tmp, (epoch, epoch))
         _write_record(sidecar, sha256, stat_record(entry.lstat()))
     return sha256

@@ -10,12 +10,12 @@ from __future__ import annotations
 import gzip
 import hashlib
 import io
-import os
 import tarfile
 from pathlib import Path, PurePosixPath
 
 from ortbundle.channels import PackageInput, stage_changed
 from ortbundle.channels.memo import input_key, memoized
+from ortbundle.fsio import atomic_output
 
 DIR_MODE = 0o755
 _LEVEL = 6  # 2.3x faster than 9 on the real stage for 0.6% more bytes
@@ -63,41 +63,37 @@ def _write(package: PackageInput, dest: Path, prefix: str) -> None:
             directories.add(str(parent))
             parent = parent.parent
     entries = sorted([(d, None) for d in directories] + [(f.path, f) for f in package.files])
-    partial = dest.with_name(f".{dest.name}.partial-{os.getpid()}")
-    try:
-        with (
-            partial.open("wb") as raw,
-            gzip.GzipFile(filename="", mode="wb", fileobj=raw, mtime=0, compresslevel=_LEVEL) as gz,
-            tarfile.open(fileobj=gz, mode="w", format=tarfile.GNU_FORMAT) as tar,
-        ):
-            top = _info(prefix, package.source_date_epoch, DIR_MODE)
-            top.type = tarfile.DIRTYPE
-            tar.addfile(top)
-            for path, shipped in entries:
-                name = f"{prefix}/{path}"
-                if shipped is None:
-                    info = _info(name, package.source_date_epoch, DIR_MODE)
-                    info.type = tarfile.DIRTYPE
-                    tar.addfile(info)
-                elif shipped.link_to is not None:
-                    info = _info(name, package.source_date_epoch, 0o777)
-                    info.type = tarfile.SYMTYPE
-                    info.linkname = shipped.link_to
-                    tar.addfile(info)
-                else:
-                    info = _info(name, package.source_date_epoch, shipped.mode)
-                    info.size = shipped.size
-                    source = package.stage / path
-                    if not source.is_file():
-                        raise stage_changed(package, source, None)
-                    with source.open("rb") as src:
-                        reader = _HashingReader(src)
-                        try:
-                            tar.addfile(info, io.BufferedReader(reader, 1 << 20))
-                        except OSError:  # shorter than the file list says
-                            reader.digest.update(b"\0")
-                    if reader.digest.hexdigest() != shipped.sha256:
-                        raise stage_changed(package, source, None)
-        os.replace(partial, dest)
-    finally:
-        partial.unlink(missing_ok=True)
+    with (
+        atomic_output(dest, tag="partial") as partial,
+        partial.open("wb") as raw,
+        gzip.GzipFile(filename="", mode="wb", fileobj=raw, mtime=0, compresslevel=_LEVEL) as gz,
+        tarfile.open(fileobj=gz, mode="w", format=tarfile.GNU_FORMAT) as tar,
+    ):
+        top = _info(prefix, package.source_date_epoch, DIR_MODE)
+        top.type = tarfile.DIRTYPE
+        tar.addfile(top)
+        for path, shipped in entries:
+            name = f"{prefix}/{path}"
+            if shipped is None:
+                info = _info(name, package.source_date_epoch, DIR_MODE)
+                info.type = tarfile.DIRTYPE
+                tar.addfile(info)
+            elif shipped.link_to is not None:
+                info = _info(name, package.source_date_epoch, 0o777)
+                info.type = tarfile.SYMTYPE
+                info.linkname = shipped.link_to
+                tar.addfile(info)
+            else:
+                info = _info(name, package.source_date_epoch, shipped.mode)
+                info.size = shipped.size
+                source = package.stage / path
+                if not source.is_file():
+                    raise stage_changed(package, source, None)
+                with source.open("rb") as src:
+                    reader = _HashingReader(src)
+                    try:
+                        tar.addfile(info, io.BufferedReader(reader, 1 << 20))
+                    except OSError:  # shorter than the file list says
+                        reader.digest.update(b"\0")
+                if reader.digest.hexdigest() != shipped.sha256:
+                    raise stage_changed(package, source, None)
