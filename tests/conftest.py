@@ -24,3 +24,9 @@ def fake(tmp_path: Path, server: IndexServer) -> FakeProject:
 @pytest.fixture
 def reporter() -> Reporter:
     return plain_reporter()
+
+
+@pytest.fixture
+def written(fake: FakeProject) -> FakeProject:
+    """The synthetic project with its wheels, recipe, product and key written and served."""
+    return fake.write()

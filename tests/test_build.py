@@ -28,10 +28,9 @@ def tree(root: Path) -> dict[str, str]:
     return out
 
 
-def test_stages_the_closure_and_nothing_else(fake: FakeProject, reporter: Reporter) -> None:
-    fake.write()
-    result = build(fake.project, fake.options(), reporter)
-    stage = fake.root / "dist" / "fakeproduct" / "1.2.3"
+def test_stages_the_closure_and_nothing_else(written: FakeProject, reporter: Reporter) -> None:
+    result = build(written.project, written.options(), reporter)
+    stage = written.root / "dist" / "fakeproduct" / "1.2.3"
     assert tree(stage / "linux-x86_64") == {
         "NOTICE": "file",
         "licenses/fake/LICENSE": "file",
@@ -71,31 +70,29 @@ def test_stages_the_closure_and_nothing_else(fake: FakeProject, reporter: Report
     }
     # the staged bytes are the archive's bytes
     staged = (stage / "linux-x86_64/runtimes/fake/libdep.so.2").read_bytes()
-    assert staged == fake.linux["onnxruntime/capi/libdep.so.2"]
+    assert staged == written.linux["onnxruntime/capi/libdep.so.2"]
     assert not list(stage.parent.glob(".*")), "no scratch directory left behind"
 
 
-def test_second_build_is_served_from_the_cache(fake: FakeProject, reporter: Reporter) -> None:
-    fake.write()
-    first = build(fake.project, fake.options(), reporter)
+def test_second_build_is_served_from_the_cache(written: FakeProject, reporter: Reporter) -> None:
+    first = build(written.project, written.options(), reporter)
     assert all(a.downloaded for a in first.artifacts.values())
-    before = len(fake.server.requests)
-    second = build(fake.project, fake.options(), reporter)
+    before = len(written.server.requests)
+    second = build(written.project, written.options(), reporter)
     assert not any(a.downloaded for a in second.artifacts.values())
-    assert len(fake.server.requests) == before, "a cached build must not touch the network"
+    assert len(written.server.requests) == before, "a cached build must not touch the network"
 
 
-def test_offline_with_and_without_the_artifact(fake: FakeProject, reporter: Reporter) -> None:
-    fake.write()
+def test_offline_with_and_without_the_artifact(written: FakeProject, reporter: Reporter) -> None:
     with pytest.raises(OfflineError) as missing:
-        build(fake.project, fake.options(offline=True), reporter)
+        build(written.project, written.options(offline=True), reporter)
     assert "onnxruntime_fake-1.0.0" in str(missing.value)
     assert "invoke fetch" in str(missing.value)
-    assert fake.server.requests == []
-    fetch(fake.project, fake.options(), reporter)
-    requests_before = len(fake.server.requests)
-    build(fake.project, fake.options(offline=True), reporter)
-    assert len(fake.server.requests) == requests_before
+    assert written.server.requests == []
+    fetch(written.project, written.options(), reporter)
+    requests_before = len(written.server.requests)
+    build(written.project, written.options(offline=True), reporter)
+    assert len(written.server.requests) == requests_before
 
 
 def test_hash_mismatch_caches_and_stages_nothing(fake: FakeProject, reporter: Reporter) -> None:
@@ -112,19 +109,17 @@ def test_hash_mismatch_caches_and_stages_nothing(fake: FakeProject, reporter: Re
     assert not (fake.root / "dist").exists()
 
 
-def test_index_digest_disagreeing_with_pin_stops(fake: FakeProject, reporter: Reporter) -> None:
-    fake.write()
-    fake.server.faults.publish_sha256 = "f" * 64
+def test_index_digest_disagreeing_with_pin_stops(written: FakeProject, reporter: Reporter) -> None:
+    written.server.faults.publish_sha256 = "f" * 64
     with pytest.raises(IntegrityError) as err:
-        build(fake.project, fake.options(), reporter)
+        build(written.project, written.options(), reporter)
     assert "the index publishes sha256 ffff" in str(err.value)
-    assert fake.server.file_requests(fake.wheels["linux-x86_64"].name) == 0
+    assert written.server.file_requests(written.wheels["linux-x86_64"].name) == 0
 
 
-def test_html_index_without_json(fake: FakeProject, reporter: Reporter) -> None:
-    fake.write()
-    fake.server.faults.html_only = True
-    result = build(fake.project, fake.options(), reporter)
+def test_html_index_without_json(written: FakeProject, reporter: Reporter) -> None:
+    written.server.faults.html_only = True
+    result = build(written.project, written.options(), reporter)
     assert len(result.targets) == 2
 
 
@@ -187,29 +182,26 @@ def test_soname_found_under_another_member_name(fake: FakeProject, reporter: Rep
     assert not (runtime / "libunused.so").exists(), "inspected only to learn its SONAME"
 
 
-def test_failed_build_keeps_the_previous_stage(fake: FakeProject, reporter: Reporter) -> None:
-    fake.write()
-    build(fake.project, fake.options(), reporter)
-    stage = fake.root / "dist/fakeproduct/1.2.3/linux-x86_64"
+def test_failed_build_keeps_the_previous_stage(written: FakeProject, reporter: Reporter) -> None:
+    build(written.project, written.options(), reporter)
+    stage = written.root / "dist/fakeproduct/1.2.3/linux-x86_64"
     before = tree(stage)
-    fake.linux_roots.append("libnothing.so")
-    (fake.root / "recipes/fake.toml").write_text(fake.recipe_text())
+    written.linux_roots.append("libnothing.so")
+    (written.root / "recipes/fake.toml").write_text(written.recipe_text())
     with pytest.raises(ConfigError):
-        build(fake.project, fake.options(), reporter)
+        build(written.project, written.options(), reporter)
     assert tree(stage) == before
 
 
-def test_unknown_target_lists_the_known_ones(fake: FakeProject, reporter: Reporter) -> None:
-    fake.write()
+def test_unknown_target_lists_the_known_ones(written: FakeProject, reporter: Reporter) -> None:
     with pytest.raises(ConfigError, match="unknown target 'plan9-mips'.*linux-x86_64"):
-        build(fake.project, fake.options(targets=("plan9-mips",)), reporter)
+        build(written.project, written.options(targets=("plan9-mips",)), reporter)
 
 
-def test_parallel_and_serial_builds_are_identical(fake: FakeProject, reporter: Reporter) -> None:
-    fake.write()
-    build(fake.project, fake.options(jobs=1), reporter)
-    stage = fake.root / "dist/fakeproduct/1.2.3"
+def test_parallel_and_serial_builds_are_identical(written: FakeProject, reporter: Reporter) -> None:
+    build(written.project, written.options(jobs=1), reporter)
+    stage = written.root / "dist/fakeproduct/1.2.3"
     serial = {p: (stage / p).read_bytes() for p in tree(stage) if not (stage / p).is_symlink()}
-    build(fake.project, fake.options(jobs=4), reporter)
+    build(written.project, written.options(jobs=4), reporter)
     parallel = {p: (stage / p).read_bytes() for p in tree(stage) if not (stage / p).is_symlink()}
     assert serial == parallel

@@ -14,6 +14,7 @@ from ortbundle.build import build
 from ortbundle.progress import Reporter
 from ortbundle.stage import StagedRuntime
 from tests.helpers.project import FakeProject
+from tests.helpers.toml_edit import set_key
 from tests.helpers.wheels import make_wheel, sha256_of
 
 
@@ -47,90 +48,84 @@ def count_staging(monkeypatch: pytest.MonkeyPatch) -> list[tuple[str, str]]:
     return calls
 
 
-def test_a_no_op_build_touches_no_file(fake: FakeProject, reporter: Reporter) -> None:
-    fake.write()
-    first = build(fake.project, fake.options(), reporter)
+def test_a_no_op_build_touches_no_file(written: FakeProject, reporter: Reporter) -> None:
+    first = build(written.project, written.options(), reporter)
     before = stats(first.version_dir)
-    again = build(fake.project, fake.options(), reporter)
+    again = build(written.project, written.options(), reporter)
     assert again.up_to_date is not None
     assert "nsis: audit passed" in again.up_to_date["audit"]
     assert stats(first.version_dir) == before
 
 
-def test_an_altered_output_is_rebuilt(fake: FakeProject, reporter: Reporter) -> None:
-    fake.write()
-    first = build(fake.project, fake.options(), reporter)
+def test_an_altered_output_is_rebuilt(written: FakeProject, reporter: Reporter) -> None:
+    first = build(written.project, written.options(), reporter)
     good = contents(first.version_dir)
     notice = first.version_dir / "linux-x86_64" / "NOTICE"
     notice.write_text("edited by hand\n")
-    again = build(fake.project, fake.options(), reporter)
+    again = build(written.project, written.options(), reporter)
     assert again.up_to_date is None
     assert contents(again.version_dir) == good
 
 
-def test_a_changed_input_is_not_a_no_op(fake: FakeProject, reporter: Reporter) -> None:
-    fake.write()
-    build(fake.project, fake.options(), reporter)
-    manifest = fake.root / "manifests" / "fakeproduct.toml"
-    manifest.write_text(manifest.read_text().replace("A synthetic product", "Another text"))
-    assert build(fake.project, fake.options(), reporter).up_to_date is None
+def test_a_changed_input_is_not_a_no_op(written: FakeProject, reporter: Reporter) -> None:
+    build(written.project, written.options(), reporter)
+    manifest = written.root / "manifests" / "fakeproduct.toml"
+    set_key(manifest, "product.description", "Another text")
+    assert build(written.project, written.options(), reporter).up_to_date is None
 
 
 def test_a_changed_pin_restages_only_its_own_runtime(
-    fake: FakeProject, reporter: Reporter, monkeypatch: pytest.MonkeyPatch
+    written: FakeProject, reporter: Reporter, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    fake.write()
     calls = count_staging(monkeypatch)
-    build(fake.project, fake.options(), reporter)
+    build(written.project, written.options(), reporter)
     assert sorted(calls) == [("fake", "linux-x86_64"), ("fake", "windows-x86_64")]
     # a new Windows wheel: same recipe shape, other bytes, new pin
     calls.clear()
-    members = dict(fake.windows)
+    members = dict(written.windows)
     members["onnxruntime/capi/dep.dll"] = members["onnxruntime/capi/dep.dll"] + b"\0" * 64
     new_wheel = make_wheel(
-        fake.root / "wheels2" / fake.wheels["windows-x86_64"].name,
+        written.root / "wheels2" / written.wheels["windows-x86_64"].name,
         "onnxruntime-fake",
         "1.0.0",
         members,
     )
-    fake.wheels["windows-x86_64"] = new_wheel
-    fake.server.add("onnxruntime-fake", new_wheel)
-    recipe = fake.root / "recipes" / "fake.toml"
-    old_pin = sha256_of(fake.root / "wheels" / new_wheel.name)
+    written.wheels["windows-x86_64"] = new_wheel
+    written.server.add("onnxruntime-fake", new_wheel)
+    recipe = written.root / "recipes" / "fake.toml"
+    old_pin = sha256_of(written.root / "wheels" / new_wheel.name)
     recipe.write_text(recipe.read_text().replace(old_pin, sha256_of(new_wheel)))
-    result = build(fake.project, fake.options(), reporter)
+    result = build(written.project, written.options(), reporter)
     assert calls == [("fake", "windows-x86_64")]  # Linux came from the memo
     windows = next(t for t in result.targets if t.target == "windows-x86_64")
     assert (windows.stage / "runtimes/fake/dep.dll").read_bytes().endswith(b"\0" * 64)
 
 
 def test_an_altered_memo_entry_is_rebuilt_not_used(
-    fake: FakeProject, reporter: Reporter, monkeypatch: pytest.MonkeyPatch
+    written: FakeProject, reporter: Reporter, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    fake.write()
-    first = build(fake.project, fake.options(), reporter)
+    first = build(written.project, written.options(), reporter)
     good = contents(first.version_dir)
-    for kept in (fake.root / "cache" / "stages").rglob("libdep.so.2"):
+    for kept in (written.root / "cache" / "stages").rglob("libdep.so.2"):
         kept.write_bytes(b"corrupted")
     calls = count_staging(monkeypatch)
     (first.version_dir / "NOTICE").touch()  # defeat the whole-build no-op
-    result = build(fake.project, fake.options(), reporter)
+    result = build(written.project, written.options(), reporter)
     assert ("fake", "linux-x86_64") in calls
     assert contents(result.version_dir) == good
 
 
 def test_parallel_and_serial_builds_are_identical(
-    fake: FakeProject, reporter: Reporter, tmp_path: Path
+    written: FakeProject, reporter: Reporter, tmp_path: Path
 ) -> None:
-    fake.write()
     serial = build(
-        fake.project.__class__.at(fake.root, tmp_path / "serial"),
-        fake.options(jobs=1, cache_dir=tmp_path / "cache1"),
+        written.project.__class__.at(written.root, tmp_path / "serial"),
+        written.options(jobs=1, cache_dir=tmp_path / "cache1"),
         reporter,
     )
     parallel = build(
-        fake.project.__class__.at(fake.root, tmp_path / "parallel"),
-        fake.options(jobs=2, cache_dir=tmp_path / "cache2"),
+        written.project.__class__.at(written.root, tmp_path / "parallel"),
+        written.options(jobs=2, cache_dir=tmp_path / "cache2"),
         reporter,
     )
     assert contents(serial.version_dir) == contents(parallel.version_dir)

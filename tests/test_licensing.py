@@ -16,6 +16,7 @@ from ortbundle.errors import ConfigError, LicenseError
 from ortbundle.licensing import copyright_lines, normalize_expression
 from ortbundle.progress import Reporter
 from tests.helpers.project import REPO_POLICY, FakeProject
+from tests.helpers.toml_edit import edit_toml
 
 
 def windows_rule(
@@ -51,9 +52,10 @@ def report_text(audits: tuple[object, ...]) -> str:
     return out.getvalue()
 
 
-def test_every_staged_file_is_attributed_and_noticed(fake: FakeProject, reporter: Reporter) -> None:
-    fake.write()
-    result = build(fake.project, fake.options(), reporter)
+def test_every_staged_file_is_attributed_and_noticed(
+    written: FakeProject, reporter: Reporter
+) -> None:
+    result = build(written.project, written.options(), reporter)
     for target in result.targets:
         on_disk = {
             p.relative_to(target.stage).as_posix()
@@ -75,19 +77,18 @@ def test_every_staged_file_is_attributed_and_noticed(fake: FakeProject, reporter
 
 
 def test_unattributed_file_stops_the_build_and_keeps_dist(
-    fake: FakeProject, reporter: Reporter
+    written: FakeProject, reporter: Reporter
 ) -> None:
-    fake.write()
-    build(fake.project, fake.options(), reporter)
-    before = dist_snapshot(fake)
-    fake.windows_licenses = windows_rule(files='["onnxruntime.dll", "dep.dll"]')
-    fake.write()
+    build(written.project, written.options(), reporter)
+    before = dist_snapshot(written)
+    written.windows_licenses = windows_rule(files='["onnxruntime.dll", "dep.dll"]')
+    written.write()
     with pytest.raises(LicenseError) as caught:
-        build(fake.project, fake.options(), reporter)
+        build(written.project, written.options(), reporter)
     message = str(caught.value)
     assert "runtimes/fake/Delayed.dll has no licence attribution" in message
     assert "windows-x86_64" in message and "fake.toml" in message and "fix:" in message
-    assert dist_snapshot(fake) == before
+    assert dist_snapshot(written) == before
 
 
 def test_a_file_claimed_by_two_components_is_refused(fake: FakeProject, reporter: Reporter) -> None:
@@ -112,28 +113,26 @@ def test_missing_text_fails_the_audit(fake: FakeProject, reporter: Reporter) -> 
 
 
 def test_release_build_stops_on_a_failed_audit_and_keeps_dist(
-    fake: FakeProject, reporter: Reporter
+    written: FakeProject, reporter: Reporter
 ) -> None:
-    fake.write()
-    build(fake.project, fake.options(), reporter)
-    before = dist_snapshot(fake)
-    fake.windows_licenses = windows_rule(texts="[]")
-    fake.write()
+    build(written.project, written.options(), reporter)
+    before = dist_snapshot(written)
+    written.windows_licenses = windows_rule(texts="[]")
+    written.write()
     with pytest.raises(AuditFailed, match="nsis"):
-        build(fake.project, fake.options(release=True), reporter)
-    assert dist_snapshot(fake) == before
+        build(written.project, written.options(release=True), reporter)
+    assert dist_snapshot(written) == before
 
 
 def test_text_from_a_second_archive(fake: FakeProject, reporter: Reporter) -> None:
     fake.windows["onnxruntime/ThirdParty.txt"] = b"Copyright 2024 Second Archive Inc.\n"
     fake.write()
     recipe = fake.root / "recipes" / "fake.toml"
-    recipe.write_text(
-        recipe.read_text().replace(
-            'texts = [{ source = "linux", member = "onnxruntime/LICENSE" }]',
-            'texts = [{ source = "linux", member = "onnxruntime/LICENSE" },'
-            ' { source = "windows", member = "onnxruntime/ThirdParty.txt" }]',
-        )
+    edit_toml(
+        recipe,
+        lambda doc: doc["targets"]["linux-x86_64"]["licenses"][0]["texts"].append(
+            {"source": "windows", "member": "onnxruntime/ThirdParty.txt"}
+        ),
     )
     result = build(fake.project, fake.options(), reporter)
     linux = next(t for t in result.targets if t.target == "linux-x86_64")

@@ -129,11 +129,10 @@ def test_hardware_vendors() -> None:
 
 
 def test_stage_carries_a_schema_valid_index_and_the_loader(
-    fake: FakeProject, reporter: Reporter
+    written: FakeProject, reporter: Reporter
 ) -> None:
-    fake.write()
-    build(fake.project, fake.options(targets=("linux-x86_64",)), reporter)
-    stage = fake.root / "dist/fakeproduct/1.2.3/linux-x86_64"
+    build(written.project, written.options(targets=("linux-x86_64",)), reporter)
+    stage = written.root / "dist/fakeproduct/1.2.3/linux-x86_64"
     index = json.loads((stage / "runtimes.json").read_text())
     schema = json.loads(
         resources.files("ortbundle").joinpath("data/runtimes.schema.json").read_text()

@@ -17,6 +17,7 @@ from ortbundle.progress import Reporter
 from ortbundle.recipes import load_model_recipe
 from tests.helpers.onnx_models import detector
 from tests.helpers.project import FakeProject
+from tests.helpers.toml_edit import edit_toml, set_key
 
 MEMBER = "onnxruntime/models/yolo.onnx"
 DERIVED = "onnxruntime/models/yolo-a8w8.onnx"
@@ -88,11 +89,7 @@ def with_model(
     ).replace("{linux_pin}", fake.pin("linux-x86_64"))
     (fake.root / "recipes" / "yolo.toml").write_text(text)
     manifest = fake.root / "manifests" / "fakeproduct.toml"
-    manifest.write_text(
-        manifest.read_text().replace(
-            'runtimes = ["fake"]', 'runtimes = ["fake"]\nmodels = ["yolo"]'
-        )
-    )
+    set_key(manifest, "product.models", ["yolo"])
     return fake
 
 
@@ -241,9 +238,7 @@ def with_own_model(fake: FakeProject, web: tuple[str, Path]) -> tuple[bytes, byt
         OWN_RECIPE.format(own_sha=_sha(own), web_sha=_sha(quantised), url=f"{base}/own-a8w8.onnx")
     )
     manifest = fake.root / "manifests/fakeproduct.toml"
-    manifest.write_text(
-        manifest.read_text().replace('runtimes = ["fake"]', 'runtimes = ["fake"]\nmodels = ["own"]')
-    )
+    set_key(manifest, "product.models", ["own"])
     return own, quantised
 
 
@@ -277,9 +272,7 @@ def test_a_member_of_a_bare_file_source_is_a_clear_error(
 ) -> None:
     with_own_model(fake, web)
     recipe = fake.root / "recipes/own.toml"
-    recipe.write_text(
-        recipe.read_text().replace('source = "web"', 'source = "web"\nmember = "inner.onnx"')
-    )
+    edit_toml(recipe, lambda doc: doc["forms"][1].update(member="inner.onnx"))
     with pytest.raises(ArchiveError, match="is not an archive, so it has no member 'inner.onnx'"):
         build(fake.project, fake.options(), reporter)
 
@@ -304,8 +297,7 @@ def test_a_url_source_carries_no_credentials(
 ) -> None:
     with_own_model(fake, web)
     recipe = fake.root / "recipes/own.toml"
-    text = recipe.read_text()
-    recipe.write_text(text.replace(f'url = "{web[0]}/own-a8w8.onnx"', f'url = "{url}"'))
+    edit_toml(recipe, lambda doc: doc["sources"]["web"].update(url=url))
     with pytest.raises(ConfigError, match="no credentials or query") as failed:
         load_model_recipe(recipe)
     assert "secret" not in str(failed.value)

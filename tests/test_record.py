@@ -138,17 +138,18 @@ def test_verify_refuses_another_key(built: BuildResult, fake: FakeProject, tmp_p
         verify_tree(built.version_dir, public_key=tmp_path / "other.pub")
 
 
-def test_unsigned_build_verifies_only_when_allowed(fake: FakeProject, reporter: Reporter) -> None:
-    fake.write()
-    environ = {k: v for k, v in fake.environ.items() if not k.startswith("ORTBUNDLE_SIGNING")}
-    result = build(fake.project, fake.options(environ=environ), reporter)
+def test_unsigned_build_verifies_only_when_allowed(
+    written: FakeProject, reporter: Reporter
+) -> None:
+    environ = {k: v for k, v in written.environ.items() if not k.startswith("ORTBUNDLE_SIGNING")}
+    result = build(written.project, written.options(environ=environ), reporter)
     assert result.signed_by is None
     assert not (result.version_dir / "manifest.json.minisig").exists()
     with pytest.raises(IntegrityError, match="not signed"):
         verify_tree(result.version_dir)
     assert verify_tree(result.version_dir, allow_unsigned=True).ok
     with pytest.raises(ConfigError, match="must be signed"):
-        build(fake.project, fake.options(environ=environ, release=True), reporter)
+        build(written.project, written.options(environ=environ, release=True), reporter)
 
 
 def test_source_date_epoch_never_comes_from_the_clock(tmp_path: Path) -> None:
@@ -216,15 +217,16 @@ def _build_in_subprocess(root: Path, fake: FakeProject, umask: int, tz: str, lan
 
 @pytest.mark.tools
 def test_two_builds_in_different_places_are_byte_identical(
-    fake: FakeProject, tmp_path: Path
+    written: FakeProject, tmp_path: Path
 ) -> None:
-    fake.write()
     first = tmp_path / "first" / "project"
     second = tmp_path / "elsewhere" / "deeper" / "project"
     for copy in (first, second):
-        shutil.copytree(fake.root, copy, ignore=shutil.ignore_patterns("cache", "dist", "private"))
-    _build_in_subprocess(first, fake, 0o022, "UTC", "C.UTF-8")
-    _build_in_subprocess(second, fake, 0o077, "Pacific/Kiritimati", "C")
+        shutil.copytree(
+            written.root, copy, ignore=shutil.ignore_patterns("cache", "dist", "private")
+        )
+    _build_in_subprocess(first, written, 0o022, "UTC", "C.UTF-8")
+    _build_in_subprocess(second, written, 0o077, "Pacific/Kiritimati", "C")
     a = _snapshot(first / "dist")
     b = _snapshot(second / "dist")
     assert set(a) == set(b)
@@ -258,22 +260,20 @@ def test_invoke_verify_never_takes_the_key_a_tree_names(
 
 
 def test_index_credentials_never_reach_the_cache_or_the_manifest(
-    fake: FakeProject, reporter: Reporter
+    written: FakeProject, reporter: Reporter
 ) -> None:
-    fake.write()
-    index = fake.server.url.replace("http://", "http://ci-bot:TOKEN123@")
-    result = build(fake.project, fake.options(index_url=index), reporter)
+    index = written.server.url.replace("http://", "http://ci-bot:TOKEN123@")
+    result = build(written.project, written.options(index_url=index), reporter)
     manifest = (result.version_dir / "manifest.json").read_text()
     assert "TOKEN123" not in manifest and "ci-bot" not in manifest
-    for meta in (fake.root / "cache" / "sha256").rglob("*.json"):
+    for meta in (written.root / "cache" / "sha256").rglob("*.json"):
         assert "TOKEN123" not in meta.read_text()
 
 
-def test_a_product_version_cannot_leave_dist(fake: FakeProject, reporter: Reporter) -> None:
-    fake.write()
-    manifest = fake.root / "manifests" / "fakeproduct.toml"
+def test_a_product_version_cannot_leave_dist(written: FakeProject, reporter: Reporter) -> None:
+    manifest = written.root / "manifests" / "fakeproduct.toml"
     manifest.write_text(
         manifest.read_text().replace('version = "1.2.3"', 'version = "../../victim"')
     )
     with pytest.raises(ConfigError, match="names a directory under dist"):
-        build(fake.project, fake.options(), reporter)
+        build(written.project, written.options(), reporter)

@@ -44,32 +44,32 @@ def runner_build(fake: FakeProject, reporter: Reporter, where: Path, target: str
 
 
 def test_merged_release_equals_a_single_machine_build(
-    fake: FakeProject, reporter: Reporter, tmp_path: Path
+    written: FakeProject, reporter: Reporter, tmp_path: Path
 ) -> None:
-    fake.write()
-    single = build(Project.at(fake.root, tmp_path / "single"), fake.options(), reporter)
-    linux = runner_build(fake, reporter, tmp_path / "runner-linux", "linux-x86_64")
-    windows = runner_build(fake, reporter, tmp_path / "runner-windows", "windows-x86_64")
+    single = build(Project.at(written.root, tmp_path / "single"), written.options(), reporter)
+    linux = runner_build(written, reporter, tmp_path / "runner-linux", "linux-x86_64")
+    windows = runner_build(written, reporter, tmp_path / "runner-windows", "windows-x86_64")
     # a per-target build gives that target the same bytes as the full build
     assert contents(linux / "fakeproduct/1.2.3/linux-x86_64") == contents(
         single.version_dir / "linux-x86_64"
     )
-    merged = release(Project.at(fake.root, tmp_path / "release"), [linux, windows], fake.options())
+    merged = release(
+        Project.at(written.root, tmp_path / "release"), [linux, windows], written.options()
+    )
     assert contents(merged.version_dir) == contents(single.version_dir)
-    report = verify_tree(merged.version_dir, public_key=fake.root / "keys" / "fakeproduct.pub")
+    report = verify_tree(merged.version_dir, public_key=written.root / "keys" / "fakeproduct.pub")
     assert report.ok and report.signed_by is not None
 
 
 def test_release_refuses_runners_built_from_other_recipes(
-    fake: FakeProject, reporter: Reporter, tmp_path: Path
+    written: FakeProject, reporter: Reporter, tmp_path: Path
 ) -> None:
-    fake.write()
-    linux = runner_build(fake, reporter, tmp_path / "a", "linux-x86_64")
-    recipe = fake.root / "recipes" / "fake.toml"
+    linux = runner_build(written, reporter, tmp_path / "a", "linux-x86_64")
+    recipe = written.root / "recipes" / "fake.toml"
     recipe.write_text(recipe.read_text() + "\n# a later edit\n")
-    windows = runner_build(fake, reporter, tmp_path / "b", "windows-x86_64")
+    windows = runner_build(written, reporter, tmp_path / "b", "windows-x86_64")
     with pytest.raises(ConfigError) as caught:
-        release(Project.at(fake.root, tmp_path / "release"), [linux, windows], fake.options())
+        release(Project.at(written.root, tmp_path / "release"), [linux, windows], written.options())
     message = str(caught.value)
     assert "different inputs" in message and "recipes fake:" in message
     assert str(linux / "fakeproduct" / "1.2.3") in message
@@ -77,55 +77,51 @@ def test_release_refuses_runners_built_from_other_recipes(
 
 
 def test_release_refuses_a_tampered_runner_tree(
-    fake: FakeProject, reporter: Reporter, tmp_path: Path
+    written: FakeProject, reporter: Reporter, tmp_path: Path
 ) -> None:
-    fake.write()
-    linux = runner_build(fake, reporter, tmp_path / "a", "linux-x86_64")
-    windows = runner_build(fake, reporter, tmp_path / "b", "windows-x86_64")
+    linux = runner_build(written, reporter, tmp_path / "a", "linux-x86_64")
+    windows = runner_build(written, reporter, tmp_path / "b", "windows-x86_64")
     (windows / "fakeproduct/1.2.3/windows-x86_64/runtimes.json").write_text("{}")
     with pytest.raises(IntegrityError, match="modified +windows-x86_64/runtimes.json"):
-        release(Project.at(fake.root, tmp_path / "release"), [linux, windows], fake.options())
+        release(Project.at(written.root, tmp_path / "release"), [linux, windows], written.options())
 
 
 def test_release_refuses_a_missing_target(
-    fake: FakeProject, reporter: Reporter, tmp_path: Path
+    written: FakeProject, reporter: Reporter, tmp_path: Path
 ) -> None:
-    fake.write()
-    linux = runner_build(fake, reporter, tmp_path / "a", "linux-x86_64")
+    linux = runner_build(written, reporter, tmp_path / "a", "linux-x86_64")
     with pytest.raises(ConfigError, match="no runner built windows-x86_64"):
-        release(Project.at(fake.root, tmp_path / "release"), [linux], fake.options())
+        release(Project.at(written.root, tmp_path / "release"), [linux], written.options())
 
 
 def test_cache_export_then_import_serves_an_offline_build(
-    fake: FakeProject, reporter: Reporter, tmp_path: Path
+    written: FakeProject, reporter: Reporter, tmp_path: Path
 ) -> None:
-    fake.write()
-    build(fake.project, fake.options(), reporter)
-    exported = export_cache(Cache(fake.root / "cache"), tmp_path / "export")
+    build(written.project, written.options(), reporter)
+    exported = export_cache(Cache(written.root / "cache"), tmp_path / "export")
     assert len(exported.copied) == 2
     fresh = tmp_path / "fresh-cache"
     with pytest.raises(OfflineError):
         build(
-            Project.at(fake.root, tmp_path / "d0"),
-            fake.options(offline=True, cache_dir=fresh),
+            Project.at(written.root, tmp_path / "d0"),
+            written.options(offline=True, cache_dir=fresh),
             reporter,
         )
     imported = import_cache(Cache(fresh), tmp_path / "export")
     assert len(imported.copied) == 2 and not imported.rejected
     result = build(
-        Project.at(fake.root, tmp_path / "d1"),
-        fake.options(offline=True, cache_dir=fresh),
+        Project.at(written.root, tmp_path / "d1"),
+        written.options(offline=True, cache_dir=fresh),
         reporter,
     )
     assert result.version_dir.is_dir()
 
 
 def test_cache_import_rejects_corrupt_entries(
-    fake: FakeProject, reporter: Reporter, tmp_path: Path
+    written: FakeProject, reporter: Reporter, tmp_path: Path
 ) -> None:
-    fake.write()
-    build(fake.project, fake.options(), reporter)
-    export_cache(Cache(fake.root / "cache"), tmp_path / "export")
+    build(written.project, written.options(), reporter)
+    export_cache(Cache(written.root / "cache"), tmp_path / "export")
     victim = next((tmp_path / "export" / "sha256").glob("*/*"))
     data = bytearray(victim.read_bytes())
     data[len(data) // 2] ^= 0xFF
