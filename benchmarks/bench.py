@@ -6,11 +6,15 @@ that child's os.wait4 rusage, i.e. the largest resident set of any one process i
 
   unzip baseline  benchmarks/unzip_baseline.sh: unzip -j of exactly the kept libraries of every
                   runtime tree, from the cached wheels
-  warm build      invoke build, cache warm, into an empty dist/          (target ≤ 0.4 x baseline)
-  no-op build     invoke build again into the dist/ it has just built    (target ≤ 0.1 x baseline)
+  warm build      invoke build, cache warm, into an empty dist/          (target ≤ 0.30 x baseline)
+  no-op build     invoke build again into the dist/ it has just built    (target ≤ 0.08 x baseline)
+  pair baseline   the unzip baseline of only linux-x86_64 and windows-x86_64
+  pair warm       invoke build --target linux-x86_64 --target windows-x86_64, cache warm,
+                  empty dist/                                    (target ≤ 0.40 x pair baseline)
   pip download    pip download --no-deps of exactly the pinned wheels, no pip cache
   cold fetch      invoke fetch into an empty cache                        (throughput ≥ pip's)
-  cold build      invoke build, empty cache, empty dist/                  (informational)
+  cold build      invoke build, empty cache, empty dist/       (informational: a ratio to pip
+                  download + the unzip baseline, i.e. to fetching and extracting by hand)
 
 Every ortbundle run must stay under 200 MiB peak. Standard library only; run from anywhere:
 ``python3 benchmarks/bench.py --runs 3 --cold-runs 1``. Exits 0 whatever it measured, 1 if a
@@ -42,8 +46,10 @@ BASELINE_SCRIPT = HERE / "unzip_baseline.sh"
 CACHE_ENV = "ORTBUNDLE_CACHE_DIR"  # ortbundle's documented cache override
 MIB = 1 << 20
 
-WARM_TARGET = 0.4  # times the unzip baseline, at most
-NOOP_TARGET = 0.1  # times the unzip baseline, at most
+WARM_TARGET = 0.30  # times the unzip baseline, at most
+NOOP_TARGET = 0.08  # times the unzip baseline, at most
+PAIR_TARGET = 0.40  # times the unzip baseline of the same two targets, at most
+PAIR_TARGETS = ("linux-x86_64", "windows-x86_64")  # the desktop pair a runner often builds
 COLD_TARGET = 1.0  # times pip download's throughput, at least
 PEAK_TARGET_MIB = 200.0  # every ortbundle run, below
 
@@ -136,7 +142,9 @@ class Scenario:
 
     name: str
     command: str
-    baseline: str | None = None  # the scenario it is a ratio to (None: it is a baseline)
+    baseline: str | None = (
+        None  # the scenario(s) it is a ratio to, "a+b" for a sum; None: it is one
+    )
     ratio_kind: str = "time"  # "time": median / baseline's; "throughput": baseline's / median
     target: float | None = None  # ratio bound (≤ for time, ≥ for throughput); None: info only
     memory_target: bool = False  # is peak < PEAK_TARGET_MIB part of the verdict?
@@ -250,10 +258,12 @@ def probe(runner: Runner, work: Path, product: str, index_url: str | None) -> In
     return Inputs(data["meta"]["product"], data["meta"]["version"], data["trees"], data["wheels"])
 
 
-def write_member_list(inputs: Inputs, path: Path) -> None:
+def write_member_list(inputs: Inputs, path: Path, targets: Sequence[str] = ()) -> None:
     """The baseline's input: TREE<TAB>WHEEL<TAB>MEMBER … per runtime tree and wheel."""
     lines = []
     for tree in inputs.trees:
+        if targets and tree["tree"].split("/", 1)[0] not in targets:
+            continue
         for wheel, members in sorted(tree["members"].items()):
             names = [member for member, _ in members]
             for name in names:
@@ -263,14 +273,17 @@ def write_member_list(inputs: Inputs, path: Path) -> None:
     path.write_text("".join(lines), "utf-8")
 
 
-def check_baseline(inputs: Inputs, out: Path) -> None:
-    """The baseline extracted exactly the kept files (count and bytes)."""
+def check_baseline(inputs: Inputs, out: Path, targets: Sequence[str] = ()) -> None:
+    """The baseline extracted exactly the kept files (count and bytes) of those targets."""
     files = [p for p in out.rglob("*") if p.is_file()]
     size = sum(p.stat().st_size for p in files)
-    if len(files) != inputs.kept_files or size != inputs.kept_bytes:
+    trees = [t for t in inputs.trees if not targets or t["tree"].split("/", 1)[0] in targets]
+    kept = [m for t in trees for members in t["members"].values() for m in members]
+    want_files, want_bytes = len(kept), sum(int(size) for _, size in kept)
+    if len(files) != want_files or size != want_bytes:
         raise CheckFailed(
             f"the baseline extracted {len(files)} files ({size} bytes), "
-            f"the build kept {inputs.kept_files} ({inputs.kept_bytes} bytes)"
+            f"the build kept {want_files} ({want_bytes} bytes)"
         )
 
 
@@ -306,9 +319,11 @@ def pip_commands(inputs: Inputs, dest: Path, index_url: str | None) -> list[list
     commands = []
     for (_, python, abi), platforms, specs in groups:
         impl, digits = python[:2], python[2:]
+        # cp311 → 3.11; a pure wheel's py3 → 3 (pip refuses "3.")
+        version = digits if len(digits) == 1 else f"{digits[0]}.{digits[1:]}"
         argv = [sys.executable, "-m", "pip", "download", "--no-deps", "--only-binary=:all:"]
         argv += ["--no-cache-dir", "--progress-bar", "off", "--dest", str(dest)]
-        argv += ["--python-version", f"{digits[0]}.{digits[1:]}", "--implementation", impl]
+        argv += ["--python-version", version, "--implementation", impl]
         argv += ["--abi", abi]
         for plat in platforms:
             argv += ["--platform", plat]
@@ -348,12 +363,13 @@ def ratio(scenario: Scenario, by_name: dict[str, Scenario]) -> float | None:
     """The scenario against its baseline: time ratio, or throughput ratio for the same bytes."""
     if scenario.baseline is None:
         return None
-    base = by_name[scenario.baseline]
-    if not base.samples or not scenario.samples:
+    bases = [by_name[name] for name in scenario.baseline.split("+")]
+    if not scenario.samples or not all(b.samples for b in bases):
         return None
+    total = sum(b.median for b in bases)
     if scenario.ratio_kind == "throughput":
-        return base.median / scenario.median
-    return scenario.median / base.median
+        return total / scenario.median
+    return scenario.median / total
 
 
 def verdict(scenario: Scenario, value: float | None) -> str:
@@ -471,12 +487,31 @@ def measure(
     baseline = Scenario("unzip baseline", f"sh {BASELINE_SCRIPT.name} (unzip -j)")
     warm = Scenario("warm build", build_form, "unzip baseline", "time", WARM_TARGET, True)
     noop = Scenario("no-op build", build_form, "unzip baseline", "time", NOOP_TARGET, True)
+    pair_targets = [
+        t for t in PAIR_TARGETS if any(x["tree"].startswith(f"{t}/") for x in inputs.trees)
+    ]
+    pair_list = work / "members-pair.tsv"
+    write_member_list(inputs, pair_list, pair_targets)
+    pair_base = Scenario("pair baseline", f"unzip -j, {' + '.join(pair_targets)} only")
+    pair = Scenario(
+        "pair warm",
+        f"{build_form} --target {' --target '.join(pair_targets)}",
+        "pair baseline",
+        "time",
+        PAIR_TARGET,
+        True,
+    )
     pip = Scenario("pip download", "pip download --no-deps --no-cache-dir")
     fetch = Scenario(
         "cold fetch", "invoke fetch, empty cache", "pip download", "throughput", COLD_TARGET, True
     )
     cold = Scenario(
-        "cold build", f"{build_form}, empty cache", "pip download", "throughput", None, True
+        "cold build",
+        f"{build_form}, empty cache",
+        "pip download+unzip baseline",
+        "time",
+        None,
+        True,
     )
 
     noop_dist = work / "noop-dist"
@@ -501,6 +536,20 @@ def measure(
         noop.samples.append(
             runner.run("noop", build_argv(base_cmd, real_task, noop_dist, product, index))
         )
+        if real_task and pair_targets:
+            shutil.rmtree(out, ignore_errors=True)
+            pair_base.samples.append(
+                runner.run("pair-unzip", ["sh", str(BASELINE_SCRIPT), str(pair_list), str(out)])
+            )
+            check_baseline(inputs, out, pair_targets)
+            shutil.rmtree(out)
+            dist = work / f"pair-dist-{n}"
+            argv = build_argv(base_cmd, real_task, dist, product, index)
+            for target in pair_targets:
+                argv += ["--target", target]
+            pair.samples.append(runner.run("pair", argv))
+            check_dist(inputs, dist)
+            shutil.rmtree(dist)
 
     notes: dict[str, Any] = {"pip_mismatch": None}
     for n in range(1, args.cold_runs + 1):
@@ -541,7 +590,7 @@ def measure(
         build_command=build_form,
         pip_calls=len(pip_commands(inputs, work, args.index_url)),
     )
-    return [baseline, warm, noop, pip, fetch, cold], notes
+    return [baseline, warm, noop, pair_base, pair, pip, fetch, cold], notes
 
 
 def report(scenarios: list[Scenario], notes: dict[str, Any]) -> str:
@@ -555,13 +604,14 @@ def report(scenarios: list[Scenario], notes: dict[str, Any]) -> str:
         "",
         table(scenarios),
         "",
-        "ratio: median ÷ the unzip baseline's median (warm, no-op); 'thrpt': throughput over "
-        "the same bytes as pip download's (its median s ÷ this median s)",
+        "ratio: median ÷ the unzip baseline's median (warm, no-op; pair warm ÷ pair baseline; "
+        "cold build ÷ (pip download + unzip baseline)); 'thrpt': throughput over the same "
+        "bytes as pip download's (its median s ÷ this median s)",
         f"peak: largest resident set of any one process of a run, max over runs; ortbundle "
         f"runs must stay < {PEAK_TARGET_MIB:.0f} MiB",
     ]
     by_name = {s.name: s for s in scenarios}
-    for name in ("pip download", "cold fetch", "cold build"):
+    for name in ("pip download", "cold fetch"):
         if by_name[name].samples:
             rate = notes["wheel_mib"] / by_name[name].median
             lines.append(
