@@ -27,7 +27,6 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from ortbundle import __version__
-from ortbundle.fetch.cache import locked, remove_dead_leftovers, stat_record
 from ortbundle.fsio import atomic_write
 from ortbundle.locations import default_cache_dir
 from ortbundle.plan import (
@@ -287,6 +286,8 @@ def restore_runtime(
     Each file is trusted while its stat record holds (size, mtime, ctime, inode). A release
     does not call this: a record stored beside what it describes cannot vouch for it.
     """
+    from ortbundle.fetch.cache import locked, stat_record
+
     entry = cache / "stages" / key[:2] / key
     with locked(entry.with_name(f"{key}.lock")):
         meta = entry / "closure.json"
@@ -322,6 +323,8 @@ def restore_runtime(
 
 
 def store_runtime(cache: Path, key: str, stage_root: Path, staged: StagedRuntime) -> None:
+    from ortbundle.fetch.cache import locked, remove_dead_leftovers, stat_record
+
     entry = cache / "stages" / key[:2] / key
     with locked(entry.with_name(f"{key}.lock")):
         remove_dead_leftovers(entry.parent.glob(f".{key}.partial-*"))

@@ -147,3 +147,62 @@ def test_a_memo_naming_a_file_outside_its_runtime_is_discarded(
     result = build(fake.project, fake.options(), reporter)
     assert sorted(calls) == [("fake", "linux-x86_64"), ("fake", "windows-x86_64")]
     assert not list(result.version_dir.parent.rglob("escaped"))
+
+
+_NO_OP_PROBE = """
+import json, sys
+from pathlib import Path
+from ortbundle.cli import run_build
+from ortbundle.plan import BuildOptions
+from ortbundle.fetch.policy import RetryPolicy
+root, cache, index, environ = sys.argv[1], sys.argv[2], sys.argv[3], json.loads(sys.argv[4])
+options = BuildOptions(
+    product="fakeproduct", index_url=index, cache_dir=Path(cache), environ=environ, jobs=2
+)
+run_build(options, root=Path(root))
+print(json.dumps(sorted(sys.modules)))
+"""
+
+# What a no-op build must not import: the HTTP stack, archives and binaries, the evidence and
+# presentation libraries, and every pipeline module (prepare_build decides from plan data alone).
+_HEAVY = (
+    "requests",
+    "rich",
+    "elftools",
+    "pefile",
+    "jinja2",
+    "cryptography",
+    "license_expression",
+    "ortbundle.build",
+    "ortbundle.stage",
+    "ortbundle.closure",
+    "ortbundle.fetch.cache",
+    "ortbundle.fetch.config",
+    "ortbundle.fetch.download",
+)
+
+
+def test_a_no_op_build_imports_nothing_heavy(written: FakeProject, reporter: Reporter) -> None:
+    import json
+    import subprocess
+    import sys
+
+    build(written.project, written.options(), reporter)
+    done = subprocess.run(
+        [
+            sys.executable,
+            "-c",
+            _NO_OP_PROBE,
+            str(written.root),
+            str(written.root / "cache"),
+            written.server.url,
+            json.dumps(written.environ),
+        ],
+        capture_output=True,
+        text=True,
+        check=True,
+        cwd=Path(__file__).resolve().parents[1],
+    )
+    assert "up to date" in done.stdout
+    modules = set(json.loads(done.stdout.strip().splitlines()[-1]))
+    assert sorted(m for m in _HEAVY if m in modules) == []
