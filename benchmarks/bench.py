@@ -319,8 +319,10 @@ def pip_commands(inputs: Inputs, dest: Path, index_url: str | None) -> list[list
     commands = []
     for (_, python, abi), platforms, specs in groups:
         impl, digits = python[:2], python[2:]
-        # cp311 → 3.11; a pure wheel's py3 → 3 (pip refuses "3.")
-        version = digits if len(digits) == 1 else f"{digits[0]}.{digits[1:]}"
+        # cp311 → 3.11; a py3 wheel names no minor version (pip refuses "3.", and "3" fails
+        # Requires-Python): this interpreter's own, which any py3 wheel must accept
+        running = f"{sys.version_info.major}.{sys.version_info.minor}"
+        version = running if len(digits) == 1 else f"{digits[0]}.{digits[1:]}"
         argv = [sys.executable, "-m", "pip", "download", "--no-deps", "--only-binary=:all:"]
         argv += ["--no-cache-dir", "--progress-bar", "off", "--dest", str(dest)]
         argv += ["--python-version", version, "--implementation", impl]
