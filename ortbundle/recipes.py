@@ -482,20 +482,31 @@ _MAVEN_WORD = re.compile(r"^[A-Za-z0-9_][A-Za-z0-9._-]*$")
 _NPM_NAME = re.compile(r"^(@[a-z0-9][a-z0-9._~-]*/)?[a-z0-9][a-z0-9._~-]*$")
 
 
-def _source(reader: _Reader, source_id: str) -> Source:
-    sha256 = reader.text("sha256").lower()
-    if not _SHA256.match(sha256):
+def _digest(reader: _Reader, pinned: bool) -> str:
+    """The table's sha256; lenient (`pinned=False`, for `pin --check`): "" when missing, and
+    whatever is written otherwise — an unpinned source is a finding there, not an error."""
+    if pinned:
+        return reader.text("sha256").lower()
+    value = reader.table.get("sha256")
+    return value.lower() if isinstance(value, str) else ""
+
+
+def _source(reader: _Reader, source_id: str, *, pinned: bool = True) -> Source:
+    sha256 = _digest(reader, pinned)
+    if pinned and not _SHA256.match(sha256):
         raise reader._fail("'sha256' must be 64 hex digits")
     size = reader.table.get("size")
     if size is not None and (not isinstance(size, int) or size <= 0):
-        raise reader._fail("'size' must be a positive integer")
+        if pinned:
+            raise reader._fail("'size' must be a positive integer")
+        size = None
     nested = []
     for inner in reader.subs("nested"):
         member = inner.text("member")
         if check_member_name(member):
             raise inner._fail(f"member {member!r} {check_member_name(member)}")
-        inner_sha = inner.text("sha256").lower()
-        if not _SHA256.match(inner_sha):
+        inner_sha = _digest(inner, pinned)
+        if pinned and not _SHA256.match(inner_sha):
             raise inner._fail("'sha256' must be 64 hex digits (of the nested archive itself)")
         nested.append(NestedMember(member=member, sha256=inner_sha))
     if len(nested) > MAX_NESTING:
@@ -513,13 +524,20 @@ def _source(reader: _Reader, source_id: str) -> Source:
     )
 
 
-def _sources(top: _Reader) -> dict[str, Source]:
+def _sources(top: _Reader, *, pinned: bool = True) -> dict[str, Source]:
     """[sources.<id>]: an id names scratch files (pin), so it is one plain word."""
     table = top.sub("sources")
     for sid in table.table:
         if not _PATH_WORD.match(sid):
             raise table._fail(f"source id {sid!r}: use letters, digits, . _ + -")
-    return {sid: _source(table.sub(sid), sid) for sid in table.table}
+    return {sid: _source(table.sub(sid), sid, pinned=pinned) for sid in table.table}
+
+
+def load_sources(path: Path, *, pinned: bool = True) -> dict[str, Source]:
+    """A recipe's [sources] alone. `pinned=False` (`pin --check`) admits a missing or malformed
+    sha256 or size, which the check reports as unpinned; everything else is checked as ever."""
+    data, _sha = _load_toml(path)
+    return _sources(_Reader(path, "", data), pinned=pinned)
 
 
 def _texts(reader: _Reader, sources: dict[str, Source]) -> tuple[LicenseText, ...]:

@@ -2,6 +2,10 @@
 
 from __future__ import annotations
 
+import pickle
+import shutil
+import subprocess
+import sys
 import threading
 from pathlib import Path
 
@@ -17,6 +21,8 @@ from ortbundle.progress import Reporter
 from tests.helpers.index_server import IndexServer
 from tests.helpers.project import FAST_RETRY, FakeProject
 from tests.helpers.wheels import sha256_of
+
+REPO = Path(__file__).resolve().parents[1]
 
 LINUX = ("linux-x86_64",)
 
@@ -163,3 +169,29 @@ def test_project_missing_from_index_says_where_it_looked(
     fake.server.files.clear()
     with pytest.raises(FetchError, match="not in the configured index.*no such project"):
         build(fake.project, fake.options(targets=LINUX), reporter)
+
+
+def test_a_warm_build_imports_no_http_stack(fake: FakeProject, reporter: Reporter) -> None:
+    """Registries make a registry (and import requests) only when something must be
+    downloaded: a build whose sources are all cached never imports the HTTP stack."""
+    fake.write()
+    build(fake.project, fake.options(targets=LINUX), reporter)  # fills the cache
+    state = fake.root / "warm.pickle"
+    state.write_bytes(pickle.dumps((fake.project, fake.options(targets=LINUX))))
+    script = (
+        "import pickle, sys\n"
+        "from ortbundle.build import build\n"
+        "from ortbundle.progress import Reporter\n"
+        "from rich.console import Console\n"
+        f"project, options = pickle.loads(open({str(state)!r}, 'rb').read())\n"
+        "build(project, options, Reporter(Console(quiet=True)))\n"
+        "print(sorted(m for m in ('requests', 'urllib3') if m in sys.modules))\n"
+    )
+    shutil.rmtree(fake.project.dist)  # built again, from the cached downloads
+    before = len(fake.server.requests)
+    done = subprocess.run(
+        [sys.executable, "-c", script], capture_output=True, text=True, check=False, cwd=REPO
+    )
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.strip().splitlines()[-1] == "[]"
+    assert len(fake.server.requests) == before

@@ -11,6 +11,7 @@ import requests
 
 from ortbundle.errors import FetchError, IntegrityError
 from ortbundle.fetch import download as download_module
+from ortbundle.fetch import http as http_module
 from ortbundle.fetch.download import download, request_with_retries
 from ortbundle.fetch.policy import RetryPolicy
 from tests.helpers.loopback import LoopbackServer, QuietHandler
@@ -83,7 +84,7 @@ def test_an_unfollowable_answer_is_a_fetch_error_naming_the_url(
 def test_a_document_larger_than_any_index_page_is_refused(
     server: str, session: requests.Session, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    monkeypatch.setattr(download_module, "MAX_DOCUMENT", 1024)
+    monkeypatch.setattr(http_module, "MAX_DOCUMENT", 1024)
     with pytest.raises(FetchError, match="more than 0 MiB for a document"):
         request_with_retries(session, server + "/huge", FAST, what="index page for x")
 

@@ -19,7 +19,9 @@ from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
-from ortbundle.fetch.config import redact
+from ortbundle.archives import copy_hashing
+from ortbundle.fetch.config.urls import redact
+from ortbundle.fsio import atomic_output, atomic_write, fsync_dir
 from ortbundle.locations import ENV_CACHE_DIR as ENV_CACHE_DIR  # re-exported
 from ortbundle.locations import default_cache_dir as default_cache_dir  # re-exported
 
@@ -54,6 +56,7 @@ def locked(path: Path) -> Iterator[None]:
             fcntl.flock(handle.fileno(), fcntl.LOCK_UN)
 
 
+_FSIO_TEMP = re.compile(r"-(\d+)-[0-9a-f]{8}$")
 _WRITER_PID = re.compile(r"[.-](\d+)(?:\.tmp)?$")
 
 
@@ -73,10 +76,15 @@ def remove_dead_leftovers(paths: Iterable[Path]) -> None:
     """Delete temporary files and directories whose name ends in the pid of a dead writer
     (`.x.partial-<pid>`, `.x.<pid>.tmp`); a live writer's are left alone."""
     for path in paths:
-        digits = "".join(
-            ch
-            for ch in path.name.removesuffix(".tmp").rsplit("-", 1)[-1].rsplit(".", 1)[-1]
-            if ch.isdigit()
+        fsio = _FSIO_TEMP.search(path.name)  # fsio.temp_name: .x.<tag>-<pid>-<token>
+        digits = (
+            fsio[1]
+            if fsio
+            else "".join(
+                ch
+                for ch in path.name.removesuffix(".tmp").rsplit("-", 1)[-1].rsplit(".", 1)[-1]
+                if ch.isdigit()
+            )
         )
         if digits and not pid_alive(int(digits)):
             if path.is_dir() and not path.is_symlink():
@@ -145,14 +153,27 @@ class Cache:
         return CacheEntry(path=blob, sha256=sha256, size=stat.st_size, url=str(meta.get("url", "")))
 
     def store(self, verified: Path, sha256: str, *, url: str) -> CacheEntry:
-        """Move an already-verified file into the cache (atomic rename)."""
+        """Move an already-verified file into the cache (atomic rename, flushed to disk)."""
         blob = self.blob_path(sha256)
         blob.parent.mkdir(parents=True, exist_ok=True)
         verified.chmod(0o644)
+        with verified.open("rb") as handle:
+            os.fsync(handle.fileno())
         os.replace(verified, blob)
+        fsync_dir(blob.parent)
         stat = blob.stat()
         self._write_meta(sha256, {**stat_record(stat), "url": url})
         return CacheEntry(path=blob, sha256=sha256, size=stat.st_size, url=url)
+
+    def adopt(self, verified: Path, sha256: str, *, url: str) -> CacheEntry:
+        """Store a file hashed by the caller (`sha256` is what it hashes to, not a pin), unless
+        the cache holds those bytes already; either way `verified` is gone afterwards."""
+        with self.lock(sha256):
+            entry = self.get(sha256)
+            if entry is None:
+                return self.store(verified, sha256, url=url)
+            verified.unlink(missing_ok=True)
+            return entry
 
     def evict(self, sha256: str) -> None:
         self.blob_path(sha256).unlink(missing_ok=True)
@@ -161,9 +182,8 @@ class Cache:
     def _write_meta(self, sha256: str, meta: dict[str, object]) -> None:
         path = self._meta_path(sha256)
         remove_dead_leftovers(path.parent.glob(f".{path.name}.*.tmp"))  # from killed builds
-        tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
-        tmp.write_text(json.dumps(meta, sort_keys=True), "utf-8")
-        os.replace(tmp, path)
+        remove_dead_leftovers(path.parent.glob(f".{path.name}.tmp-*"))
+        atomic_write(path, json.dumps(meta, sort_keys=True))
 
 
 _HEX64 = frozenset("0123456789abcdef")
@@ -199,12 +219,11 @@ def export_cache(cache: Cache, dest: Path) -> TransferReport:
             already.append(blob.name)
             continue
         target.parent.mkdir(parents=True, exist_ok=True)
-        tmp = target.with_name(f".{target.name}.{os.getpid()}.tmp")
-        shutil.copyfile(entry.path, tmp)
-        os.replace(tmp, target)
+        with atomic_output(target) as tmp:
+            shutil.copyfile(entry.path, tmp)
         copied.append(blob.name)
     dest.mkdir(parents=True, exist_ok=True)
-    (dest / "index.json").write_text(json.dumps(index, indent=2, sort_keys=True) + "\n", "utf-8")
+    atomic_write(dest / "index.json", json.dumps(index, indent=2, sort_keys=True) + "\n")
     return TransferReport(tuple(copied), tuple(already), ())
 
 
@@ -224,12 +243,9 @@ def import_cache(cache: Cache, source: Path) -> TransferReport:
                 continue
             partial = cache.partial_path(sha256)
             partial.parent.mkdir(parents=True, exist_ok=True)
-            digest = hashlib.sha256()
             with blob.open("rb") as src, partial.open("wb") as out:
-                while chunk := src.read(CHUNK):
-                    digest.update(chunk)
-                    out.write(chunk)
-            if digest.hexdigest() != sha256:
+                _size, got = copy_hashing(src, out)
+            if got != sha256:
                 partial.unlink()
                 rejected.append(sha256)
                 continue

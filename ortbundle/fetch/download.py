@@ -1,170 +1,43 @@
 """Streaming downloads: hash while writing, retry with backoff, resume with Range.
 
-Retries happen on connection errors, read time-outs, truncated bodies, 5xx and 429; never on
-another 4xx, which a retry cannot fix. A partial file is kept for the next attempt (and the next
-build) and only deleted when its bytes are proven wrong. Other digests a repository publishes
-(Maven's .sha1, npm's integrity) are computed in the same pass, so no file is read twice.
+Retries follow http.py's rules, plus truncated bodies. A partial file is kept for the next
+attempt (and the next build) and only deleted when its bytes are proven wrong. Other digests a
+repository publishes (Maven's .sha1, npm's integrity) are computed in the same pass, so no file
+is read twice.
 """
 
 from __future__ import annotations
 
 import hashlib
 import time
-from collections.abc import Callable, Collection, Iterator, Mapping
-from dataclasses import dataclass, field
-from email.utils import parsedate_to_datetime
+from collections.abc import Callable, Collection, Mapping
 from pathlib import Path
-from urllib.parse import urlsplit
 
 import requests
-import urllib3
 
 from ortbundle.errors import FetchError, IntegrityError
-from ortbundle.fetch.config import redact
+from ortbundle.fetch.config.urls import redact
+from ortbundle.fetch.http import CHUNK as CHUNK  # re-exported
+from ortbundle.fetch.http import (
+    CREDENTIALS_FIX,
+    NOT_FOUND_STATUS,
+    check_scheme,
+    chunks,
+    retry_after,
+    unusable,
+)
+from ortbundle.fetch.http import DIGESTS as DIGESTS  # re-exported
+from ortbundle.fetch.http import MAX_DOCUMENT as MAX_DOCUMENT  # re-exported
+from ortbundle.fetch.http import RETRY_STATUS as RETRY_STATUS  # re-exported
+from ortbundle.fetch.http import TRANSIENT as TRANSIENT  # re-exported
+from ortbundle.fetch.http import NotFound as NotFound  # re-exported
+from ortbundle.fetch.http import request_with_retries as request_with_retries  # re-exported
 from ortbundle.fetch.policy import RetryPolicy as RetryPolicy  # re-exported
+from ortbundle.fetch.registry import Downloaded as Downloaded  # re-exported
 
-CHUNK = 1 << 20
-MAX_DOCUMENT = 64 << 20  # an index page, package document or sidecar; the largest real: ~20 MiB
 MAX_UNPINNED = 16 << 30  # a download with no pinned size stops here, not when the disk fills
-# A dropped connection surfaces as any of these, depending on when it drops.
-TRANSIENT = (
-    requests.ConnectionError,
-    requests.Timeout,
-    requests.exceptions.ChunkedEncodingError,
-    urllib3.exceptions.HTTPError,
-)
-RETRY_STATUS = frozenset({429, 500, 502, 503, 504})
-_NOT_FOUND = frozenset({404, 410})
-DIGESTS = frozenset({"sha1", "sha256", "sha384", "sha512"})  # what a repository may publish
-_CREDENTIALS_FIX = (
-    "the server wants credentials, or refused the ones configured: check them (pip's "
-    "configuration, a <server> in settings.xml, an _authToken in .npmrc)"
-)
-
-
-class NotFound(FetchError):
-    """HTTP 404/410: the file is not at this URL (another repository may still have it)."""
-
 
 ProgressFn = Callable[[int, int | None], None]  # (bytes so far, total or None)
-
-
-def _retry_after(response: requests.Response) -> float | None:
-    value = response.headers.get("Retry-After")
-    if not value:
-        return None
-    try:
-        return max(0.0, float(value))
-    except ValueError:
-        pass
-    try:
-        return max(0.0, parsedate_to_datetime(value).timestamp() - time.time())
-    except (TypeError, ValueError):
-        return None
-
-
-def _check_scheme(requested: str, response: requests.Response, what: str) -> None:
-    """Refuse an https → http downgrade anywhere in the redirect chain."""
-    if urlsplit(requested).scheme != "https":
-        return
-    for hop in [*response.history, response]:
-        if urlsplit(hop.url).scheme != "https":
-            raise FetchError(
-                f"{what}: refused a redirect from https to {redact(hop.url)}",
-                file=redact(requested),
-                fix="the server downgraded the connection; use an index or mirror that stays "
-                "on https, or configure it as http explicitly if that is intended",
-            )
-
-
-def request_with_retries(
-    session: requests.Session,
-    url: str,
-    policy: RetryPolicy,
-    *,
-    headers: Mapping[str, str] | None = None,
-    what: str,
-    allow_404: bool = False,
-    fix: str = "check the URL and the index configuration (PIP_INDEX_URL, --index-url)",
-) -> requests.Response | None:
-    """A small GET (an index page, a sidecar digest) with the same retry rules as a download."""
-    last: str = ""
-    for attempt in range(policy.attempts):
-        try:
-            response = session.get(
-                url, headers=dict(headers or {}), timeout=policy.timeout, stream=True
-            )
-            try:
-                _check_scheme(url, response, what)
-                if response.status_code < 400:
-                    body = _read_capped(response, MAX_DOCUMENT, what=what, url=url)
-                    response._content = body  # what .content, .text and .json() read
-            finally:
-                response.close()  # the body is read (or not wanted): release the connection
-        except TRANSIENT as exc:
-            last = f"{type(exc).__name__}"
-            time.sleep(policy.delay(attempt))
-            continue
-        except requests.RequestException as exc:
-            raise _unusable(exc, what, url) from None
-        if response.status_code == 404 and allow_404:
-            return None
-        if response.status_code in RETRY_STATUS:
-            last = f"HTTP {response.status_code}"
-            time.sleep(policy.delay(attempt, _retry_after(response)))
-            continue
-        if response.status_code >= 400:
-            error = NotFound if response.status_code in _NOT_FOUND else FetchError
-            raise error(
-                f"{what}: HTTP {response.status_code}",
-                file=redact(url),
-                fix=_CREDENTIALS_FIX if response.status_code in (401, 403) else fix,
-            )
-        return response
-    raise FetchError(
-        f"{what}: gave up after {policy.attempts} attempts ({last})",
-        file=redact(url),
-        fix="check the network or the mirror, then build again",
-    )
-
-
-def _read_capped(response: requests.Response, limit: int, *, what: str, url: str) -> bytes:
-    parts, size = [], 0
-    for chunk in _chunks(response):
-        size += len(chunk)
-        if size > limit:
-            response.close()
-            raise FetchError(
-                f"{what}: the server sent more than {limit >> 20} MiB for a document",
-                file=redact(url),
-                fix="the URL serves something else than an index page or digest; check the mirror",
-            )
-        parts.append(chunk)
-    return b"".join(parts)
-
-
-def _unusable(exc: requests.RequestException, what: str, url: str) -> FetchError:
-    """A request that can never succeed (a redirect loop, a redirect to ftp://, a bad URL)."""
-    return FetchError(
-        f"{what}: {type(exc).__name__} ({redact(str(exc))})",
-        file=redact(url),
-        fix="the server's answer cannot be followed: check the URL and the mirror",
-    )
-
-
-def _chunks(response: requests.Response) -> Iterator[bytes]:
-    """Bytes as they arrive (read1), so a dropped connection loses nothing already received."""
-    raw = response.raw
-    while chunk := raw.read1(CHUNK, decode_content=True):
-        yield chunk
-
-
-@dataclass(frozen=True)
-class Downloaded:
-    path: Path
-    size: int
-    sha256: str
-    digests: dict[str, str] = field(default_factory=dict)  # the extra ones asked for: name → hex
 
 
 class _Hashes:
@@ -235,21 +108,21 @@ def download(
             sent["Range"] = f"bytes={have}-"
         try:
             with session.get(url, headers=sent, stream=True, timeout=policy.timeout) as resp:
-                _check_scheme(url, resp, what)
+                check_scheme(url, resp, what)
                 status = resp.status_code
                 if status == 416 and have:
                     # Nothing left to send: the partial is either whole or wrong; the hash says.
                     break
                 if status in RETRY_STATUS:
                     failure = f"HTTP {status}"
-                    time.sleep(policy.delay(attempt, _retry_after(resp)))
+                    time.sleep(policy.delay(attempt, retry_after(resp)))
                     continue
                 if status >= 400:
-                    error = NotFound if status in _NOT_FOUND else FetchError
+                    error = NotFound if status in NOT_FOUND_STATUS else FetchError
                     raise error(
                         f"{what}: HTTP {status}",
                         file=redact(url),
-                        fix=_CREDENTIALS_FIX
+                        fix=CREDENTIALS_FIX
                         if status in (401, 403)
                         else "the artifact is not at this URL; check the pin and the index",
                     )
@@ -265,7 +138,7 @@ def download(
                         fix="the mirror serves a different file; fix the mirror or the pin",
                     )
                 with partial.open("ab" if have else "wb") as out:
-                    for chunk in _chunks(resp):
+                    for chunk in chunks(resp):
                         have += len(chunk)
                         if have > limit:
                             raise IntegrityError(
@@ -301,7 +174,7 @@ def download(
             partial.unlink(missing_ok=True)
             raise
         except requests.RequestException as exc:
-            raise _unusable(exc, what, url) from None
+            raise unusable(exc, what, url) from None
         break
     else:
         raise FetchError(

@@ -1,19 +1,35 @@
-"""PEP 691 (JSON) and PEP 503 (HTML) simple-index resolution: a pinned filename to its URL."""
+"""A PyPI index (PEP 691 JSON, PEP 503 HTML): a pinned wheel to its URL, a project to its wheels.
+
+The index's published sha256 is checked against the pin before a byte is downloaded; an https
+index that links a file over http is refused.
+"""
 
 from __future__ import annotations
 
 import json
+import threading
+from collections.abc import Callable
 from dataclasses import dataclass
 from html.parser import HTMLParser
+from pathlib import Path
+from typing import Any
 from urllib.parse import urldefrag, urljoin, urlsplit
 
-import requests
-from packaging.utils import canonicalize_name
+from packaging.tags import Tag
+from packaging.utils import (
+    BuildTag,
+    InvalidWheelFilename,
+    canonicalize_name,
+    parse_wheel_filename,
+)
+from packaging.version import InvalidVersion, Version
 
-from ortbundle.errors import FetchError, IntegrityError
-from ortbundle.fetch.config import redact
-from ortbundle.fetch.download import RetryPolicy, request_with_retries
-from ortbundle.recipes import Source
+from ortbundle.errors import ConfigError, FetchError, IntegrityError
+from ortbundle.fetch.config.urls import redact
+from ortbundle.fetch.download import ProgressFn, download
+from ortbundle.fetch.http import NotFound, request_with_retries
+from ortbundle.fetch.registry import Digests, Fetched, Location, Published, Registries, _ignore
+from ortbundle.recipes import Coordinates, PypiCoordinates
 
 ACCEPT = (
     "application/vnd.pypi.simple.v1+json, "
@@ -28,13 +44,6 @@ class IndexFile:
     hashes: dict[str, str]
     yanked: bool = False  # PEP 592: `yanked` in JSON, `data-yanked` on an HTML anchor
     size: int | None = None  # PEP 700, when the index publishes it
-
-
-@dataclass(frozen=True)
-class Resolved:
-    url: str
-    index_url: str
-    published_sha256: str | None
 
 
 class _AnchorParser(HTMLParser):
@@ -96,64 +105,177 @@ def parse_project_page(body: bytes, content_type: str, page_url: str) -> list[In
     return result
 
 
-def resolve(
-    session: requests.Session,
-    index_urls: tuple[str, ...],
-    source: Source,
-    policy: RetryPolicy,
-    *,
-    component: str,
-) -> Resolved:
-    """Find the pinned file in the configured indexes; refuse a published digest ≠ the pin."""
-    project = canonicalize_name(source.pypi.project)
-    looked: list[str] = []
-    for index_url in index_urls:
-        page_url = index_url.rstrip("/") + f"/{project}/"
+WheelName = tuple[str, Version, BuildTag, frozenset[Tag]]
+
+
+def wheel_name(filename: str) -> WheelName | None:
+    """(project, version, build tag, tags) of a wheel's file name; None for anything else."""
+    if not filename.endswith(".whl"):
+        return None
+    try:
+        return parse_wheel_filename(filename)
+    except (InvalidWheelFilename, InvalidVersion):
+        return None
+
+
+def version_or_none(text: str) -> Version | None:
+    try:
+        return Version(text)
+    except InvalidVersion:
+        return None
+
+
+class PypiRegistry:
+    """The configured indexes (pip's configuration, or --index-url): the first to list a pinned
+    file serves it; a project's wheels are merged over all of them, each page read once."""
+
+    kind = "pypi"
+
+    def __init__(self, registries: Registries) -> None:
+        self.registries = registries
+        self.policy = registries.policy
+        self._lock = threading.Lock()
+        self._published: dict[str, Published | None] = {}
+
+    def _page(self, index_url: str, project: str) -> list[IndexFile] | None:
+        """The files a project page lists; None when the index has no such project."""
+        _config, session = self.registries.pip()
         response = request_with_retries(
             session,
-            page_url,
-            policy,
+            index_url.rstrip("/") + f"/{canonicalize_name(project)}/",
+            self.policy,
             headers={"Accept": ACCEPT},
-            what=f"index page for {source.pypi.project}",
+            what=f"index page for {project}",
             allow_404=True,
         )
         if response is None:
-            looked.append(f"{_host(index_url)} (no such project)")
-            continue
-        files = parse_project_page(
-            response.content, response.headers.get("Content-Type", ""), response.url
-        )
-        for entry in files:
-            if entry.filename != source.filename:
+            return None
+        ctype = response.headers.get("Content-Type", "")
+        return parse_project_page(response.content, ctype, response.url)
+
+    def where(self, project: str) -> str:
+        return ", ".join(self.registries.pip()[0].index_urls)
+
+    def endpoint(self, project: str) -> str:
+        return "pypi " + self.where(project)
+
+    def resolve(self, coords: Coordinates) -> Location:
+        """The first index listing the file; refuses an https index linking it over http."""
+        coords = _wheel(coords)
+        config, _session = self.registries.pip()
+        looked: list[str] = []
+        for index_url in config.index_urls:
+            files = self._page(index_url, coords.project)
+            if files is None:
+                looked.append(f"{_host(index_url)} (no such project)")
                 continue
-            published = entry.hashes.get("sha256")
-            if published is not None and published != source.sha256:
-                raise IntegrityError(
-                    f"the index publishes sha256 {published} for this file, "
-                    f"but the recipe pins {source.sha256}",
-                    component=component,
-                    file=source.filename,
-                    fix="find out which is right before building; re-pin with `invoke pin` "
-                    "only if the upstream release really changed",
-                )
-            if urlsplit(index_url).scheme == "https" and urlsplit(entry.url).scheme != "https":
-                raise FetchError(
-                    f"the https index links {source.filename} over "
-                    f"{urlsplit(entry.url).scheme or 'a relative'} URL {redact(entry.url)}",
-                    component=component,
-                    file=source.filename,
-                    fix="the index downgrades the download; use an index or mirror that links "
-                    "files over https, or configure it as http explicitly if that is intended",
-                )
-            return Resolved(url=entry.url, index_url=index_url, published_sha256=published)
-        looked.append(f"{_host(index_url)} ({len(files)} files, not this one)")
-    raise FetchError(
-        f"{source.filename} is not in the configured index: looked in {'; '.join(looked)}",
-        component=component,
-        file=source.filename,
-        fix="check the pin's filename, or point PIP_INDEX_URL / --index-url at an index "
-        "that carries it",
-    )
+            for entry in files:
+                if entry.filename != coords.filename:
+                    continue
+                if urlsplit(index_url).scheme == "https" and urlsplit(entry.url).scheme != "https":
+                    raise FetchError(
+                        f"the https index links {coords.filename} over "
+                        f"{urlsplit(entry.url).scheme or 'a relative'} URL {redact(entry.url)}",
+                        file=coords.filename,
+                        fix="the index downgrades the download; use an index or mirror that "
+                        "links files over https, or configure it as http explicitly if that is "
+                        "intended",
+                    )
+                digests = {k: frozenset({v}) for k, v in entry.hashes.items()}
+                return Location(entry.url, digests)
+            looked.append(f"{_host(index_url)} ({len(files)} files, not this one)")
+        raise NotFound(
+            f"{coords.filename} is not in the configured index: looked in {'; '.join(looked)}",
+            file=coords.filename,
+            fix="check the pin's filename, or point PIP_INDEX_URL / --index-url at an index "
+            "that carries it",
+        )
+
+    def download(
+        self,
+        coords: Coordinates,
+        expected_sha256: str | None,
+        partial: Path,
+        *,
+        size: int | None = None,
+        progress: ProgressFn | None = None,
+        warn: Callable[[str], None] = _ignore,
+    ) -> Fetched:
+        """Refuse a published digest other than the pin before downloading anything."""
+        coords = _wheel(coords)
+        found = self.resolve(coords)
+        published = next(iter(found.digests.get("sha256", ())), None)
+        if expected_sha256 is not None and published not in (None, expected_sha256):
+            raise IntegrityError(
+                f"the index publishes sha256 {published} for this file, "
+                f"but the recipe pins {expected_sha256}",
+                file=coords.filename,
+                fix="find out which is right before building; re-pin with `invoke pin` "
+                "only if the upstream release really changed",
+            )
+        wanted = expected_sha256 or published
+        if wanted is None:
+            raise IntegrityError(
+                f"the index publishes no sha256 for {coords.filename}; pin does not trust a "
+                "download it cannot check",
+                file=coords.filename,
+                fix="use an index that publishes digests (PEP 503 #sha256= or PEP 691 hashes)",
+            )
+        _config, session = self.registries.pip()
+        done = download(
+            session,
+            found.url,
+            partial,
+            sha256=wanted,
+            expected_size=size,
+            policy=self.policy,
+            what=coords.filename,
+            progress=progress,
+        )
+        return Fetched(found.url, done)
+
+    def versions(self, project: str) -> Published | None:
+        """Every wheel of `project` over all indexes (the first index listing a name wins);
+        None when no index has the project."""
+        key = canonicalize_name(project)
+        with self._lock:
+            if key in self._published:
+                return self._published[key]
+        config, _session = self.registries.pip()
+        seen: dict[str, IndexFile] = {}
+        pages = 0
+        for index_url in config.index_urls:
+            files = self._page(index_url, project)
+            pages += files is not None
+            for entry in files or []:
+                wheel = wheel_name(entry.filename)
+                if entry.filename not in seen and wheel is not None and wheel[0] == key:
+                    seen[entry.filename] = entry
+        versions = sorted({wheel_name(f)[1] for f in seen if wheel_name(f)})  # type: ignore[index]
+        found = Published(tuple(map(str, versions)), None, tuple(seen.values())) if pages else None
+        with self._lock:
+            self._published[key] = found
+        return found
+
+    def published_digests(self, coords: Coordinates) -> Digests | None:
+        try:
+            return self.resolve(coords).digests
+        except NotFound:
+            return None
+
+    def version_key(self, version: str) -> Any:
+        parsed = version_or_none(version)
+        return (0, Version("0"), version) if parsed is None else (1, parsed, "")
+
+    def is_prerelease(self, version: str) -> bool:
+        parsed = version_or_none(version)
+        return parsed is None or parsed.is_prerelease
+
+
+def _wheel(coords: Coordinates) -> PypiCoordinates:
+    if not isinstance(coords, PypiCoordinates):
+        raise ConfigError(f"{coords.describe()} is not a PyPI file")
+    return coords
 
 
 def _host(url: str) -> str:

@@ -17,39 +17,20 @@ from pathlib import Path
 import requests
 
 from ortbundle.errors import ConfigError, FetchError, IntegrityError
-from ortbundle.fetch.config import (
-    MavenRepository,
-    parse_xml,
-    redact,
-    split_credentials,
-    xml_child,
-    xml_children,
-    xml_text,
-)
-from ortbundle.fetch.download import (
-    Downloaded,
-    NotFound,
-    ProgressFn,
-    check_published,
-    download,
-    request_with_retries,
-)
+from ortbundle.fetch.config.maven import MavenRepository
+from ortbundle.fetch.config.urls import redact, split_credentials
+from ortbundle.fetch.config.xmldoc import parse_xml, xml_child, xml_children, xml_text
+from ortbundle.fetch.download import ProgressFn, check_published, download
+from ortbundle.fetch.http import NotFound, exists, request_with_retries
 from ortbundle.fetch.policy import RetryPolicy
+from ortbundle.fetch.registry import Digests, Fetched, Location, Published, Registries, _ignore
 from ortbundle.locations import ENV_MAVEN_URL
-from ortbundle.recipes import MavenCoordinates, Source
+from ortbundle.recipes import Coordinates, MavenCoordinates
 
 # The sidecars looked for, in order, with their hex length. Maven Central always has .sha1;
 # .sha256 is optional, and only consulted when .sha1 is missing.
 SIDECARS = (("sha1", 40), ("sha256", 64))
 _FIX = f"check {ENV_MAVEN_URL} or the <mirror> of central in settings.xml"
-
-
-@dataclass(frozen=True)
-class MavenFetched:
-    url: str  # the artifact URL that served the bytes (credentials never in it)
-    repository: MavenRepository
-    downloaded: Downloaded
-    sidecar: str | None  # the digest cross-checked ("sha1", "sha256"), None if none published
 
 
 @dataclass(frozen=True)
@@ -101,71 +82,6 @@ def sidecar_digest(
             )
         return algorithm, found.group(0).lower()
     return None
-
-
-def fetch_maven(
-    session: requests.Session,
-    repositories: Sequence[MavenRepository],
-    source: Source,
-    partial: Path,
-    policy: RetryPolicy,
-    *,
-    progress: ProgressFn | None = None,
-    warn: Callable[[str], None],
-) -> MavenFetched:
-    """Download the pinned artifact from the first repository that has it into `partial`,
-    verified against the pin and the repository's sidecar; `warn` hears when there is none."""
-    coords = source.origin
-    if not isinstance(coords, MavenCoordinates):
-        raise ConfigError(f"source {source.id} is {coords.describe()}, not a Maven artifact")
-    what = coords.filename
-    looked: list[str] = []
-    for repository in repositories:
-        url = artifact_url(repository.url, coords)
-        sidecar = sidecar_digest(session, url, repository, policy, what)
-        if sidecar is not None and sidecar[0] == "sha256" and sidecar[1] != source.sha256:
-            raise IntegrityError(
-                f"the repository publishes sha256 {sidecar[1]} for this file, "
-                f"but the recipe pins {source.sha256}",
-                file=redact(url),
-                fix="find out which is right before building; re-pin with `invoke pin` only if "
-                "the upstream release really changed",
-            )
-        try:
-            done = download(
-                session,
-                url,
-                partial,
-                sha256=source.sha256,
-                expected_size=source.size,
-                policy=policy,
-                what=what,
-                progress=progress,
-                headers=repository.headers,
-                digests=(sidecar[0],) if sidecar else (),
-            )
-        except NotFound:
-            looked.append(f"{repository.describe()}: not there")
-            continue
-        if sidecar is None:
-            warn(
-                f"{coords.describe()}: {repository.url} publishes no .sha1 or .sha256 beside "
-                "it; only the recipe's SHA-256 pin vouches for these bytes"
-            )
-        else:
-            check_published(
-                done,
-                {sidecar[0]: (sidecar[1],)},
-                what=what,
-                url=url,
-                by=f"the repository's .{sidecar[0]} sidecar",
-            )
-        return MavenFetched(url, repository, done, sidecar[0] if sidecar else None)
-    raise NotFound(
-        f"{coords.describe()} is not in the configured Maven repositories: {'; '.join(looked)}",
-        file=coords.filename,
-        fix=f"check the pin's coordinates, or {_FIX}",
-    )
 
 
 def maven_metadata(
@@ -235,3 +151,196 @@ def maven_versions(
 ) -> list[str]:
     """The published versions of group:artifact, `<release>` and `<latest>` included."""
     return list(maven_metadata(session, repo_urls, group, artifact, policy).versions)
+
+
+# --- version order -----------------------------------------------------------------------------
+
+# Maven orders qualifiers alpha < beta < milestone < rc < snapshot < (release) < sp; an unknown
+# qualifier sorts after the release, as Maven's ComparableVersion has it.
+_QUALIFIERS = {
+    "alpha": 1,
+    "a": 1,
+    "beta": 2,
+    "b": 2,
+    "milestone": 3,
+    "m": 3,
+    "rc": 4,
+    "cr": 4,
+    "snapshot": 5,
+    "": 6,
+    "ga": 6,
+    "final": 6,
+    "release": 6,
+    "sp": 7,
+}
+_PRE_WORDS = frozenset(
+    {"alpha", "a", "beta", "b", "milestone", "m", "rc", "cr", "snapshot", "preview", "pre"}
+    | {"dev", "ea", "eap", "nightly", "canary", "next"}
+)
+_HEAD = re.compile(r"^(\d+(?:\.\d+)*)[.-]?(.*)$")
+_QUALIFIER = re.compile(r"^([a-z]*)[.-]?(\d*)")
+
+MavenKey = tuple[int, tuple[int, ...], float, int, str]
+
+
+def maven_key(version: str) -> MavenKey:
+    """Order Maven versions the way Maven does for the usual shapes (1.2.3, 1.2.3-rc1,
+    1.2.3.20250101, 1.2-SNAPSHOT); anything else sorts first, by text."""
+    head = _HEAD.match(version)
+    if head is None:
+        return (0, (), 0.0, 0, version)
+    numbers = [int(p) for p in head[1].split(".")]
+    while len(numbers) > 1 and numbers[-1] == 0:
+        numbers.pop()  # 1.0 == 1.0.0
+    rest = head[2].lower()
+    qualifier = _QUALIFIER.match(rest)
+    word, number = (qualifier[1], qualifier[2]) if qualifier else ("", "")
+    rank = float(_QUALIFIERS.get(word, 6.5))
+    return (1, tuple(numbers), rank, int(number or 0), rest)
+
+
+def is_prerelease(version: str) -> bool:
+    """A SNAPSHOT or a pre-release-looking version (alpha, beta, milestone, rc, preview, …)."""
+    rest = version.lower()
+    head = _HEAD.match(rest)
+    words = re.findall(r"[a-z]+", head[2] if head else rest)
+    return "snapshot" in rest or any(w in _PRE_WORDS for w in words)
+
+
+# --- the registry ------------------------------------------------------------------------------
+
+
+def _artifact(coords: Coordinates) -> MavenCoordinates:
+    if not isinstance(coords, MavenCoordinates):
+        raise ConfigError(f"{coords.describe()} is not a Maven artifact")
+    return coords
+
+
+class MavenRegistry:
+    """The repositories Maven's own settings pick (config/maven.py), tried in order."""
+
+    kind = "maven"
+
+    def __init__(self, registries: Registries) -> None:
+        self.registries = registries
+        self.policy = registries.policy
+
+    def where(self, project: str) -> str:
+        return "; ".join(r.origin for r in self.registries.maven()[0].repositories)
+
+    def endpoint(self, project: str) -> str:
+        return "maven " + " ".join(r.url for r in self.registries.maven()[0].repositories)
+
+    def resolve(self, coords: Coordinates) -> Location:
+        """The first repository that has the file by its sidecar, with the digest it publishes;
+        when none has a sidecar, the first that has the file itself (no digests)."""
+        coords = _artifact(coords)
+        config, session = self.registries.maven()
+        for repository in config.repositories:
+            url = artifact_url(repository.url, coords)
+            found = sidecar_digest(session, url, repository, self.policy, coords.filename)
+            if found is not None:
+                return Location(url, {found[0]: frozenset({found[1]})})
+        for repository in config.repositories:
+            url = artifact_url(repository.url, coords)
+            if exists(session, url, self.policy, headers=repository.headers, what=coords.filename):
+                return Location(url, {})
+        raise NotFound(
+            f"no configured repository has {coords.filename}",
+            file=coords.filename,
+            fix=f"check the pin's coordinates, or {_FIX}",
+        )
+
+    def download(
+        self,
+        coords: Coordinates,
+        expected_sha256: str | None,
+        partial: Path,
+        *,
+        size: int | None = None,
+        progress: ProgressFn | None = None,
+        warn: Callable[[str], None] = _ignore,
+    ) -> Fetched:
+        """From the first repository that has the file, checked against the pin and the
+        repository's sidecar; `warn` hears when there is none. Not pinned yet
+        (`expected_sha256` None): only a repository with a sidecar is trusted."""
+        coords = _artifact(coords)
+        config, session = self.registries.maven()
+        what = coords.filename
+        looked: list[str] = []
+        for repository in config.repositories:
+            url = artifact_url(repository.url, coords)
+            sidecar = sidecar_digest(session, url, repository, self.policy, what)
+            if sidecar is None and expected_sha256 is None:
+                looked.append(f"{repository.origin}: no .sha1 or .sha256 for it")
+                continue
+            if sidecar and sidecar[0] == "sha256" and sidecar[1] != (expected_sha256 or sidecar[1]):
+                raise IntegrityError(
+                    f"the repository publishes sha256 {sidecar[1]} for this file, "
+                    f"but the recipe pins {expected_sha256}",
+                    file=redact(url),
+                    fix="find out which is right before building; re-pin with `invoke pin` "
+                    "only if the upstream release really changed",
+                )
+            try:
+                done = download(
+                    session,
+                    url,
+                    partial,
+                    sha256=expected_sha256,
+                    expected_size=size,
+                    policy=self.policy,
+                    what=what,
+                    progress=progress,
+                    headers=repository.headers,
+                    digests=(sidecar[0],) if sidecar else (),
+                )
+            except NotFound:
+                looked.append(
+                    f"{repository.describe()}: not there"
+                    if expected_sha256
+                    else f"{repository.origin}: a sidecar but no file"
+                )
+                continue
+            if sidecar is None:
+                warn(
+                    f"{coords.describe()}: {repository.url} publishes no .sha1 or .sha256 beside "
+                    "it; only the recipe's SHA-256 pin vouches for these bytes"
+                )
+            else:
+                by = f"the repository's .{sidecar[0]} sidecar"
+                check_published(done, {sidecar[0]: (sidecar[1],)}, what=what, url=url, by=by)
+            return Fetched(url, done)
+        if expected_sha256 is None:
+            raise FetchError(
+                f"{coords.describe()}: no configured repository publishes it with a digest "
+                f"({'; '.join(looked)}); pin does not trust a download nothing vouches for",
+                file=coords.filename,
+                fix="check the version (is it in maven-metadata.xml?) or the repository",
+            )
+        raise NotFound(
+            f"{coords.describe()} is not in the configured Maven repositories: {'; '.join(looked)}",
+            file=coords.filename,
+            fix=f"check the pin's coordinates, or {_FIX}",
+        )
+
+    def versions(self, project: str) -> Published | None:
+        group, _, artifact = project.partition(":")
+        config, session = self.registries.maven()
+        try:
+            metadata = maven_metadata(session, config.repositories, group, artifact, self.policy)
+        except NotFound:
+            return None
+        return Published(tuple(sorted(metadata.versions, key=maven_key)), metadata.release)
+
+    def published_digests(self, coords: Coordinates) -> Digests | None:
+        try:
+            return self.resolve(coords).digests
+        except NotFound:
+            return None
+
+    def version_key(self, version: str) -> MavenKey:
+        return maven_key(version)
+
+    def is_prerelease(self, version: str) -> bool:
+        return is_prerelease(version)

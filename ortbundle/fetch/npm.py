@@ -21,19 +21,14 @@ from urllib.parse import quote, urljoin, urlsplit
 import requests
 
 from ortbundle.errors import ConfigError, FetchError, IntegrityError
-from ortbundle.fetch.config import NpmConfig, redact
-from ortbundle.fetch.download import (
-    DIGESTS,
-    Downloaded,
-    NotFound,
-    ProgressFn,
-    check_published,
-    download,
-    request_with_retries,
-)
+from ortbundle.fetch.config.npm import NpmConfig
+from ortbundle.fetch.config.urls import redact
+from ortbundle.fetch.download import ProgressFn, check_published, download
+from ortbundle.fetch.http import DIGESTS, NotFound, request_with_retries
 from ortbundle.fetch.policy import RetryPolicy
+from ortbundle.fetch.registry import Digests, Fetched, Location, Published, Registries, _ignore
 from ortbundle.locations import ENV_NPM_REGISTRY
-from ortbundle.recipes import NpmCoordinates, Source
+from ortbundle.recipes import Coordinates, NpmCoordinates
 
 # The abbreviated ("corgi") document is much smaller and carries everything an install needs.
 ACCEPT = "application/vnd.npm.install-v1+json; q=1.0, application/json; q=0.8, */*"
@@ -51,13 +46,13 @@ class NpmDist:
     integrity: dict[str, frozenset[str]]  # algorithm → hex digests (SRI may list several)
     shasum: str | None  # sha1 hex
 
-
-@dataclass(frozen=True)
-class NpmFetched:
-    url: str  # the tarball URL that served the bytes
-    registry: str
-    downloaded: Downloaded
-    checked: tuple[str, ...]  # what was cross-checked: "integrity sha512", "shasum"
+    @property
+    def digests(self) -> dict[str, frozenset[str]]:
+        """Everything published for the tarball: the integrity's digests and the shasum."""
+        found = dict(self.integrity)
+        if self.shasum:
+            found["sha1"] = found.get("sha1", frozenset()) | {self.shasum}
+        return found
 
 
 def packument_url(registry: str, package: str) -> str:
@@ -220,71 +215,6 @@ def resolve_npm(
     return registry, dist
 
 
-def fetch_npm(
-    session: requests.Session,
-    config: NpmConfig,
-    source: Source,
-    partial: Path,
-    policy: RetryPolicy,
-    *,
-    progress: ProgressFn | None = None,
-    warn: Callable[[str], None],
-) -> NpmFetched:
-    """Download the pinned tarball into `partial`, verified against the pin and against the
-    registry's integrity and shasum; `warn` hears when the registry publishes neither."""
-    coords = source.origin
-    if not isinstance(coords, NpmCoordinates):
-        raise ConfigError(f"source {source.id} is {coords.describe()}, not an npm package")
-    registry, dist = resolve_npm(session, config, coords, policy)
-    published_sha256 = dist.integrity.get("sha256")
-    if published_sha256 is not None and source.sha256 not in published_sha256:
-        raise IntegrityError(
-            f"the registry's integrity gives sha256 {' or '.join(sorted(published_sha256))}, "
-            f"but the recipe pins {source.sha256}",
-            file=coords.describe(),
-            fix="find out which is right before building; re-pin with `invoke pin` only if "
-            "the upstream release really changed",
-        )
-    wanted = set(dist.integrity) | ({"sha1"} if dist.shasum else set())
-    done = download(
-        session,
-        dist.tarball,
-        partial,
-        sha256=source.sha256,
-        expected_size=source.size,
-        policy=policy,
-        what=coords.filename,
-        progress=progress,
-        headers=config.headers_for(dist.tarball),
-        digests=sorted(wanted),
-    )
-    checked: list[str] = []
-    if dist.integrity:
-        check_published(
-            done,
-            dist.integrity,
-            what=coords.filename,
-            url=dist.tarball,
-            by="the registry's integrity",
-        )
-        checked += [f"integrity {name}" for name in sorted(dist.integrity)]
-    if dist.shasum:
-        check_published(
-            done,
-            {"sha1": (dist.shasum,)},
-            what=coords.filename,
-            url=dist.tarball,
-            by="the registry's shasum",
-        )
-        checked.append("shasum")
-    if not checked:
-        warn(
-            f"{coords.describe()}: {redact(registry)} publishes no integrity or shasum for it; "
-            "only the recipe's SHA-256 pin vouches for these bytes"
-        )
-    return NpmFetched(dist.tarball, registry, done, tuple(checked))
-
-
 def npm_versions(
     session: requests.Session,
     registry: str,
@@ -298,3 +228,119 @@ def npm_versions(
     url = packument_url(registry, package)
     document = _document(session, url, package, policy, headers or {}, registry)
     return sorted(_versions(document, url), key=semver_key), _dist_tags(document)
+
+
+def is_prerelease(version: str) -> bool:
+    """Unparsable, or a semver pre-release (`-tag`)."""
+    key = semver_key(version)
+    return key[0] == 0 or key[2] == 0
+
+
+def _package(coords: Coordinates) -> NpmCoordinates:
+    if not isinstance(coords, NpmCoordinates):
+        raise ConfigError(f"{coords.describe()} is not an npm package")
+    return coords
+
+
+class NpmRegistry:
+    """The registry npm's own configuration gives each package (config/npm.py)."""
+
+    kind = "npm"
+
+    def __init__(self, registries: Registries) -> None:
+        self.registries = registries
+        self.policy = registries.policy
+
+    def where(self, project: str) -> str:
+        return self.registries.npm()[0].registry_for(project)[1]
+
+    def endpoint(self, project: str) -> str:
+        return "npm " + self.registries.npm()[0].registry_for(project)[0]
+
+    def dist(self, coords: Coordinates) -> tuple[str, NpmDist]:
+        config, session = self.registries.npm()
+        return resolve_npm(session, config, _package(coords), self.policy)
+
+    def resolve(self, coords: Coordinates) -> Location:
+        _registry, dist = self.dist(coords)
+        return Location(dist.tarball, dist.digests)
+
+    def download(
+        self,
+        coords: Coordinates,
+        expected_sha256: str | None,
+        partial: Path,
+        *,
+        size: int | None = None,
+        progress: ProgressFn | None = None,
+        warn: Callable[[str], None] = _ignore,
+    ) -> Fetched:
+        """The tarball, verified against the pin and against the registry's integrity and
+        shasum; `warn` hears when the registry publishes neither. Not pinned yet
+        (`expected_sha256` None): refused when the registry publishes neither."""
+        coords = _package(coords)
+        config, session = self.registries.npm()
+        registry, dist = self.dist(coords)
+        published_sha256 = dist.integrity.get("sha256")
+        if expected_sha256 and published_sha256 and expected_sha256 not in published_sha256:
+            raise IntegrityError(
+                "the registry's integrity gives sha256 "
+                f"{' or '.join(sorted(published_sha256))}, but the recipe pins {expected_sha256}",
+                file=coords.describe(),
+                fix="find out which is right before building; re-pin with `invoke pin` only if "
+                "the upstream release really changed",
+            )
+        if expected_sha256 is None and not dist.digests:
+            raise IntegrityError(
+                f"{coords.describe()}: the registry publishes no integrity or shasum for it; "
+                "pin does not trust a download nothing vouches for",
+                file=coords.filename,
+                fix="use a registry that publishes dist.integrity, or pin by hand",
+            )
+        done = download(
+            session,
+            dist.tarball,
+            partial,
+            sha256=expected_sha256,
+            expected_size=size,
+            policy=self.policy,
+            what=coords.filename,
+            progress=progress,
+            headers=config.headers_for(dist.tarball),
+            digests=sorted(set(dist.digests) - {"sha256"}),
+        )
+        what, url = coords.filename, dist.tarball
+        if dist.integrity:
+            check_published(done, dist.integrity, what=what, url=url, by="the registry's integrity")
+        if dist.shasum:
+            check_published(
+                done, {"sha1": (dist.shasum,)}, what=what, url=url, by="the registry's shasum"
+            )
+        if not dist.digests:
+            warn(
+                f"{coords.describe()}: {redact(registry)} publishes no integrity or shasum for "
+                "it; only the recipe's SHA-256 pin vouches for these bytes"
+            )
+        return Fetched(dist.tarball, done)
+
+    def versions(self, project: str) -> Published | None:
+        config, session = self.registries.npm()
+        registry, _origin = config.registry_for(project)
+        headers = config.headers_for(packument_url(registry, project))
+        try:
+            versions, tags = npm_versions(session, registry, project, self.policy, headers=headers)
+        except NotFound:
+            return None
+        return Published(tuple(versions), tags.get("latest"))
+
+    def published_digests(self, coords: Coordinates) -> Digests | None:
+        try:
+            return self.resolve(coords).digests
+        except NotFound:
+            return None
+
+    def version_key(self, version: str) -> SemverKey:
+        return semver_key(version)
+
+    def is_prerelease(self, version: str) -> bool:
+        return is_prerelease(version)

@@ -1,0 +1,116 @@
+"""A file of the project (`path = "…"`): copied while hashed, so it is pinned and re-verified
+exactly like a download. It may not be a link, nor lead out of the project."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+from ortbundle.archives import copy_hashing
+from ortbundle.errors import ConfigError, FetchError, IntegrityError
+from ortbundle.fetch.cache import sha256_file
+from ortbundle.fetch.registry import (
+    Digests,
+    Downloaded,
+    Fetched,
+    Location,
+    Published,
+    Registries,
+    _ignore,
+    no_versions,
+)
+from ortbundle.recipes import Coordinates, LocalCoordinates
+
+if TYPE_CHECKING:
+    from ortbundle.fetch.download import ProgressFn
+
+
+def _local(coords: Coordinates) -> LocalCoordinates:
+    if not isinstance(coords, LocalCoordinates):
+        raise ConfigError(f"{coords.describe()} is not a file of the project")
+    return coords
+
+
+class _Missing(FetchError):
+    """The project has no such file."""
+
+
+class LocalRegistry:
+    kind = "path"
+
+    def __init__(self, registries: Registries) -> None:
+        self.registries = registries
+
+    def _root(self) -> Path:
+        if self.registries.project_root is None:
+            raise ConfigError("a source with a local path needs the project root")
+        return self.registries.project_root
+
+    def where(self, project: str) -> str:
+        return "the project"
+
+    def endpoint(self, project: str) -> str:
+        return "path"
+
+    def resolve(self, coords: Coordinates) -> Location:
+        """The file and its SHA-256 (read now: the project is its own registry)."""
+        coords = _local(coords)
+        file = self._root() / coords.path
+        if not file.is_file():
+            raise _Missing(f"{coords.path} does not exist", file=str(file))
+        return Location(f"path:{coords.path}", {"sha256": frozenset({sha256_file(file)})})
+
+    def download(
+        self,
+        coords: Coordinates,
+        expected_sha256: str | None,
+        partial: Path,
+        *,
+        size: int | None = None,
+        progress: ProgressFn | None = None,
+        warn: Callable[[str], None] = _ignore,
+    ) -> Fetched:
+        """Copy the file into `partial` while hashing it; refuse bytes other than the pin."""
+        coords = _local(coords)
+        root = self._root()
+        path = root / coords.path
+        if path.is_symlink() or not path.resolve().is_relative_to(root.resolve()):
+            raise ConfigError(
+                f"local source {coords.path} is a link or leads out of the project",
+                file=str(path),
+                fix="keep the file itself in the project (a local source is the project's own)",
+            )
+        if not path.is_file():
+            raise ConfigError(
+                f"local source {coords.path} does not exist",
+                file=str(path),
+                fix="add the file to the project, or correct the recipe's path",
+            )
+        partial.parent.mkdir(parents=True, exist_ok=True)
+        with path.open("rb") as stream, partial.open("wb") as out:
+            got, sha256 = copy_hashing(stream, out)
+        if (size is not None and got != size) or sha256 != (expected_sha256 or sha256):
+            partial.unlink()
+            raise IntegrityError(
+                f"local source {coords.path} has sha256 {sha256} ({got} bytes), the "
+                f"recipe pins {expected_sha256}",
+                file=str(path),
+                fix="the file changed: check it, then re-pin its sha256 in the recipe",
+            )
+        return Fetched(f"path:{coords.path}", Downloaded(partial, got, sha256))
+
+    def versions(self, project: str) -> Published | None:
+        raise no_versions(self.kind, project)
+
+    def published_digests(self, coords: Coordinates) -> Digests | None:
+        try:
+            return self.resolve(coords).digests
+        except _Missing:
+            return None
+
+    def version_key(self, version: str) -> str:
+        return version
+
+    def is_prerelease(self, version: str) -> bool:
+        return False

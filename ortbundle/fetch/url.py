@@ -1,0 +1,105 @@
+"""A plain URL the recipe names: no index, no versions, the recipe's own pin the only digest.
+
+It travels over pip's session (so pip's CA bundle applies), by the same HTTP rules as the rest.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from pathlib import Path
+
+from ortbundle.errors import ConfigError, IntegrityError
+from ortbundle.fetch.download import ProgressFn, download
+from ortbundle.fetch.http import exists
+from ortbundle.fetch.registry import (
+    Digests,
+    Fetched,
+    Location,
+    Published,
+    Registries,
+    _ignore,
+    no_versions,
+)
+from ortbundle.recipes import Coordinates, UrlCoordinates
+
+
+def _url(coords: Coordinates) -> UrlCoordinates:
+    if not isinstance(coords, UrlCoordinates):
+        raise ConfigError(f"{coords.describe()} is not a plain URL")
+    return coords
+
+
+class UrlRegistry:
+    kind = "url"
+
+    def __init__(self, registries: Registries) -> None:
+        self.registries = registries
+        self.policy = registries.policy
+
+    def where(self, project: str) -> str:
+        return "the recipe's URL"
+
+    def endpoint(self, project: str) -> str:
+        return f"url {project}"
+
+    def resolve(self, coords: Coordinates) -> Location:
+        """The URL itself, once the server says (by a HEAD) that it still has the file."""
+        from ortbundle.fetch.http import NotFound
+
+        coords = _url(coords)
+        _config, session = self.registries.pip()
+        if not exists(session, coords.url, self.policy, what=coords.filename):
+            raise NotFound(
+                f"the server no longer has {coords.filename}",
+                file=coords.url,
+                fix="find where the file moved, then edit the recipe's url by hand",
+            )
+        return Location(coords.url, {})
+
+    def download(
+        self,
+        coords: Coordinates,
+        expected_sha256: str | None,
+        partial: Path,
+        *,
+        size: int | None = None,
+        progress: ProgressFn | None = None,
+        warn: Callable[[str], None] = _ignore,
+    ) -> Fetched:
+        coords = _url(coords)
+        if expected_sha256 is None:
+            raise IntegrityError(
+                f"{coords.url} publishes no digest; pin does not trust a download nothing "
+                "vouches for",
+                file=coords.url,
+                fix="pin its sha256 by hand",
+            )
+        _config, session = self.registries.pip()
+        done = download(
+            session,
+            coords.url,
+            partial,
+            sha256=expected_sha256,
+            expected_size=size,
+            policy=self.policy,
+            what=coords.filename,
+            progress=progress,
+        )
+        return Fetched(coords.url, done)
+
+    def versions(self, project: str) -> Published | None:
+        raise no_versions(self.kind, project)
+
+    def published_digests(self, coords: Coordinates) -> Digests | None:
+        from ortbundle.fetch.http import NotFound
+
+        try:
+            return self.resolve(coords).digests
+        except NotFound:
+            return None
+
+    def version_key(self, version: str) -> str:
+        return version
+
+    def is_prerelease(self, version: str) -> bool:
+        return False
