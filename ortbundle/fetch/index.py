@@ -24,11 +24,18 @@ from packaging.utils import (
 )
 from packaging.version import InvalidVersion, Version
 
-from ortbundle.errors import ConfigError, FetchError, IntegrityError
+from ortbundle.errors import FetchError, IntegrityError
 from ortbundle.fetch.config.urls import redact
 from ortbundle.fetch.download import ProgressFn, download
 from ortbundle.fetch.http import NotFound, request_with_retries
-from ortbundle.fetch.registry import Digests, Fetched, Location, Published, Registries, _ignore
+from ortbundle.fetch.registry import (
+    Fetched,
+    Location,
+    Published,
+    Registries,
+    RegistryBase,
+    _ignore,
+)
 from ortbundle.recipes import Coordinates, PypiCoordinates
 
 ACCEPT = (
@@ -125,15 +132,16 @@ def version_or_none(text: str) -> Version | None:
         return None
 
 
-class PypiRegistry:
+class PypiRegistry(RegistryBase[PypiCoordinates]):
     """The configured indexes (pip's configuration, or --index-url): the first to list a pinned
     file serves it; a project's wheels are merged over all of them, each page read once."""
 
+    coordinates = PypiCoordinates
+    describes = "a PyPI file"
     kind = "pypi"
 
     def __init__(self, registries: Registries) -> None:
-        self.registries = registries
-        self.policy = registries.policy
+        super().__init__(registries)
         self._lock = threading.Lock()
         self._published: dict[str, Published | None] = {}
 
@@ -161,7 +169,7 @@ class PypiRegistry:
 
     def resolve(self, coords: Coordinates) -> Location:
         """The first index listing the file; refuses an https index linking it over http."""
-        coords = _wheel(coords)
+        coords = self.own(coords)
         config, _session = self.registries.pip()
         looked: list[str] = []
         for index_url in config.index_urls:
@@ -202,7 +210,7 @@ class PypiRegistry:
         warn: Callable[[str], None] = _ignore,
     ) -> Fetched:
         """Refuse a published digest other than the pin before downloading anything."""
-        coords = _wheel(coords)
+        coords = self.own(coords)
         found = self.resolve(coords)
         published = next(iter(found.digests.get("sha256", ())), None)
         if expected_sha256 is not None and published not in (None, expected_sha256):
@@ -257,12 +265,6 @@ class PypiRegistry:
             self._published[key] = found
         return found
 
-    def published_digests(self, coords: Coordinates) -> Digests | None:
-        try:
-            return self.resolve(coords).digests
-        except NotFound:
-            return None
-
     def version_key(self, version: str) -> Any:
         parsed = version_or_none(version)
         return (0, Version("0"), version) if parsed is None else (1, parsed, "")
@@ -270,12 +272,6 @@ class PypiRegistry:
     def is_prerelease(self, version: str) -> bool:
         parsed = version_or_none(version)
         return parsed is None or parsed.is_prerelease
-
-
-def _wheel(coords: Coordinates) -> PypiCoordinates:
-    if not isinstance(coords, PypiCoordinates):
-        raise ConfigError(f"{coords.describe()} is not a PyPI file")
-    return coords
 
 
 def _host(url: str) -> str:

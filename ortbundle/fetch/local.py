@@ -11,12 +11,11 @@ from ortbundle.archives import copy_hashing
 from ortbundle.errors import ConfigError, FetchError, IntegrityError
 from ortbundle.fetch.cache import sha256_file
 from ortbundle.fetch.registry import (
-    Digests,
     Downloaded,
     Fetched,
     Location,
     Published,
-    Registries,
+    RegistryBase,
     _ignore,
     no_versions,
 )
@@ -26,21 +25,14 @@ if TYPE_CHECKING:
     from ortbundle.fetch.download import ProgressFn
 
 
-def _local(coords: Coordinates) -> LocalCoordinates:
-    if not isinstance(coords, LocalCoordinates):
-        raise ConfigError(f"{coords.describe()} is not a file of the project")
-    return coords
-
-
 class _Missing(FetchError):
     """The project has no such file."""
 
 
-class LocalRegistry:
+class LocalRegistry(RegistryBase[LocalCoordinates]):
+    coordinates = LocalCoordinates
+    describes = "a file of the project"
     kind = "path"
-
-    def __init__(self, registries: Registries) -> None:
-        self.registries = registries
 
     def _root(self) -> Path:
         if self.registries.project_root is None:
@@ -55,7 +47,7 @@ class LocalRegistry:
 
     def resolve(self, coords: Coordinates) -> Location:
         """The file and its SHA-256 (read now: the project is its own registry)."""
-        coords = _local(coords)
+        coords = self.own(coords)
         file = self._root() / coords.path
         if not file.is_file():
             raise _Missing(f"{coords.path} does not exist", file=str(file))
@@ -72,7 +64,7 @@ class LocalRegistry:
         warn: Callable[[str], None] = _ignore,
     ) -> Fetched:
         """Copy the file into `partial` while hashing it; refuse bytes other than the pin."""
-        coords = _local(coords)
+        coords = self.own(coords)
         root = self._root()
         path = root / coords.path
         if path.is_symlink() or not path.resolve().is_relative_to(root.resolve()):
@@ -102,15 +94,3 @@ class LocalRegistry:
 
     def versions(self, project: str) -> Published | None:
         raise no_versions(self.kind, project)
-
-    def published_digests(self, coords: Coordinates) -> Digests | None:
-        try:
-            return self.resolve(coords).digests
-        except _Missing:
-            return None
-
-    def version_key(self, version: str) -> str:
-        return version
-
-    def is_prerelease(self, version: str) -> bool:
-        return False

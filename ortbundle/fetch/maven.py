@@ -16,14 +16,14 @@ from pathlib import Path
 
 import requests
 
-from ortbundle.errors import ConfigError, FetchError, IntegrityError
+from ortbundle.errors import FetchError, IntegrityError
 from ortbundle.fetch.config.maven import MavenRepository
 from ortbundle.fetch.config.urls import redact, split_credentials
 from ortbundle.fetch.config.xmldoc import parse_xml, xml_child, xml_children, xml_text
 from ortbundle.fetch.download import ProgressFn, check_published, download
 from ortbundle.fetch.http import NotFound, exists, request_with_retries
 from ortbundle.fetch.policy import RetryPolicy
-from ortbundle.fetch.registry import Digests, Fetched, Location, Published, Registries, _ignore
+from ortbundle.fetch.registry import Fetched, Location, Published, RegistryBase, _ignore
 from ortbundle.locations import ENV_MAVEN_URL
 from ortbundle.recipes import Coordinates, MavenCoordinates
 
@@ -210,20 +210,12 @@ def is_prerelease(version: str) -> bool:
 # --- the registry ------------------------------------------------------------------------------
 
 
-def _artifact(coords: Coordinates) -> MavenCoordinates:
-    if not isinstance(coords, MavenCoordinates):
-        raise ConfigError(f"{coords.describe()} is not a Maven artifact")
-    return coords
-
-
-class MavenRegistry:
+class MavenRegistry(RegistryBase[MavenCoordinates]):
     """The repositories Maven's own settings pick (config/maven.py), tried in order."""
 
+    coordinates = MavenCoordinates
+    describes = "a Maven artifact"
     kind = "maven"
-
-    def __init__(self, registries: Registries) -> None:
-        self.registries = registries
-        self.policy = registries.policy
 
     def where(self, project: str) -> str:
         return "; ".join(r.origin for r in self.registries.maven()[0].repositories)
@@ -234,7 +226,7 @@ class MavenRegistry:
     def resolve(self, coords: Coordinates) -> Location:
         """The first repository that has the file by its sidecar, with the digest it publishes;
         when none has a sidecar, the first that has the file itself (no digests)."""
-        coords = _artifact(coords)
+        coords = self.own(coords)
         config, session = self.registries.maven()
         for repository in config.repositories:
             url = artifact_url(repository.url, coords)
@@ -264,7 +256,7 @@ class MavenRegistry:
         """From the first repository that has the file, checked against the pin and the
         repository's sidecar; `warn` hears when there is none. Not pinned yet
         (`expected_sha256` None): only a repository with a sidecar is trusted."""
-        coords = _artifact(coords)
+        coords = self.own(coords)
         config, session = self.registries.maven()
         what = coords.filename
         looked: list[str] = []
@@ -332,12 +324,6 @@ class MavenRegistry:
         except NotFound:
             return None
         return Published(tuple(sorted(metadata.versions, key=maven_key)), metadata.release)
-
-    def published_digests(self, coords: Coordinates) -> Digests | None:
-        try:
-            return self.resolve(coords).digests
-        except NotFound:
-            return None
 
     def version_key(self, version: str) -> MavenKey:
         return maven_key(version)

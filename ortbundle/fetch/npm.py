@@ -20,13 +20,13 @@ from urllib.parse import quote, urljoin, urlsplit
 
 import requests
 
-from ortbundle.errors import ConfigError, FetchError, IntegrityError
+from ortbundle.errors import FetchError, IntegrityError
 from ortbundle.fetch.config.npm import NpmConfig
 from ortbundle.fetch.config.urls import redact
 from ortbundle.fetch.download import ProgressFn, check_published, download
 from ortbundle.fetch.http import DIGESTS, NotFound, request_with_retries
 from ortbundle.fetch.policy import RetryPolicy
-from ortbundle.fetch.registry import Digests, Fetched, Location, Published, Registries, _ignore
+from ortbundle.fetch.registry import Fetched, Location, Published, RegistryBase, _ignore
 from ortbundle.locations import ENV_NPM_REGISTRY
 from ortbundle.recipes import Coordinates, NpmCoordinates
 
@@ -236,20 +236,12 @@ def is_prerelease(version: str) -> bool:
     return key[0] == 0 or key[2] == 0
 
 
-def _package(coords: Coordinates) -> NpmCoordinates:
-    if not isinstance(coords, NpmCoordinates):
-        raise ConfigError(f"{coords.describe()} is not an npm package")
-    return coords
-
-
-class NpmRegistry:
+class NpmRegistry(RegistryBase[NpmCoordinates]):
     """The registry npm's own configuration gives each package (config/npm.py)."""
 
+    coordinates = NpmCoordinates
+    describes = "an npm package"
     kind = "npm"
-
-    def __init__(self, registries: Registries) -> None:
-        self.registries = registries
-        self.policy = registries.policy
 
     def where(self, project: str) -> str:
         return self.registries.npm()[0].registry_for(project)[1]
@@ -259,7 +251,7 @@ class NpmRegistry:
 
     def dist(self, coords: Coordinates) -> tuple[str, NpmDist]:
         config, session = self.registries.npm()
-        return resolve_npm(session, config, _package(coords), self.policy)
+        return resolve_npm(session, config, self.own(coords), self.policy)
 
     def resolve(self, coords: Coordinates) -> Location:
         _registry, dist = self.dist(coords)
@@ -278,7 +270,7 @@ class NpmRegistry:
         """The tarball, verified against the pin and against the registry's integrity and
         shasum; `warn` hears when the registry publishes neither. Not pinned yet
         (`expected_sha256` None): refused when the registry publishes neither."""
-        coords = _package(coords)
+        coords = self.own(coords)
         config, session = self.registries.npm()
         registry, dist = self.dist(coords)
         published_sha256 = dist.integrity.get("sha256")
@@ -332,12 +324,6 @@ class NpmRegistry:
         except NotFound:
             return None
         return Published(tuple(versions), tags.get("latest"))
-
-    def published_digests(self, coords: Coordinates) -> Digests | None:
-        try:
-            return self.resolve(coords).digests
-        except NotFound:
-            return None
 
     def version_key(self, version: str) -> SemverKey:
         return semver_key(version)

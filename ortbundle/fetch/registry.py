@@ -13,7 +13,7 @@ import threading
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Protocol, TypeVar
+from typing import TYPE_CHECKING, Any, Generic, Protocol, TypeVar
 
 from ortbundle.errors import ConfigError
 from ortbundle.fetch.policy import RetryPolicy
@@ -102,6 +102,50 @@ class Registry(Protocol):
 
     def is_prerelease(self, version: str) -> bool:
         """A version the newest-release choice passes over unless a pin already is one."""
+
+
+C = TypeVar("C")
+
+
+class RegistryBase(Generic[C]):
+    """What every registry shares: its `Registries` (configuration, sessions, retry policy),
+    the check that a source is of its kind, the published digests as `resolve` finds them,
+    and (for kinds without versions) versions ordered as text, none a pre-release."""
+
+    kind: str
+    coordinates: type[C]  # the Coordinates class this registry serves
+    describes: str  # "a PyPI file": for the error a source of another kind gets
+
+    def __init__(self, registries: Registries) -> None:
+        self.registries = registries
+        self.policy = registries.policy
+
+    def own(self, coords: Coordinates) -> C:
+        """`coords` as this registry's own kind, or a configuration error."""
+        if not isinstance(coords, self.coordinates):
+            raise ConfigError(f"{coords.describe()} is not {self.describes}")
+        return coords
+
+    def resolve(self, coords: Coordinates) -> Location:
+        raise NotImplementedError  # pragma: no cover - every registry has its own
+
+    def absent(self) -> tuple[type[Exception], ...]:
+        """What `resolve` raises when the registry does not have the file."""
+        from ortbundle.fetch.http import NotFound
+
+        return (NotFound,)
+
+    def published_digests(self, coords: Coordinates) -> Digests | None:
+        try:
+            return self.resolve(coords).digests
+        except self.absent():
+            return None
+
+    def version_key(self, version: str) -> Any:
+        return version
+
+    def is_prerelease(self, version: str) -> bool:
+        return False
 
 
 class Registries:

@@ -8,33 +8,24 @@ from __future__ import annotations
 from collections.abc import Callable
 from pathlib import Path
 
-from ortbundle.errors import ConfigError, IntegrityError
+from ortbundle.errors import IntegrityError
 from ortbundle.fetch.download import ProgressFn, download
 from ortbundle.fetch.http import exists
 from ortbundle.fetch.registry import (
-    Digests,
     Fetched,
     Location,
     Published,
-    Registries,
+    RegistryBase,
     _ignore,
     no_versions,
 )
 from ortbundle.recipes import Coordinates, UrlCoordinates
 
 
-def _url(coords: Coordinates) -> UrlCoordinates:
-    if not isinstance(coords, UrlCoordinates):
-        raise ConfigError(f"{coords.describe()} is not a plain URL")
-    return coords
-
-
-class UrlRegistry:
+class UrlRegistry(RegistryBase[UrlCoordinates]):
+    coordinates = UrlCoordinates
+    describes = "a plain URL"
     kind = "url"
-
-    def __init__(self, registries: Registries) -> None:
-        self.registries = registries
-        self.policy = registries.policy
 
     def where(self, project: str) -> str:
         return "the recipe's URL"
@@ -46,7 +37,7 @@ class UrlRegistry:
         """The URL itself, once the server says (by a HEAD) that it still has the file."""
         from ortbundle.fetch.http import NotFound
 
-        coords = _url(coords)
+        coords = self.own(coords)
         _config, session = self.registries.pip()
         if not exists(session, coords.url, self.policy, what=coords.filename):
             raise NotFound(
@@ -66,7 +57,7 @@ class UrlRegistry:
         progress: ProgressFn | None = None,
         warn: Callable[[str], None] = _ignore,
     ) -> Fetched:
-        coords = _url(coords)
+        coords = self.own(coords)
         if expected_sha256 is None:
             raise IntegrityError(
                 f"{coords.url} publishes no digest; pin does not trust a download nothing "
@@ -89,17 +80,3 @@ class UrlRegistry:
 
     def versions(self, project: str) -> Published | None:
         raise no_versions(self.kind, project)
-
-    def published_digests(self, coords: Coordinates) -> Digests | None:
-        from ortbundle.fetch.http import NotFound
-
-        try:
-            return self.resolve(coords).digests
-        except NotFound:
-            return None
-
-    def version_key(self, version: str) -> str:
-        return version
-
-    def is_prerelease(self, version: str) -> bool:
-        return False
