@@ -20,6 +20,12 @@ from ortbundle.stage import StagedRuntime
 INDEX_NAME = "runtimes.json"
 LOADER_NAME = "runtime_loader.py"
 GENERIC_GPU_PROVIDERS = frozenset({"WebGpuExecutionProvider", "DmlExecutionProvider"})
+# The copy an APK carries (assets/ortbundle/<abi>/runtimes.json) says so, and leaves out what
+# only a desktop loader reads: the override variable (Android's is a system property) and each
+# runtime's directory (an APK's libraries are its lib/<abi>/, its payload under the index).
+APK_LAYOUT = "apk"
+_DESKTOP_ONLY = ("override_env",)
+_DESKTOP_ONLY_RUNTIME = ("directory",)
 
 
 def plugin_entry(recipe: Recipe, staged: StagedRuntime) -> dict[str, Any]:
@@ -99,3 +105,14 @@ def write_index(
     (stage / LOADER_NAME).chmod(0o755)
     (stage / INDEX_NAME).chmod(0o644)
     return index
+
+
+def apk_index(index: dict[str, Any]) -> dict[str, Any]:
+    """The index as an APK carries it: `layout` "apk", without the desktop-only fields."""
+    trimmed = {k: v for k, v in index.items() if k not in _DESKTOP_ONLY}
+    trimmed["layout"] = APK_LAYOUT
+    trimmed["runtimes"] = [
+        {k: v for k, v in runtime.items() if k not in _DESKTOP_ONLY_RUNTIME}
+        for runtime in index.get("runtimes", [])
+    ]
+    return trimmed

@@ -212,13 +212,16 @@ def both(tmp_path: Path) -> dict[str, ChannelOutput]:
 # --- what is written ---------------------------------------------------------------------------
 
 
+def _schema() -> dict[str, object]:
+    text = resources.files("ortbundle").joinpath("data/runtimes.schema.json").read_text("utf-8")
+    schema: dict[str, object] = json.loads(text)
+    return schema
+
+
 def test_the_index_is_the_real_writers_and_schema_valid(tmp_path: Path) -> None:
     package = make_stage(tmp_path, ARM)
     index = json.loads((package.stage / INDEX_NAME).read_text("utf-8"))
-    schema = json.loads(
-        resources.files("ortbundle").joinpath("data/runtimes.schema.json").read_text("utf-8")
-    )
-    jsonschema.validate(index, schema)
+    jsonschema.validate(index, _schema())
     assert [r["name"] for r in index["runtimes"]] == [QNN, GENERIC]
     assert index["runtimes"][0]["fits"]["soc_families"] == ["qualcomm"]
     assert (package.stage / LOADER_NAME).is_file()
@@ -279,8 +282,24 @@ def test_files_carry_the_staged_bytes(tmp_path: Path) -> None:
             else:
                 for tree_root in (f"{MAIN}/jniLibs", "jniLibs"):
                     assert (out / tree_root / "arm64-v8a" / relative).read_bytes() == data
-    for name in (INDEX_NAME, "NOTICE", "models.json"):
+    for name in ("NOTICE", "models.json"):
         assert (out / ASSETS / "arm64-v8a" / name).read_bytes() == (stage / name).read_bytes()
+    # the index as the APK carries it: marked so, without what only a desktop loader reads
+    staged = json.loads((stage / INDEX_NAME).read_text("utf-8"))
+    carried = json.loads((out / ASSETS / "arm64-v8a" / INDEX_NAME).read_text("utf-8"))
+    jsonschema.validate(carried, _schema())
+    assert carried["layout"] == "apk" and "override_env" not in carried
+    assert all("directory" not in runtime for runtime in carried["runtimes"])
+    for runtime in staged["runtimes"]:
+        del runtime["directory"]
+    del staged["override_env"]
+    assert carried == {**staged, "layout": "apk"}
+    carried["override_env"] = "DEMO_ORT_DIR"  # a desktop-only field in the APK's copy: invalid
+    with pytest.raises(jsonschema.ValidationError):
+        jsonschema.validate(carried, _schema())
+    del carried["layout"]  # and a stage's index needs it, and each runtime's directory
+    with pytest.raises(jsonschema.ValidationError, match="'directory' is a required property"):
+        jsonschema.validate(carried, _schema())
     assert (out / ASSETS / "models/sigmoid/model.onnx").read_bytes() == MODEL
     assert (out / ASSETS / "licenses/qnn-runtime/LICENSE.pdf").read_bytes() == QNN_LICENSE
 
@@ -329,6 +348,7 @@ def test_the_gradle_module(both: dict[str, ChannelOutput]) -> None:
     assert "compileSdk = 35" in gradle and "minSdk = 24" in gradle
     assert "useLegacyPackaging = false" in gradle
     assert 'keepDebugSymbols += "**/*.so"' in gradle
+    assert "androidResources {" in gradle and 'noCompress += "onnx"' in gradle
     manifest = (out / MAIN / "AndroidManifest.xml").read_text("utf-8")
     assert "package=" not in manifest  # the namespace says it; AGP 8 refuses both
     assert '<uses-native-library android:name="libcdsprpc.so" android:required="false" />' in (
@@ -347,6 +367,10 @@ def test_notes(both: dict[str, ChannelOutput]) -> None:
     assert "libQnnHtpV73Skel.so" in arm and "ADSP_LIBRARY_PATH" in arm
     assert "RuntimeLoader.load(context)" in arm and "useLegacyPackaging = false" in arm
     assert "adb shell setprop debug.demo.ort_runtime" in arm
+    # advice that works with Debian's zipalign 10 and names the build-tools that have -P
+    assert "zipalign -f 16384 unaligned.apk aligned.apk" in arm and "-P 16" in arm
+    assert "build-tools 35.0.0-rc3" in arm and 'noCompress += "onnx"' in arm
+    assert "models.json (and NOTICE) are relative to the bundle root: assets/ortbundle/" in arm
     x86 = "\n".join(both[X86].notes)
     assert x86.startswith("x86_64: android-generic ") and "ADSP" not in x86
 

