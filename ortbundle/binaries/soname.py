@@ -10,11 +10,9 @@ relies on: binaries/loadable.py), and replaces the original only when all of tha
 from __future__ import annotations
 
 import functools
-import os
 import shutil
 import subprocess
 import sysconfig
-import tempfile
 from collections.abc import Mapping
 from pathlib import Path
 from types import MappingProxyType
@@ -22,6 +20,7 @@ from types import MappingProxyType
 from ortbundle.binaries import BinaryInfo, alignment_problem, inspect
 from ortbundle.binaries.loadable import check_loadable
 from ortbundle.errors import BinaryError
+from ortbundle.fsio import atomic_output
 
 PATCHELF_TIMEOUT = 120.0  # seconds; the 32 MB Android ORT library takes 0.1 s
 _NO_RENAMES: Mapping[str, str] = MappingProxyType({})
@@ -102,10 +101,7 @@ def rename_library(
     for old, new in replace_needed.items():
         args += ["--replace-needed", old, new]
 
-    handle, name = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".patchelf", dir=path.parent)
-    os.close(handle)
-    scratch = Path(name)
-    try:
+    with atomic_output(path, tag="patchelf") as scratch:  # replaces path only if all holds
         shutil.copyfile(path, scratch)
         shutil.copymode(path, scratch)
         _run_patchelf([*args, str(scratch)], label)
@@ -113,9 +109,6 @@ def rename_library(
         _verify(before, after, soname, replace_needed, page_size, label)
         if page_size is not None:  # an Android library: what bionic checks before mapping it
             check_loadable(scratch, page_size=page_size, label=label, fix=_LOADABLE_FIX)
-        os.replace(scratch, path)
-    finally:
-        scratch.unlink(missing_ok=True)
     return after
 
 

@@ -59,6 +59,7 @@ from ortbundle.binaries import alignment_problem, inspect, sniff_format
 from ortbundle.channels import ChannelOutput, PackageInput, ShippedFile, check_staged, stage_changed
 from ortbundle.errors import ConfigError, PackagingError
 from ortbundle.fetch.cache import sha256_file
+from ortbundle.fsio import atomic_output, atomic_write
 from ortbundle.index_json import INDEX_NAME, LOADER_NAME, apk_index
 from ortbundle.loader import SCHEMA
 from ortbundle.targets import CHANNEL_TARGETS, Target, get_target
@@ -501,9 +502,7 @@ def _place(source: Path, dest: Path) -> None:
     place so a reader never sees half a file."""
     if dest.is_file() and dest.samefile(source):
         return
-    tmp = dest.with_name(f".{dest.name}.apk-{os.getpid()}")
-    tmp.unlink(missing_ok=True)
-    try:
+    with atomic_output(dest, tag="apk") as tmp:  # no mode: a link shares the stage's inode
         linked = False
         if stat.S_IMODE(source.stat().st_mode) == _FILE_MODE:
             try:
@@ -514,19 +513,10 @@ def _place(source: Path, dest: Path) -> None:
         if not linked:
             shutil.copyfile(source, tmp)
             tmp.chmod(_FILE_MODE)
-        os.replace(tmp, dest)
-    finally:
-        tmp.unlink(missing_ok=True)
 
 
 def _write_bytes(dest: Path, data: bytes) -> str:
-    tmp = dest.with_name(f".{dest.name}.apk-{os.getpid()}")
-    try:
-        tmp.write_bytes(data)
-        tmp.chmod(_FILE_MODE)
-        os.replace(tmp, dest)
-    finally:
-        tmp.unlink(missing_ok=True)
+    atomic_write(dest, data, mode=_FILE_MODE)
     return _sha256(data)
 
 
@@ -641,9 +631,7 @@ def _deflated(package: PackageInput, shipped: ShippedFile, data: bytes | None = 
     if memo is not None:
         try:
             memo.parent.mkdir(parents=True, exist_ok=True)
-            tmp = memo.with_name(f".{memo.name}.{os.getpid()}")
-            tmp.write_text(str(size), "ascii")
-            os.replace(tmp, memo)
+            atomic_write(memo, str(size))
         except OSError:
             pass  # an estimate: not worth failing a build for
     return size
