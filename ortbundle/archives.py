@@ -12,6 +12,7 @@ import base64
 import csv
 import hashlib
 import io
+import stat
 import struct
 import zipfile
 import zlib
@@ -83,6 +84,25 @@ def check_member_name(name: str) -> str | None:
     return None
 
 
+UNIX = 3  # zip "version made by" host system: the high 16 bits of external_attr are st_mode
+_SPECIAL = (
+    (stat.S_ISLNK, "a symlink"),
+    (stat.S_ISCHR, "a character device"),
+    (stat.S_ISBLK, "a block device"),
+    (stat.S_ISFIFO, "a FIFO"),
+    (stat.S_ISSOCK, "a socket"),
+)
+
+
+def special_mode(info: zipfile.ZipInfo) -> str | None:
+    """What a zip member is when its Unix mode says it is no regular file or directory (a
+    link an unzip would create, a device, a FIFO, a socket), or None."""
+    if info.create_system != UNIX:
+        return None
+    mode = info.external_attr >> 16
+    return next((what for test, what in _SPECIAL if test(mode)), None)
+
+
 def _record_hash(value: str) -> str | None:
     algo, _, encoded = value.partition("=")
     if algo != "sha256" or not encoded:
@@ -127,7 +147,8 @@ class ZipArchive:
         self.component = component
         try:
             self._zip = zipfile.ZipFile(path)
-            infos = [i for i in self._zip.infolist() if not i.is_dir()]
+            every = self._zip.infolist()
+            infos = [i for i in every if not i.is_dir()]
         except _ZIP_ERRORS as exc:
             raise ArchiveError(
                 f"{label} is not a readable zip archive ({exc})",
@@ -136,6 +157,10 @@ class ZipArchive:
                 fix="delete the cache entry and fetch again; if it persists the upstream file is "
                 "broken",
             ) from None
+        for info in every:  # a link is refused wherever it sits, taken by a glob or not
+            special = special_mode(info)
+            if special:
+                self._refuse(info.orig_filename, f"member is {special}")
         self.members: dict[str, Member] = {}
         for info in infos:
             # zipfile cuts names at a NUL and turns backslashes into slashes: judge the original
