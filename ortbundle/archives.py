@@ -9,9 +9,11 @@ inflates past its declared size, past a sane ratio, or to bytes its wheel RECORD
 from __future__ import annotations
 
 import base64
+import contextlib
 import csv
 import hashlib
 import io
+import os
 import stat
 import struct
 import zipfile
@@ -21,7 +23,8 @@ from pathlib import Path, PurePosixPath
 from types import TracebackType
 from typing import IO, NoReturn, Protocol
 
-from ortbundle.errors import ArchiveError, IntegrityError
+from ortbundle.errors import ArchiveError, DiskError, IntegrityError
+from ortbundle.oserrors import writing
 
 CHUNK = 1 << 20
 MAX_MEMBER_SIZE = 4 << 30  # 4 GiB: far above any runtime library
@@ -61,9 +64,21 @@ def copy_hashing(stream: IO[bytes], out: IO[bytes], *, limit: int | None = None)
         written += len(chunk)
         if limit is not None and written > limit:
             raise Overflow(written)
-        out.write(chunk)
+        with _writing_to(out):
+            out.write(chunk)
         digest.update(chunk)
+    with _writing_to(out):
+        out.flush()  # a full disk shows here, not in a close nobody checks
     return written, digest.hexdigest()
+
+
+def _writing_to(out: IO[bytes]) -> contextlib.AbstractContextManager[None]:
+    """A write error on `out` is the disk's, never the archive's (a caller's ArchiveError
+    handler must not call a full disk a corrupt archive)."""
+    name = getattr(out, "name", None)
+    return writing(
+        "an extracted file", Path(os.fsdecode(name)) if isinstance(name, str | bytes) else Path()
+    )
 
 
 def check_member_name(name: str) -> str | None:
@@ -259,8 +274,10 @@ class ZipArchive:
                 file=str(self.path),
                 fix="the wheel is malformed; do not ship it",
             )
+        with writing("an extracted archive member", dest):
+            out = dest.open("wb")
         try:
-            with self._zip.open(name) as stream, dest.open("wb") as out:
+            with out, self._zip.open(name) as stream:
                 written, actual = copy_hashing(stream, out, limit=member.size)
         except Overflow:
             dest.unlink(missing_ok=True)
@@ -273,7 +290,7 @@ class ZipArchive:
                 file=str(self.path),
                 fix="the archive is corrupt; delete the cache entry and fetch again",
             ) from None
-        except ArchiveError:
+        except (ArchiveError, DiskError):
             dest.unlink(missing_ok=True)
             raise
         if member.record_sha256 is not None and actual != member.record_sha256:
@@ -405,12 +422,17 @@ def _extract_tar_member(
                     raise refuse(name, f"member is {info.size} bytes")
                 stream = tar.extractfile(info)
                 assert stream is not None  # a regular file always has data
-                with dest.open("wb") as out:
+                with writing("an extracted archive member", dest):
+                    out = dest.open("wb")
+                with out:
                     written, sha256 = copy_hashing(stream, out)
                 if written != info.size:
                     raise refuse(name, "member is truncated")
                 found = Extracted(path=dest, size=written, sha256=sha256)
     except ArchiveError:
+        raise
+    except DiskError:
+        dest.unlink(missing_ok=True)
         raise
     except (tarfile.TarError, *_ZIP_ERRORS) as exc:
         dest.unlink(missing_ok=True)

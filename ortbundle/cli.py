@@ -6,7 +6,7 @@ import json
 import os
 import shutil
 import sys
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING, TypeVar
 
@@ -31,11 +31,29 @@ class CommandFailed(Exception):
         self.code = code
 
 
-def _guard(action: Callable[[], T]) -> T:
+def _guard(action: Callable[[], T], places: Mapping[Path, str] | None = None) -> T:
+    """Run a command's work: a typed failure, or an OS error on a path it writes (named from
+    `places`, see ortbundle/oserrors.py), becomes one message and its exit code."""
     try:
         return action()
     except OrtbundleError as exc:
         raise CommandFailed(_headline(exc), exc.exit_code) from None
+    except OSError as exc:
+        from ortbundle.oserrors import from_oserror, is_disk_error
+
+        if not is_disk_error(exc):
+            raise
+        error = from_oserror(exc, places or {})
+        raise CommandFailed(_headline(error), error.exit_code) from None
+
+
+def _places(project: Project, options: BuildOptions) -> dict[Path, str]:
+    from ortbundle.locations import default_cache_dir
+    from ortbundle.oserrors import write_places
+
+    environ = os.environ if options.environ is None else options.environ
+    key_dir = default_key_path(options.product, environ).parent
+    return write_places(options.cache_dir or default_cache_dir(), project.dist, key_dir)
 
 
 def _headline(exc: OrtbundleError) -> str:
@@ -56,7 +74,8 @@ def _build_or_report(project: Project, options: BuildOptions, reporter: Reporter
 
 def run_build(options: BuildOptions, *, root: Path = ROOT, dist: Path | None = None) -> None:
     project = Project.at(root, dist)
-    summary = _guard(lambda: quick_up_to_date(project, options))
+    places = _places(project, options)
+    summary = _guard(lambda: quick_up_to_date(project, options), places)
     if summary is not None:
         _print_up_to_date(summary, project, options)
         return
@@ -65,7 +84,7 @@ def run_build(options: BuildOptions, *, root: Path = ROOT, dist: Path | None = N
     from ortbundle.progress import Reporter
 
     with Reporter() as reporter:
-        result = _guard(lambda: _build_or_report(project, options, reporter))
+        result = _guard(lambda: _build_or_report(project, options, reporter), places)
         if result.up_to_date is not None:
             _print_up_to_date(result.up_to_date, project, options)
             return
@@ -111,7 +130,7 @@ def run_audit(
     with Reporter() as reporter:
         failure: AuditFailed | None = None
         try:
-            result = _guard(lambda: build(project, options, reporter))
+            result = _guard(lambda: build(project, options, reporter), _places(project, options))
             audits, product = result.audits, result.plan.product
             licensing = [t.licensing for t in result.targets]
         except CommandFailed as exc:
@@ -137,7 +156,9 @@ def run_fetch(options: BuildOptions, *, root: Path = ROOT) -> None:
 
     project = Project.at(root)
     with Reporter() as reporter:
-        _plan, artifacts = _guard(lambda: fetch(project, options, reporter))
+        _plan, artifacts = _guard(
+            lambda: fetch(project, options, reporter), _places(project, options)
+        )
         for sha256, artifact in sorted(artifacts.items(), key=lambda i: i[1].source.filename):
             source = artifact.source
             if sha256 == source.sha256:
@@ -228,10 +249,15 @@ def run_keygen(
     secret_path = secret or default_key_path(product, os.environ)
     public_path = public or Project.at(root).keys / f"{product}.pub"
     key, pub = generate_keypair()
-    secret_path.parent.mkdir(parents=True, exist_ok=True, mode=0o700)
-    public_path.parent.mkdir(parents=True, exist_ok=True)
-    _guard(lambda: write_secret_key(secret_path, key, force=force))
-    _guard(lambda: write_public_key(public_path, pub))
+    places = {secret_path.parent: "the secret signing key", public_path.parent: "the public key"}
+
+    def write() -> None:
+        secret_path.parent.mkdir(parents=True, exist_ok=True, mode=0o700)
+        public_path.parent.mkdir(parents=True, exist_ok=True)
+        write_secret_key(secret_path, key, force=force)
+        write_public_key(public_path, pub)
+
+    _guard(write, places)
     print(f"key id {pub.key_id_hex}")
     print(f"secret key: {secret_path} (mode 0600; keep it out of the repository)")
     print(f"public key: {public_path} (commit it: packagers verify with it)")
@@ -310,7 +336,7 @@ def run_release(
     project = Project.at(root, dist)
     with Reporter() as reporter:
         try:
-            result = _guard(lambda: release(project, sources, options))
+            result = _guard(lambda: release(project, sources, options), _places(project, options))
         except CommandFailed as exc:
             if isinstance(exc.__context__, AuditFailed):
                 print_report(reporter.console, exc.__context__.audits)

@@ -22,6 +22,7 @@ import urllib3
 from ortbundle.errors import FetchError, IntegrityError
 from ortbundle.fetch.config import redact
 from ortbundle.fetch.policy import RetryPolicy as RetryPolicy  # re-exported
+from ortbundle.oserrors import writing
 
 CHUNK = 1 << 20
 MAX_DOCUMENT = 64 << 20  # an index page, package document or sidecar; the largest real: ~20 MiB
@@ -264,7 +265,10 @@ def download(
                         file=redact(url),
                         fix="the mirror serves a different file; fix the mirror or the pin",
                     )
-                with partial.open("ab" if have else "wb") as out:
+                need = None if total is None else total - have  # for a full disk's message
+                with writing(f"the download of {what}", partial, need=need):
+                    out = partial.open("ab" if have else "wb")
+                with out:
                     for chunk in _chunks(resp):
                         have += len(chunk)
                         if have > limit:
@@ -283,7 +287,8 @@ def download(
                                 fix="the server is too slow: build again to resume, or use a "
                                 "nearer mirror",
                             )
-                        out.write(chunk)
+                        with writing(f"the download of {what}", partial, need=need):
+                            out.write(chunk)
                         digest.update(chunk)
                         if progress is not None:
                             progress(have, total)

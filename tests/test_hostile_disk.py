@@ -1,0 +1,221 @@
+"""Hostile conditions, disks: every OS error on a path the tool writes is one message.
+
+A full disk (a small tmpfs), a read-only mount (a bind mount remounted ro), a directory the
+user may not write (root without CAP_DAC_OVERRIDE, through setpriv), too many open files
+(RLIMIT_NOFILE in a child), a name too long, and a quota (injected through the tool's own
+fault point, since a test cannot ask the kernel for one): each ends the build with exit 12 and
+one line naming the path, what was being written, the errno in words and the fix; nothing
+half-written stays in dist/, and the previous tree there is intact. The cache and dist/ sit
+on separate filesystems in each case.
+"""
+
+from __future__ import annotations
+
+import errno
+import re
+import shutil
+from pathlib import Path
+
+import pytest
+
+from ortbundle.build import build
+from ortbundle.cli import CommandFailed, run_build, run_keygen
+from ortbundle.errors import DiskError
+from ortbundle.faults import ENV as FAULT_ENV
+from ortbundle.oserrors import disk_error
+from ortbundle.progress import Reporter
+from tests.helpers.disks import cli_build, read_only, tmpfs
+from tests.helpers.faults import (
+    assert_published_and_verified,
+    big_payload,
+    snapshot,
+    unverified_in_cache,
+    version_dir,
+)
+from tests.helpers.project import FakeProject
+
+DISK = DiskError.exit_code
+
+
+def _newer(fake: FakeProject) -> None:
+    """Change an input, so the next build must write a whole new tree."""
+    product = fake.root / "manifests" / "fakeproduct.toml"
+    product.write_text(product.read_text().replace("A synthetic product", "A newer product"))
+
+
+def _leftovers(dist: Path) -> list[str]:
+    return sorted(p.name for p in dist.rglob(".*") if ".partial-" in p.name or ".old-" in p.name)
+
+
+def test_exit_code_is_documented() -> None:
+    readme = (Path(__file__).resolve().parents[1] / "README.md").read_text("utf-8")
+    assert DISK == 12 and "12 a disk" in readme
+
+
+@pytest.mark.parametrize("size", [440, 600], ids=["while-staging", "while-makensis-writes"])
+def test_a_full_dist_disk_is_one_message_and_the_old_tree_stays(
+    fake: FakeProject, reporter: Reporter, tmp_path: Path, size: int
+) -> None:
+    fake.write()
+    with tmpfs(tmp_path / "small", size) as small:  # one tree fits (~400 KiB), two do not
+        dist = small / "dist"
+        build(fake.project.__class__.at(fake.root, dist), fake.options(), reporter)
+        old = snapshot(version_dir(fake, dist))
+        _newer(fake)
+        outcome = cli_build(fake, cache=fake.root / "cache", dist=dist)
+        assert outcome.code == DISK, outcome.message
+        assert "disk error:" in outcome.message and "could not write" in outcome.message
+        assert "No space left on device (ENOSPC)" in outcome.message
+        assert f"free space on {small}" in outcome.message or f"on {small} (" in outcome.message
+        assert str(dist) in outcome.message and "Traceback" not in outcome.message
+        assert snapshot(version_dir(fake, dist)) == old  # the previous tree, intact
+        assert _leftovers(dist) == []  # nothing half-written
+    assert unverified_in_cache(fake.root / "cache") == []
+
+
+def test_a_full_cache_disk_names_the_download_and_what_to_free(
+    fake: FakeProject, reporter: Reporter, tmp_path: Path
+) -> None:
+    fake.linux["onnxruntime/data.bin"] = big_payload(2 << 20)  # 2 MiB, incompressible
+    fake.write()
+    with tmpfs(tmp_path / "small", 256) as cache:
+        outcome = cli_build(fake, cache=cache, dist=fake.root / "dist")
+        assert outcome.code == DISK, outcome.message
+        wheel = fake.wheels["linux-x86_64"].name
+        assert f"could not write the download of {wheel}" in outcome.message
+        assert "No space left on device (ENOSPC)" in outcome.message
+        assert re.search(
+            rf"free \d+ MiB on {re.escape(str(cache))} \(it has \d+ KiB free", outcome.message
+        ), outcome.message
+        # the progress line does not claim the download succeeded
+        assert f"fetch {wheel}: FAILED" in outcome.stdout, outcome.stdout
+        assert f"fetch {wheel}: 0.0 MiB in" not in outcome.stdout
+        assert not list(cache.glob("sha256/*/*")) or all(
+            p.name != fake.pin("linux-x86_64") for p in cache.glob("sha256/*/*")
+        )
+    assert not (fake.root / "dist").exists()
+
+
+def test_a_read_only_dist_is_named(fake: FakeProject, tmp_path: Path) -> None:
+    fake.write()
+    with read_only(tmp_path / "ro-dist") as dist:
+        with pytest.raises(CommandFailed) as failed:
+            run_build(fake.options(), root=fake.root, dist=dist)
+    message = str(failed.value)
+    assert failed.value.code == DISK, message
+    assert "could not write the output directory (dist/)" in message
+    assert "Read-only file system (EROFS)" in message and "mounted read-only" in message
+
+
+def test_a_read_only_cache_is_named(fake: FakeProject, tmp_path: Path) -> None:
+    fake.write()
+    with read_only(tmp_path / "ro-cache") as cache:
+        with pytest.raises(CommandFailed) as failed:
+            run_build(fake.options(cache_dir=cache), root=fake.root)
+    message = str(failed.value)
+    assert failed.value.code == DISK, message
+    assert "Read-only file system (EROFS)" in message and str(cache) in message
+    assert not (fake.root / "dist").exists()
+
+
+def test_an_unwritable_dist_is_named_with_the_permission_fix(
+    fake: FakeProject, reporter: Reporter, tmp_path: Path
+) -> None:
+    """Root writes anywhere: the child drops CAP_DAC_OVERRIDE, so permissions apply to it."""
+    if shutil.which("setpriv") is None:
+        pytest.skip("setpriv is missing (Debian package util-linux)")
+    fake.write()
+    dist = tmp_path / "dist"
+    build(fake.project.__class__.at(fake.root, dist), fake.options(), reporter)
+    old = snapshot(version_dir(fake, dist))
+    _newer(fake)
+    (dist / "fakeproduct").chmod(0o555)
+    try:
+        outcome = cli_build(
+            fake,
+            cache=fake.root / "cache",
+            dist=dist,
+            prefix=["setpriv", "--bounding-set", "-dac_override,-dac_read_search"],
+        )
+    finally:
+        (dist / "fakeproduct").chmod(0o755)
+    assert outcome.code == DISK, outcome.message
+    assert "Permission denied (EACCES)" in outcome.message
+    assert "could not write the output directory (dist/)" in outcome.message
+    assert "fix its owner or permissions" in outcome.message
+    assert snapshot(version_dir(fake, dist)) == old
+
+
+def test_too_many_open_files_says_how_to_raise_the_limit(
+    fake: FakeProject, reporter: Reporter
+) -> None:
+    """So few descriptors that even removing the scratch tree may fail (rmtree needs one per
+    level): the next build, with the usual limit, removes what the failed one left."""
+    fake.write()
+    outcome = cli_build(fake, cache=fake.root / "cache", dist=fake.root / "dist", nofile=8)
+    assert outcome.code == DISK, outcome.message
+    assert "Too many open files (EMFILE)" in outcome.message
+    assert "ulimit -n" in outcome.message and "Traceback" not in outcome.message
+    assert not (fake.root / "dist" / "fakeproduct" / "1.2.3").exists()
+    build(fake.project, fake.options(), reporter)
+    assert_published_and_verified(fake)  # and no scratch tree of the failed build is left
+
+
+def test_a_name_too_long_for_the_filesystem_is_named(fake: FakeProject, tmp_path: Path) -> None:
+    fake.write()
+    dist = tmp_path / ("d" * 300)
+    with pytest.raises(CommandFailed) as failed:
+        run_build(fake.options(), root=fake.root, dist=dist)
+    message = str(failed.value)
+    assert failed.value.code == DISK, message
+    assert "File name too long (ENAMETOOLONG)" in message and "shorter directory" in message
+
+
+def test_a_quota_is_named_with_what_to_free(
+    fake: FakeProject, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """EDQUOT needs a quota-enabled filesystem: the tool's fault point raises it instead, at
+    the first write it guards (the download into the cache)."""
+    fake.write()
+    monkeypatch.setenv(FAULT_ENV, "write=EDQUOT")
+    with pytest.raises(CommandFailed) as failed:
+        run_build(fake.options(), root=fake.root)
+    message = str(failed.value)
+    assert failed.value.code == DISK, message
+    assert "could not write the download of onnxruntime_fake-1.0.0" in message
+    assert "Disk quota exceeded (EDQUOT)" in message and "quota on" in message
+    monkeypatch.delenv(FAULT_ENV)
+    run_build(fake.options(), root=fake.root)  # the next build, with room, completes
+    assert_published_and_verified(fake)
+
+
+def test_a_key_on_a_read_only_disk_is_named(tmp_path: Path) -> None:
+    with read_only(tmp_path / "keys") as keys:
+        with pytest.raises(CommandFailed) as failed:
+            run_keygen(
+                "fakeproduct",
+                secret=keys / "fakeproduct.key",
+                public=tmp_path / "pub" / "fakeproduct.pub",
+                force=False,
+                root=tmp_path,
+            )
+    assert failed.value.code == DISK
+    assert "could not write the secret signing key" in str(failed.value)
+    assert "Read-only file system (EROFS)" in str(failed.value)
+
+
+@pytest.mark.parametrize(
+    ("number", "fix"),
+    [
+        (errno.ENOSPC, "free "),
+        (errno.EDQUOT, "quota on /"),
+        (errno.EROFS, "mounted read-only"),
+        (errno.EACCES, "fix its owner or permissions"),
+        (errno.EMFILE, "ulimit -n"),
+        (errno.ENAMETOOLONG, "shorter directory"),
+    ],
+)
+def test_each_errno_has_its_own_fix(number: int, fix: str, tmp_path: Path) -> None:
+    error = disk_error(OSError(number, "x", str(tmp_path / "f")), what="a thing", need=1 << 20)
+    assert isinstance(error, DiskError) and fix in str(error)
+    assert "could not write a thing: " in str(error) and str(tmp_path / "f") in str(error)
