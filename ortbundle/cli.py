@@ -143,8 +143,13 @@ def run_audit(
             reporter.line(line)
         version_dir = Project.at(root, dist).dist / product.name / product.version
         out = json_path or version_dir.with_name(f"{product.version}.audit.json")
-        out.parent.mkdir(parents=True, exist_ok=True)
-        out.write_text(report_json(product.name, product.version, audits, licensing), "utf-8")
+        text = report_json(product.name, product.version, audits, licensing)
+
+        def write_report() -> None:
+            out.parent.mkdir(parents=True, exist_ok=True)
+            out.write_text(text, "utf-8")
+
+        _guard(write_report, {out.parent: "the audit report"})
         reporter.line(f"audit report: {out}")
         if failure is not None:
             raise CommandFailed(_headline(failure), failure.exit_code)

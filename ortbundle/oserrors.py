@@ -165,10 +165,30 @@ def tool_ran_out(tool: str, output: Path, what: str) -> DiskError | None:
     return error
 
 
+# What a write can meet on a filesystem, also from a file object that names no path (a gzip
+# stream flushed on close); a network error (ECONNRESET, requests' errno-less errors) is not.
+FILESYSTEM_ERRNOS = frozenset(
+    {
+        errno.ENOSPC,
+        errno.EDQUOT,
+        errno.EROFS,
+        errno.EACCES,
+        errno.EPERM,
+        errno.EMFILE,
+        errno.ENFILE,
+        errno.ENAMETOOLONG,
+        errno.EFBIG,
+        errno.EIO,
+    }
+)
+
+
 def is_disk_error(exc: BaseException) -> bool:
-    """An OSError from the filesystem (not a network error, which requests also makes an
-    OSError, with no errno and no path)."""
-    return isinstance(exc, OSError) and exc.errno is not None and bool(exc.filename)
+    """An OSError from the filesystem, not from the network (which requests also makes an
+    OSError, with no path)."""
+    if not isinstance(exc, OSError) or exc.errno is None:
+        return False
+    return bool(exc.filename) or exc.errno in FILESYSTEM_ERRNOS
 
 
 def from_oserror(exc: OSError, places: Mapping[Path, str]) -> DiskError:

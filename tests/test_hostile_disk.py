@@ -28,6 +28,7 @@ from tests.helpers.disks import cli_build, read_only, tmpfs
 from tests.helpers.faults import (
     assert_published_and_verified,
     big_payload,
+    pin_size,
     snapshot,
     unverified_in_cache,
     version_dir,
@@ -52,16 +53,18 @@ def test_exit_code_is_documented() -> None:
     assert DISK == 12 and "12 a disk" in readme
 
 
-@pytest.mark.parametrize("size", [440, 600], ids=["while-staging", "while-makensis-writes"])
 def test_a_full_dist_disk_is_one_message_and_the_old_tree_stays(
-    fake: FakeProject, reporter: Reporter, tmp_path: Path, size: int
+    fake: FakeProject, reporter: Reporter, tmp_path: Path
 ) -> None:
+    """The new tree is larger than the old one by more than the disk holds, which the
+    preflight (a lower bound: the old tree's size) cannot know: the disk fills mid-build."""
     fake.write()
-    with tmpfs(tmp_path / "small", size) as small:  # one tree fits (~400 KiB), two do not
+    with tmpfs(tmp_path / "small", 1024) as small:  # the old tree takes ~400 KiB
         dist = small / "dist"
         build(fake.project.__class__.at(fake.root, dist), fake.options(), reporter)
         old = snapshot(version_dir(fake, dist))
-        _newer(fake)
+        fake.linux["onnxruntime/capi/libdep.so.2"] += big_payload(512 << 10)  # staged 3 times
+        fake.write()
         outcome = cli_build(fake, cache=fake.root / "cache", dist=dist)
         assert outcome.code == DISK, outcome.message
         assert "disk error:" in outcome.message and "could not write" in outcome.message
@@ -71,6 +74,58 @@ def test_a_full_dist_disk_is_one_message_and_the_old_tree_stays(
         assert snapshot(version_dir(fake, dist)) == old  # the previous tree, intact
         assert _leftovers(dist) == []  # nothing half-written
     assert unverified_in_cache(fake.root / "cache") == []
+
+
+def test_a_packaging_tool_failing_on_a_full_disk_is_a_disk_error(tmp_path: Path) -> None:
+    """makensis says "fwrite failed" in its own words: a failed tool on an all-but-full
+    filesystem is reported as the full disk it is; on a roomy one it is the tool's failure."""
+    from ortbundle.oserrors import tool_ran_out
+
+    assert tool_ran_out("makensis", tmp_path, "the installer") is None
+    with tmpfs(tmp_path / "small", 64) as small:
+        (small / "filler").write_bytes(b"\0" * (60 << 10))
+        error = tool_ran_out("makensis", small, "the installer")
+    assert error is not None and error.exit_code == DISK
+    assert "makensis could not write the installer: No space left on device" in str(error)
+
+
+def test_preflight_refuses_a_cache_too_small_before_any_download(
+    fake: FakeProject, tmp_path: Path
+) -> None:
+    fake.linux["onnxruntime/data.bin"] = big_payload(2 << 20)
+    fake.write()
+    pin_size(fake, "linux", fake.wheels["linux-x86_64"].stat().st_size)
+    fake.server.requests.clear()
+    with tmpfs(tmp_path / "small-cache", 1024) as cache:
+        with pytest.raises(CommandFailed) as failed:
+            run_build(fake.options(cache_dir=cache), root=fake.root)
+    message = str(failed.value)
+    assert failed.value.code == DISK, message
+    assert f"not enough free space for this build on {cache}" in message
+    assert "the downloads into the cache (3 MiB)" in message and "nothing was downloaded" in message
+    assert re.search(rf"free \d+ MiB on {re.escape(str(cache))}", message), message
+    assert fake.server.requests == []  # not even the index was asked
+
+
+def test_preflight_counts_the_old_tree_beside_the_new_one(
+    fake: FakeProject, reporter: Reporter, tmp_path: Path
+) -> None:
+    """dist/ keeps the old tree until the new one is swapped in: both must fit."""
+    fake.write()
+    with tmpfs(tmp_path / "small", 600) as small:  # one tree (~400 KiB) fits, two do not
+        dist = small / "dist"
+        build(fake.project.__class__.at(fake.root, dist), fake.options(), reporter)
+        old = snapshot(version_dir(fake, dist))
+        _newer(fake)
+        fake.server.requests.clear()
+        with pytest.raises(CommandFailed) as failed:  # a cold cache: it would download
+            run_build(fake.options(cache_dir=tmp_path / "cold"), root=fake.root, dist=dist)
+        message = str(failed.value)
+        assert failed.value.code == DISK, message
+        assert f"not enough free space for this build on {small}" in message
+        assert "the new version tree in dist/" in message
+        assert fake.server.requests == []
+        assert snapshot(version_dir(fake, dist)) == old
 
 
 def test_a_full_cache_disk_names_the_download_and_what_to_free(
@@ -187,6 +242,18 @@ def test_a_quota_is_named_with_what_to_free(
     monkeypatch.delenv(FAULT_ENV)
     run_build(fake.options(), root=fake.root)  # the next build, with room, completes
     assert_published_and_verified(fake)
+
+
+def test_an_audit_report_on_a_read_only_disk_is_named(fake: FakeProject, tmp_path: Path) -> None:
+    from ortbundle.cli import run_audit
+
+    fake.write()
+    with read_only(tmp_path / "reports") as reports:
+        with pytest.raises(CommandFailed) as failed:
+            run_audit(fake.options(), json_path=reports / "audit.json", root=fake.root)
+    assert failed.value.code == DISK, str(failed.value)
+    assert "could not write the audit report" in str(failed.value)
+    assert "Read-only file system (EROFS)" in str(failed.value)
 
 
 def test_a_key_on_a_read_only_disk_is_named(tmp_path: Path) -> None:
