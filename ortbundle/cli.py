@@ -82,8 +82,9 @@ def run_build(options: BuildOptions, *, root: Path = ROOT, dist: Path | None = N
     from ortbundle.audit import coverage_lines, print_report
     from ortbundle.build import externals_lines, size_table
     from ortbundle.progress import Reporter
+    from ortbundle.repairs import watching
 
-    with Reporter() as reporter:
+    with Reporter() as reporter, watching(lambda r: reporter.line(r.line())) as repairs:
         result = _guard(lambda: _build_or_report(project, options, reporter), places)
         if result.up_to_date is not None:
             _print_up_to_date(result.up_to_date, project, options)
@@ -104,6 +105,11 @@ def run_build(options: BuildOptions, *, root: Path = ROOT, dist: Path | None = N
             reporter.line(line)
         if not all(a.passed for a in result.audits):
             reporter.line("LICENCE AUDIT FAILED: this build is not fit to ship (see above)")
+        if repairs:  # said as found (above), and again where a CI operator reads the summary
+            reporter.line(
+                f"cache: {len(repairs)} entries failed their hash and were fetched again: "
+                + ", ".join(r.path.name[:12] for r in repairs)
+            )
         reporter.line(f"staged: {result.version_dir}")
 
 
@@ -381,6 +387,29 @@ def run_cache_transfer(direction: str, path: Path) -> None:
         raise CommandFailed(
             f"ortbundle: integrity error: {len(report.rejected)} entries of {path} were corrupt "
             "and were not imported",
+            IntegrityError.exit_code,
+        )
+
+
+def run_cache_verify() -> None:
+    """Re-hash every cached download; exit 4 if any was corrupt (it is removed either way)."""
+    from ortbundle.cache_verify import verify_cache
+    from ortbundle.fetch.cache import default_cache_dir
+    from ortbundle.oserrors import write_places
+
+    root = default_cache_dir()
+    report = _guard(lambda: verify_cache(root), write_places(root))
+    for repair in report.repaired:
+        print(repair.line())
+    for sha256 in report.unrecorded:
+        print(f"cache: {sha256} had no record of when it was stored; removed, fetched again")
+    bad = len(report.repaired) + len(report.unrecorded)
+    print(f"{root}: {len(report.good) + bad} entries re-hashed, {len(report.good)} good, {bad} bad")
+    if report.repaired:
+        raise CommandFailed(
+            f"ortbundle: integrity error: {len(report.repaired)} cache entries held bytes that "
+            "do not match their hash (a failing disk, or a tampered cache); they were removed "
+            "and the next build downloads them again",
             IntegrityError.exit_code,
         )
 
