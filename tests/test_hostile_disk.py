@@ -22,6 +22,7 @@ from ortbundle.build import build
 from ortbundle.cli import CommandFailed, run_build, run_keygen
 from ortbundle.errors import DiskError
 from ortbundle.faults import ENV as FAULT_ENV
+from ortbundle.fetch.cache import Cache
 from ortbundle.oserrors import disk_error
 from ortbundle.progress import Reporter
 from tests.helpers.disks import cli_build, read_only, tmpfs
@@ -145,9 +146,7 @@ def test_a_full_cache_disk_names_the_download_and_what_to_free(
         # the progress line does not claim the download succeeded
         assert f"fetch {wheel}: FAILED" in outcome.stdout, outcome.stdout
         assert f"fetch {wheel}: 0.0 MiB in" not in outcome.stdout
-        assert not list(cache.glob("sha256/*/*")) or all(
-            p.name != fake.pin("linux-x86_64") for p in cache.glob("sha256/*/*")
-        )
+        assert not Cache(cache).blob_path(fake.pin("linux-x86_64")).exists()
     assert not (fake.root / "dist").exists()
 
 
