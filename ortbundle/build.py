@@ -63,7 +63,7 @@ from ortbundle.plan import (
     signing_key_identity,
     unchanged_build,
 )
-from ortbundle.preflight import check_space
+from ortbundle.preflight import preflight
 from ortbundle.progress import Reporter
 from ortbundle.recipes import Product, Recipe
 from ortbundle.record import (
@@ -386,7 +386,7 @@ def build(project: Project, options: BuildOptions, reporter: Reporter) -> BuildR
         return BuildResult(
             plan, {}, (), (), version_dir, signed_by=summary.get("signed_by"), up_to_date=summary
         )
-    check_space([s for _, s in plan.all_sources()], cache, version_dir)  # before any download
+    preflight(project, plan, cache, version_dir)  # ortbundle/preflight.py: before any download
     plan, artifacts = fetch(project, options, reporter, plan)  # the plan the key was made of
     with locked(cache / "locks" / f"dist-{digest_of([str(version_dir.resolve())])}.lock"):
         # one build at a time publishes a given dist/<product>/<version>

@@ -1,4 +1,4 @@
-"""Check the free space a build needs before it downloads anything.
+"""Check what a build can before it downloads anything: the licence policy, and free space.
 
 A full disk found half-way costs the time of every download before it; the sizes are known
 up front. The cache needs the pinned size of every source it does not hold yet (less what a
@@ -19,6 +19,7 @@ from stat import S_ISREG
 
 from ortbundle.errors import DiskError
 from ortbundle.oserrors import amount, existing_ancestor, free_bytes, mib, mount_point
+from ortbundle.plan import POLICY_NAME, Plan, Project
 from ortbundle.recipes import Source
 
 
@@ -55,6 +56,15 @@ def download_need(sources: Iterable[Source], cache: Path) -> int:
         have = partial.stat().st_size if partial.is_file() else 0
         total += max(source.size - have, 0)
     return total
+
+
+def preflight(project: Project, plan: Plan, cache: Path, version_dir: Path) -> None:
+    """What a build can check before its first request: the inputs loading a plan does not
+    read (the licence policy, read by the audit after staging), then the free space."""
+    from ortbundle.audit import load_policy
+
+    load_policy(project.licenses / POLICY_NAME)
+    check_space([source for _, source in plan.all_sources()], cache, version_dir)
 
 
 def check_space(sources: Iterable[Source], cache: Path, version_dir: Path) -> None:
