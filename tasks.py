@@ -16,6 +16,7 @@ from ortbundle.cli import (
     run_audit,
     run_build,
     run_cache_transfer,
+    run_cache_verify,
     run_ci_workflow,
     run_clean,
     run_fetch,
@@ -299,6 +300,15 @@ def cache_import(c: Context, path: str) -> None:
     """Seed the download cache from a directory, re-hashing every entry."""
     try:
         run_cache_transfer("import", Path(path))
+    except CommandFailed as exc:
+        raise Exit(str(exc), code=exc.code) from None
+
+
+@task
+def cache_verify(c: Context) -> None:
+    """Re-hash every cached download; name and remove each corrupt one (exit 4 if any)."""
+    try:
+        run_cache_verify()
     except CommandFailed as exc:
         raise Exit(str(exc), code=exc.code) from None
 

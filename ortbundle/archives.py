@@ -9,9 +9,12 @@ inflates past its declared size, past a sane ratio, or to bytes its wheel RECORD
 from __future__ import annotations
 
 import base64
+import contextlib
 import csv
 import hashlib
 import io
+import os
+import stat
 import struct
 import zipfile
 import zlib
@@ -20,7 +23,8 @@ from pathlib import Path, PurePosixPath
 from types import TracebackType
 from typing import IO, NoReturn, Protocol
 
-from ortbundle.errors import ArchiveError, IntegrityError
+from ortbundle.errors import ArchiveError, DiskError, IntegrityError
+from ortbundle.oserrors import writing
 
 CHUNK = 1 << 20
 MAX_MEMBER_SIZE = 4 << 30  # 4 GiB: far above any runtime library
@@ -60,9 +64,21 @@ def copy_hashing(stream: IO[bytes], out: IO[bytes], *, limit: int | None = None)
         written += len(chunk)
         if limit is not None and written > limit:
             raise Overflow(written)
-        out.write(chunk)
+        with _writing_to(out):
+            out.write(chunk)
         digest.update(chunk)
+    with _writing_to(out):
+        out.flush()  # a full disk shows here, not in a close nobody checks
     return written, digest.hexdigest()
+
+
+def _writing_to(out: IO[bytes]) -> contextlib.AbstractContextManager[None]:
+    """A write error on `out` is the disk's, never the archive's (a caller's ArchiveError
+    handler must not call a full disk a corrupt archive)."""
+    name = getattr(out, "name", None)
+    return writing(
+        "an extracted file", Path(os.fsdecode(name)) if isinstance(name, str | bytes) else Path()
+    )
 
 
 def check_member_name(name: str) -> str | None:
@@ -81,6 +97,25 @@ def check_member_name(name: str) -> str | None:
     if not name or not parts:
         return "is empty"
     return None
+
+
+UNIX = 3  # zip "version made by" host system: the high 16 bits of external_attr are st_mode
+_SPECIAL = (
+    (stat.S_ISLNK, "a symlink"),
+    (stat.S_ISCHR, "a character device"),
+    (stat.S_ISBLK, "a block device"),
+    (stat.S_ISFIFO, "a FIFO"),
+    (stat.S_ISSOCK, "a socket"),
+)
+
+
+def special_mode(info: zipfile.ZipInfo) -> str | None:
+    """What a zip member is when its Unix mode says it is no regular file or directory (a
+    link an unzip would create, a device, a FIFO, a socket), or None."""
+    if info.create_system != UNIX:
+        return None
+    mode = info.external_attr >> 16
+    return next((what for test, what in _SPECIAL if test(mode)), None)
 
 
 def _record_hash(value: str) -> str | None:
@@ -127,7 +162,8 @@ class ZipArchive:
         self.component = component
         try:
             self._zip = zipfile.ZipFile(path)
-            infos = [i for i in self._zip.infolist() if not i.is_dir()]
+            every = self._zip.infolist()
+            infos = [i for i in every if not i.is_dir()]
         except _ZIP_ERRORS as exc:
             raise ArchiveError(
                 f"{label} is not a readable zip archive ({exc})",
@@ -136,6 +172,10 @@ class ZipArchive:
                 fix="delete the cache entry and fetch again; if it persists the upstream file is "
                 "broken",
             ) from None
+        for info in every:  # a link is refused wherever it sits, taken by a glob or not
+            special = special_mode(info)
+            if special:
+                self._refuse(info.orig_filename, f"member is {special}")
         self.members: dict[str, Member] = {}
         for info in infos:
             # zipfile cuts names at a NUL and turns backslashes into slashes: judge the original
@@ -234,8 +274,10 @@ class ZipArchive:
                 file=str(self.path),
                 fix="the wheel is malformed; do not ship it",
             )
+        with writing("an extracted archive member", dest):
+            out = dest.open("wb")
         try:
-            with self._zip.open(name) as stream, dest.open("wb") as out:
+            with out, self._zip.open(name) as stream:
                 written, actual = copy_hashing(stream, out, limit=member.size)
         except Overflow:
             dest.unlink(missing_ok=True)
@@ -248,7 +290,7 @@ class ZipArchive:
                 file=str(self.path),
                 fix="the archive is corrupt; delete the cache entry and fetch again",
             ) from None
-        except ArchiveError:
+        except (ArchiveError, DiskError):
             dest.unlink(missing_ok=True)
             raise
         if member.record_sha256 is not None and actual != member.record_sha256:
@@ -380,12 +422,17 @@ def _extract_tar_member(
                     raise refuse(name, f"member is {info.size} bytes")
                 stream = tar.extractfile(info)
                 assert stream is not None  # a regular file always has data
-                with dest.open("wb") as out:
+                with writing("an extracted archive member", dest):
+                    out = dest.open("wb")
+                with out:
                     written, sha256 = copy_hashing(stream, out)
                 if written != info.size:
                     raise refuse(name, "member is truncated")
                 found = Extracted(path=dest, size=written, sha256=sha256)
     except ArchiveError:
+        raise
+    except DiskError:
+        dest.unlink(missing_ok=True)
         raise
     except (tarfile.TarError, *_ZIP_ERRORS) as exc:
         dest.unlink(missing_ok=True)

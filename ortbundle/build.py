@@ -51,6 +51,7 @@ from ortbundle.plan import (
     with_models,
 )
 from ortbundle.plugins import refuse_bundled_core
+from ortbundle.preflight import preflight
 from ortbundle.progress import Reporter
 from ortbundle.recipes import Recipe
 from ortbundle.record import InputInfo, write_evidence
@@ -273,6 +274,8 @@ def build(
     environ = os.environ if options.environ is None else options.environ
     plan = with_models(project, prepared.plan)
     key = None if options.audit_only else signing_key(plan.product, options, environ)
+    # ortbundle/preflight.py: free space and the policy, before any download
+    preflight(project, plan, prepared.cache, prepared.version_dir)
     plan, artifacts = fetch(project, options, reporter, plan)  # the plan the key was made of
     version_dir = prepared.version_dir
     lock = prepared.cache / "locks" / f"dist-{digest_of([str(version_dir.resolve())])}.lock"

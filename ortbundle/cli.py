@@ -6,7 +6,7 @@ import json
 import os
 import shutil
 import sys
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING, TypeVar
 
@@ -32,11 +32,29 @@ class CommandFailed(Exception):
         self.code = code
 
 
-def _guard(action: Callable[[], T]) -> T:
+def _guard(action: Callable[[], T], places: Mapping[Path, str] | None = None) -> T:
+    """Run a command's work: a typed failure, or an OS error on a path it writes (named from
+    `places`, see ortbundle/oserrors.py), becomes one message and its exit code."""
     try:
         return action()
     except OrtbundleError as exc:
         raise CommandFailed(_headline(exc), exc.exit_code) from None
+    except OSError as exc:
+        from ortbundle.oserrors import from_oserror, is_disk_error
+
+        if not is_disk_error(exc):
+            raise
+        error = from_oserror(exc, places or {})
+        raise CommandFailed(_headline(error), error.exit_code) from None
+
+
+def _places(project: Project, options: BuildOptions) -> dict[Path, str]:
+    from ortbundle.locations import default_cache_dir
+    from ortbundle.oserrors import write_places
+
+    environ = os.environ if options.environ is None else options.environ
+    key_dir = default_key_path(options.product, environ).parent
+    return write_places(options.cache_dir or default_cache_dir(), project.dist, key_dir)
 
 
 def _headline(exc: OrtbundleError) -> str:
@@ -62,16 +80,18 @@ def _build_or_report(
 
 def run_build(options: BuildOptions, *, root: Path = ROOT, dist: Path | None = None) -> None:
     project = Project.at(root, dist)
-    prepared = _guard(lambda: prepare_build(project, options))
+    places = _places(project, options)
+    prepared = _guard(lambda: prepare_build(project, options), places)
     if prepared.previous is not None:
         _print_up_to_date(prepared.previous, project, options)
         return
     from ortbundle.audit import coverage_lines, print_report
     from ortbundle.progress import Reporter
+    from ortbundle.repairs import watching
     from ortbundle.summary import externals_lines, size_table
 
-    with Reporter() as reporter:
-        result = _guard(lambda: _build_or_report(project, options, reporter, prepared))
+    with Reporter() as reporter, watching(lambda r: reporter.line(r.line())) as repairs:
+        result = _guard(lambda: _build_or_report(project, options, reporter, prepared), places)
         if result.up_to_date is not None:
             _print_up_to_date(result.up_to_date, project, options)
             return
@@ -91,6 +111,11 @@ def run_build(options: BuildOptions, *, root: Path = ROOT, dist: Path | None = N
             reporter.line(line)
         if not all(a.passed for a in result.audits):
             reporter.line("LICENCE AUDIT FAILED: this build is not fit to ship (see above)")
+        if repairs:  # said as found (above), and again where a CI operator reads the summary
+            reporter.line(
+                f"cache: {len(repairs)} entries failed their hash and were fetched again: "
+                + ", ".join(r.path.name[:12] for r in repairs)
+            )
         reporter.line(f"staged: {result.version_dir}")
 
 
@@ -117,7 +142,7 @@ def run_audit(
     with Reporter() as reporter:
         failure: AuditFailed | None = None
         try:
-            result = _guard(lambda: build(project, options, reporter))
+            result = _guard(lambda: build(project, options, reporter), _places(project, options))
             audits, product = result.audits, result.plan.product
             licensing = [t.licensing for t in result.targets]
         except CommandFailed as exc:
@@ -130,8 +155,13 @@ def run_audit(
             reporter.line(line)
         version_dir = Project.at(root, dist).dist / product.name / product.version
         out = json_path or version_dir.with_name(f"{product.version}.audit.json")
-        out.parent.mkdir(parents=True, exist_ok=True)
-        out.write_text(report_json(product.name, product.version, audits, licensing), "utf-8")
+        text = report_json(product.name, product.version, audits, licensing)
+
+        def write_report() -> None:
+            out.parent.mkdir(parents=True, exist_ok=True)
+            out.write_text(text, "utf-8")
+
+        _guard(write_report, {out.parent: "the audit report"})
         reporter.line(f"audit report: {out}")
         if failure is not None:
             raise CommandFailed(_headline(failure), failure.exit_code)
@@ -143,7 +173,9 @@ def run_fetch(options: BuildOptions, *, root: Path = ROOT) -> None:
 
     project = Project.at(root)
     with Reporter() as reporter:
-        _plan, artifacts = _guard(lambda: fetch(project, options, reporter))
+        _plan, artifacts = _guard(
+            lambda: fetch(project, options, reporter), _places(project, options)
+        )
         for sha256, artifact in sorted(artifacts.items(), key=lambda i: i[1].source.filename):
             source = artifact.source
             if sha256 == source.sha256:
@@ -234,10 +266,15 @@ def run_keygen(
     secret_path = secret or default_key_path(product, os.environ)
     public_path = public or Project.at(root).keys / f"{product}.pub"
     key, pub = generate_keypair()
-    secret_path.parent.mkdir(parents=True, exist_ok=True, mode=0o700)
-    public_path.parent.mkdir(parents=True, exist_ok=True)
-    _guard(lambda: write_secret_key(secret_path, key, force=force))
-    _guard(lambda: write_public_key(public_path, pub))
+    places = {secret_path.parent: "the secret signing key", public_path.parent: "the public key"}
+
+    def write() -> None:
+        secret_path.parent.mkdir(parents=True, exist_ok=True, mode=0o700)
+        public_path.parent.mkdir(parents=True, exist_ok=True)
+        write_secret_key(secret_path, key, force=force)
+        write_public_key(public_path, pub)
+
+    _guard(write, places)
     print(f"key id {pub.key_id_hex}")
     print(f"secret key: {secret_path} (mode 0600; keep it out of the repository)")
     print(f"public key: {public_path} (commit it: packagers verify with it)")
@@ -316,7 +353,7 @@ def run_release(
     project = Project.at(root, dist)
     with Reporter() as reporter:
         try:
-            result = _guard(lambda: release(project, sources, options))
+            result = _guard(lambda: release(project, sources, options), _places(project, options))
         except CommandFailed as exc:
             if isinstance(exc.__context__, AuditFailed):
                 print_report(reporter.console, exc.__context__.audits)
@@ -356,6 +393,29 @@ def run_cache_transfer(direction: str, path: Path) -> None:
         raise CommandFailed(
             f"ortbundle: integrity error: {len(report.rejected)} entries of {path} were corrupt "
             "and were not imported",
+            IntegrityError.exit_code,
+        )
+
+
+def run_cache_verify() -> None:
+    """Re-hash every cached download; exit 4 if any was corrupt (it is removed either way)."""
+    from ortbundle.cache_verify import verify_cache
+    from ortbundle.fetch.cache import default_cache_dir
+    from ortbundle.oserrors import write_places
+
+    root = default_cache_dir()
+    report = _guard(lambda: verify_cache(root), write_places(root))
+    for repair in report.repaired:
+        print(repair.line())
+    for sha256 in report.unrecorded:
+        print(f"cache: {sha256} had no record of when it was stored; removed, fetched again")
+    bad = len(report.repaired) + len(report.unrecorded)
+    print(f"{root}: {len(report.good) + bad} entries re-hashed, {len(report.good)} good, {bad} bad")
+    if report.repaired:
+        raise CommandFailed(
+            f"ortbundle: integrity error: {len(report.repaired)} cache entries held bytes that "
+            "do not match their hash (a failing disk, or a tampered cache); they were removed "
+            "and the next build downloads them again",
             IntegrityError.exit_code,
         )
 

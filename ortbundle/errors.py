@@ -115,3 +115,12 @@ class PackagingError(OrtbundleError):
 
     exit_code = 11
     kind = "packaging"
+
+
+class DiskError(OrtbundleError):
+    """The operating system refused a write: a full disk or quota, a read-only or unwritable
+    directory, too many open files, a path too long (ortbundle/oserrors.py says which, and what
+    to do)."""
+
+    exit_code = 12
+    kind = "disk"

@@ -74,10 +74,15 @@ class Reporter:
                 bars.update(task, completed=done, total=total)
 
         def finish() -> None:
+            """Called in a `finally`: a download ending by an exception says it failed."""
             if bars is not None and task is not None:
                 bars.remove_task(task)
             seconds = max(time.monotonic() - started, 1e-6)
             mib = state["bytes"] / (1 << 20)
+            failure = sys.exc_info()[1]
+            if failure is not None:
+                self.line(f"fetch {name}: FAILED after {mib:.1f} MiB ({type(failure).__name__})")
+                return
             self.line(f"fetch {name}: {mib:.1f} MiB in {seconds:.1f} s ({mib / seconds:.0f} MiB/s)")
 
         return update, finish

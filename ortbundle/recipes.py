@@ -9,6 +9,7 @@ from __future__ import annotations
 import hashlib
 import re
 import tomllib
+import unicodedata
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -401,6 +402,30 @@ class _Reader:
             raise self._fail(f"{key!r} must not be empty")
         return tuple(value)
 
+    def target(self, name: str, key: str) -> None:
+        """An unknown target named under `key` is refused naming this file and table."""
+        try:
+            get_target(name)
+        except ConfigError as exc:
+            error = self._fail(f"{key}: {exc.message}")
+            error.target, error.fix = name, exc.fix
+            raise error from None
+
+    def http_url(self, key: str) -> str:
+        """An http(s) URL with a host, one token: whitespace or a control character in it is a
+        mistake (it would be refused, or mangled, by a package format much later)."""
+        url = self.text(key)
+        bad = sorted({c for c in url if c.isspace() or unicodedata.category(c).startswith("C")})
+        if bad:
+            raise self._fail(
+                f"{key} {url!r} contains whitespace or control characters "
+                f"({', '.join(map(ascii, bad))}): a URL is one token"
+            )
+        parts = urlsplit(url)
+        if parts.scheme not in ("https", "http") or not parts.hostname:
+            raise self._fail(f"{key} {url!r} must be an http(s) URL")
+        return url
+
     def sub(self, key: str) -> _Reader:
         if key not in self.table:
             raise self._fail(f"missing [{key}]")
@@ -432,10 +457,8 @@ def _coordinates(reader: _Reader) -> Coordinates:
             'path = "…"'
         )
     if kinds[0] == "url":
-        url = reader.text("url")
+        url = reader.http_url("url")
         parts = urlsplit(url)
-        if parts.scheme not in ("https", "http") or not parts.hostname:
-            raise reader._fail(f"url {url!r} must be an http(s) URL")
         if "@" in parts.netloc or parts.query:
             # the URL is copied into records, the manifest and error messages
             raise reader._fail(
@@ -588,7 +611,7 @@ def _purl(reader: _Reader) -> str | None:
 
 
 def _target_recipe(reader: _Reader, target: str, sources: dict[str, Source]) -> TargetRecipe:
-    get_target(target)  # unknown targets fail here, naming the valid ones
+    reader.target(target, "a recipe's [targets.<name>]")  # names this recipe file
     takes = []
     for take in reader.subs("take"):
         source = take.text("source")
@@ -686,7 +709,7 @@ def load_product(path: Path) -> Product:
         raise product._fail(f"name {name!r} must be lower-case letters, digits, . _ -")
     targets = product.text_list("targets")
     for t in targets:
-        get_target(t)
+        product.target(t, "targets")
     runtimes = product.text_list("runtimes")
     runtime_targets: dict[str, tuple[str, ...]] = {}
     overrides = top.table.get("runtime", {})
@@ -720,7 +743,7 @@ def load_product(path: Path) -> Product:
         name=name,
         version=version,
         description=product.text("description"),
-        url=product.text("url"),
+        url=product.http_url("url"),
         targets=targets,
         runtimes=runtimes,
         models=product.text_list("models", required=False),

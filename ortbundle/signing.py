@@ -36,7 +36,7 @@ from pathlib import Path
 
 # cryptography is imported where a key is used: planning a build (and a no-op build) only
 # needs to know which key would sign, not to load it.
-from ortbundle.errors import ConfigError, IntegrityError
+from ortbundle.errors import ConfigError, IntegrityError, OrtbundleError
 
 __all__ = [
     "DEFAULT_UNTRUSTED_COMMENT",
@@ -518,13 +518,18 @@ def _write_atomic(path: Path, content: bytes, *, mode: int, overwrite: bool) -> 
             fix="move the existing key away first, or pass force=True if it is disposable",
         )
 
-    def unwritable(exc: OSError) -> ConfigError:
-        return ConfigError(
-            f"cannot write {path}: {exc.strerror or exc}",
-            component=_COMPONENT,
-            file=str(path),
-            fix="check that the directory exists and is writable",
-        )
+    def unwritable(exc: OSError) -> OrtbundleError:
+        from ortbundle.oserrors import disk_error
+
+        if isinstance(exc, FileNotFoundError):  # a directory that is not there: a setting
+            return ConfigError(
+                f"cannot write {path}: {exc.strerror or exc}",
+                component=_COMPONENT,
+                file=str(path),
+                fix="check that the directory exists and is writable",
+            )
+        what = "the secret signing key" if mode & 0o077 == 0 else "the public key"
+        return disk_error(exc, what=what, path=path, component=_COMPONENT)
 
     if not overwrite and path.exists():
         raise exists()

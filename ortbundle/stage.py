@@ -1,7 +1,8 @@
 """Lay out one target's stage: runtimes pruned to their closure, licence texts beside them.
 
-A stage is built in a hidden sibling directory and renamed into place only when complete, so
-`dist/` holds either the previous stage or the new one — never half of either.
+A stage is built in a hidden sibling directory and put in place in one step only when complete
+(ortbundle/publish.py), so `dist/` holds either the previous stage or the new one — never half
+of either, and never nothing.
 """
 
 from __future__ import annotations
@@ -21,6 +22,8 @@ from ortbundle.binaries import BinaryInfo, alignment_problem, inspect
 from ortbundle.closure import Candidate, Closure, Materialized, prune
 from ortbundle.errors import ArchiveError, BinaryError, ConfigError
 from ortbundle.fetch.cache import pid_alive, sha256_file
+from ortbundle.publish import publish as publish  # build.py and release.py publish through here
+from ortbundle.publish import recover
 from ortbundle.recipes import LicenseText, Recipe, Rename
 from ortbundle.targets import Target
 
@@ -403,19 +406,10 @@ def _rel(root: Path, path: Path) -> str:
     return path.relative_to(root).as_posix()
 
 
-def publish(tmp: Path, final: Path) -> None:
-    """Swap a finished stage into place; the old one is removed only after the swap."""
-    old = final.with_name(f".{final.name}.old-{os.getpid()}")
-    if final.exists() or final.is_symlink():
-        os.replace(final, old)
-    os.replace(tmp, final)
-    if old.exists():
-        shutil.rmtree(old)
-
-
 def scratch_dir(final: Path) -> Path:
     """A fresh hidden sibling of `final` to build into; stale ones of dead builds are removed."""
     final.parent.mkdir(parents=True, exist_ok=True)
+    recover(final)  # a build killed mid-publish may have set the complete old tree aside
     for stale in final.parent.glob(f".{final.name}.*-*"):
         pid = stale.name.rsplit("-", 1)[-1]
         if pid.isdigit() and not pid_alive(int(pid)):

@@ -7,6 +7,8 @@ import shutil
 import subprocess
 import sys
 import threading
+import time
+from dataclasses import replace
 from pathlib import Path
 
 import pytest
@@ -38,12 +40,47 @@ def test_5xx_is_retried(fake: FakeProject, reporter: Reporter) -> None:
     assert fake.server.file_requests(linux_wheel(fake)) == 3
 
 
-def test_429_honours_retry_after(fake: FakeProject, reporter: Reporter) -> None:
+class _Clock:
+    """Stands in for the download module's `time`: records each sleep instead of sleeping."""
+
+    monotonic = staticmethod(time.monotonic)
+    time = staticmethod(time.time)
+
+    def __init__(self) -> None:
+        self.slept: list[float] = []
+
+    def sleep(self, seconds: float) -> None:
+        self.slept.append(seconds)
+
+
+@pytest.fixture
+def clock(monkeypatch: pytest.MonkeyPatch) -> _Clock:
+    import ortbundle.fetch.download as download
+
+    recorder = _Clock()
+    monkeypatch.setattr(download, "time", recorder)
+    return recorder
+
+
+def test_429_honours_retry_after(fake: FakeProject, reporter: Reporter, clock: _Clock) -> None:
+    """The server asks for 7 s; the backoff alone would wait at most base_delay (0.01 s)."""
     fake.write()
     fake.server.faults.status_first = [429]
-    fake.server.faults.retry_after = "0"
-    build(fake.project, fake.options(targets=LINUX), reporter)
+    fake.server.faults.retry_after = "7"
+    build(fake.project, fake.options(targets=LINUX), reporter)  # max_delay 0.05: a cap of 0.2 s
     assert fake.server.file_requests(linux_wheel(fake)) == 2
+    assert clock.slept == [min(7.0, FAST_RETRY.max_delay * 4)]  # the header, capped
+
+
+def test_429_retry_after_within_the_cap_is_waited_exactly(
+    fake: FakeProject, reporter: Reporter, clock: _Clock
+) -> None:
+    fake.write()
+    fake.server.faults.status_first = [429]
+    fake.server.faults.retry_after = "7"
+    patient = replace(FAST_RETRY, max_delay=8.0)  # a cap of 32 s
+    build(fake.project, fake.options(targets=LINUX, retry=patient), reporter)
+    assert clock.slept == [7.0]
 
 
 def test_404_is_not_retried(fake: FakeProject, reporter: Reporter) -> None:
@@ -195,3 +232,18 @@ def test_a_warm_build_imports_no_http_stack(fake: FakeProject, reporter: Reporte
     assert done.returncode == 0, done.stderr
     assert done.stdout.strip().splitlines()[-1] == "[]"
     assert len(fake.server.requests) == before
+
+
+def test_429_retry_after_as_an_http_date_is_waited(
+    fake: FakeProject, reporter: Reporter, clock: _Clock
+) -> None:
+    """The SURVIVED case in test_hostile_network sends the current time (a wait of 0, which
+    any backoff satisfies); a date 20 s ahead must be waited for (to the second)."""
+    from email.utils import formatdate
+
+    fake.write()
+    fake.server.faults.status_first = [429]
+    fake.server.faults.retry_after = formatdate(time.time() + 20, usegmt=True)
+    patient = replace(FAST_RETRY, max_delay=8.0)
+    build(fake.project, fake.options(targets=LINUX, retry=patient), reporter)
+    assert len(clock.slept) == 1 and 17.0 < clock.slept[0] <= 20.0, clock.slept

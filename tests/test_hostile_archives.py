@@ -120,7 +120,7 @@ def test_hostile_member_name_is_refused_before_anything_is_written(
 
 def test_zip_symlink_member_is_never_a_symlink(fake: FakeProject) -> None:
     """Zip has no portable symlinks: a member flagged S_IFLNK (here a root the build must read)
-    is refused as an archive member, or read as the bytes it holds — never followed."""
+    is refused as a hostile archive member (exit 6), naming it — never read, never followed."""
     fake.linux_roots.append("libevil.so")
     fake.linux["onnxruntime/capi/libevil.so"] = b"/etc/passwd"  # recorded in RECORD
     fake.write()
@@ -129,8 +129,47 @@ def test_zip_symlink_member_is_never_a_symlink(fake: FakeProject) -> None:
     republish(fake, LINUX)
     with zipfile.ZipFile(fake.wheels[LINUX]) as archive:
         assert stat.S_ISLNK(archive.getinfo("onnxruntime/capi/libevil.so").external_attr >> 16)
-    message = refused(fake, LINUX, (6, 7), "libevil.so")
-    assert "neither an ELF nor a PE" in message or "symlink" in message
+    refused(fake, LINUX, 6, "member is a symlink", "'onnxruntime/capi/libevil.so'")
+
+
+SPECIAL_MODES = {
+    "symlink": (stat.S_IFLNK | 0o777, "a symlink"),
+    "char-device": (stat.S_IFCHR | 0o600, "a character device"),
+    "block-device": (stat.S_IFBLK | 0o600, "a block device"),
+    "fifo": (stat.S_IFIFO | 0o644, "a FIFO"),
+    "socket": (stat.S_IFSOCK | 0o755, "a socket"),
+}
+
+
+@pytest.mark.parametrize("case", SPECIAL_MODES)
+@pytest.mark.parametrize("taken", [True, False], ids=["taken-by-a-glob", "outside-every-glob"])
+def test_zip_member_that_is_no_regular_file_is_refused_wherever_it_sits(
+    fake: FakeProject, case: str, taken: bool
+) -> None:
+    """A link, device, FIFO or socket member is refused with exit 6 naming it, whether a take
+    glob would have taken it (onnxruntime/capi/*.so) or not (a stray file at the top)."""
+    member = "onnxruntime/capi/libstray.so" if taken else "stray/node"
+    fake.linux[member] = b"/dev/sda"
+    fake.write()
+    mode, what = SPECIAL_MODES[case]
+    set_member_field(fake.wheels[LINUX], member, "external", mode << 16)
+    republish(fake, LINUX)
+    refused(fake, LINUX, 6, f"member is {what}", repr(member))
+
+
+def test_zip_mode_bits_of_a_non_unix_zip_are_not_read_as_a_mode(tmp_path: Path) -> None:
+    """Only a zip made on Unix carries st_mode in external_attr: the same bits from another
+    host system (MS-DOS attributes) are no link."""
+    from ortbundle.archives import ZipArchive
+
+    path = tmp_path / "dos.zip"
+    info = zipfile.ZipInfo("a/b.so")
+    info.create_system = 0
+    info.external_attr = (stat.S_IFLNK | 0o777) << 16
+    with zipfile.ZipFile(path, "w") as archive:
+        archive.writestr(info, b"x")
+    with ZipArchive(path, label="dos.zip") as archive:
+        assert list(archive.members) == ["a/b.so"]
 
 
 # ------------------------------------------------------------------------------- zip bombs

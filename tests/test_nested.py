@@ -64,17 +64,41 @@ def test_unnest_caches_the_inner_archive_and_never_rereads_the_outer(tmp_path: P
     assert second.path == first.path and not second.downloaded
 
 
-def test_two_levels_tarball_zip_aar(tmp_path: Path) -> None:
-    cache = Cache(tmp_path / "cache")
-    aar = make_aar({"jni/x86_64/libx.so": b"z"})
+def _sdk_zip_in_tarball(
+    cache: Cache, tmp_path: Path, aar: bytes, *extra: zipfile.ZipInfo
+) -> Artifact:
+    """A tarball holding sdk.zip holding the AAR (and `extra` members, each holding its name)."""
     buffer = io.BytesIO()
     with zipfile.ZipFile(buffer, "w") as archive:
         archive.writestr("sdk/runtime.aar", aar)
+        for info in extra:
+            archive.writestr(info, info.filename)
     middle = buffer.getvalue()
     outer = make_tarball({"package/sdk.zip": middle})
     source = source_for(outer, ("package/sdk.zip", middle), ("sdk/runtime.aar", aar))
-    artifact = Artifact(source, stored(cache, tmp_path, outer), "", len(outer), downloaded=False)
+    return Artifact(source, stored(cache, tmp_path, outer), "", len(outer), downloaded=False)
+
+
+def test_two_levels_tarball_zip_aar(tmp_path: Path) -> None:
+    cache = Cache(tmp_path / "cache")
+    aar = make_aar({"jni/x86_64/libx.so": b"z"})
+    artifact = _sdk_zip_in_tarball(cache, tmp_path, aar)
     assert unnest(cache, artifact, component="c").path.read_bytes() == aar
+
+
+def test_link_member_of_a_zip_nested_in_a_tarball_is_refused(tmp_path: Path) -> None:
+    """A symlink member anywhere in a nested zip (not the member asked for) stops the build."""
+    import stat
+
+    cache = Cache(tmp_path / "cache")
+    link = zipfile.ZipInfo("sdk/docs/escape")
+    link.create_system = 3
+    link.external_attr = (stat.S_IFLNK | 0o777) << 16
+    artifact = _sdk_zip_in_tarball(cache, tmp_path, make_aar({"jni/x86_64/libx.so": b"z"}), link)
+    with pytest.raises(ArchiveError, match="member is a symlink: 'sdk/docs/escape'") as failed:
+        unnest(cache, artifact, component="c")
+    assert failed.value.exit_code == 6
+    assert not list((tmp_path / "cache").rglob("runtime.aar"))
 
 
 def test_nested_pin_mismatch_is_refused_and_nothing_cached(tmp_path: Path) -> None:

@@ -48,6 +48,7 @@ from typing import Any
 from ortbundle.channels import ChannelOutput, PackageInput, ShippedFile, check_staged
 from ortbundle.channels.memo import input_key, memoized
 from ortbundle.errors import ConfigError, PackagingError
+from ortbundle.oserrors import tool_ran_out
 from ortbundle.templating import render
 
 __all__ = ["NsisChannel", "nsis_string"]
@@ -191,6 +192,8 @@ def _compile(makensis: str, package: PackageInput, out: Path, exe_name: str) -> 
         ) from exc
     if result.returncode != 0 or not exe.is_file():
         exe.unlink(missing_ok=True)
+        if full := tool_ran_out("makensis", out, "the installer"):
+            raise full
         output = result.stdout.decode("utf-8", errors="replace").strip().splitlines()
         tail = "\n".join(output[-_TAIL_LINES:]) or "(no output)"
         raise PackagingError(

@@ -24,6 +24,7 @@ from ortbundle.fetch.config.urls import redact
 from ortbundle.fsio import atomic_output, atomic_write, fsync_dir
 from ortbundle.locations import ENV_CACHE_DIR as ENV_CACHE_DIR  # re-exported
 from ortbundle.locations import default_cache_dir as default_cache_dir  # re-exported
+from ortbundle.repairs import Repair, report_repair
 
 CHUNK = 1 << 20  # read size when hashing
 
@@ -144,8 +145,10 @@ class Cache:
         trusted = all(meta.get(k) == v for k, v in current.items())
         must_hash = not trusted or (self.verify_all and sha256 not in self._verified)
         if must_hash:
-            if stat.st_size != meta.get("size") or sha256_file(blob) != sha256:
+            found = sha256_file(blob)
+            if stat.st_size != meta.get("size") or found != sha256:
                 self.evict(sha256)
+                report_repair(Repair.evicted(blob, sha256, found, stat.st_size, meta.get("size")))
                 return None
             self._verified.add(sha256)
             if not trusted:

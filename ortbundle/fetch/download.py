@@ -34,6 +34,7 @@ from ortbundle.fetch.http import NotFound as NotFound  # re-exported
 from ortbundle.fetch.http import request_with_retries as request_with_retries  # re-exported
 from ortbundle.fetch.policy import RetryPolicy as RetryPolicy  # re-exported
 from ortbundle.fetch.registry import Downloaded as Downloaded  # re-exported
+from ortbundle.oserrors import writing
 
 MAX_UNPINNED = 16 << 30  # a download with no pinned size stops here, not when the disk fills
 
@@ -137,7 +138,10 @@ def download(
                         file=redact(url),
                         fix="the mirror serves a different file; fix the mirror or the pin",
                     )
-                with partial.open("ab" if have else "wb") as out:
+                need = None if total is None else total - have  # for a full disk's message
+                with writing(f"the download of {what}", partial, need=need):
+                    out = partial.open("ab" if have else "wb")
+                with out:
                     for chunk in chunks(resp):
                         have += len(chunk)
                         if have > limit:
@@ -156,7 +160,8 @@ def download(
                                 fix="the server is too slow: build again to resume, or use a "
                                 "nearer mirror",
                             )
-                        out.write(chunk)
+                        with writing(f"the download of {what}", partial, need=need):
+                            out.write(chunk)
                         digest.update(chunk)
                         if progress is not None:
                             progress(have, total)

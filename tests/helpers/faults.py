@@ -217,14 +217,22 @@ _SCRIPT = textwrap.dedent(
 
 
 def start_build(
-    fake: FakeProject, *, cache: Path, dist: Path, hook: str = "none", marker: Path | None = None
+    fake: FakeProject,
+    *,
+    cache: Path,
+    dist: Path,
+    hook: str = "none",
+    marker: Path | None = None,
+    env: dict[str, str] | None = None,
 ) -> subprocess.Popen[bytes]:
-    """A build of the fake project in a child process (see `_SCRIPT` for the hooks)."""
+    """A build of the fake project in a child process (see `_SCRIPT` for the hooks; `env`
+    adds variables, such as the tool's own fault points, ORTBUNDLE_FAULT)."""
     env = {
         "PATH": os.environ["PATH"],
         "PYTHONPATH": str(ROOT),
         "PYTHONDONTWRITEBYTECODE": "1",
         "LC_ALL": "C.UTF-8",
+        **(env or {}),
     }
     args = [fake.server.url, str(fake.secret_key), str(cache), str(dist), hook]
     return subprocess.Popen(

@@ -1,0 +1,125 @@
+"""Hostile conditions, publishing: a build killed at every step of putting its tree in place.
+
+The tool's own fault points (ortbundle/faults.py, set by ORTBUNDLE_FAULT) SIGKILL the build
+at each step of ortbundle/publish.py. After each kill, `invoke verify` on the version
+directory passes — it holds the old tree or the new one, complete — and the next build
+publishes one verified tree and removes what the dead one left. The fallback for systems
+without renameat2(RENAME_EXCHANGE) has one step where the name is missing (between its two
+renames); there the next build puts the set-aside tree back before anything else.
+"""
+
+from __future__ import annotations
+
+import signal
+from pathlib import Path
+
+import pytest
+
+from ortbundle.build import build
+from ortbundle.cli import run_verify
+from ortbundle.progress import Reporter
+from ortbundle.publish import STEPS, exchange
+from ortbundle.stage import scratch_dir
+from tests.helpers.faults import (
+    assert_published_and_verified,
+    public_key,
+    snapshot,
+    start_build,
+    version_dir,
+)
+from tests.helpers.project import FakeProject
+
+EXCHANGE_STEPS = ["start", "exchanged", "removing", "done"]
+FALLBACK_STEPS = ["start", "set-aside", "placed", "removing", "done"]
+CASES = [("exchange", s) for s in EXCHANGE_STEPS] + [("fallback", s) for s in FALLBACK_STEPS]
+
+
+def test_the_cases_cover_every_step() -> None:
+    assert set(EXCHANGE_STEPS) | set(FALLBACK_STEPS) == set(STEPS)
+
+
+def _can_exchange(directory: Path) -> bool:
+    a, b = directory / "probe-a", directory / "probe-b"
+    a.mkdir()
+    b.mkdir()
+    try:
+        return exchange(a, b)
+    finally:
+        a.rmdir()
+        b.rmdir()
+
+
+def _verify(fake: FakeProject) -> None:
+    """What `invoke verify --path dist/fakeproduct/1.2.3` runs: it raises unless all match."""
+    run_verify(
+        version_dir(fake),
+        manifest=None,
+        target=None,
+        public_key=public_key(fake),
+        allow_unsigned=False,
+        product="fakeproduct",
+        root=fake.root,
+    )
+
+
+@pytest.mark.parametrize(("mode", "step"), CASES)
+def test_build_killed_at_each_publish_step_leaves_a_verified_tree(
+    fake: FakeProject, reporter: Reporter, mode: str, step: str
+) -> None:
+    if mode == "exchange" and not _can_exchange(fake.root.parent):
+        pytest.skip("this kernel or filesystem has no renameat2(RENAME_EXCHANGE)")
+    fake.write()
+    build(fake.project, fake.options(), reporter)
+    old = snapshot(version_dir(fake))
+    product = fake.root / "manifests" / "fakeproduct.toml"
+    product.write_text(product.read_text().replace("A synthetic product", "A newer product"))
+
+    fault = f"publish:{step}" + (",no-exchange" if mode == "fallback" else "")
+    child = start_build(
+        fake,
+        cache=fake.root / "cache",
+        dist=fake.root / "dist",
+        env={"ORTBUNDLE_FAULT": fault},
+    )
+    _, err = child.communicate(timeout=120)
+    assert child.returncode == -signal.SIGKILL, err.decode()
+
+    if (mode, step) == ("fallback", "set-aside"):
+        # the fallback's one window: the old tree is complete, under its set-aside name
+        assert not version_dir(fake).exists()
+        aside = version_dir(fake).with_name(f".1.2.3.old-{child.pid}")
+        assert snapshot(aside) == old
+    else:
+        _verify(fake)  # old or new, complete and signed
+        killed = snapshot(version_dir(fake))
+        assert (killed == old) == (step == "start"), "published before the kill, or not at all"
+
+    build(fake.project, fake.options(), reporter)  # the next build recovers
+    assert_published_and_verified(fake)
+    new = snapshot(version_dir(fake))
+    assert new != old
+    if step not in ("start", "set-aside"):
+        assert killed == new  # what the killed build published is what a build publishes
+
+
+def test_a_set_aside_tree_of_a_dead_build_is_put_back_before_anything_else(
+    tmp_path: Path,
+) -> None:
+    final = tmp_path / "1.2.3"
+    aside = tmp_path / ".1.2.3.old-999999999"  # no such process
+    aside.mkdir()
+    (aside / "manifest.json").write_text("{}")
+    scratch = scratch_dir(final)
+    assert (final / "manifest.json").read_text() == "{}" and not aside.exists()
+    assert scratch.name.startswith(".1.2.3.partial-")
+
+
+def test_exchange_swaps_two_directories_in_one_call(tmp_path: Path) -> None:
+    a, b = tmp_path / "a", tmp_path / "b"
+    a.mkdir()
+    b.mkdir()
+    (a / "x").write_text("a")
+    (b / "x").write_text("b")
+    if not exchange(a, b):
+        pytest.skip("this kernel or filesystem has no renameat2(RENAME_EXCHANGE)")
+    assert (a / "x").read_text() == "b" and (b / "x").read_text() == "a"
