@@ -53,6 +53,10 @@ def _ask_pip(*args: str) -> str:
                     fix="fix pip's configuration (`python -m pip config debug` shows its files)",
                 ) from None
             except (OSError, subprocess.SubprocessError) as exc:
+                from ortbundle.oserrors import is_disk_error
+
+                if isinstance(exc, OSError) and is_disk_error(exc):
+                    raise  # the machine's limit (no descriptors, no space), said as such
                 raise ConfigError(f"pip's configuration cannot be read: {exc}") from None
             _answers[key] = answer.stdout
         return _answers[key]
