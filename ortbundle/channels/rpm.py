@@ -1,0 +1,129 @@
+"""RPM channel: an .rpm of the Linux stage, packed by nfpm, that rpmlint accepts.
+
+Layout (Fedora packaging guidelines): the stage as built under /usr/lib/<package>/ (private,
+so no ldconfig scriptlets); NOTICE and every licence text are `%license` files under
+/usr/share/licenses/<package>/ (licenses/ kept, as NOTICE names them); the target's CycloneDX
+SBOM is a `%doc` file under /usr/share/doc/<package>/. Requires/Recommends/Suggests come only
+from the externals the closure found (nfpm.render_dependencies, data/linux-packages.toml).
+
+rpmlint's findings on upstream binaries that must ship untouched are filtered in
+<package>.rpmlintrc, written beside the package (openSUSE's convention), each with its reason.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+from ortbundle import __version__
+from ortbundle.channels import ChannelOutput, PackageInput
+from ortbundle.channels import nfpm as common
+
+_PACKAGER = "rpm"
+_BUILDHOST = "reproducible"  # nfpm writes the machine's host name otherwise
+
+# (rpmlint check, why) — filters for a bundle of upstream ONNX Runtime binaries that must ship
+# byte for byte as the signed build manifest records them.
+RPMLINT_FILTERS: tuple[tuple[str, str], ...] = (
+    ("unstripped-binary-or-object", "upstream's libraries ship byte for byte as built"),
+    ("env-script-interpreter", "runtime_loader.py runs under whichever python3 the user has"),
+    ("no-signature", "packages are signed when published (rpmsign), not when built"),
+)
+
+
+class RpmChannel:
+    """<package>-<version>-<release>.<arch>.rpm, its nfpm.yaml and <package>.rpmlintrc."""
+
+    name = "rpm"
+    target = "linux-x86_64"
+
+    def generate(self, package: PackageInput, out: Path) -> ChannelOutput:
+        arch = common.arch_for(package, _PACKAGER)
+        name = common.package_name(package, _PACKAGER)
+        version = common.package_version(package, _PACKAGER)
+        release = str(package.settings.pkgrel)
+        maintainer = common.maintainer(package, _PACKAGER)
+        relations = common.render_dependencies(package.externals, _PACKAGER, package.target)
+        out.mkdir(parents=True, exist_ok=True)
+
+        licenses, doc = f"/usr/share/licenses/{name}", f"/usr/share/doc/{name}"
+        generated = {"changelog.yaml": _changelog(package, f"{version}-{release}", maintainer)}
+        docs = common.licence_docs(package, out, _PACKAGER, licenses, "license")
+        roots = [licenses]
+        if package.sbom:
+            generated["sbom.cdx.json"] = package.sbom.encode("utf-8")
+            docs.append(
+                common.Doc(f"{doc}/sbom.cdx.json", f"{common.GENERATED_DIR}/sbom.cdx.json", "doc")
+            )
+            roots.append(doc)
+        fields: dict[str, Any] = {
+            "name": name,
+            "arch": arch,
+            "version": version,
+            "release": release,
+            "maintainer": common.inert(maintainer),
+            "description": common.inert(common.long_description(package, _PACKAGER)),
+            "vendor": common.inert(
+                common.one_line(_PACKAGER, package.settings.publisher, "publisher")
+            ),
+            "homepage": common.inert(common.homepage(package, _PACKAGER)),
+            "license": " AND ".join(package.licenses),
+            "changelog": f"{common.GENERATED_DIR}/changelog.yaml",
+            **{
+                relation: [common.inert(p) for p in packages]
+                for relation, packages in (
+                    ("depends", relations.depends),
+                    ("recommends", relations.recommends),
+                    ("suggests", relations.suggests),
+                )
+                if packages
+            },
+            "contents": [
+                *common.stage_contents(package, f"/usr/lib/{name}", _PACKAGER, out),
+                *common.doc_contents(package, docs, roots),
+            ],
+            "rpm": {
+                "summary": common.synopsis(package, _PACKAGER),
+                "group": "System/Libraries",
+                "packager": common.inert(maintainer),
+                "buildhost": _BUILDHOST,
+                "compression": "zstd",
+            },
+        }
+        file_name = f"{name}-{version}-{release}.{arch}.rpm"
+        files, digest = common.pack(
+            package, out, _PACKAGER, common.config(package, fields), file_name, generated
+        )
+        rpmlintrc = out / f"{name}.rpmlintrc"
+        rpmlintrc.write_text(rpmlint_config(), encoding="utf-8", newline="\n")
+        notes = (
+            f"{file_name}: the stage under /usr/lib/{name}/, licence texts (%license) under "
+            f"{licenses}/, the SBOM under {doc}/; unsigned — sign it (rpmsign) before publishing;"
+            f" run rpmlint with -r {rpmlintrc.name}",
+            *relations.notes,
+        )
+        return ChannelOutput(
+            self.name, out, tuple(sorted([*files, rpmlintrc])), notes, {file_name: digest}
+        )
+
+
+def _changelog(package: PackageInput, version: str, maintainer: str) -> bytes:
+    """nfpm's changelog (chglog format, JSON is YAML): one entry, stamped with the epoch."""
+    entry = {
+        "semver": version,
+        "date": common.config(package, {})["mtime"],
+        "packager": common.inert(maintainer),
+        "changes": [
+            {"note": f"Packaged by ortbundle {__version__} from the pinned upstream artifacts"}
+        ],
+    }
+    return (json.dumps([entry], indent=2) + "\n").encode("utf-8")
+
+
+def rpmlint_config() -> str:
+    """rpmlint's filters for this package, each with its reason (rpmlint -r <file>)."""
+    lines = ["# rpmlint filters for a bundle of upstream ONNX Runtime builds (ortbundle)."]
+    for check, why in RPMLINT_FILTERS:
+        lines += [f"# {why}", f'addFilter(r"{check}")']
+    return "\n".join(lines) + "\n"
