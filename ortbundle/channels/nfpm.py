@@ -177,12 +177,15 @@ def maintainer(package: PackageInput, packager: str) -> str:
                 fix="set [packaging] maintainer like 'Example Org <packages@example.org>'",
             )
         return value
-    publisher = one_line(packager, settings.publisher, "publisher")
+    # A publisher is free text: the characters that would end the name part are dropped.
+    publisher = " ".join(re.sub(r'[<>,"\\()]', " ", settings.publisher).split())
+    publisher = one_line(packager, publisher, "publisher")
     host = urlsplit(homepage(package, packager)).hostname or ""
-    if re.search(r"[<>,\"]", publisher) or not re.fullmatch(r"[a-z0-9.-]+\.[a-z0-9-]+", host):
+    if not publisher or not re.fullmatch(r"[a-z0-9.-]+\.[a-z0-9-]+", host):
         raise _error(
             packager,
-            f"cannot derive a maintainer from publisher {publisher!r} and url host {host!r}",
+            f"cannot derive a maintainer from publisher {settings.publisher!r} and url host "
+            f"{host!r}",
             fix="set [packaging] maintainer = 'Name <address>' in the product manifest",
         )
     return f"{publisher} <packages@{host}>"
@@ -347,6 +350,7 @@ def _mtime(package: PackageInput) -> str:
 def config(package: PackageInput, fields: Mapping[str, Any]) -> dict[str, Any]:
     """The whole nfpm.yaml: common settings, then the channel's fields, keys in nfpm's order."""
     return {
+        "disable_globbing": True,  # a staged name may hold * ? [ { : a source is one file
         "platform": "linux",
         "version_schema": "none",
         "mtime": _mtime(package),
