@@ -9,7 +9,6 @@ import os
 import re
 import shutil
 import subprocess
-import sys
 from dataclasses import replace
 from pathlib import Path
 
@@ -20,7 +19,15 @@ from ortbundle.channels.deb import DebChannel, copyright_text
 from ortbundle.channels.nfpm import render_dependencies
 from ortbundle.channels.rpm import RpmChannel
 from ortbundle.errors import ConfigError, OrtbundleError
-from tests.helpers.linux_packages import OVERRIDE_ENV, RUNTIMES, make_loadable_package
+from tests.helpers.linux_packages import (
+    OVERRIDE_ENV,
+    RUNTIMES,
+    deb_listing,
+    make_loadable_package,
+    open_each_runtime,
+    rpm_listing,
+    stage_listing,
+)
 from tests.helpers.packages import make_package_input
 
 PREFIX = "/usr/lib/demo-onnxruntime"
@@ -60,7 +67,8 @@ def test_relations_come_from_the_externals_and_a_hard_one_is_not_repeated() -> N
     assert deb.suggests == ("intel-opencl-icd",)
     assert "depends libc6: for libc.so.6, libm.so.6" in deb.notes
     rpm = render_dependencies(externals, "rpm", "linux-x86_64")
-    assert rpm.depends == ("glibc", "libgcc", "libstdc++")
+    # RPM names libraries by soname capability, as rpmbuild's find-requires does
+    assert rpm.depends == ("libc.so.6()(64bit)", "libm.so.6()(64bit)", "libstdc++.so.6()(64bit)")
     assert rpm.recommends == ("ocl-icd", "vulkan-loader")
     assert render_dependencies([external("libz.so.1", "zlib")], "deb", "x").depends == ("zlib1g",)
     assert render_dependencies([], "rpm", "linux-x86_64").depends == ()
@@ -92,7 +100,7 @@ def test_nfpm_yaml_is_data_with_the_stage_and_the_relations(
             assert entry["file_info"]["mode"] == shipped.mode
             assert (output.directory / entry["src"]).resolve() == (package.stage / shipped.path)
     assert not any(str(tmp_path) in json.dumps(c) for c in config["contents"])  # no host path
-    relations = {"deb": "libc6", "rpm": "glibc"}[channel.name]
+    relations = {"deb": "libc6", "rpm": "libc.so.6()(64bit)"}[channel.name]
     assert relations in config["depends"]
     assert (
         built.name
@@ -195,46 +203,13 @@ def packages(
     return {c.name: build(c, loadable, out / c.name) for c in (DebChannel(), RpmChannel())}
 
 
-def stage_listing(package: PackageInput) -> set[tuple[str, str, str]]:
-    """(path, type and mode, link target) of every stage entry and directory, under PREFIX."""
-    listing = {(PREFIX, "d755", "")}
-    for shipped in package.files:
-        parts = shipped.path.split("/")
-        for i in range(1, len(parts)):
-            listing.add((f"{PREFIX}/{'/'.join(parts[:i])}", "d755", ""))
-        if shipped.link_to:
-            listing.add((f"{PREFIX}/{shipped.path}", "l", shipped.link_to))
-        else:
-            listing.add((f"{PREFIX}/{shipped.path}", f"f{shipped.mode:o}", ""))
-    return listing
-
-
-def _kind(mode: str) -> str:
-    """ls-style mode (drwxr-xr-x) → d755 / f644 / l."""
-    if mode[0] == "l":
-        return "l"
-    bits = "".join("1" if c not in "-" else "0" for c in mode[1:10])
-    return ("d" if mode[0] == "d" else "f") + f"{int(bits, 2):o}"
-
-
 @pytest.mark.tools
 def test_deb_contents_are_the_stage_plus_its_documentation(
     packages: dict[str, tuple[ChannelOutput, Path]], loadable: PackageInput
 ) -> None:
     need("dpkg-deb", packages="dpkg")
-    listed = subprocess.run(
-        ["dpkg-deb", "--contents", str(packages["deb"][1])],
-        capture_output=True,
-        text=True,
-        check=True,
-    ).stdout
-    entries = set()
-    for line in listed.splitlines():
-        mode, owner, _size, _date, _time, rest = line.split(None, 5)
-        assert owner == "root/root", line
-        path, _, link = rest.partition(" -> ")
-        entries.add((path.removeprefix(".").rstrip("/"), _kind(mode), link))
-    assert {e for e in entries if e[0].startswith(PREFIX)} == stage_listing(loadable)
+    entries = deb_listing(packages["deb"][1])
+    assert {e for e in entries if e[0].startswith(PREFIX)} == stage_listing(loadable, PREFIX)
     doc = "/usr/share/doc/demo-onnxruntime"
     assert {e[0] for e in entries if e[0].startswith(doc + "/")} == {
         f"{doc}/{name}"
@@ -255,21 +230,8 @@ def test_rpm_contents_are_the_stage_plus_license_and_doc_files(
     packages: dict[str, tuple[ChannelOutput, Path]], loadable: PackageInput
 ) -> None:
     need("rpm", packages="rpm")
-    query = "[%{FILEMODES:perms} %{FILEUSERNAME}:%{FILEGROUPNAME} %{FILEFLAGS:fflags} %{FILENAMES} %{FILELINKTOS}\n]"
-    listed = subprocess.run(
-        ["rpm", "-qp", "--qf", query, str(packages["rpm"][1])],
-        capture_output=True,
-        text=True,
-        check=True,
-    ).stdout
-    entries, flags = set(), {}
-    for line in listed.splitlines():
-        mode, owner, *rest = line.split(" ")
-        flag, path, link = rest if len(rest) == 3 else ["", *rest]
-        assert owner == "root:root", line
-        entries.add((path, _kind(mode), link))
-        flags[path] = flag
-    assert {e for e in entries if e[0].startswith(PREFIX)} == stage_listing(loadable)
+    entries, flags = rpm_listing(packages["rpm"][1])
+    assert {e for e in entries if e[0].startswith(PREFIX)} == stage_listing(loadable, PREFIX)
     licenses = "/usr/share/licenses/demo-onnxruntime"
     assert flags[f"{licenses}/NOTICE"] == "l"
     assert flags[f"{licenses}/licenses/onnxruntime/LICENSE"] == "l"
@@ -319,31 +281,13 @@ def test_rpmlint_finds_no_error(packages: dict[str, tuple[ChannelOutput, Path]])
     assert not re.search(r": E: ", result.stdout), result.stdout
 
 
-def open_each_runtime(root: Path) -> None:
-    """Run the installed loader from its installed path, each runtime forced by the override."""
-    loader = root / PREFIX.lstrip("/") / "runtime_loader.py"
-    assert os.access(loader, os.X_OK)
-    for name, version in RUNTIMES.items():
-        result = subprocess.run(
-            [sys.executable, str(loader), "--open", "--verify", "--json"],
-            capture_output=True,
-            text=True,
-            check=False,
-            env={"PATH": os.defpath, OVERRIDE_ENV: f"runtimes/{name}"},
-        )
-        assert result.returncode == 0, result.stderr
-        decision = json.loads(result.stdout)
-        assert decision["runtime"] == name
-        assert decision["loaded_version"] == version
-
-
 @pytest.mark.tools
 def test_the_deb_installs_and_its_loader_opens_each_runtime(
     packages: dict[str, tuple[ChannelOutput, Path]], tmp_path: Path
 ) -> None:
     need("dpkg-deb", packages="dpkg")
     subprocess.run(["dpkg-deb", "-x", str(packages["deb"][1]), str(tmp_path)], check=True)
-    open_each_runtime(tmp_path)
+    open_each_runtime(tmp_path / PREFIX.lstrip("/"), OVERRIDE_ENV, RUNTIMES)
 
 
 @pytest.mark.tools
@@ -369,7 +313,7 @@ def test_the_rpm_installs_into_a_scratch_root_and_its_loader_opens_each_runtime(
         check=False,
     )
     assert verified.returncode == 0, verified.stdout + verified.stderr  # every file as packed
-    open_each_runtime(root)
+    open_each_runtime(root / PREFIX.lstrip("/"), OVERRIDE_ENV, RUNTIMES)
 
 
 @pytest.mark.parametrize("channel", [DebChannel(), RpmChannel()], ids=["deb", "rpm"])

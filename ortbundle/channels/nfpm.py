@@ -148,8 +148,11 @@ def long_description(package: PackageInput, packager: str) -> str:
     """The product's description, then what is installed where, wrapped to < 80 columns."""
     name = package_name(package, packager)
     runtimes = ", ".join(f"{r.label} ({r.directory})" for r in package.runtimes)
+    described = one_line(packager, package.description, "description")
+    if described and not described.endswith((".", "!", "?")):
+        described += "."
     text = (
-        f"{one_line(packager, package.description, 'description')} "
+        f"{described} "
         f"This package installs the runtimes {one_line(packager, runtimes, 'runtime label')} "
         f"under /usr/lib/{name}/ with runtime_loader.py, which picks the one that fits the "
         "machine."
@@ -196,30 +199,53 @@ def inert(value: str) -> str:
     return value.replace("$", "${" + _DOLLAR + "}")
 
 
+@dataclass(frozen=True)
+class _Group:
+    relations: dict[str, tuple[str, ...]]  # depends/recommends/suggests → package names
+    sonames: str | None  # the relation that names each library by its soname capability
+
+
 @cache
-def _mapping(packager: str) -> dict[str, dict[str, tuple[str, ...]]]:
+def _mapping(packager: str) -> dict[str, _Group]:
     """data/linux-packages.toml [<packager>.<group>]: relation → package names, checked once."""
     text = resources.files("ortbundle").joinpath("data/linux-packages.toml").read_text("utf-8")
     try:
         groups = tomllib.loads(text)[packager]
-        mapping: dict[str, dict[str, tuple[str, ...]]] = {}
-        for group, raw in groups.items():
-            unknown = set(raw) - set(_RELATIONS)
-            if unknown:
-                raise _error(
-                    packager, f"group {group}: unknown keys {sorted(unknown)}", file=_DATA_FILE
-                )
-            mapping[group] = {k: tuple(str(p) for p in raw.get(k, ())) for k in _RELATIONS}
-            for name in (p for names in mapping[group].values() for p in names):
-                if not _RELATION_NAME.fullmatch(name):
-                    raise _error(
-                        packager, f"group {group}: {name!r} is not a package name", file=_DATA_FILE
-                    )
+        mapping = {
+            str(group): _parse_group(packager, str(group), raw) for group, raw in groups.items()
+        }
     except (tomllib.TOMLDecodeError, KeyError, TypeError, AttributeError) as broken:
         raise _error(
             packager, f"cannot read the package mapping: {broken!r}", file=_DATA_FILE
         ) from None
     return mapping
+
+
+def _parse_group(packager: str, group: str, raw: Mapping[str, Any]) -> _Group:
+    unknown = set(raw) - {*_RELATIONS, "sonames"}
+    if unknown:
+        raise _error(packager, f"group {group}: unknown keys {sorted(unknown)}", file=_DATA_FILE)
+    relations = {k: tuple(str(p) for p in raw.get(k, ())) for k in _RELATIONS}
+    for name in (p for names in relations.values() for p in names):
+        if not _RELATION_NAME.fullmatch(name):
+            raise _error(
+                packager, f"group {group}: {name!r} is not a package name", file=_DATA_FILE
+            )
+    sonames = raw.get("sonames")
+    if sonames is not None and sonames not in _RELATIONS:
+        raise _error(
+            packager, f"group {group}: sonames must be one of {_RELATIONS}", file=_DATA_FILE
+        )
+    return _Group(relations, sonames)
+
+
+def _soname_capability(name: str, bits: int) -> str:
+    """What RPM's ELF dependency generator calls a library: libz.so.1()(64bit)."""
+    if not _RELATION_NAME.fullmatch(name):
+        raise ConfigError(
+            f"{name!r} cannot be named in an RPM dependency", component="packaging:rpm"
+        )
+    return f"{name}()(64bit)" if bits == 64 else f"{name}()"
 
 
 def render_dependencies(
@@ -228,10 +254,12 @@ def render_dependencies(
     """Depends/Recommends/Suggests (RPM: Requires/Recommends/Suggests) for the externals.
 
     The one place externals become package relations: each external's group is looked up in
-    data/linux-packages.toml; a package that is a hard dependency is not repeated as a weaker
-    one. A version constraint (glibc >= x from symbol versions) belongs here.
+    data/linux-packages.toml, which names packages, or asks for the library's own soname
+    capability (RPM); a package that is a hard dependency is not repeated as a weaker one. A
+    version constraint (glibc >= x, or libc.so.6(GLIBC_2.x) from symbol versions) belongs here.
     """
     mapping = _mapping(packager)
+    bits = get_target(target).bits
     found: dict[str, dict[str, set[str]]] = {k: {} for k in _RELATIONS}
     for lib in externals:
         if lib.group not in mapping:
@@ -242,9 +270,12 @@ def render_dependencies(
                 file=_DATA_FILE,
                 fix=f"add [{packager}.{lib.group}] with the package(s) that provide it",
             )
-        for relation, names in mapping[lib.group].items():
+        group = mapping[lib.group]
+        for relation, names in group.relations.items():
             for name in names:
                 found[relation].setdefault(name, set()).add(lib.name)
+        if group.sonames is not None:
+            found[group.sonames].setdefault(_soname_capability(lib.name, bits), set()).add(lib.name)
     stronger: set[str] = set()
     for relation in _RELATIONS:  # strongest first
         for name in stronger & set(found[relation]):

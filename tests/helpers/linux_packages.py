@@ -9,8 +9,10 @@ from __future__ import annotations
 
 import hashlib
 import json
+import os
 import shutil
 import subprocess
+import sys
 from importlib import resources
 from pathlib import Path
 
@@ -152,3 +154,78 @@ def make_loadable_package(root: Path, **description: str) -> PackageInput:
         ),
         sbom='{"bomFormat": "CycloneDX", "specVersion": "1.6"}\n',
     )
+
+
+def stage_listing(package: PackageInput, prefix: str) -> set[tuple[str, str, str]]:
+    """(path, type and mode, link target) of every stage entry and directory, under `prefix`."""
+    listing = {(prefix, "d755", "")}
+    for shipped in package.files:
+        parts = shipped.path.split("/")
+        for i in range(1, len(parts)):
+            listing.add((f"{prefix}/{'/'.join(parts[:i])}", "d755", ""))
+        if shipped.link_to:
+            listing.add((f"{prefix}/{shipped.path}", "l", shipped.link_to))
+        else:
+            listing.add((f"{prefix}/{shipped.path}", f"f{shipped.mode:o}", ""))
+    return listing
+
+
+def _kind(mode: str) -> str:
+    """ls-style mode (drwxr-xr-x) → d755 / f644 / l."""
+    if mode[0] == "l":
+        return "l"
+    bits = "".join("0" if c == "-" else "1" for c in mode[1:10])
+    return ("d" if mode[0] == "d" else "f") + f"{int(bits, 2):o}"
+
+
+def deb_listing(deb: Path) -> set[tuple[str, str, str]]:
+    """`dpkg-deb --contents`, each entry root-owned, as stage_listing spells entries."""
+    listed = subprocess.run(
+        ["dpkg-deb", "--contents", str(deb)], capture_output=True, text=True, check=True
+    ).stdout
+    entries = set()
+    for line in listed.splitlines():
+        mode, owner, _size, _date, _time, rest = line.split(None, 5)
+        assert owner == "root/root", line
+        path, _, link = rest.partition(" -> ")
+        entries.add((path.removeprefix(".").rstrip("/"), _kind(mode), link))
+    return entries
+
+
+def rpm_listing(rpm: Path) -> tuple[set[tuple[str, str, str]], dict[str, str]]:
+    """`rpm -qp` of every file, root-owned, as stage_listing spells entries; and each file's
+    flags (l: %license, d: %doc)."""
+    query = (
+        "[%{FILEMODES:perms} %{FILEUSERNAME}:%{FILEGROUPNAME} %{FILEFLAGS:fflags}\t"
+        "%{FILENAMES}\t%{FILELINKTOS}\n]"
+    )
+    listed = subprocess.run(
+        ["rpm", "-qp", "--qf", query, str(rpm)], capture_output=True, text=True, check=True
+    ).stdout
+    entries, flags = set(), {}
+    for line in listed.splitlines():
+        head, path, link = line.split("\t")
+        mode, owner, *flag = head.split(" ")
+        assert owner == "root:root", line
+        entries.add((path, _kind(mode), link))
+        flags[path] = "".join(flag)
+    return entries, flags
+
+
+def open_each_runtime(installed: Path, override_env: str, runtimes: dict[str, str]) -> None:
+    """Run the installed runtime_loader.py from `installed`, each runtime forced by the
+    override, and check it opens the runtime and reads the version runtimes.json claims."""
+    loader = installed / "runtime_loader.py"
+    assert os.access(loader, os.X_OK)
+    for name, version in runtimes.items():
+        result = subprocess.run(
+            [sys.executable, str(loader), "--open", "--verify", "--json"],
+            capture_output=True,
+            text=True,
+            check=False,
+            env={"PATH": os.defpath, override_env: f"runtimes/{name}"},
+        )
+        assert result.returncode == 0, result.stderr
+        decision = json.loads(result.stdout)
+        assert decision["runtime"] == name
+        assert decision["loaded_version"] == version
