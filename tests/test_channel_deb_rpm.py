@@ -70,7 +70,9 @@ def test_relations_come_from_the_externals_and_a_hard_one_is_not_repeated() -> N
     # RPM names libraries by soname capability, as rpmbuild's find-requires does
     assert rpm.depends == ("libc.so.6()(64bit)", "libm.so.6()(64bit)", "libstdc++.so.6()(64bit)")
     assert rpm.recommends == ("ocl-icd", "vulkan-loader")
-    assert render_dependencies([external("libz.so.1", "zlib")], "deb", "x").depends == ("zlib1g",)
+    assert render_dependencies([external("libz.so.1", "zlib")], "deb", "linux-x86_64").depends == (
+        "zlib1g",
+    )
     assert render_dependencies([], "rpm", "linux-x86_64").depends == ()
 
 
@@ -343,3 +345,27 @@ def test_symlinks_out_of_the_stage_are_refused(tmp_path: Path) -> None:
     package = replace(package, files=(*package.files, evil))
     with pytest.raises(OrtbundleError, match="links outside the stage"):
         DebChannel().generate(package, tmp_path / "deb")
+
+
+@pytest.mark.tools
+def test_rpmlint_filters_exactly_what_fires_when_two_texts_are_identical(
+    loadable: PackageInput, tmp_path: Path
+) -> None:
+    """rpmlint errs on an unused filter: the duplicate filter appears only when it is needed."""
+    need("rpmlint", packages="rpmlint")
+    stage = tmp_path / "linux-x86_64"
+    shutil.copytree(loadable.stage, stage, symlinks=True)
+    twin = next(f for f in loadable.files if f.path == "licenses/onnxruntime/LICENSE")
+    shutil.copy(stage / twin.path, stage / "licenses/onnxruntime/LICENSE-copy")
+    copy = replace(twin, path="licenses/onnxruntime/LICENSE-copy")
+    package = replace(
+        loadable, stage=stage, files=tuple(sorted((*loadable.files, copy), key=lambda f: f.path))
+    )
+    for candidate, duplicated in ((loadable, False), (package, True)):
+        output, rpm = build(RpmChannel(), candidate, tmp_path / f"rpm-{duplicated}")
+        (rpmlintrc,) = output.directory.glob("*.rpmlintrc")
+        assert ("files-duplicate" in rpmlintrc.read_text()) is duplicated
+        result = subprocess.run(
+            ["rpmlint", "-r", str(rpmlintrc), str(rpm)], capture_output=True, text=True, check=False
+        )
+        assert " 0 errors," in result.stdout, result.stdout

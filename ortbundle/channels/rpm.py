@@ -13,6 +13,7 @@ rpmlint's findings on upstream binaries that must ship untouched are filtered in
 from __future__ import annotations
 
 import json
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
@@ -29,11 +30,11 @@ RPMLINT_FILTERS: tuple[tuple[str, str], ...] = (
     ("unstripped-binary-or-object", "upstream's libraries ship byte for byte as built"),
     ("env-script-interpreter", "runtime_loader.py runs under whichever python3 the user has"),
     ("no-signature", "packages are signed when published (rpmsign), not when built"),
-    (
-        "files-duplicate",
-        "the stage keeps its licence texts inside /usr/lib/<package>/ (self-contained, as every "
-        "channel ships it); the %license copies are where Fedora tools look for them",
-    ),
+)
+# Only when two components carry the same licence text (rpmlint errs on an unused filter).
+_DUPLICATES = (
+    "files-duplicate",
+    "components that carry the same licence text each keep their own copy, as NOTICE names it",
 )
 
 
@@ -101,7 +102,8 @@ class RpmChannel:
             package, out, _PACKAGER, common.config(package, fields), file_name, generated
         )
         rpmlintrc = out / f"{name}.rpmlintrc"
-        rpmlintrc.write_text(rpmlint_config(), encoding="utf-8", newline="\n")
+        duplicated = _duplicated_texts(package, docs)
+        rpmlintrc.write_text(rpmlint_config(duplicated), encoding="utf-8", newline="\n")
         notes = (
             f"{file_name}: the stage under /usr/lib/{name}/, licence texts (%license) under "
             f"{licenses}/, the SBOM under {doc}/; unsigned — sign it (rpmsign) before publishing;"
@@ -126,9 +128,25 @@ def _changelog(package: PackageInput, version: str, maintainer: str) -> bytes:
     return (json.dumps([entry], indent=2) + "\n").encode("utf-8")
 
 
-def rpmlint_config() -> str:
+def _duplicated_texts(package: PackageInput, docs: Sequence[common.Doc]) -> bool:
+    """Whether two licence files in one directory tree hold the same bytes (rpmlint compares
+    files below the same two top directories: /usr/share, /usr/lib)."""
+    by_path = {f.path: f for f in package.files}
+    seen: dict[tuple[str, str], int] = {}
+    for f in package.files:
+        if f.link_to is None and f.size:
+            seen[("lib", f.sha256)] = seen.get(("lib", f.sha256), 0) + 1
+    for doc in docs:
+        if doc.kind == "license":
+            staged = by_path[doc.dest.split("/", 5)[5]]
+            if staged.size:
+                seen[("share", staged.sha256)] = seen.get(("share", staged.sha256), 0) + 1
+    return any(count > 1 for count in seen.values())
+
+
+def rpmlint_config(duplicated: bool) -> str:
     """rpmlint's filters for this package, each with its reason (rpmlint -r <file>)."""
     lines = ["# rpmlint filters for a bundle of upstream ONNX Runtime builds (ortbundle)."]
-    for check, why in RPMLINT_FILTERS:
+    for check, why in (*RPMLINT_FILTERS, *((_DUPLICATES,) if duplicated else ())):
         lines += [f"# {why}", f'addFilter(r"{check}")']
     return "\n".join(lines) + "\n"
