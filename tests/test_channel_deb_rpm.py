@@ -211,7 +211,7 @@ def test_deb_contents_are_the_stage_plus_its_documentation(
 ) -> None:
     need("dpkg-deb", packages="dpkg")
     entries = deb_listing(packages["deb"][1])
-    assert {e for e in entries if e[0].startswith(PREFIX)} == stage_listing(loadable, PREFIX)
+    assert {e for e in entries if e[0].startswith(PREFIX)} == stage_listing(loadable.files, PREFIX)
     doc = "/usr/share/doc/demo-onnxruntime"
     assert {e[0] for e in entries if e[0].startswith(doc + "/")} == {
         f"{doc}/{name}"
@@ -233,7 +233,7 @@ def test_rpm_contents_are_the_stage_plus_license_and_doc_files(
 ) -> None:
     need("rpm", packages="rpm")
     entries, flags = rpm_listing(packages["rpm"][1])
-    assert {e for e in entries if e[0].startswith(PREFIX)} == stage_listing(loadable, PREFIX)
+    assert {e for e in entries if e[0].startswith(PREFIX)} == stage_listing(loadable.files, PREFIX)
     licenses = "/usr/share/licenses/demo-onnxruntime"
     assert flags[f"{licenses}/NOTICE"] == "l"
     assert flags[f"{licenses}/licenses/onnxruntime/LICENSE"] == "l"

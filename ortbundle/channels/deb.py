@@ -63,18 +63,16 @@ class DebChannel:
     target = "linux-x86_64"
 
     def generate(self, package: PackageInput, out: Path) -> ChannelOutput:
-        arch = common.arch_for(package, _PACKAGER)
-        name = common.package_name(package, _PACKAGER)
-        version = common.package_version(package, _PACKAGER)
-        release = str(package.settings.pkgrel)
-        maintainer = common.maintainer(package, _PACKAGER)
-        relations = common.render_dependencies(package.externals, _PACKAGER, package.target)
+        meta = common.describe(package, _PACKAGER)
+        name, version, release, arch = meta.name, meta.version, meta.release, meta.arch
         out.mkdir(parents=True, exist_ok=True)
 
         doc = f"/usr/share/doc/{name}"
         generated = {
             "copyright": copyright_text(package, name, doc).encode("utf-8"),
-            "changelog.Debian.gz": _changelog(package, name, f"{version}-{release}", maintainer),
+            "changelog.Debian.gz": _changelog(
+                package, name, f"{version}-{release}", meta.maintainer
+            ),
             "lintian-overrides": _overrides(name).encode("utf-8"),
         }
         if package.sbom:
@@ -89,33 +87,13 @@ class DebChannel:
         ]
         if package.sbom:
             docs.append(common.Doc(f"{doc}/sbom.cdx.json", f"{common.GENERATED_DIR}/sbom.cdx.json"))
+        description = (
+            f"{common.synopsis(package, _PACKAGER)}\n{common.long_description(package, _PACKAGER)}"
+        )
         fields: dict[str, Any] = {
-            "name": name,
-            "arch": arch,
-            "version": version,
-            "release": release,
+            **meta.fields(package, description),
             "section": "libs",
             "priority": "optional",
-            "maintainer": common.inert(maintainer),
-            "description": common.inert(
-                common.synopsis(package, _PACKAGER)
-                + "\n"
-                + common.long_description(package, _PACKAGER)
-            ),
-            "vendor": common.inert(
-                common.one_line(_PACKAGER, package.settings.publisher, "publisher")
-            ),
-            "homepage": common.inert(common.homepage(package, _PACKAGER)),
-            "license": " AND ".join(package.licenses),
-            **{
-                relation: [common.inert(p) for p in packages]
-                for relation, packages in (
-                    ("depends", relations.depends),
-                    ("recommends", relations.recommends),
-                    ("suggests", relations.suggests),
-                )
-                if packages
-            },
             "contents": [
                 *common.stage_contents(package, f"/usr/lib/{name}", _PACKAGER, out),
                 *common.doc_contents(package, docs, (doc,)),
@@ -129,7 +107,7 @@ class DebChannel:
         notes = (
             f"{file_name}: the stage under /usr/lib/{name}/, licence texts, copyright (DEP-5) "
             f"and SBOM under {doc}/; unsigned — sign it (debsigs) or its repository",
-            *relations.notes,
+            *meta.relations.notes,
         )
         return ChannelOutput(self.name, out, tuple(files), notes, {file_name: digest})
 
@@ -216,7 +194,7 @@ def _changelog(package: PackageInput, name: str, version: str, maintainer: str) 
     text = (
         f"{name} ({version}) unstable; urgency=medium\n\n"
         f"  * Packaged by ortbundle {__version__} from the pinned upstream artifacts of\n"
-        f"    {_ascii_word(package.product)} {_ascii_word(package.version)}.\n\n"
+        f"    {_words(package.product)} {_words(package.version)}.\n\n"
         f" -- {maintainer}  {when.strftime('%a, %d %b %Y %H:%M:%S +0000')}\n"
     )
     buffer = io.BytesIO()
@@ -225,7 +203,8 @@ def _changelog(package: PackageInput, name: str, version: str, maintainer: str) 
     return buffer.getvalue()
 
 
-def _ascii_word(text: str) -> str:
+def _words(text: str) -> str:
+    """Whitespace runs as one space: a changelog entry's text stays on its lines."""
     return " ".join(text.split())
 
 

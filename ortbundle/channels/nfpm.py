@@ -81,6 +81,53 @@ class Doc:
     kind: str = ""  # nfpm content type: "" (plain file), "doc", "license"
 
 
+@dataclass(frozen=True)
+class Metadata:
+    """What both packages say about themselves, checked for the packager's rules."""
+
+    name: str
+    arch: str
+    version: str  # upstream version, as the packager spells it
+    release: str
+    maintainer: str
+    vendor: str
+    homepage: str
+    relations: Relations
+
+    def fields(self, package: PackageInput, description: str) -> dict[str, Any]:
+        """nfpm's common fields; every one nfpm expands is made inert."""
+        relations = (
+            ("depends", self.relations.depends),
+            ("recommends", self.relations.recommends),
+            ("suggests", self.relations.suggests),
+        )
+        return {
+            "name": self.name,
+            "arch": self.arch,
+            "version": self.version,
+            "release": self.release,
+            "maintainer": inert(self.maintainer),
+            "description": inert(description),
+            "vendor": inert(self.vendor),
+            "homepage": inert(self.homepage),
+            "license": " AND ".join(package.licenses),
+            **{k: [inert(p) for p in names] for k, names in relations if names},
+        }
+
+
+def describe(package: PackageInput, packager: str) -> Metadata:
+    return Metadata(
+        name=package_name(package, packager),
+        arch=arch_for(package, packager),
+        version=package_version(package, packager),
+        release=str(package.settings.pkgrel),
+        maintainer=maintainer(package, packager),
+        vendor=one_line(packager, package.settings.publisher, "publisher"),
+        homepage=homepage(package, packager),
+        relations=render_dependencies(package.externals, packager, package.target),
+    )
+
+
 def component(packager: str) -> str:
     return f"packaging:{packager}"
 
@@ -286,7 +333,8 @@ def render_dependencies(
         for relation in _RELATIONS
         for name, libs in sorted(found[relation].items())
     )
-    return Relations(*(tuple(sorted(found[r])) for r in _RELATIONS), notes=notes)
+    depends, recommends, suggests = (tuple(sorted(found[r])) for r in _RELATIONS)
+    return Relations(depends, recommends, suggests, notes)
 
 
 def stage_contents(
@@ -371,10 +419,11 @@ def _directory(dest: str, package: PackageInput) -> dict[str, Any]:
 
 
 def _info(package: PackageInput, mode: int) -> dict[str, Any]:
-    return {"mode": mode, "owner": "root", "group": "root", "mtime": _mtime(package)}
+    return {"mode": mode, "owner": "root", "group": "root", "mtime": mtime(package)}
 
 
-def _mtime(package: PackageInput) -> str:
+def mtime(package: PackageInput) -> str:
+    """SOURCE_DATE_EPOCH as nfpm's RFC 3339 mtime."""
     return datetime.fromtimestamp(package.source_date_epoch, tz=UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
 
 
@@ -384,7 +433,7 @@ def config(package: PackageInput, fields: Mapping[str, Any]) -> dict[str, Any]:
         "disable_globbing": True,  # a staged name may hold * ? [ { : a source is one file
         "platform": "linux",
         "version_schema": "none",
-        "mtime": _mtime(package),
+        "mtime": mtime(package),
         "umask": 0o022,
         **fields,
     }

@@ -45,16 +45,12 @@ class RpmChannel:
     target = "linux-x86_64"
 
     def generate(self, package: PackageInput, out: Path) -> ChannelOutput:
-        arch = common.arch_for(package, _PACKAGER)
-        name = common.package_name(package, _PACKAGER)
-        version = common.package_version(package, _PACKAGER)
-        release = str(package.settings.pkgrel)
-        maintainer = common.maintainer(package, _PACKAGER)
-        relations = common.render_dependencies(package.externals, _PACKAGER, package.target)
+        meta = common.describe(package, _PACKAGER)
+        name, version, release, arch = meta.name, meta.version, meta.release, meta.arch
         out.mkdir(parents=True, exist_ok=True)
 
         licenses, doc = f"/usr/share/licenses/{name}", f"/usr/share/doc/{name}"
-        generated = {"changelog.yaml": _changelog(package, f"{version}-{release}", maintainer)}
+        generated = {"changelog.yaml": _changelog(package, f"{version}-{release}", meta.maintainer)}
         docs = common.licence_docs(package, out, _PACKAGER, licenses, "license")
         roots = [licenses]
         if package.sbom:
@@ -64,27 +60,8 @@ class RpmChannel:
             )
             roots.append(doc)
         fields: dict[str, Any] = {
-            "name": name,
-            "arch": arch,
-            "version": version,
-            "release": release,
-            "maintainer": common.inert(maintainer),
-            "description": common.inert(common.long_description(package, _PACKAGER)),
-            "vendor": common.inert(
-                common.one_line(_PACKAGER, package.settings.publisher, "publisher")
-            ),
-            "homepage": common.inert(common.homepage(package, _PACKAGER)),
-            "license": " AND ".join(package.licenses),
+            **meta.fields(package, common.long_description(package, _PACKAGER)),
             "changelog": f"{common.GENERATED_DIR}/changelog.yaml",
-            **{
-                relation: [common.inert(p) for p in packages]
-                for relation, packages in (
-                    ("depends", relations.depends),
-                    ("recommends", relations.recommends),
-                    ("suggests", relations.suggests),
-                )
-                if packages
-            },
             "contents": [
                 *common.stage_contents(package, f"/usr/lib/{name}", _PACKAGER, out),
                 *common.doc_contents(package, docs, roots),
@@ -92,7 +69,7 @@ class RpmChannel:
             "rpm": {
                 "summary": common.synopsis(package, _PACKAGER),
                 "group": "System/Libraries",
-                "packager": common.inert(maintainer),
+                "packager": common.inert(meta.maintainer),
                 "buildhost": _BUILDHOST,
                 "compression": "zstd",
             },
@@ -108,7 +85,7 @@ class RpmChannel:
             f"{file_name}: the stage under /usr/lib/{name}/, licence texts (%license) under "
             f"{licenses}/, the SBOM under {doc}/; unsigned — sign it (rpmsign) before publishing;"
             f" run rpmlint with -r {rpmlintrc.name}",
-            *relations.notes,
+            *meta.relations.notes,
         )
         return ChannelOutput(
             self.name, out, tuple(sorted([*files, rpmlintrc])), notes, {file_name: digest}
@@ -119,8 +96,8 @@ def _changelog(package: PackageInput, version: str, maintainer: str) -> bytes:
     """nfpm's changelog (chglog format, JSON is YAML): one entry, stamped with the epoch."""
     entry = {
         "semver": version,
-        "date": common.config(package, {})["mtime"],
-        "packager": common.inert(maintainer),
+        "date": common.mtime(package),
+        "packager": maintainer,
         "changes": [
             {"note": f"Packaged by ortbundle {__version__} from the pinned upstream artifacts"}
         ],

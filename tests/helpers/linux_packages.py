@@ -13,6 +13,7 @@ import os
 import shutil
 import subprocess
 import sys
+from collections.abc import Iterable
 from importlib import resources
 from pathlib import Path
 
@@ -26,7 +27,7 @@ from ortbundle.channels import (
     ShippedRuntime,
 )
 from ortbundle.loader import SCHEMA
-from tests.helpers.packages import EPOCH, SETTINGS
+from tests.helpers.packages import EPOCH, SETTINGS, write_stage_files
 
 OVERRIDE_ENV = "DEMO_ORT_DIR"
 RUNTIMES = {"openvino": "1.24.1", "webgpu": "1.27.0"}
@@ -105,14 +106,7 @@ def make_loadable_package(root: Path, **description: str) -> PackageInput:
     }
     contents["runtimes.json"] = (json.dumps(index, indent=2, sort_keys=True) + "\n").encode()
     contents["runtime_loader.py"] = resources.files("ortbundle").joinpath("loader.py").read_bytes()
-    files: list[ShippedFile] = []
-    for path, data in contents.items():
-        dest = stage / path
-        dest.parent.mkdir(parents=True, exist_ok=True)
-        dest.write_bytes(data)
-        mode = 0o755 if path == "runtime_loader.py" else 0o644
-        dest.chmod(mode)
-        files.append(ShippedFile(path, len(data), hashlib.sha256(data).hexdigest(), mode))
+    files = write_stage_files(stage, contents)
     for name, version in RUNTIMES.items():
         (stage / f"runtimes/{name}/libonnxruntime.so.1").symlink_to(f"libonnxruntime.so.{version}")
         real = next(f for f in files if f.path == f"runtimes/{name}/libonnxruntime.so.{version}")
@@ -156,10 +150,10 @@ def make_loadable_package(root: Path, **description: str) -> PackageInput:
     )
 
 
-def stage_listing(package: PackageInput, prefix: str) -> set[tuple[str, str, str]]:
+def stage_listing(files: Iterable[ShippedFile], prefix: str) -> set[tuple[str, str, str]]:
     """(path, type and mode, link target) of every stage entry and directory, under `prefix`."""
     listing = {(prefix, "d755", "")}
-    for shipped in package.files:
+    for shipped in files:
         parts = shipped.path.split("/")
         for i in range(1, len(parts)):
             listing.add((f"{prefix}/{'/'.join(parts[:i])}", "d755", ""))
