@@ -8,6 +8,7 @@ from pathlib import Path
 
 from ortbundle.channels import (
     CHANNEL_TARGETS,
+    Attribution,
     Channel,
     ChannelOutput,
     ExternalLibrary,
@@ -16,11 +17,14 @@ from ortbundle.channels import (
     ShippedRuntime,
 )
 from ortbundle.channels.arch import ArchChannel
+from ortbundle.channels.deb import DebChannel
 from ortbundle.channels.flatpak import FlatpakChannel
 from ortbundle.channels.nsis import NsisChannel
+from ortbundle.channels.rpm import RpmChannel
 from ortbundle.index_json import GENERIC_GPU_PROVIDERS
 from ortbundle.licensing import TargetLicensing
 from ortbundle.recipes import Product, Recipe
+from ortbundle.record import cached_sbom_json
 from ortbundle.stage import StagedRuntime
 
 
@@ -35,6 +39,8 @@ CHANNELS: dict[str, Callable[[], Channel]] = {
     "flatpak": FlatpakChannel,
     "nsis": NsisChannel,
     "apk": _apk,
+    "deb": DebChannel,
+    "rpm": RpmChannel,
 }
 assert set(CHANNELS) == set(CHANNEL_TARGETS)
 
@@ -82,7 +88,26 @@ def package_input(
         source_date_epoch=epoch,
         cache=cache,
         verify_cache=verify_cache,
+        attribution=tuple(
+            Attribution(
+                c.name,
+                c.version,
+                c.expression,
+                c.copyrights,
+                tuple(f.path for f in c.files),
+                tuple(t.path for t in c.texts),
+            )
+            for c in licensing.components
+        ),
+        sbom=_target_sbom(product, licensing, epoch, cache),
     )
+
+
+def _target_sbom(
+    product: Product, licensing: TargetLicensing, epoch: int, cache: Path | None
+) -> str:
+    """The target's own SBOM (the .deb and .rpm carry it); the release SBOM covers every target."""
+    return cached_sbom_json(cache, product, [licensing], {}, epoch)
 
 
 def generate_all(

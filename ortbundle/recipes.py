@@ -334,6 +334,7 @@ class PackagingSettings:
     flatpak_sdk: str
     flatpak_command: str
     android_namespace: str = "org.example.app.runtime"  # Gradle namespace and Java package
+    maintainer: str = ""  # "Name <address>" for .deb/.rpm; empty: publisher <packages@url host>
 
 
 @dataclass(frozen=True)
@@ -799,6 +800,7 @@ def _packaging(reader: _Reader, product: str) -> PackagingSettings:
         flatpak_sdk=reader.text("flatpak_sdk", "org.freedesktop.Sdk"),
         flatpak_command=reader.text("flatpak_command", product),
         android_namespace=_android_namespace(reader, product),
+        maintainer=reader.opt_text("maintainer") or "",
     )
 
 

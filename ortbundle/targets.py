@@ -18,6 +18,8 @@ CHANNEL_TARGETS: dict[str, tuple[str, ...]] = {
     "flatpak": ("linux-x86_64",),
     "nsis": ("windows-x86_64",),
     "apk": ("android-arm64-v8a", "android-x86_64"),
+    "deb": ("linux-x86_64",),
+    "rpm": ("linux-x86_64",),
 }
 
 

@@ -189,6 +189,43 @@ def test_installer_compiles_and_carries_hostile_names_and_strings_literally(
     assert not marker.exists()
 
 
+@pytest.mark.tools
+def test_deb_and_rpm_carry_hostile_names_and_strings_literally(
+    built: BuildResult, marker: Path, tmp_path: Path
+) -> None:
+    """nfpm expands $VAR in some fields and globs sources: neither may touch product text."""
+    if shutil.which("dpkg-deb") is None or shutil.which("rpm") is None:
+        pytest.skip("dpkg-deb and rpm are needed (Debian/Ubuntu: apt-get install dpkg rpm)")
+    packaging = built.version_dir / "packaging"
+    (deb,) = (packaging / "deb").glob("*.deb")
+    (rpm,) = (packaging / "rpm").glob("*.rpm")
+    library = (built.version_dir / "linux-x86_64" / "runtimes" / "fake" / LINUX_LIB).read_bytes()
+    subprocess.run(["dpkg-deb", "-x", str(deb), str(tmp_path / "deb")], check=True)
+    (found,) = [p for p in (tmp_path / "deb").rglob("*.so") if p.name == LINUX_LIB]
+    assert found.read_bytes() == library
+    listed = subprocess.run(["rpm", "-qlp", str(rpm)], capture_output=True, text=True, check=True)
+    assert f"/runtimes/fake/{LINUX_LIB}\n" in listed.stdout
+    one_line = " ".join(hostile(marker).split())
+    control = subprocess.run(
+        ["dpkg-deb", "-f", str(deb), "Description", "Homepage", "Maintainer"],
+        capture_output=True,
+        text=True,
+        check=True,
+    ).stdout
+    # folded onto several lines; $HOME, ${IFS} and $(…) as written, not expanded by nfpm
+    assert " ".join(control.split()).count(one_line) == 1
+    assert f"Homepage: {built.plan.product.url}\n" in control
+    query = "%{url}\\n%{vendor}\\n%{description}"
+    shown = subprocess.run(
+        ["rpm", "-qp", "--qf", query, str(rpm)], capture_output=True, text=True, check=True
+    ).stdout
+    url, vendor, description = shown.split("\n", 2)
+    assert url == built.plan.product.url
+    assert vendor == " ".join(built.plan.product.packaging.publisher.split())
+    assert one_line in " ".join(description.split())
+    assert not marker.exists()
+
+
 REFUSED = {
     # where: (how to make it hostile, what the error names)
     "product-name": ('name = "fakeproduct"', 'name = "fake$(touch x)"', "name"),

@@ -73,7 +73,7 @@ def test_every_staged_file_is_attributed_and_noticed(
     assert "ortbundle" in notice
     audit = json.loads((result.version_dir / "audit.json").read_text())
     assert audit["passed"] is True
-    assert {c["channel"] for c in audit["channels"]} == {"arch", "flatpak", "nsis"}
+    assert {c["channel"] for c in audit["channels"]} == {"arch", "deb", "flatpak", "nsis", "rpm"}
 
 
 def test_unattributed_file_stops_the_build_and_keeps_dist(

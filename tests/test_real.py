@@ -207,3 +207,82 @@ def test_android_stock_runtime_is_renamed_with_its_soname_and_stays_16k_aligned(
     assert (module / "assets/ortbundle" / abi / "runtimes.json").is_file()
     owner = result.licensing.owner("runtimes/android-generic/libonnxruntime_generic.so")
     assert (owner.name, owner.expression) == ("onnxruntime-android", "MIT")
+
+
+# --- the .deb and .rpm of the default product --------------------------------------------
+
+LINUX_PREFIX = "/usr/lib/darkroom-onnxruntime"
+LINUX_RUNTIMES = {"openvino": "1.24.1", "webgpu": "1.27.0"}
+
+
+def _linux_package(real_build: BuildResult, channel: str) -> Path:
+    (built,) = (real_build.version_dir / "packaging" / channel).glob(f"*.{channel}")
+    return built
+
+
+@pytest.mark.tools
+def test_lintian_and_rpmlint_accept_the_real_packages(real_build: BuildResult) -> None:
+    import re
+    import shutil
+    import subprocess
+
+    if not all(shutil.which(t) for t in ("lintian", "rpmlint")):
+        pytest.skip("lintian or rpmlint is not installed (Debian: apt-get install lintian rpmlint)")
+    deb, rpm = _linux_package(real_build, "deb"), _linux_package(real_build, "rpm")
+    lintian = subprocess.run(
+        ["lintian", "--no-cfg", "--display-level", ">=warning", str(deb)],
+        capture_output=True,
+        text=True,
+        check=False,
+    )
+    assert not re.search(r"^[EW]: ", lintian.stdout, flags=re.MULTILINE), lintian.stdout
+    assert lintian.returncode == 0, lintian.stdout + lintian.stderr
+    (rpmlintrc,) = rpm.parent.glob("*.rpmlintrc")
+    rpmlint = subprocess.run(
+        ["rpmlint", "-r", str(rpmlintrc), str(rpm)], capture_output=True, text=True, check=False
+    )
+    assert " 0 errors," in rpmlint.stdout, rpmlint.stdout + rpmlint.stderr
+
+
+@pytest.mark.tools
+def test_the_real_packages_list_exactly_the_stage(real_build: BuildResult) -> None:
+    import shutil
+
+    from tests.helpers.linux_packages import deb_listing, rpm_listing, stage_listing
+
+    if not all(shutil.which(t) for t in ("dpkg-deb", "rpm")):
+        pytest.skip("dpkg-deb or rpm is not installed (Debian: apt-get install dpkg rpm)")
+    expected = stage_listing(target_result(real_build, "linux-x86_64").files, LINUX_PREFIX)
+    deb = deb_listing(_linux_package(real_build, "deb"))
+    assert {e for e in deb if e[0].startswith(LINUX_PREFIX)} == expected
+    rpm, _ = rpm_listing(_linux_package(real_build, "rpm"))
+    assert {e for e in rpm if e[0].startswith(LINUX_PREFIX)} == expected
+
+
+@pytest.mark.tools
+def test_the_real_packages_install_and_the_loader_opens_each_runtime(
+    real_build: BuildResult, tmp_path: Path
+) -> None:
+    import shutil
+    import subprocess
+
+    from tests.helpers.linux_packages import open_each_runtime
+
+    if shutil.which("dpkg-deb") is None:
+        pytest.skip("dpkg-deb is not installed (Debian: apt-get install dpkg)")
+    subprocess.run(
+        ["dpkg-deb", "-x", str(_linux_package(real_build, "deb")), str(tmp_path / "deb")],
+        check=True,
+    )
+    open_each_runtime(
+        tmp_path / "deb" / LINUX_PREFIX.lstrip("/"), "DARKROOM_ORT_DIR", LINUX_RUNTIMES
+    )
+    if shutil.which("rpm") is None or os.geteuid() != 0:
+        pytest.skip("rpm --root needs rpm (Debian: apt-get install rpm) and root")
+    root = tmp_path / "rpm"
+    subprocess.run(["rpm", "--root", str(root), "--initdb"], check=True)
+    subprocess.run(
+        ["rpm", "--root", str(root), "-i", "--nodeps", str(_linux_package(real_build, "rpm"))],
+        check=True,
+    )
+    open_each_runtime(root / LINUX_PREFIX.lstrip("/"), "DARKROOM_ORT_DIR", LINUX_RUNTIMES)

@@ -55,6 +55,18 @@ class ShippedRuntime:
 
 
 @dataclass(frozen=True)
+class Attribution:
+    """One shipped component's licence facts, for formats that list them (Debian copyright)."""
+
+    component: str
+    version: str
+    expression: str  # SPDX
+    copyrights: tuple[str, ...]
+    files: tuple[str, ...]  # stage paths it contributes
+    texts: tuple[str, ...]  # stage paths of its licence texts
+
+
+@dataclass(frozen=True)
 class PackageInput:
     product: str
     version: str
@@ -70,6 +82,8 @@ class PackageInput:
     source_date_epoch: int  # every timestamp written into a package
     cache: Path | None = None  # where expensive outputs are memoised (see channels/memo.py)
     verify_cache: bool = False  # a release: produce every package afresh, use no memo
+    attribution: tuple[Attribution, ...] = ()  # per component, from the licence attribution
+    sbom: str = ""  # this target's CycloneDX SBOM (JSON), shipped inside the .deb and .rpm
 
 
 @dataclass(frozen=True)

@@ -60,6 +60,19 @@ def _windows_files() -> dict[str, bytes]:
     }
 
 
+def write_stage_files(stage: Path, contents: dict[str, bytes]) -> list[ShippedFile]:
+    """Write regular files into a stage as the build does (the loader executable), described."""
+    files = []
+    for path, data in contents.items():
+        dest = stage / path
+        dest.parent.mkdir(parents=True, exist_ok=True)
+        dest.write_bytes(data)
+        mode = 0o755 if path == "runtime_loader.py" else 0o644
+        dest.chmod(mode)
+        files.append(ShippedFile(path, len(data), hashlib.sha256(data).hexdigest(), mode))
+    return files
+
+
 def make_package_input(
     root: Path, target: str = "linux-x86_64", **overrides: object
 ) -> PackageInput:
@@ -68,15 +81,8 @@ def make_package_input(
     contents = dict(_linux_files() if target == "linux-x86_64" else _windows_files())
     contents.update(_TEXTS)
     contents["runtime_loader.py"] = b"#!/usr/bin/env python3\nprint('loader')\n"
-    files: list[ShippedFile] = []
+    files = write_stage_files(stage, contents)
     externals: tuple[ExternalLibrary, ...]
-    for path, data in contents.items():
-        dest = stage / path
-        dest.parent.mkdir(parents=True, exist_ok=True)
-        dest.write_bytes(data)
-        mode = 0o755 if path == "runtime_loader.py" else 0o644
-        dest.chmod(mode)
-        files.append(ShippedFile(path, len(data), hashlib.sha256(data).hexdigest(), mode))
     if target == "linux-x86_64":
         for runtime in ("openvino", "webgpu"):
             link = stage / f"runtimes/{runtime}/libonnxruntime.so.1"

