@@ -22,6 +22,7 @@ from ortbundle.index_json import GENERIC_GPU_PROVIDERS
 from ortbundle.licensing import TargetLicensing
 from ortbundle.recipes import Product, Recipe
 from ortbundle.stage import StagedRuntime
+from ortbundle.system import package_system
 
 
 def _apk() -> Channel:
@@ -82,6 +83,8 @@ def package_input(
         source_date_epoch=epoch,
         cache=cache,
         verify_cache=verify_cache,
+        system=package_system(staged for _, staged in runtimes),
+        supports=product.system,
     )
 
 

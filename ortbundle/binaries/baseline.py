@@ -61,6 +61,11 @@ class SystemBaseline:
     android_api: Minimum | None = None
 
     @property
+    def empty(self) -> bool:
+        """Nothing versioned is needed (or nothing could be read)."""
+        return self == SystemBaseline()
+
+    @property
     def manylinux(self) -> str | None:
         """The effective manylinux tag (PEP 600) of the glibc baseline."""
         if self.glibc is None:
