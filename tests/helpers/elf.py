@@ -9,7 +9,7 @@ import struct
 from collections.abc import Sequence
 
 EM = {"EM_X86_64": 62, "EM_AARCH64": 183, "EM_386": 3, "EM_QDSP6": 164, "EM_ARM": 40}
-PT_LOAD, PT_DYNAMIC = 1, 2
+PT_LOAD, PT_DYNAMIC, PT_NOTE = 1, 2, 4
 DT_NULL, DT_NEEDED, DT_STRTAB, DT_STRSZ, DT_SONAME, DT_RUNPATH = 0, 1, 5, 10, 14, 29
 SHT_STRTAB, SHT_DYNAMIC, SHT_NOTE, SHT_GNU_VERNEED = 3, 6, 7, 0x6FFFFFFE
 DT_VERNEED, DT_VERNEEDNUM = 0x6FFFFFFE, 0x6FFFFFFF
@@ -43,7 +43,8 @@ def make_elf(
 
     `version_needs` lists (file, version nodes) as `.gnu.version_r` and DT_VERNEED record them
     (`[("libc.so.6", ["GLIBC_2.2.5", "GLIBC_2.34"])]`); `android_api` adds the NDK's
-    `.note.android.ident` with that API level. Both need `sections`.
+    `.note.android.ident` (and the PT_NOTE segment that maps it) with that API level. Both need
+    `sections`.
     """
     if bits not in (32, 64):
         raise ValueError(f"bits must be 32 or 64, not {bits}")
@@ -53,7 +54,7 @@ def make_elf(
     wide = bits == 64
     word = 8 if wide else 4
     ehsize, phentsize, shentsize = (64, 56, 64) if wide else (52, 32, 40)
-    phnum = len(layout) + 1
+    phnum = len(layout) + 1 + (android_api is not None)  # PT_NOTE maps the Android note
     base = layout[0][1]  # vaddr of offset 0: the first segment maps the headers and .dynamic
 
     strtab = bytearray(b"\x00")
@@ -100,6 +101,8 @@ def make_elf(
         flags = PF_R | PF_X if index == 0 else PF_R | PF_W
         phdrs += _phdr(wide, PT_LOAD, flags, offset, vaddr, size, seg_align)
     phdrs += _phdr(wide, PT_DYNAMIC, PF_R | PF_W, dyn_off, base + dyn_off, len(dynamic), word)
+    if note:
+        phdrs += _phdr(wide, PT_NOTE, PF_R, note_off, base + note_off, len(note), 4)
 
     shoff = shnum = shstrndx = 0
     tail = bytearray()
