@@ -103,6 +103,11 @@ def run_build(options: BuildOptions, *, root: Path = ROOT, dist: Path | None = N
         reporter.console.print(size_table(result))
         for line in externals_lines(result):
             reporter.line(line)
+        from ortbundle.system import summary_lines  # the oldest system each package runs on
+
+        runtimes = [(t.target, [(s.runtime, s) for s in t.runtimes]) for t in result.targets]
+        for line in summary_lines(result.plan.product.system, runtimes):
+            reporter.line(line)
         for package in result.packages:  # what a packager must know (sizes, tools, next steps)
             for note in package.notes:
                 reporter.line(f"{package.channel}: {note}")

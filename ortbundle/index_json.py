@@ -16,6 +16,7 @@ from typing import Any
 from ortbundle.loader import SCHEMA
 from ortbundle.recipes import Product, Recipe
 from ortbundle.stage import StagedRuntime
+from ortbundle.system import check_runtime, runtime_system
 
 INDEX_NAME = "runtimes.json"
 LOADER_NAME = "runtime_loader.py"
@@ -73,6 +74,8 @@ def runtime_entry(
         },
         "plugin_eps": plugins or [],
         "files": files,
+        # the oldest system it runs on: a loader skips it on an older one
+        "system": runtime_system(staged).as_json(),
     }
 
 
@@ -83,7 +86,14 @@ def write_index(
     runtimes: list[tuple[Recipe, StagedRuntime]],
     plugins: Sequence[tuple[Recipe, StagedRuntime, tuple[str, ...]]] = (),
 ) -> dict[str, Any]:
-    """Write runtimes.json and the loader into a (scratch) target stage."""
+    """Write runtimes.json and the loader into a (scratch) target stage.
+
+    Every runtime and plugin EP is first held against the product's `[system]`: one needing a
+    newer system than the product supports stops the build here (on_newer = "error")."""
+    for recipe, staged in [*runtimes, *((r, s) for r, s, _ in plugins)]:
+        check_runtime(
+            product.system, staged, component=recipe.name, target=target, file=str(recipe.path)
+        )
     index = {
         "schema": SCHEMA,
         "product": {"name": product.name, "version": product.version},

@@ -12,7 +12,10 @@ Rules: a vendor runtime on its own vendor's GPU beats OpenVINO on an Intel GPU, 
 generic (WebGPU) runtime on any GPU, which beats a CPU-only runtime. Equal scores keep the
 index's order; a perfect fit ends the search; the override variable named in the index wins
 outright. Hardware is read from files (sysfs, /dev/kfd, /proc) under a root directory that tests
-can point at a fake machine; on Windows the display adapters come from SetupAPI.
+can point at a fake machine; on Windows the display adapters come from SetupAPI. A runtime the
+system is too old for (its index entry's `system`: a symbol version the system's libc.so.6 or
+libstdc++.so.6 does not define, a newer Windows or Android API level) is skipped, and
+`--explain` says why.
 """
 
 from __future__ import annotations
@@ -55,6 +58,9 @@ class Hardware:
     kfd: bool = False  # /dev/kfd: the AMD ROCm compute driver
     nvidia_driver: bool = False  # /proc/driver/nvidia: the NVIDIA kernel driver
     soc: str | None = None  # SoC manufacturer/family, lower case (Android; Windows on Arm)
+    library_dirs: tuple[str, ...] = ()  # where the system's libraries are (Linux), absolute
+    windows_version: str | None = None  # "10.0" (Windows)
+    android_api: int | None = None  # ro.build.version.sdk (Android)
 
     def vendors(self) -> set[str]:
         found = {g.vendor for g in self.gpus}
@@ -173,6 +179,26 @@ def _windows_gpus() -> list[Gpu]:  # pragma: no cover - exercised on Windows onl
     return gpus
 
 
+_LIBRARY_DIRS = ("lib/*-linux-gnu", "usr/lib/*-linux-gnu", "lib64", "usr/lib64", "lib", "usr/lib")
+
+
+def _library_dirs(root: Path) -> tuple[str, ...]:
+    found: list[str] = []
+    for pattern in _LIBRARY_DIRS:
+        for path in sorted(root.glob(pattern)):
+            if path.is_dir() and str(path) not in found:
+                found.append(str(path))
+    return tuple(found)
+
+
+def _android_api(root: Path) -> int | None:
+    for line in _read(root / "system/build.prop").splitlines():
+        key, _, value = line.partition("=")
+        if key.strip() == "ro.build.version.sdk" and value.strip().isdigit():
+            return int(value.strip())
+    return None
+
+
 def detect(root: Path = Path("/"), *, windows: bool | None = None) -> Hardware:
     """What the machine has, read from files under `root` (or SetupAPI on Windows)."""
     if windows if windows is not None else sys.platform == "win32":
@@ -181,15 +207,66 @@ def detect(root: Path = Path("/"), *, windows: bool | None = None) -> Hardware:
         # ("ARMv8 (64-bit) Family 8 Model 1 Revision 201, Qualcomm Technologies Inc")
         cpu = os.environ.get("PROCESSOR_IDENTIFIER", "").lower()
         soc = f"qualcomm {cpu}" if "qualcomm" in cpu else (cpu or None)
+        version = getattr(sys, "getwindowsversion", None)
         return Hardware(
-            gpus=tuple(gpus), nvidia_driver=any(g.vendor == "nvidia" for g in gpus), soc=soc
+            gpus=tuple(gpus),
+            nvidia_driver=any(g.vendor == "nvidia" for g in gpus),
+            soc=soc,
+            windows_version=f"{version().major}.{version().minor}" if version else None,
         )
     return Hardware(
         gpus=tuple(_pci_gpus(root)),
         kfd=(root / "dev/kfd").exists(),
         nvidia_driver=(root / "proc/driver/nvidia").exists(),
         soc=_android_soc(root),
+        library_dirs=_library_dirs(root),
+        android_api=_android_api(root),
     )
+
+
+def _version(text: str) -> tuple[int, ...]:
+    return tuple(int(p) if p.isdigit() else 0 for p in text.rstrip("+").split("."))
+
+
+_DEFINED: dict[str, bytes] = {}  # library path -> its bytes (read once per process)
+
+
+def _defines(path: str, node: str) -> bool:
+    """Does the library define the version node? Its name sits NUL-terminated in .dynstr."""
+    if path not in _DEFINED:
+        try:
+            _DEFINED[path] = Path(path).read_bytes()
+        except OSError:
+            _DEFINED[path] = b""
+    return b"\0" + node.encode() + b"\0" in _DEFINED[path]
+
+
+def too_old(runtime: dict[str, Any], hardware: Hardware) -> str | None:
+    """Why this system is too old for the runtime, or None (also when it cannot tell)."""
+    system = runtime.get("system") or {}
+    if hardware.library_dirs and hardware.android_api is None:
+        for need in system.get("needs", []):
+            path = next(
+                (
+                    str(Path(d) / need["library"])
+                    for d in hardware.library_dirs
+                    if (Path(d) / need["library"]).is_file()
+                ),
+                None,
+            )
+            if path is not None and not _defines(path, need["version"]):
+                return f"{path} lacks {need['version']} (needed by {', '.join(need['needed_by'])})"
+    windows = system.get("windows")
+    if (
+        windows
+        and hardware.windows_version
+        and _version(windows) > _version(hardware.windows_version)
+    ):
+        return f"needs Windows {windows}, this is {hardware.windows_version}"
+    api = system.get("android_api")
+    if api and hardware.android_api and api > hardware.android_api:
+        return f"needs Android API {api}, this is API {hardware.android_api}"
+    return None
 
 
 @dataclass
@@ -269,13 +346,24 @@ def choose(
     best: Decision | None = None
     ceiling = best_possible(hardware)
     candidates = []
+    skipped = []
     for runtime in index["runtimes"]:
+        old = too_old(runtime, hardware)
+        if old is not None:
+            skipped.append(f"{runtime['directory']}: {old}")
+            why = f"skipped: {old}"
+            candidates.append(Candidate(runtime["name"], runtime["directory"], 0, why))
+            continue
         points, why = score(runtime, hardware)
         candidates.append(Candidate(runtime["name"], runtime["directory"], points, why))
         if best is None or points > best.score:  # equal scores keep the search order
             best = Decision(runtime, points, why, False)
         if points >= ceiling:
             break  # a perfect fit ends the search
+    if best is None and skipped:
+        raise LoaderError(
+            "this system is too old for every runtime of the package: " + "; ".join(skipped)
+        )
     if best is None:
         raise LoaderError("runtimes.json lists no runtime")
     best.candidates = candidates
@@ -498,7 +586,10 @@ def main(argv: list[str] | None = None) -> int:
     print(decision.line())
     if args.explain:
         for c in decision.candidates:
-            print(f"  {c.directory}: score {c.score} ({c.why})")
+            if c.score == 0:
+                print(f"  {c.directory}: {c.why}")
+            else:
+                print(f"  {c.directory}: score {c.score} ({c.why})")
     if version:
         print(f"  loaded ONNX Runtime {version}")
     for plugin in plugins:

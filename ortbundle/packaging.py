@@ -26,6 +26,7 @@ from ortbundle.licensing import TargetLicensing
 from ortbundle.recipes import Product, Recipe
 from ortbundle.record import cached_sbom_json
 from ortbundle.stage import StagedRuntime
+from ortbundle.system import package_system
 
 
 def _apk() -> Channel:
@@ -100,6 +101,8 @@ def package_input(
             for c in licensing.components
         ),
         sbom=_target_sbom(product, licensing, epoch, cache),
+        system=package_system(staged for _, staged in runtimes),
+        supports=product.system,
     )
 
 

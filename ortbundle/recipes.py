@@ -350,6 +350,17 @@ class Waiver:
 
 
 @dataclass(frozen=True)
+class SystemSpec:
+    """`[system]`: the oldest system the product promises to run on. A runtime whose binaries
+    need newer stops the build (`on_newer = "error"`) or is reported (`"warn"`)."""
+
+    glibc: str | None = None  # "2.28"
+    windows: str | None = None  # NT version: "6.1", "10.0"
+    android_api: int | None = None  # 24
+    on_newer: str = "error"  # error | warn
+
+
+@dataclass(frozen=True)
 class Product:
     name: str
     version: str
@@ -366,6 +377,7 @@ class Product:
     waivers: tuple[Waiver, ...]
     path: Path
     digest: str
+    system: SystemSpec = SystemSpec()
 
     def runtimes_for(self, target: str) -> tuple[str, ...]:
         return tuple(r for r in self.runtimes if target in self.runtime_targets[r])
@@ -758,7 +770,30 @@ def load_product(path: Path) -> Product:
         waivers=tuple(_waiver(w, targets) for w in top.subs("waivers")),
         path=path,
         digest=digest,
+        system=_system(_Reader(path, "system", top.table.get("system", {}))),
     )
+
+
+_DOTTED = re.compile(r"^[0-9]+(\.[0-9]+)+$")
+_SYSTEM_KEYS = ("glibc", "windows", "android_api", "on_newer")
+
+
+def _system(reader: _Reader) -> SystemSpec:
+    """`[system] glibc = "2.28"`, `windows = "10.0"`, `android_api = 24`, `on_newer`."""
+    unknown = sorted(set(reader.table) - set(_SYSTEM_KEYS))
+    if unknown:
+        raise reader._fail(f"unknown key {unknown[0]!r} (known: {', '.join(_SYSTEM_KEYS)})")
+    versions = {key: reader.opt_text(key) for key in ("glibc", "windows")}
+    for key, value in versions.items():
+        if value is not None and not _DOTTED.match(value):
+            raise reader._fail(f'{key} {value!r} must be a dotted version such as "2.28"')
+    api = reader.table.get("android_api")
+    if api is not None and (not isinstance(api, int) or isinstance(api, bool) or api < 1):
+        raise reader._fail("'android_api' must be a positive integer (an API level: 24)")
+    on_newer = reader.text("on_newer", "error")
+    if on_newer not in ("error", "warn"):
+        raise reader._fail(f'on_newer {on_newer!r} must be "error" or "warn"')
+    return SystemSpec(versions["glibc"], versions["windows"], api, on_newer)
 
 
 _APP_ID = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*(\.[A-Za-z_][A-Za-z0-9_-]*){2,}$")

@@ -205,6 +205,7 @@ def cached_sbom_json(
     licensing: Sequence[TargetLicensing],
     artifacts: Mapping[str, InputInfo],
     epoch: int,
+    systems: Mapping[tuple[str, str], Mapping[str, Any]] | None = None,
 ) -> str:
     """sbom_json, memoised: the CycloneDX library alone costs a warm build 60 ms to import."""
     key_parts = [
@@ -212,6 +213,7 @@ def cached_sbom_json(
         code_digest(),
         product.digest,
         str(epoch),
+        json.dumps(sorted((list(k), v) for k, v in (systems or {}).items()), sort_keys=True),
         *(licensing_to_json(tl) for tl in licensing),
         *sorted(f"{sha}:{info.url}:{info.size}" for sha, info in artifacts.items()),
     ]
@@ -226,7 +228,7 @@ def cached_sbom_json(
         else:
             if hashlib.sha256(text.encode()).hexdigest() == recorded:
                 return text
-    text = sbom_json(product, licensing, artifacts, epoch)
+    text = sbom_json(product, licensing, artifacts, epoch, systems)
     if entry is not None:
         entry.parent.mkdir(parents=True, exist_ok=True)
         tmp = entry.with_name(f".{entry.name}.{os.getpid()}")
@@ -241,8 +243,10 @@ def sbom_json(
     licensing: Sequence[TargetLicensing],
     artifacts: Mapping[str, InputInfo],
     epoch: int,
+    systems: Mapping[tuple[str, str], Mapping[str, Any]] | None = None,
 ) -> str:
-    """CycloneDX 1.6: one component per licensed component, with the files it contributes."""
+    """CycloneDX 1.6: one component per licensed component, with the files it contributes, and
+    per runtime and target the oldest system it runs on (`systems`, from runtimes.json)."""
     from cyclonedx.model import HashAlgorithm, HashType, Property
     from cyclonedx.model.bom import Bom, BomMetaData
     from cyclonedx.model.component import Component, ComponentType
@@ -290,6 +294,7 @@ def sbom_json(
             for t, c in uses
             for x in c.texts
         ]
+        properties += _system_properties(name, [t for t, _ in uses], systems or {})
         components.append(
             Component(
                 type=ComponentType.LIBRARY,
@@ -331,6 +336,48 @@ def sbom_json(
     return json.dumps(json.loads(text), indent=2, sort_keys=True) + "\n"
 
 
+def _system_properties(
+    name: str, targets: list[str], systems: Mapping[tuple[str, str], Mapping[str, Any]]
+) -> list[Any]:
+    """ortbundle:requires-system ('linux-x86_64 glibc 2.34, gcc 11.1.0, …') and one
+    ortbundle:needs-symbol-version per system library ('linux-x86_64 libc.so.6 GLIBC_2.34')."""
+    from cyclonedx.model import Property
+
+    found = []
+    for target in targets:
+        system = systems.get((target, name))
+        if system is None:
+            continue
+        minima = ", ".join(f"{k} {v}" for k, v in sorted(system.items()) if k != "needs")
+        found.append(
+            Property(name="ortbundle:requires-system", value=f"{target} {minima or 'nothing'}")
+        )
+        found += [
+            Property(
+                name="ortbundle:needs-symbol-version",
+                value=f"{target} {need['library']} {need['version']}",
+            )
+            for need in system.get("needs", [])
+        ]
+    return found
+
+
+def read_systems(
+    version_dir: Path, licensing: Sequence[TargetLicensing]
+) -> dict[tuple[str, str], dict[str, Any]]:
+    """(target, runtime) -> its `system` entry, from each published runtimes.json."""
+    systems: dict[tuple[str, str], dict[str, Any]] = {}
+    for tl in licensing:
+        try:
+            index = json.loads((version_dir / tl.target / "runtimes.json").read_text("utf-8"))
+        except (OSError, ValueError):
+            continue
+        for runtime in index.get("runtimes", []):
+            if "system" in runtime:
+                systems[(tl.target, runtime["name"])] = runtime["system"]
+    return systems
+
+
 RECORDS_DIR = "records"  # records/<target>.json: each target's attribution, for release merges
 
 
@@ -362,7 +409,10 @@ def write_evidence(
         report_json(product.name, product.version, audits, licensing), "utf-8"
     )
     (version_dir / SBOM_NAME).write_text(
-        cached_sbom_json(cache, product, licensing, inputs, epoch), "utf-8"
+        cached_sbom_json(
+            cache, product, licensing, inputs, epoch, read_systems(version_dir, licensing)
+        ),
+        "utf-8",
     )
     normalize_modes(version_dir)
     modes = {

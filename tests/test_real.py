@@ -4,13 +4,18 @@ from __future__ import annotations
 
 import json
 import os
+import re
+import subprocess
+import sys
 import tarfile
+import zipfile
 from pathlib import Path
 
 import pytest
 
 from ortbundle.binaries import inspect
 from ortbundle.build import DEFAULT_PRODUCT, BuildResult
+from ortbundle.system import runtime_system
 from ortbundle.targets import get_target
 from tests.helpers.real import (
     KEPT_FILES,
@@ -286,3 +291,75 @@ def test_the_real_packages_install_and_the_loader_opens_each_runtime(
         check=True,
     )
     open_each_runtime(root / LINUX_PREFIX.lstrip("/"), "DARKROOM_ORT_DIR", LINUX_RUNTIMES)
+
+
+def _kept_only_wheel(wheel: Path, members: set[str], dest: Path, name: str) -> Path:
+    """The pinned wheel cut down to the kept libraries (and its metadata), RECORD to match:
+    what auditwheel reports is then exactly what the package ships."""
+    dest.mkdir(parents=True, exist_ok=True)
+    out = dest / name
+    with zipfile.ZipFile(wheel) as source, zipfile.ZipFile(out, "w") as cut:
+        names = [
+            i.filename
+            for i in source.infolist()
+            if not i.is_dir()
+            and (i.filename in members or ".dist-info/" in i.filename)
+            and not i.filename.endswith(".dist-info/RECORD")
+        ]
+        for name in names:
+            cut.writestr(name, source.read(name))
+        record = next(n for n in source.namelist() if n.endswith(".dist-info/RECORD"))
+        cut.writestr(record, "".join(f"{n},,\n" for n in [*names, record]))
+    return out
+
+
+def _family_maxima(versions: dict[str, list[str]]) -> set[tuple[str, str]]:
+    """auditwheel's sets of version nodes per library, reduced to the highest per family."""
+    best: dict[tuple[str, str], tuple[tuple[int, ...], str]] = {}
+    for library, nodes in versions.items():
+        for node in nodes:
+            match = re.fullmatch(r"([A-Z]+)_([0-9][0-9.]*)", node)
+            if match is None:
+                continue
+            key = tuple(int(p) for p in match.group(2).split("."))
+            if (library, match.group(1)) not in best or key > best[(library, match.group(1))][0]:
+                best[(library, match.group(1))] = (key, node)
+    return {(library, node) for (library, _), (_, node) in best.items()}
+
+
+@pytest.mark.parametrize("runtime", ["openvino", "webgpu"])
+def test_symbol_version_maxima_match_auditwheel(
+    real_build: BuildResult, runtime: str, tmp_path: Path
+) -> None:
+    """The peer tool, on the kept libraries of each pinned Linux wheel, finds the same highest
+    version per system library, and the same manylinux tag, as the closure's own parse.
+
+    `--ldpaths` names an empty directory: otherwise auditwheel resolves libOpenCL.so.1 on this
+    host and folds that file's own needs in (Debian 12's needs GLIBC_2.34), which says how to
+    graft the host's copy, not what the shipped libraries need. auditwheel also leaves the
+    dynamic linker's versions (ld-linux-*) out by design; we keep them, so they are set aside
+    here."""
+    linux = target_result(real_build, "linux-x86_64")
+    staged = next(s for s in linux.runtimes if s.runtime == runtime)
+    recipe = real_build.plan.recipes[runtime]
+    (source,) = {k.source for k in staged.closure.kept}  # each runtime comes from one wheel
+    wheel = real_build.artifacts[recipe.sources[source].archive_sha256].path
+    members = {k.member for k in staged.closure.kept}
+    cut = _kept_only_wheel(wheel, members, tmp_path, recipe.sources[source].archive_name)
+    nowhere = tmp_path / "no-system-libraries"
+    nowhere.mkdir()
+    done = subprocess.run(
+        [sys.executable, "-m", "auditwheel", "show", "--json", "--ldpaths", str(nowhere), str(cut)],
+        capture_output=True,
+        text=True,
+        check=True,
+        timeout=600,
+    )
+    report = json.loads(done.stdout)
+    system = runtime_system(staged)
+    ours = {(n.library, n.version) for n in system.needs if not n.library.startswith("ld-linux")}
+    assert ours == _family_maxima(report["versioned_symbols"])
+    assert f"{system.manylinux}_x86_64" == report["sym_tag"]
+    # measured: both wheels' kept libraries need glibc 2.27 (libm.so.6 GLIBC_2.27), not the
+    # manylinux_2_28 their file names claim
+    assert system.glibc is not None and system.glibc.version == "2.27"

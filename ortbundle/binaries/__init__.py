@@ -27,6 +27,19 @@ class BinaryInfo:
     runpath: tuple[str, ...] = ()
     loads: tuple[LoadSegment, ...] = ()  # ELF PT_LOAD segments (page-size checks)
     bits: int = 0  # 32 or 64 (ELF class, PE optional-header magic); 0 when unknown
+    # what the oldest system must offer (see baseline.py), read in the same parse:
+    version_needs: tuple[tuple[str, str], ...] = ()  # ELF .gnu.version_r: (file, version node)
+    android_api: int = 0  # ELF .note.android.ident: the API level it was built for; 0: none
+    os_version: str = ""  # PE MajorOperatingSystemVersion.MinorOperatingSystemVersion
+    subsystem_version: str = ""  # PE MajorSubsystemVersion.MinorSubsystemVersion
+    versioned_imports: tuple[tuple[str, str], ...] = ()  # PE (dll, function) in baselines.toml
+
+    def __post_init__(self) -> None:
+        # a memo stores this as JSON, where tuples come back as lists: make them tuples again
+        for name in ("version_needs", "versioned_imports"):
+            value = getattr(self, name)
+            if not isinstance(value, tuple) or any(not isinstance(v, tuple) for v in value):
+                object.__setattr__(self, name, tuple((str(a), str(b)) for a, b in value))
 
     @property
     def all_needed(self) -> tuple[str, ...]:

@@ -1,4 +1,4 @@
-"""PE: machine, import and delay-import tables, through pefile."""
+"""PE: machine, import and delay-import tables, OS and subsystem versions, through pefile."""
 
 from __future__ import annotations
 
@@ -44,6 +44,10 @@ def inspect_pe(path: Path, label: str) -> BinaryInfo:
             import_dir = pe.OPTIONAL_HEADER.DATA_DIRECTORY[_DIRECTORIES[0]]
             bits = 64 if pe.OPTIONAL_HEADER.Magic == _PE32_PLUS else 32
             warnings = [w for w in pe.get_warnings() if "import" in w.lower()]
+            head = pe.OPTIONAL_HEADER
+            os_version = f"{head.MajorOperatingSystemVersion}.{head.MinorOperatingSystemVersion}"
+            subsystem = f"{head.MajorSubsystemVersion}.{head.MinorSubsystemVersion}"
+            versioned = _versioned_imports(imports + delay)
         finally:
             pe.close()
     except BinaryError:
@@ -74,4 +78,27 @@ def inspect_pe(path: Path, label: str) -> BinaryInfo:
         soname=None,
         needed=_dll_names(imports, label),
         delay_needed=_dll_names(delay, label),
+        os_version=os_version,
+        subsystem_version=subsystem,
+        versioned_imports=versioned,
     )
+
+
+def _versioned_imports(entries: list[Any]) -> tuple[tuple[str, str], ...]:
+    """The imported functions baselines.toml dates to a Windows version: the parse the import
+    table already did, filtered, so nothing else is read."""
+    from ortbundle.binaries.baseline import windows_functions
+
+    known = windows_functions()
+    found: set[tuple[str, str]] = set()
+    for entry in entries:
+        raw = entry.dll
+        dll = raw.decode("ascii", errors="replace").lower() if isinstance(raw, bytes) else ""
+        table = known.get(dll)
+        if not table:
+            continue
+        for imp in getattr(entry, "imports", None) or []:
+            name = imp.name.decode("ascii", errors="replace") if imp.name else ""
+            if name in table:
+                found.add((dll, name))
+    return tuple(sorted(found))

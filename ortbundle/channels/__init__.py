@@ -15,12 +15,15 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Protocol
 
+from ortbundle.binaries.baseline import SystemBaseline
+from ortbundle.binaries.baseline import render_dependency as render_dependency
 from ortbundle.errors import IntegrityError
 from ortbundle.fetch.cache import sha256_file
 
 # CHANNEL_TARGETS and PackagingSettings live with the data they describe (targets, product
 # manifests), so reading a product does not import the channels; re-exported here.
 from ortbundle.recipes import PackagingSettings as PackagingSettings
+from ortbundle.recipes import SystemSpec
 from ortbundle.targets import CHANNEL_TARGETS as CHANNEL_TARGETS
 
 
@@ -84,6 +87,10 @@ class PackageInput:
     verify_cache: bool = False  # a release: produce every package afresh, use no memo
     attribution: tuple[Attribution, ...] = ()  # per component, from the licence attribution
     sbom: str = ""  # this target's CycloneDX SBOM (JSON), shipped inside the .deb and .rpm
+    # the oldest system the staged binaries run on (render_dependency turns it into a channel's
+    # constraint: glibc>=2.34, libc6 (>= 2.34)), and the oldest the product promises (`[system]`)
+    system: SystemBaseline = field(default_factory=SystemBaseline)
+    supports: SystemSpec = field(default_factory=SystemSpec)
 
 
 @dataclass(frozen=True)

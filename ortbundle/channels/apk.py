@@ -57,7 +57,7 @@ from typing import Any
 
 from ortbundle.binaries import alignment_problem, inspect, sniff_format
 from ortbundle.channels import ChannelOutput, PackageInput, ShippedFile, check_staged, stage_changed
-from ortbundle.errors import ConfigError, PackagingError
+from ortbundle.errors import ClosureError, ConfigError, PackagingError
 from ortbundle.fetch.cache import sha256_file
 from ortbundle.fsio import atomic_output, atomic_write
 from ortbundle.index_json import INDEX_NAME, LOADER_NAME, apk_index
@@ -172,6 +172,7 @@ class ApkChannel:
         index = _read_index(package, _entry(package, INDEX_NAME))
         placements = _plan(package, target, index)
         _check_entries(package, abi, index, placements)
+        _check_api_level(package)
         generated = _generated(package)
         _check_shared(package, out, placements, generated)
 
@@ -196,7 +197,11 @@ class ApkChannel:
             channel=self.name,
             directory=out,
             files=tuple(sorted(out / relative for relative in written)),
-            notes=(*notes, *_usage_notes(package, index, placements, abi)),
+            notes=(
+                *notes,
+                *_usage_notes(package, index, placements, abi),
+                *_api_note(package, abi),
+            ),
             digests=dict(sorted(written.items())),
         )
 
@@ -520,6 +525,44 @@ def _write_bytes(dest: Path, data: bytes) -> str:
     return _sha256(data)
 
 
+# --- the oldest Android the libraries run on ---------------------------------------------------
+
+
+def _min_sdk(package: PackageInput) -> int:
+    """The module's minSdk: the tool's floor, or the product's `[system] android_api` if higher.
+    A function of the product alone, so every ABI writes the same build.gradle.kts."""
+    return max(_MIN_SDK, package.supports.android_api or 0)
+
+
+def _check_api_level(package: PackageInput) -> None:
+    """A library built for (or importing bionic symbols of) a newer API level than the
+    module's minSdk would fail to load on the devices in between: refuse it, unless the
+    product says on_newer = "warn" (then _api_note says so)."""
+    needed = package.system.android_api
+    if needed is None or int(needed.version) <= _min_sdk(package):
+        return
+    if package.supports.on_newer == "warn":
+        return
+    raise ClosureError(
+        f"the libraries need Android API {needed.version} ({needed.why}), above the module's "
+        f"minSdk {_min_sdk(package)}",
+        component=_COMPONENT,
+        target=package.target,
+        fix=f"set [system] android_api = {needed.version} in the product manifest (the "
+        "module's minSdk follows it), or pin a runtime built for an older API level",
+    )
+
+
+def _api_note(package: PackageInput, abi: str) -> tuple[str, ...]:
+    if package.system.empty:
+        return ()
+    needed = package.system.android_api
+    line = f"{abi}: runs on {package.system.describe()}; module minSdk {_min_sdk(package)}"
+    if needed is not None and int(needed.version) > _min_sdk(package):
+        line += f" — WARNING: below the API level the libraries need ({needed.why})"
+    return (line,)
+
+
 # --- the generated module files ----------------------------------------------------------------
 
 
@@ -530,7 +573,7 @@ def _generated(package: PackageInput) -> dict[str, bytes]:
     context = {
         "namespace": namespace,
         "compile_sdk": _COMPILE_SDK,
-        "min_sdk": _MIN_SDK,
+        "min_sdk": _min_sdk(package),
         "use_legacy_packaging": "true" if _USE_LEGACY_PACKAGING else "false",
         "no_compress": NO_COMPRESS,
         "fastrpc": _FASTRPC,

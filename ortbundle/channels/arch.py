@@ -20,7 +20,7 @@ from importlib import resources
 from pathlib import Path, PurePosixPath
 from typing import Any
 
-from ortbundle.channels import ChannelOutput, PackageInput, ShippedFile
+from ortbundle.channels import ChannelOutput, PackageInput, ShippedFile, render_dependency
 from ortbundle.channels.tarball import write_stage_tarball
 from ortbundle.errors import ConfigError, OrtbundleError
 from ortbundle.templating import render
@@ -283,7 +283,21 @@ def _dependencies(package: PackageInput) -> tuple[tuple[str, ...], tuple[str, ..
         for field, table in (("depends", depends), ("optdepends", optional))
         for name, libs in sorted(table.items())
     ]
-    return tuple(sorted(depends)), optdepends, notes
+    # the version the binaries need of each package's group (glibc>=2.34): the oldest system
+    versioned = tuple(
+        next(
+            (
+                constrained
+                for group in sorted({group for _, group in libs})
+                if (constrained := render_dependency(name, group, package.system, "arch")) != name
+            ),
+            name,
+        )
+        for name, libs in sorted(depends.items())
+    )
+    if not package.system.empty:
+        notes.append(f"runs on {package.system.describe()}")
+    return versioned, optdepends, notes
 
 
 def _layout(files: Sequence[ShippedFile]) -> tuple[list[_Entry], list[_Entry]]:

@@ -45,6 +45,7 @@ from collections.abc import Iterable
 from pathlib import Path, PurePosixPath
 from typing import Any
 
+from ortbundle.binaries.baseline import version_key, windows_name
 from ortbundle.channels import ChannelOutput, PackageInput, ShippedFile, check_staged
 from ortbundle.channels.memo import input_key, memoized
 from ortbundle.errors import ConfigError, PackagingError
@@ -145,7 +146,9 @@ class NsisChannel:
                 f"`makensis -WX -V2 -NOCONFIG -INPUTCHARSET UTF8 {SCRIPT_NAME}` in this "
                 f"directory with SOURCE_DATE_EPOCH={package.source_date_epoch} to get {exe_name}",
             )
-            return ChannelOutput(self.name, out, (script,), notes + _redist_notes(package))
+            return ChannelOutput(
+                self.name, out, (script,), notes + _redist_notes(package) + _system_notes(package)
+            )
         version = _makensis_version(makensis, package)
         exe = out / exe_name
         key = input_key(package, "nsis-installer", [text, version, exe_name])
@@ -163,7 +166,7 @@ class NsisChannel:
             self.name,
             out,
             tuple(sorted((script, exe))),
-            notes + _redist_notes(package),
+            notes + _redist_notes(package) + _system_notes(package),
             {exe.name: exe_sha256},
         )
 
@@ -286,6 +289,7 @@ def _context(package: PackageInput, out: Path) -> dict[str, Any]:
             "missing from Windows\\System32:"
         ),
         "redist_outro": "Install the redistributable named above, then run this setup again.",
+        "min_windows": _min_windows(package, display_name),
     }
     for field in (
         "product",
@@ -304,6 +308,29 @@ def _context(package: PackageInput, out: Path) -> dict[str, Any]:
     for dll in redist:
         _check_text(package, f"external {dll['name']} note", dll["line"])
     return context
+
+
+# WinVer.nsh's ${AtLeastWin<suffix>} tests, by the NT version baselines.toml speaks
+_WINVER_TESTS = {"6.0": "Vista", "6.1": "7", "6.2": "8", "6.3": "8.1", "10.0": "10"}
+
+
+def _min_windows(package: PackageInput, display_name: str) -> dict[str, str] | None:
+    """The oldest Windows the installer accepts: what the DLLs need (their PE headers and
+    imports), or the product's `[system] windows` if that is newer."""
+    needed = package.system.windows
+    wanted = [v for v in (needed.version if needed else None, package.supports.windows) if v]
+    if not wanted:
+        return None
+    version = max(wanted, key=version_key)
+    # the newest test WinVer.nsh has that is not newer than `version`
+    known = [v for v in _WINVER_TESTS if version_key(v) <= version_key(version)]
+    if not known:
+        return None
+    test = _WINVER_TESTS[max(known, key=version_key)]
+    why = needed.why if needed and needed.version == version else "the product's [system]"
+    message = f"{display_name} needs {windows_name(version)} or newer ({why})."
+    _check_text(package, "minimum Windows message", message)
+    return {"test": f"${{AtLeastWin{test}}}", "message": message, "version": version}
 
 
 def _redist(package: PackageInput) -> list[dict[str, str]]:
@@ -332,6 +359,11 @@ def _redist_notes(package: PackageInput) -> tuple[str, ...]:
     names = ", ".join(d["name"] for d in redist)
     wanted = sorted({e.note or e.group for e in package.externals if e.kind == "redist"})
     return (f"the installer stops unless {names} are in System32; users need: {'; '.join(wanted)}",)
+
+
+def _system_notes(package: PackageInput) -> tuple[str, ...]:
+    """The oldest Windows and Visual C++ runtime the DLLs need, as the build prints them."""
+    return () if package.system.empty else (f"runs on {package.system.describe()}",)
 
 
 def _stage_from(package: PackageInput, out: Path) -> str:

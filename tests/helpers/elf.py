@@ -1,6 +1,7 @@
-"""Build minimal but well-formed ELF shared libraries with chosen SONAME, NEEDED, machine, class
-and PT_LOAD layout: small enough to write per test, real enough for pyelftools, readelf and
-patchelf (which refuses a file without section headers)."""
+"""Build minimal but well-formed ELF shared libraries with chosen SONAME, NEEDED, machine, class,
+PT_LOAD layout, symbol-version needs (.gnu.version_r) and Android API note: small enough to
+write per test, real enough for pyelftools, readelf, auditwheel and patchelf (which refuses a
+file without section headers)."""
 
 from __future__ import annotations
 
@@ -8,9 +9,10 @@ import struct
 from collections.abc import Sequence
 
 EM = {"EM_X86_64": 62, "EM_AARCH64": 183, "EM_386": 3, "EM_QDSP6": 164, "EM_ARM": 40}
-PT_LOAD, PT_DYNAMIC = 1, 2
+PT_LOAD, PT_DYNAMIC, PT_NOTE = 1, 2, 4
 DT_NULL, DT_NEEDED, DT_STRTAB, DT_STRSZ, DT_SONAME, DT_RUNPATH = 0, 1, 5, 10, 14, 29
-SHT_STRTAB, SHT_DYNAMIC = 3, 6
+SHT_STRTAB, SHT_DYNAMIC, SHT_NOTE, SHT_GNU_VERNEED = 3, 6, 7, 0x6FFFFFFE
+DT_VERNEED, DT_VERNEEDNUM = 0x6FFFFFFE, 0x6FFFFFFF
 SHF_WRITE, SHF_ALLOC = 1, 2
 PF_R, PF_W, PF_X = 4, 2, 1
 
@@ -26,6 +28,8 @@ def make_elf(
     bits: int = 64,
     sections: bool = True,
     loads: Sequence[tuple[int, int, int]] | None = None,
+    version_needs: Sequence[tuple[str, Sequence[str]]] = (),
+    android_api: int | None = None,
 ) -> bytes:
     """A little-endian ET_DYN: ELF header, program headers, .dynstr, .dynamic, payload.
 
@@ -36,6 +40,11 @@ def make_elf(
     segment `(0, 0, align)` covering the file. With `sections`, a section header table
     (.dynstr, .dynamic, .shstrtab) follows everything loaded; without, the bytes are the ones
     this helper has always produced.
+
+    `version_needs` lists (file, version nodes) as `.gnu.version_r` and DT_VERNEED record them
+    (`[("libc.so.6", ["GLIBC_2.2.5", "GLIBC_2.34"])]`); `android_api` adds the NDK's
+    `.note.android.ident` (and the PT_NOTE segment that maps it) with that API level. Both need
+    `sections`.
     """
     if bits not in (32, 64):
         raise ValueError(f"bits must be 32 or 64, not {bits}")
@@ -45,12 +54,13 @@ def make_elf(
     wide = bits == 64
     word = 8 if wide else 4
     ehsize, phentsize, shentsize = (64, 56, 64) if wide else (52, 32, 40)
-    phnum = len(layout) + 1
+    phnum = len(layout) + 1 + (android_api is not None)  # PT_NOTE maps the Android note
     base = layout[0][1]  # vaddr of offset 0: the first segment maps the headers and .dynamic
 
     strtab = bytearray(b"\x00")
     offsets: dict[str, int] = {}
-    for name in (*needed, *(n for n in (soname, runpath) if n)):
+    version_names = [n for file, nodes in version_needs for n in (file, *nodes)]
+    for name in (*needed, *(n for n in (soname, runpath) if n), *version_names):
         if name not in offsets:
             offsets[name] = len(strtab)
             strtab += name.encode() + b"\x00"
@@ -62,13 +72,21 @@ def make_elf(
         entries.append((DT_SONAME, offsets[soname]))
     if runpath:
         entries.append((DT_RUNPATH, offsets[runpath]))
-    entries += [(DT_STRTAB, base + strtab_off), (DT_STRSZ, len(strtab)), (DT_NULL, 0)]
+    entries += [(DT_STRTAB, base + strtab_off), (DT_STRSZ, len(strtab))]
     dyn_format = "<qQ" if wide else "<iI"
+    dyn_size = struct.calcsize(dyn_format) * (len(entries) + 1 + (2 if version_needs else 0))
+    verneed_off = dyn_off + dyn_size  # .gnu.version_r, then the note, right after .dynamic
+    verneed = _verneed(version_needs, offsets)
+    note_off = verneed_off + len(verneed)
+    note = _android_note(android_api) if android_api is not None else b""
+    if version_needs:
+        entries += [(DT_VERNEED, base + verneed_off), (DT_VERNEEDNUM, len(version_needs))]
+    entries.append((DT_NULL, 0))
     dynamic = b"".join(struct.pack(dyn_format, tag, value) for tag, value in entries)
 
     body = bytearray(b"\x00" * strtab_off + strtab)
     body += b"\x00" * (dyn_off - len(body))
-    body += dynamic + payload
+    body += dynamic + verneed + note + payload
     for offset, _vaddr, _align in layout[1:]:
         body += b"\x00" * (offset - len(body))
         if offset >= len(body):
@@ -83,17 +101,21 @@ def make_elf(
         flags = PF_R | PF_X if index == 0 else PF_R | PF_W
         phdrs += _phdr(wide, PT_LOAD, flags, offset, vaddr, size, seg_align)
     phdrs += _phdr(wide, PT_DYNAMIC, PF_R | PF_W, dyn_off, base + dyn_off, len(dynamic), word)
+    if note:
+        phdrs += _phdr(wide, PT_NOTE, PF_R, note_off, base + note_off, len(note), 4)
 
     shoff = shnum = shstrndx = 0
     tail = bytearray()
     if sections:
         names = b"\x00.dynstr\x00.dynamic\x00.shstrtab\x00"
+        if version_needs or note:  # the names of the optional sections, after the old ones
+            names += b".gnu.version_r\x00.note.android.ident\x00"
         shstr_off = loaded_end + (-loaded_end % word)
         shoff = shstr_off + len(names)
         shoff += -shoff % word
         tail += b"\x00" * (shstr_off - loaded_end) + names
         tail += b"\x00" * (shoff - shstr_off - len(names))
-        dynstr_name, dynamic_name, shstrtab_name = 1, 9, 18
+        dynstr_name, dynamic_name, shstrtab_name, verneed_name, note_name = 1, 9, 18, 28, 43
         tail += _shdr(wide, 0, 0, 0, 0, 0, 0, 0, 0, 0)
         tail += _shdr(
             wide, dynstr_name, SHT_STRTAB, SHF_ALLOC, base + strtab_off, strtab_off,
@@ -103,8 +125,23 @@ def make_elf(
             wide, dynamic_name, SHT_DYNAMIC, SHF_WRITE | SHF_ALLOC, base + dyn_off, dyn_off,
             len(dynamic), 1, word, 2 * word,
         )  # fmt: skip
+        shnum = 3
+        if version_needs:  # sh_link: .dynstr; sh_info: the number of Elf_Verneed entries
+            tail += _shdr(
+                wide, verneed_name, SHT_GNU_VERNEED, SHF_ALLOC, base + verneed_off, verneed_off,
+                len(verneed), 1, 4, 0, info=len(version_needs),
+            )  # fmt: skip
+            shnum += 1
+        if note:
+            tail += _shdr(
+                wide, note_name, SHT_NOTE, SHF_ALLOC, base + note_off, note_off, len(note), 0, 4, 0
+            )
+            shnum += 1
         tail += _shdr(wide, shstrtab_name, SHT_STRTAB, 0, 0, shstr_off, len(names), 0, 1, 0)
-        shnum, shstrndx = 4, 3
+        shstrndx = shnum
+        shnum += 1
+    elif version_needs or note:
+        raise ValueError("version needs and the Android note live in sections: keep sections")
 
     ident = b"\x7fELF" + bytes([2 if wide else 1, 1, 1, 0]) + b"\x00" * 8
     fields = (EM[machine], 1, 0, ehsize, shoff, 0, ehsize, phentsize, phnum, shentsize)
@@ -112,6 +149,39 @@ def make_elf(
     header = ident + struct.pack(header_format, 3, *fields, shnum, shstrndx)
     body[: len(header) + len(phdrs)] = header + phdrs
     return bytes(body + tail)
+
+
+def elf_hash(name: str) -> int:
+    """The SysV ELF hash (vna_hash of a version need)."""
+    h = 0
+    for byte in name.encode():
+        h = ((h << 4) + byte) & 0xFFFFFFFF
+        g = h & 0xF0000000
+        if g:
+            h ^= g >> 24
+        h &= ~g & 0xFFFFFFFF
+    return h
+
+
+def _verneed(needs: Sequence[tuple[str, Sequence[str]]], offsets: dict[str, int]) -> bytes:
+    """Elf_Verneed entries, each followed by its Elf_Vernaux entries (16 bytes each)."""
+    out = bytearray()
+    index = 2  # vna_other: 0 and 1 are reserved (local, global)
+    for position, (file, nodes) in enumerate(needs):
+        last = position == len(needs) - 1
+        size = 16 * (1 + len(nodes))
+        out += struct.pack("<HHIII", 1, len(nodes), offsets[file], 16, 0 if last else size)
+        for k, node in enumerate(nodes):
+            following = 0 if k == len(nodes) - 1 else 16
+            out += struct.pack("<IHHII", elf_hash(node), 0, index, offsets[node], following)
+            index += 1
+    return bytes(out)
+
+
+def _android_note(api: int) -> bytes:
+    """The NDK's ABI note: name "Android", type 1, the API level, then NDK version strings."""
+    desc = struct.pack("<I", api) + b"\x00" * 128
+    return struct.pack("<III", 8, len(desc), 1) + b"Android\x00" + desc
 
 
 def _phdr(
@@ -133,11 +203,13 @@ def _shdr(
     link: int,
     addralign: int,
     entsize: int,
+    *,
+    info: int = 0,
 ) -> bytes:
     if wide:
         return struct.pack(
-            "<IIQQQQIIQQ", name, kind, flags, addr, offset, size, link, 0, addralign, entsize
+            "<IIQQQQIIQQ", name, kind, flags, addr, offset, size, link, info, addralign, entsize
         )
     return struct.pack(
-        "<IIIIIIIIII", name, kind, flags, addr, offset, size, link, 0, addralign, entsize
+        "<IIIIIIIIII", name, kind, flags, addr, offset, size, link, info, addralign, entsize
     )

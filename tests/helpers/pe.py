@@ -1,8 +1,10 @@
-"""Build minimal but well-formed PE32+ DLLs with chosen imports and delay imports."""
+"""Build minimal but well-formed PE32+ DLLs with chosen imports (by ordinal, or by name),
+delay imports, and OS / subsystem versions in the optional header."""
 
 from __future__ import annotations
 
 import struct
+from collections.abc import Mapping, Sequence
 
 MACHINE = {"AMD64": 0x8664, "ARM64": 0xAA64, "I386": 0x14C}
 SECTION_RVA = 0x1000
@@ -15,8 +17,15 @@ def make_pe(
     imports: tuple[str, ...] = (),
     delay_imports: tuple[str, ...] = (),
     payload: bytes = b"",
+    functions: Mapping[str, Sequence[str]] | None = None,
+    os_version: tuple[int, int] = (6, 0),
+    subsystem_version: tuple[int, int] = (6, 0),
 ) -> bytes:
-    """A DLL whose single .rdata section holds the import and delay-import directories."""
+    """A DLL whose single .rdata section holds the import and delay-import directories.
+
+    Each import takes one function by ordinal, or the ones `functions` names for that DLL by
+    name (hint/name entries); the header's OS and subsystem versions are the defaults of the
+    MSVC linker for x64 unless given."""
     section = bytearray()
 
     def put(data: bytes, align: int = 8) -> int:
@@ -25,14 +34,19 @@ def make_pe(
         section.extend(data)
         return SECTION_RVA + offset
 
-    def thunks() -> int:
-        # one import by ordinal, then the terminator: pefile skips DLLs with no imports
-        return put(struct.pack("<QQ", 0x8000000000000001, 0))
+    def thunks(names: Sequence[str] = ()) -> int:
+        # one import by ordinal, or each name's hint/name RVA, then the terminator: pefile
+        # skips DLLs with no imports
+        if not names:
+            return put(struct.pack("<QQ", 0x8000000000000001, 0))
+        hints = [put(struct.pack("<H", 0) + n.encode() + b"\x00", 2) for n in names]
+        return put(struct.pack(f"<{len(hints) + 1}Q", *hints, 0))
 
     import_descs = []
     for dll in imports:
         name = put(dll.encode() + b"\x00", 2)
-        ilt, iat = thunks(), thunks()
+        wanted = (functions or {}).get(dll, ())
+        ilt, iat = thunks(wanted), thunks(wanted)
         import_descs.append(struct.pack("<IIIII", ilt, 0, 0, name, iat))
     delay_descs = []
     for dll in delay_imports:
@@ -69,12 +83,10 @@ def make_pe(
         0x180000000,
         0x1000,
         FILE_ALIGN,
-        6,
+        *os_version,
         0,
         0,
-        0,
-        6,
-        0,
+        *subsystem_version,
         0,
         size_of_image,
         FILE_ALIGN,
