@@ -76,6 +76,29 @@ def test_relations_come_from_the_externals_and_a_hard_one_is_not_repeated() -> N
     assert render_dependencies([], "rpm", "linux-x86_64").depends == ()
 
 
+def test_relations_carry_the_versions_the_binaries_need() -> None:
+    from ortbundle.binaries.baseline import Minimum, SystemBaseline, VersionNeed
+
+    system = SystemBaseline(
+        needs=(
+            VersionNeed("libc.so.6", "GLIBC_2.27", ("libonnxruntime.so.1",)),
+            VersionNeed("libstdc++.so.6", "GLIBCXX_3.4.22", ("libonnxruntime.so.1",)),
+        ),
+        glibc=Minimum("2.27", "libc.so.6 GLIBC_2.27"),
+        gcc=Minimum("7.1.0", "libstdc++.so.6 GLIBCXX_3.4.22"),
+    )
+    externals = [external("libc.so.6", "glibc"), external("libstdc++.so.6", "gcc-libs")]
+    deb = render_dependencies(externals, "deb", "linux-x86_64", system)
+    assert deb.depends == ("libc6 (>= 2.27)", "libgcc-s1 (>= 7.1.0)", "libstdc++6 (>= 7.1.0)")
+    rpm = render_dependencies(externals, "rpm", "linux-x86_64", system)
+    assert rpm.depends == (
+        "libc.so.6()(64bit)",
+        "libc.so.6(GLIBC_2.27)(64bit)",
+        "libstdc++.so.6()(64bit)",
+        "libstdc++.so.6(GLIBCXX_3.4.22)(64bit)",
+    )
+
+
 def test_an_unmapped_group_stops_the_build_naming_the_data_file() -> None:
     with pytest.raises(
         ConfigError, match=r"no deb package is known for libfoo.so \(group foo\)"

@@ -35,6 +35,7 @@ from pathlib import Path
 from typing import Any
 from urllib.parse import urlsplit
 
+from ortbundle.binaries.baseline import SystemBaseline, render_dependency
 from ortbundle.channels import ExternalLibrary, PackageInput, check_staged
 from ortbundle.channels.arch import _check_path, _directories, _resolve
 from ortbundle.channels.memo import input_key, memoized
@@ -124,7 +125,7 @@ def describe(package: PackageInput, packager: str) -> Metadata:
         maintainer=maintainer(package, packager),
         vendor=one_line(packager, package.settings.publisher, "publisher"),
         homepage=homepage(package, packager),
-        relations=render_dependencies(package.externals, packager, package.target),
+        relations=render_dependencies(package.externals, packager, package.target, package.system),
     )
 
 
@@ -286,24 +287,32 @@ def _parse_group(packager: str, group: str, raw: Mapping[str, Any]) -> _Group:
     return _Group(relations, sonames)
 
 
-def _soname_capability(name: str, bits: int) -> str:
-    """What RPM's ELF dependency generator calls a library: libz.so.1()(64bit)."""
-    if not _RELATION_NAME.fullmatch(name):
+def _soname_capability(name: str, bits: int, version: str = "") -> str:
+    """What RPM's ELF dependency generator calls a library, or one symbol version of it:
+    libz.so.1()(64bit), libc.so.6(GLIBC_2.27)(64bit)."""
+    if not _RELATION_NAME.fullmatch(name) or not _RELATION_NAME.fullmatch(version or "x"):
         raise ConfigError(
-            f"{name!r} cannot be named in an RPM dependency", component="packaging:rpm"
+            f"{name!r} {version!r} cannot be named in an RPM dependency",
+            component="packaging:rpm",
         )
-    return f"{name}()(64bit)" if bits == 64 else f"{name}()"
+    return f"{name}({version})(64bit)" if bits == 64 else f"{name}({version})"
 
 
 def render_dependencies(
-    externals: Sequence[ExternalLibrary], packager: str, target: str
+    externals: Sequence[ExternalLibrary],
+    packager: str,
+    target: str,
+    system: SystemBaseline | None = None,
 ) -> Relations:
     """Depends/Recommends/Suggests (RPM: Requires/Recommends/Suggests) for the externals.
 
     The one place externals become package relations: each external's group is looked up in
     data/linux-packages.toml, which names packages, or asks for the library's own soname
     capability (RPM); a package that is a hard dependency is not repeated as a weaker one. A
-    version constraint (glibc >= x, or libc.so.6(GLIBC_2.x) from symbol versions) belongs here.
+    version constraint comes from `system`, the symbol versions the staged binaries need:
+    a named package gets its group's minimum (`libc6 (>= 2.27)`), and a library named by its
+    soname capability also gets the highest version of it they need, as rpmbuild would write
+    it (`libc.so.6(GLIBC_2.27)(64bit)`).
     """
     mapping = _mapping(packager)
     bits = get_target(target).bits
@@ -320,9 +329,14 @@ def render_dependencies(
         group = mapping[lib.group]
         for relation, names in group.relations.items():
             for name in names:
-                found[relation].setdefault(name, set()).add(lib.name)
+                versioned = render_dependency(name, lib.group, system, packager)
+                found[relation].setdefault(versioned, set()).add(lib.name)
         if group.sonames is not None:
             found[group.sonames].setdefault(_soname_capability(lib.name, bits), set()).add(lib.name)
+            for need in system.needs if system is not None else ():
+                if need.library == lib.name:
+                    capability = _soname_capability(lib.name, bits, need.version)
+                    found[group.sonames].setdefault(capability, set()).add(lib.name)
     stronger: set[str] = set()
     for relation in _RELATIONS:  # strongest first
         for name in stronger & set(found[relation]):
