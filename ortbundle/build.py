@@ -18,6 +18,7 @@ from ortbundle.channels import ChannelOutput, ShippedFile
 from ortbundle.fetch.artifacts import Artifact, Fetcher
 from ortbundle.fetch.cache import Cache, default_cache_dir, locked
 from ortbundle.fetch.nested import unnest
+from ortbundle.fsio import atomic_write
 from ortbundle.incremental import (
     PreparedBuild,
     digest_of,
@@ -238,7 +239,7 @@ def _stage_target(
         target_name, tmp, runtimes, texts, tool_files, [tool_text], __version__, models
     )
     notice = tmp / NOTICE_NAME
-    notice.write_text(notice_text(plan.product.name, plan.product.version, licensing), "utf-8")
+    atomic_write(notice, notice_text(plan.product.name, plan.product.version, licensing))
     notice.chmod(TEXT_MODE)
     licensing = with_tool_file(licensing, staged_file(tmp, NOTICE_NAME))
     files = list_stage(tmp, licensing)

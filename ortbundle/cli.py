@@ -11,6 +11,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, TypeVar
 
 from ortbundle.errors import IntegrityError, OrtbundleError
+from ortbundle.fsio import atomic_write
 from ortbundle.incremental import PreparedBuild, prepare_build
 from ortbundle.locations import ENV_KEY, default_key_path
 from ortbundle.plan import BuildOptions, Project, load_plan
@@ -164,7 +165,7 @@ def run_audit(
 
         def write_report() -> None:
             out.parent.mkdir(parents=True, exist_ok=True)
-            out.write_text(text, "utf-8")
+            atomic_write(out, text)
 
         _guard(write_report, {out.parent: "the audit report"})
         reporter.line(f"audit report: {out}")
@@ -317,7 +318,7 @@ def run_pin(
             for line in report.lines():
                 reporter.line(line)
             if json_path:
-                json_path.write_text(report.to_json(), "utf-8")
+                _guard(lambda: atomic_write(json_path, report.to_json()))
             if not report.ok:
                 attention = any(
                     s.state not in ("current", "held", "unreachable") for s in report.statuses
@@ -335,7 +336,7 @@ def run_pin(
         for line in result.lines():
             reporter.line(line)
         if json_path:
-            json_path.write_text(result.to_json(), "utf-8")
+            _guard(lambda: atomic_write(json_path, result.to_json()))
         if result.refused:
             raise CommandFailed(
                 f"ortbundle: the new pin does not build; recipes/{component}.toml is unchanged "
@@ -431,5 +432,5 @@ def run_ci_workflow(product: str, out: Path | None, *, root: Path = ROOT) -> Non
     plan = _guard(lambda: load_plan(Project.at(root), BuildOptions(product=product)))
     target = out or root / "ci" / f"{product}-github-actions.yml"
     target.parent.mkdir(parents=True, exist_ok=True)
-    target.write_text(workflow_yaml(plan.product), "utf-8")
+    _guard(lambda: atomic_write(target, workflow_yaml(plan.product)))
     print(f"wrote {target} ({len(plan.product.targets)} target jobs and a release job)")

@@ -42,7 +42,12 @@ def atomic_output(path: Path, *, mode: int | None = None, tag: str = "tmp") -> I
     clean exit it is flushed, given `mode`, and renamed over `path`. On an error it is removed."""
     tmp = temp_name(path, tag)
     try:
-        yield tmp
+        try:
+            yield tmp
+        except OSError as exc:
+            if exc.filename is None:  # a write() error names no file: name the one being made
+                exc.filename = str(path)
+            raise
         if mode is not None and not tmp.is_symlink():
             tmp.chmod(mode)
         if tmp.is_file() and not tmp.is_symlink():

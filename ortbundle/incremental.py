@@ -340,6 +340,6 @@ def store_runtime(cache: Path, key: str, stage_root: Path, staged: StagedRuntime
         for relative in names:
             stamps[relative] = stat_record((partial / relative).lstat())
         record = {"format": _FORMAT, "stamps": stamps, "staged": _runtime_to_json(staged)}
-        (partial / "closure.json").write_text(json.dumps(record, sort_keys=True), "utf-8")
+        atomic_write(partial / "closure.json", json.dumps(record, sort_keys=True))
         shutil.rmtree(entry, ignore_errors=True)
         os.replace(partial, entry)

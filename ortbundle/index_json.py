@@ -13,6 +13,7 @@ from importlib import resources
 from pathlib import Path
 from typing import Any
 
+from ortbundle.fsio import atomic_write
 from ortbundle.loader import SCHEMA
 from ortbundle.recipes import Product, Recipe
 from ortbundle.stage import StagedRuntime
@@ -108,7 +109,7 @@ def write_index(
             for recipe, staged in runtimes
         ],
     }
-    (stage / INDEX_NAME).write_text(json.dumps(index, indent=2, sort_keys=True) + "\n", "utf-8")
+    atomic_write(stage / INDEX_NAME, json.dumps(index, indent=2, sort_keys=True) + "\n")
     loader = resources.files("ortbundle").joinpath("loader.py")
     with resources.as_file(loader) as source:
         shutil.copyfile(source, stage / LOADER_NAME)

@@ -18,6 +18,7 @@ from typing import Any
 
 from ortbundle.archives import MemberReader
 from ortbundle.errors import ConfigError, IntegrityError
+from ortbundle.fsio import atomic_write
 from ortbundle.onnx_model import ModelInfo, read_model
 from ortbundle.recipes import ModelForm, ModelRecipe, generic_purl
 from ortbundle.stage import TEXT_MODE, StagedFile
@@ -173,6 +174,5 @@ def models_index(product: str, version: str, target: str, models: Iterable[Stage
 def write_models_index(stage: Path, text: str) -> StagedFile:
     path = stage / MODELS_INDEX
     data = text.encode("utf-8")
-    path.write_bytes(data)
-    path.chmod(TEXT_MODE)
+    atomic_write(path, data, mode=TEXT_MODE)
     return StagedFile(MODELS_INDEX, len(data), hashlib.sha256(data).hexdigest())

@@ -23,6 +23,7 @@ from typing import Any
 from ortbundle.channels import ChannelOutput, PackageInput, ShippedFile, render_dependency
 from ortbundle.channels.tarball import write_stage_tarball
 from ortbundle.errors import ConfigError, OrtbundleError
+from ortbundle.fsio import atomic_write
 from ortbundle.templating import render
 
 _DATA_FILE = "ortbundle/data/arch.toml"
@@ -130,10 +131,8 @@ class ArchChannel:
             },
             {"bash": _bash_quote},
         )
-        (out / "PKGBUILD").write_text(pkgbuild, encoding="utf-8", newline="\n")
-        (out / ".SRCINFO").write_text(
-            _srcinfo(pkgname, scalars, arrays), encoding="utf-8", newline="\n"
-        )
+        atomic_write(out / "PKGBUILD", pkgbuild)
+        atomic_write(out / ".SRCINFO", _srcinfo(pkgname, scalars, arrays))
         notes = (
             *version_note,
             *dep_notes,

@@ -35,6 +35,7 @@ from ortbundle.channels import ChannelOutput, PackageInput
 from ortbundle.channels.tarball import write_stage_tarball
 from ortbundle.errors import ConfigError, IntegrityError
 from ortbundle.fetch.cache import sha256_file
+from ortbundle.fsio import atomic_write
 
 __all__ = ["FlatpakChannel", "check_app_id", "check_manifest"]
 
@@ -217,8 +218,8 @@ class FlatpakChannel:
         digest = write_stage_tarball(package, tarball, stem)
         module = _module(package, tarball.name, digest)
         app = _app_manifest(package, module_file.name)
-        module_file.write_bytes(_dumps(module))
-        app_file.write_bytes(_dumps(app))
+        atomic_write(module_file, _dumps(module))
+        atomic_write(app_file, _dumps(app))
         # Check what is on disk, following the include to the module and the tarball.
         check_manifest(json.loads(app_file.read_bytes()), base=out)
         return ChannelOutput(

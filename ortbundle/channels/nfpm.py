@@ -40,6 +40,7 @@ from ortbundle.channels import ExternalLibrary, PackageInput, check_staged
 from ortbundle.channels.arch import _check_path, _directories, _resolve
 from ortbundle.channels.memo import input_key, memoized
 from ortbundle.errors import ConfigError, OrtbundleError, PackagingError
+from ortbundle.fsio import atomic_write
 from ortbundle.targets import get_target
 
 CONFIG_NAME = "nfpm.yaml"
@@ -459,8 +460,7 @@ def write_generated(out: Path, files: Mapping[str, bytes]) -> list[Path]:
     for name, data in sorted(files.items()):
         path = out / GENERATED_DIR / name
         path.parent.mkdir(parents=True, exist_ok=True)
-        path.write_bytes(data)
-        path.chmod(0o644)
+        atomic_write(path, data, mode=0o644)
         written.append(path)
     return written
 
@@ -506,7 +506,7 @@ def pack(
     version = nfpm_version(nfpm)
     written = write_generated(out, generated)
     text = json.dumps(yaml, indent=2, ensure_ascii=True) + "\n"
-    (out / CONFIG_NAME).write_text(text, encoding="ascii", newline="\n")
+    atomic_write(out / CONFIG_NAME, text)
     dest = out / file_name
     extra = [text, version, file_name, *(f"{n}\0{d.hex()}" for n, d in sorted(generated.items()))]
     key = input_key(package, f"nfpm-{packager}", extra)

@@ -20,6 +20,7 @@ from typing import Any
 from ortbundle import __version__
 from ortbundle.channels import ChannelOutput, PackageInput
 from ortbundle.channels import nfpm as common
+from ortbundle.fsio import atomic_write
 
 _PACKAGER = "rpm"
 _BUILDHOST = "reproducible"  # nfpm writes the machine's host name otherwise
@@ -80,7 +81,7 @@ class RpmChannel:
         )
         rpmlintrc = out / f"{name}.rpmlintrc"
         duplicated = _duplicated_texts(package, docs)
-        rpmlintrc.write_text(rpmlint_config(duplicated), encoding="utf-8", newline="\n")
+        atomic_write(rpmlintrc, rpmlint_config(duplicated))
         notes = (
             f"{file_name}: the stage under /usr/lib/{name}/, licence texts (%license) under "
             f"{licenses}/, the SBOM under {doc}/; unsigned — sign it (rpmsign) before publishing;"
