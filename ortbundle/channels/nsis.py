@@ -283,6 +283,7 @@ def _context(package: PackageInput, out: Path) -> dict[str, Any]:
             "missing from Windows\\System32:"
         ),
         "redist_outro": "Install the redistributable named above, then run this setup again.",
+        **_lifecycle_context(display_name, paths),
     }
     for field in (
         "product",
@@ -296,11 +297,37 @@ def _context(package: PackageInput, out: Path) -> dict[str, Any]:
         "uninstall_key",
         "x64_message",
         "redist_intro",
+        "per_machine_text",
+        "upgrade_detail",
+        "upgrade_failed",
+        "in_use_message",
     ):
         _check_text(package, field, context[field])
     for dll in redist:
         _check_text(package, f"external {dll['name']} note", dll["line"])
     return context
+
+
+def _lifecycle_context(display_name: str, paths: list[PurePosixPath]) -> dict[str, Any]:
+    """Texts and lists for the per-machine, upgrade and files-in-use blocks of the script."""
+    return {
+        "per_machine_text": (
+            f"{display_name} is installed per machine: one copy for every user of this "
+            "computer, registered for all users. A version already installed is removed first."
+        ),
+        "upgrade_detail": "removing the installed version with its own uninstaller",
+        "upgrade_failed": (
+            "the installed version could not be removed (a program may be using its files). "
+            f"Nothing was changed. Close every program that uses {display_name}, then run "
+            "this setup again."
+        ),
+        # Only libraries: a running program holds its DLLs open, not its texts or index.
+        "in_use_checks": [_win(p) for p in paths if p.suffix.casefold() == ".dll"],
+        "in_use_message": (
+            f"Files of {display_name} are in use. Nothing was removed. Close every program "
+            "that uses them, then run the uninstaller again."
+        ),
+    }
 
 
 def _redist(package: PackageInput) -> list[dict[str, str]]:
