@@ -153,6 +153,7 @@ def probe_command(
     eps: Sequence[str] = (),
     models: Sequence[str] = (),
     loads: Sequence[str] = (),
+    hold: int = 0,
 ) -> list[str]:
     """The probe's arguments; paths are already in the form the probe's OS reads."""
     command = [str(exe), "--lib", core]
@@ -164,6 +165,8 @@ def probe_command(
         command += ["--model", model]
     for path in loads:
         command += ["--load", path]
+    if hold:
+        command += ["--hold", str(hold)]
     return command
 
 

@@ -5,7 +5,7 @@
  * with gcc for Linux, against onnxruntime_c_api.h from the pinned Android AAR.
  *
  *   ortprobe --lib DIR/onnxruntime.dll [--plugin NAME=PATH]... [--ep NAME[:KEY=VALUE,...]]...
- *            [--model PATH]... [--load PATH]...
+ *            [--model PATH]... [--load PATH]... [--hold SECONDS]
  *
  * Output lines (the caller, ortbundle/smoke.py, parses them):
  *   api N                          the newest OrtApi version the core offers
@@ -17,8 +17,11 @@
  *   input NAME float D0xD1...      the fixed input it was given: x[i] = ((i % 11) - 5) * 0.5
  *                                  (after its model's `ok` line, as are the outputs)
  *   output NAME float|int64 COUNT V...       | output NAME other
- *   load PATH ok | load PATH failed CODE     a library loaded directly (dxcompiler.dll, ...)
- *   loaded NAME                    a library of the runtime's directory mapped at the end
+ *   loaded NAME                    a library of the core's directory that the core, its
+ *                                  providers and plugins have mapped by now
+ *   load PATH ok | load PATH failed CODE     then each --load, loaded directly
+ *   holding                        --hold: it now sleeps with everything loaded (a
+ *                                  running application, for the installer's in-use tests)
  *   error MESSAGE                  the probe stopped (exit 1)
  * Exit status: 0 when the core loaded and every model ran; 1 otherwise. A failed --ep, --plugin
  * or --load is reported but does not change it: the caller decides what it needed.
@@ -33,6 +36,7 @@
 #else
 #include <dirent.h>
 #include <dlfcn.h>
+#include <unistd.h>
 #endif
 
 #include "onnxruntime_c_api.h"
@@ -107,6 +111,8 @@ static void *symbol(void *library, const char *name) {
     return (void *)GetProcAddress((HMODULE)library, name);
 }
 
+static void pause_seconds(int seconds) { Sleep((DWORD)seconds * 1000); }
+
 static void add_search_directory(const char *directory) {
     wchar_t *wdir = wide(directory);
     size_t size = 32768;
@@ -157,6 +163,8 @@ static void *open_library(const char *path, unsigned long *code) {
 }
 
 static void *symbol(void *library, const char *name) { return dlsym(library, name); }
+
+static void pause_seconds(int seconds) { sleep((unsigned)seconds); }
 
 static void add_search_directory(const char *directory) { (void)directory; /* RUNPATH $ORIGIN */ }
 
@@ -365,6 +373,7 @@ static int probe(int argc, char **argv) {
     const char *lib = NULL, *plugins[MAX_ITEMS], *eps[MAX_ITEMS], *models[MAX_ITEMS];
     const char *loads[MAX_ITEMS];
     size_t n_plugins = 0, n_eps = 0, n_models = 0, n_loads = 0, i, cut;
+    int hold = 0;
     char directory[4096];
     void *core;
     unsigned long code = 0;
@@ -381,6 +390,7 @@ static int probe(int argc, char **argv) {
         else if (strcmp(flag, "--ep") == 0 && n_eps < MAX_ITEMS) eps[n_eps++] = value;
         else if (strcmp(flag, "--model") == 0 && n_models < MAX_ITEMS) models[n_models++] = value;
         else if (strcmp(flag, "--load") == 0 && n_loads < MAX_ITEMS) loads[n_loads++] = value;
+        else if (strcmp(flag, "--hold") == 0) hold = atoi(value);
         else fail("usage: ortprobe --lib CORE [--plugin N=P] [--ep N[:K=V,...]] [--model P] [--load P]");
     }
     if (a != argc || lib == NULL) fail("usage: ortprobe --lib CORE [...] (see the source)");
@@ -421,13 +431,18 @@ static int probe(int argc, char **argv) {
     for (i = 0; i < n_plugins; i++) register_plugin(env, plugins[i]);
     for (i = 0; i < n_eps; i++) try_provider(env, eps[i], n_models ? models[0] : NULL);
     for (i = 0; i < n_models; i++) ok &= run_model(env, models[i]);
+    if (directory[0]) print_loaded(directory); /* what the core and its providers loaded */
     for (i = 0; i < n_loads; i++) {
         void *library = open_library(loads[i], &code);
         if (library) printf("load %s ok\n", loads[i]);
         else printf("load %s failed %lu\n", loads[i], code);
     }
-    if (directory[0]) print_loaded(directory);
     fflush(stdout);
+    if (hold > 0) {
+        printf("holding\n");
+        fflush(stdout);
+        pause_seconds(hold);
+    }
     return ok ? 0 : 1;
 }
 
