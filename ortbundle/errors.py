@@ -115,3 +115,10 @@ class PackagingError(OrtbundleError):
 
     exit_code = 11
     kind = "packaging"
+
+
+class SmokeError(OrtbundleError):
+    """`invoke smoke`: a built package did not install or a runtime in it did not run right."""
+
+    exit_code = 12
+    kind = "smoke"

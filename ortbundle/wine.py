@@ -110,6 +110,16 @@ class Wine:
             if line.strip().casefold().startswith(prefix)
         ]
 
+    def wait(self) -> None:
+        """Wait until every process of this prefix has ended (and its wineserver with them)."""
+        subprocess.run(
+            ["wineserver", "-w"],
+            env=self.environment(),
+            capture_output=True,
+            timeout=_TIMEOUT,
+            check=False,
+        )
+
     def stop(self) -> None:
         """End this prefix's wineserver (and every process in it), and only this prefix's."""
         subprocess.run(
@@ -119,13 +129,7 @@ class Wine:
             timeout=120,
             check=False,
         )
-        subprocess.run(
-            ["wineserver", "-w"],
-            env=self.environment(),
-            capture_output=True,
-            timeout=120,
-            check=False,
-        )
+        self.wait()
 
 
 @contextmanager

@@ -190,17 +190,19 @@ def parse_probe(exit_code: int, stdout: str, stderr: str = "") -> ProbeResult:
             version = rest
         elif word == "providers":
             providers = tuple(rest.split())
-        elif word in ("plugin", "ep", "load"):
+        elif word in ("plugin", "ep"):  # a name without spaces, then ok/failed and details
             name, _, tail = rest.partition(" ")
             status, _, detail = tail.partition(" ")
-            {"plugin": plugins, "ep": eps, "load": loads}[word][name] = (status == "ok", detail)
-        elif word == "model":
+            (plugins if word == "plugin" else eps)[name] = (status == "ok", detail)
+        elif word in ("model", "load"):  # a path (spaces and all), then ok or failed …
+            table = models if word == "model" else loads
             if rest.endswith(" ok"):
-                current = rest.removesuffix(" ok")
-                models[current] = (True, "")
+                path = rest.removesuffix(" ok")
+                table[path] = (True, "")
+                current = path if word == "model" else current
             else:
-                path, _, message = rest.partition(" failed ")
-                models[path] = (False, message)
+                path, _, detail = rest.rpartition(" failed ")
+                table[path] = (False, detail)
         elif word == "input":
             name, _, shape = rest.partition(" float ")
             inputs.setdefault(current, []).append((name, shape))
