@@ -1,0 +1,119 @@
+"""The real tier runs `invoke smoke`'s code on both real products, and the installer meets a
+running application under Wine.
+
+`smoke` probes every linux-x86_64 and windows-x86_64 runtime from the stage and from where its
+package installs (pacman into a scratch root; the installer in a fresh Wine prefix), every model
+on every runtime, and says NOT RUN for what this machine cannot execute.
+"""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import time
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from ortbundle.build import BuildResult
+from ortbundle.installs import run_setup, run_uninstaller, tree_digests, windows_install_dir
+from ortbundle.probe import probe_command
+from ortbundle.smoke import SmokeReport, smoke
+from ortbundle.wine import Wine
+from tests.helpers.real import ROOT, build_product
+from tests.helpers.windows import UNINSTALL_KEY, own_prefix, probes, skip_without_wine
+
+pytestmark = [pytest.mark.real, pytest.mark.windows]
+__all__ = ["probes"]  # a session fixture, used by name
+
+
+@pytest.fixture
+def wine(tmp_path: Path) -> Iterator[Wine]:
+    yield from own_prefix(tmp_path)
+
+
+def _runtimes(result: BuildResult, target: str) -> list[dict[str, object]]:
+    index = json.loads((result.version_dir / target / "runtimes.json").read_text("utf-8"))
+    runtimes: list[dict[str, object]] = index["runtimes"]
+    return runtimes
+
+
+def _smoke(result: BuildResult) -> SmokeReport:
+    lines: list[str] = []
+    started = time.monotonic()
+    report = smoke(
+        result.version_dir,
+        root=ROOT,
+        package_name=result.plan.product.packaging.package_name,
+        say=lines.append,
+    )
+    print("\n".join(lines), f"({time.monotonic() - started:.0f} s)", sep="\n")
+    return report
+
+
+@pytest.mark.parametrize("product", ["darkroom", "darkroom-plugins"])
+def test_smoke_passes_every_runtime_this_machine_can_run(
+    tmp_path_factory: pytest.TempPathFactory, product: str
+) -> None:
+    skip_without_wine(makensis=True)
+    result = build_product(tmp_path_factory, product)
+    report = _smoke(result)
+    assert not report.failed, "\n".join(line.text() for line in report.failed)
+
+    passed = {(line.target, line.subject, line.where.split(" (")[0]) for line in report.passed}
+    for target in ("linux-x86_64", "windows-x86_64"):
+        for runtime in _runtimes(result, target):
+            for where in ("stage", "installed"):
+                assert (target, runtime["name"], where) in passed, (target, runtime, where)
+    packages = {(line.target, line.subject) for line in report.passed}
+    assert {("linux-x86_64", "arch"), ("windows-x86_64", "installer")} <= packages
+    assert ("windows-x86_64", "uninstall") in packages
+    not_run = {line.target for line in report.lines if line.verdict == "NOT RUN"}
+    assert "windows-arm64" in not_run
+    for line in report.lines:  # a runtime with plugin EPs registered them with its core
+        if line.verdict == "PASS" and line.subject == "webgpu" and product == "darkroom-plugins":
+            assert "plugin EP ep-openvino" in line.detail, line.text()
+
+
+def test_a_running_application_keeps_its_files_through_uninstall_and_upgrade(
+    tmp_path_factory: pytest.TempPathFactory, wine: Wine, probes: tuple[Path, Path]
+) -> None:
+    """Decided behaviour: with a DLL in use, the uninstaller (and so an upgrade, which runs it)
+    removes nothing and exits 3; once the application has exited, both work."""
+    result = build_product(tmp_path_factory, "darkroom")
+    package_name = result.plan.product.packaging.package_name
+    (setup,) = (result.version_dir / "packaging" / "nsis").glob("*-setup.exe")
+    directory = windows_install_dir(package_name)
+    assert run_setup(wine, setup).returncode == 0
+    installed = wine.host(str(directory))
+    before = tree_digests(installed)
+    assert "runtimes/webgpu/onnxruntime.dll" in before
+
+    core = str(directory / "runtimes" / "webgpu" / "onnxruntime.dll")
+    command = ["wine", *probe_command(probes[0], core, hold=120)]
+    command[1] = wine.path(probes[0])
+    app = subprocess.Popen(
+        command,
+        env=wine.environment(),
+        stdout=subprocess.PIPE,
+        stderr=subprocess.DEVNULL,
+        text=True,
+    )
+    try:
+        assert app.stdout is not None
+        if not any(line.startswith("holding") for line in app.stdout):
+            pytest.fail("the probe ended before it held the runtime")
+        # the application runs: nothing may be removed, by the uninstaller or by an upgrade
+        assert run_uninstaller(wine, directory, in_place=True) == 3
+        assert tree_digests(installed) == before
+        assert run_setup(wine, setup).returncode == 3
+        assert tree_digests(installed) == before
+        assert wine.registry_key(UNINSTALL_KEY + package_name) is not None
+    finally:
+        wine.stop()  # ends the application (every process of this prefix)
+        app.wait(timeout=60)
+    assert run_setup(wine, setup).returncode == 0  # the upgrade goes through now
+    assert tree_digests(installed) == before
+    assert run_uninstaller(wine, directory) == 0
+    assert not installed.exists()
