@@ -14,13 +14,13 @@ Each function returns what it ran and what it saw; callers decide what is a fail
 
 from __future__ import annotations
 
-import hashlib
 import os
 import shutil
 import subprocess
 from dataclasses import dataclass
 from pathlib import Path, PureWindowsPath
 
+from ortbundle.fetch.cache import sha256_file
 from ortbundle.wine import Wine
 
 __all__ = [
@@ -79,11 +79,7 @@ def tree_digests(root: Path) -> dict[str, str]:
         if path.is_symlink():
             found[relative] = f"-> {path.readlink()}"
         elif path.is_file():
-            digest = hashlib.sha256()
-            with path.open("rb") as stream:
-                while chunk := stream.read(1 << 20):
-                    digest.update(chunk)
-            found[relative] = digest.hexdigest()
+            found[relative] = sha256_file(path)
     return found
 
 

@@ -9,6 +9,7 @@ on every runtime, and says NOT RUN for what this machine cannot execute.
 from __future__ import annotations
 
 import json
+import shutil
 import subprocess
 import time
 from collections.abc import Iterator
@@ -19,6 +20,7 @@ import pytest
 from ortbundle.build import BuildResult
 from ortbundle.installs import run_setup, run_uninstaller, tree_digests, windows_install_dir
 from ortbundle.probe import probe_command
+from ortbundle.probe.checks import ProbeRunner, check_tree
 from ortbundle.smoke import SmokeReport, smoke
 from ortbundle.wine import Wine
 from tests.helpers.real import ROOT, build_product
@@ -117,3 +119,27 @@ def test_a_running_application_keeps_its_files_through_uninstall_and_upgrade(
     assert tree_digests(installed) == before
     assert run_uninstaller(wine, directory) == 0
     assert not installed.exists()
+
+
+def test_the_checks_catch_a_wrong_version_and_wrong_numbers(
+    tmp_path_factory: pytest.TempPathFactory, tmp_path: Path, probes: tuple[Path, Path]
+) -> None:
+    result = build_product(tmp_path_factory, "darkroom")
+    stage = tmp_path / "stage"
+    shutil.copytree(result.version_dir / "linux-x86_64", stage, symlinks=True)
+    runner = ProbeRunner(probes[1])
+    assert all(c.passed for c in check_tree(stage, runner, target="t", where="copy"))
+
+    index_path, models_path = stage / "runtimes.json", stage / "models.json"
+    index = json.loads(index_path.read_text("utf-8"))
+    index["runtimes"][0]["ort_version"] = "1.24.0"
+    index_path.write_text(json.dumps(index), "utf-8")
+    models = json.loads(models_path.read_text("utf-8"))
+    swap = {"sigmoid": "logreg-iris", "logreg-iris": "sigmoid"}
+    for model in models["models"]:  # the sigmoid reference now judges logreg's outputs
+        model["name"] = swap[model["name"]]
+    models_path.write_text(json.dumps(models), "utf-8")
+
+    first, second = check_tree(stage, runner, target="t", where="copy")
+    assert not first.passed and "version '1.24.1', the index says 1.24.0" in first.detail
+    assert not second.passed and "model sigmoid: label is off by" in second.detail

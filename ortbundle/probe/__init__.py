@@ -12,7 +12,6 @@ the core for the newest API version it offers (the probe does).
 
 from __future__ import annotations
 
-import hashlib
 import shutil
 import subprocess
 import zipfile
@@ -24,6 +23,7 @@ from pathlib import Path
 import tomlkit
 
 from ortbundle.errors import ConfigError, IntegrityError, OfflineError, PackagingError
+from ortbundle.fetch.cache import sha256_file
 from ortbundle.locations import default_cache_dir
 
 __all__ = [
@@ -97,11 +97,7 @@ def c_api_headers(root: Path, out: Path, *, cache: Path | None = None) -> Path:
             file=str(blob),
             fix="run `invoke fetch --target android-arm64-v8a` (the default product's AAR) once",
         )
-    digest = hashlib.sha256()
-    with blob.open("rb") as stream:
-        while chunk := stream.read(1 << 20):
-            digest.update(chunk)
-    if digest.hexdigest() != sha256:
+    if sha256_file(blob) != sha256:
         raise IntegrityError(
             "the cached AAR does not match its pin",
             component=_COMPONENT,
