@@ -77,6 +77,23 @@ class SmokeReport:
         return f"smoke: {len(self.passed)} PASS, {len(self.failed)} FAIL, {not_run} NOT RUN"
 
 
+@dataclass(frozen=True)
+class _Session:
+    """What every step of one smoke run shares: where things are, and where lines go."""
+
+    version_dir: Path
+    root: Path
+    package_name: str
+    work: Path
+    emit: Callable[[SmokeLine], None]
+    checks: list[RuntimeCheck]
+
+    def record(self, found: list[RuntimeCheck]) -> None:
+        for check in found:
+            self.checks.append(check)
+            self.emit(_line(check))
+
+
 def _line(check: RuntimeCheck) -> SmokeLine:
     verdict = "PASS" if check.passed else "FAIL"
     return SmokeLine(verdict, check.target, check.runtime, check.where, check.detail)
@@ -129,12 +146,13 @@ def smoke(
         say(line.text())
 
     with _scratch(scratch) as work:
+        session = _Session(version_dir, root, package_name, work, emit, checks)
         for target in wanted:
             stage = version_dir / target
             if target == "linux-x86_64":
-                _linux(version_dir, stage, root, package_name, work, emit, checks)
+                _linux(session, stage)
             elif target == "windows-x86_64":
-                _windows(version_dir, stage, root, package_name, work, emit, checks)
+                _windows(session, stage)
             else:
                 reason = _CANNOT_RUN.get(target, "")
                 if target.startswith("android-"):
@@ -152,30 +170,14 @@ def smoke(
     return report
 
 
-def _record(
-    found: list[RuntimeCheck], checks: list[RuntimeCheck], emit: Callable[[SmokeLine], None]
-) -> None:
-    for check in found:
-        checks.append(check)
-        emit(_line(check))
-
-
-def _linux(
-    version_dir: Path,
-    stage: Path,
-    root: Path,
-    package_name: str,
-    work: Path,
-    emit: Callable[[SmokeLine], None],
-    checks: list[RuntimeCheck],
-) -> None:
-    target = stage.name
+def _linux(session: _Session, stage: Path) -> None:
+    target, emit, version_dir = stage.name, session.emit, session.version_dir
     try:
-        runner = ProbeRunner(build_probe(root, work / "probe-linux", windows=False))
+        runner = ProbeRunner(build_probe(session.root, session.work / "probe-linux", windows=False))
     except OrtbundleError as exc:
         emit(SmokeLine("NOT RUN", target, "runtimes", "", f"no probe: {exc}"))
         return
-    _record(check_tree(stage, runner, target=target, where="stage"), checks, emit)
+    session.record(check_tree(stage, runner, target=target, where="stage"))
     arch = version_dir / "packaging" / "arch"
     missing = [tool for tool in ("makepkg", "pacman", "fakeroot") if shutil.which(tool) is None]
     if not (arch / "PKGBUILD").is_file():
@@ -193,11 +195,11 @@ def _linux(
         )
     else:
         try:
-            installed = install_arch(arch, work / "arch")
+            installed = install_arch(arch, session.work / "arch")
         except RuntimeError as exc:
             emit(SmokeLine("FAIL", target, "arch", "makepkg + pacman", str(exc)))
         else:
-            lib = installed.lib(package_name)
+            lib = installed.lib(session.package_name)
             where = f"installed (pacman --root {installed.root})"
             same = tree_digests(lib) == tree_digests(stage)
             verdict = "PASS" if installed.check_ok and same else "FAIL"
@@ -205,7 +207,7 @@ def _linux(
             if not same:
                 detail += f"; {lib} differs from the stage"
             emit(SmokeLine(verdict, target, "arch", where, detail))
-            _record(check_tree(lib, runner, target=target, where=where), checks, emit)
+            session.record(check_tree(lib, runner, target=target, where=where))
     emit(SmokeLine("NOT RUN", target, "flatpak", "", _flatpak_reason(version_dir)))
 
 
@@ -218,16 +220,8 @@ def _flatpak_reason(version_dir: Path) -> str:
     )
 
 
-def _windows(
-    version_dir: Path,
-    stage: Path,
-    root: Path,
-    package_name: str,
-    work: Path,
-    emit: Callable[[SmokeLine], None],
-    checks: list[RuntimeCheck],
-) -> None:
-    target = stage.name
+def _windows(session: _Session, stage: Path) -> None:
+    target, emit, work = stage.name, session.emit, session.work
     missing = missing_wine()
     if missing:
         reason = (
@@ -235,29 +229,23 @@ def _windows(
         )
         emit(SmokeLine("NOT RUN", target, "runtimes", "", reason))
         return
-    runner_exe = build_probe(root, work / "probe-windows", windows=True)
+    runner_exe = build_probe(session.root, work / "probe-windows", windows=True)
     prefix = work / "wine-prefix"
     shutil.rmtree(prefix, ignore_errors=True)
     with wine_session(prefix) as wine:
         runner = ProbeRunner(runner_exe, wine)
-        _record(check_tree(stage, runner, target=target, where="stage"), checks, emit)
-        setups = sorted((version_dir / "packaging" / "nsis").glob("*-setup.exe"))
+        session.record(check_tree(stage, runner, target=target, where="stage"))
+        setups = sorted((session.version_dir / "packaging" / "nsis").glob("*-setup.exe"))
         if not setups:
             emit(SmokeLine("NOT RUN", target, "installer", "", "not built (makensis missing)"))
             return
-        _install_windows(wine, setups[0], stage, package_name, runner, emit, checks)
+        _install_windows(session, wine, setups[0], stage, runner)
 
 
 def _install_windows(
-    wine: Wine,
-    setup: Path,
-    stage: Path,
-    package_name: str,
-    runner: ProbeRunner,
-    emit: Callable[[SmokeLine], None],
-    checks: list[RuntimeCheck],
+    session: _Session, wine: Wine, setup: Path, stage: Path, runner: ProbeRunner
 ) -> None:
-    target = stage.name
+    target, emit, package_name = stage.name, session.emit, session.package_name
     directory = windows_install_dir(package_name)
     installed = wine.host(str(directory))
     result = run_setup(wine, setup)
@@ -277,7 +265,7 @@ def _install_windows(
     if problems:
         return
     where = f"installed ({directory})"
-    _record(check_tree(installed, runner, target=target, where=where), checks, emit)
+    session.record(check_tree(installed, runner, target=target, where=where))
     code = run_uninstaller(wine, directory)
     left = tree_digests(installed)
     gone = wine.registry_key(_UNINSTALL_KEY + package_name) is None
