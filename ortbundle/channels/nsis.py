@@ -10,6 +10,14 @@ Files written into `out` (`dist/<product>/<version>/packaging/nsis/`):
   runtime_loader.py at the root). Payload paths are relative to the script's directory (makensis
   resolves `File` sources against it), so the script holds no host path and compiles anywhere
   the stage sits next to it as the build lays it out.
+
+  The installer is a 64-bit program (`Target amd64-unicode`; the product is x64-only) and
+  installs per machine. Before installing it runs the installed version's own uninstaller in
+  place (upgrade, downgrade or reinstall alike: one uninstall entry, no file a newer version
+  dropped left behind), and installs where that version was. The uninstaller first checks that
+  no DLL it would remove is in use (opened for writing: Windows refuses that for a loaded
+  image); if one is, it removes nothing and exits 3, and so does an upgrade. tests/
+  test_windows_installer.py and tests/test_smoke_real.py run all of this under Wine.
 - `<product>-<version>-setup.exe` — only if `makensis` is on PATH (otherwise a note says how to
   get it). Characters other than `A-Za-z0-9._+-` in product or version become `_` in this name.
 
