@@ -19,7 +19,7 @@ import pytest
 
 from ortbundle.build import BuildResult
 from ortbundle.installs import run_setup, run_uninstaller, tree_digests, windows_install_dir
-from ortbundle.probe import probe_command
+from ortbundle.probe import c_api_headers, probe_command
 from ortbundle.probe.checks import ProbeRunner, check_tree
 from ortbundle.smoke import SmokeReport, smoke
 from ortbundle.wine import Wine
@@ -143,3 +143,32 @@ def test_the_checks_catch_a_wrong_version_and_wrong_numbers(
     first, second = check_tree(stage, runner, target="t", where="copy")
     assert not first.passed and "version '1.24.1', the index says 1.24.0" in first.detail
     assert not second.passed and "model sigmoid: label is off by" in second.detail
+
+
+def test_the_shipped_loaders_ortapi_indices_match_the_c_header(tmp_path: Path) -> None:
+    """runtime_loader.py calls OrtApi by index; the header from the pinned AAR says where each
+    function is (offsetof / sizeof(void *)), for the loader's Linux and Windows builds alike."""
+    from ortbundle import loader
+
+    if shutil.which("gcc") is None:
+        pytest.skip("gcc not installed (Debian/Ubuntu: apt-get install gcc)")
+    include = c_api_headers(ROOT, tmp_path / "include")
+    names = {
+        "GetErrorMessage": loader._GET_ERROR_MESSAGE,
+        "CreateEnv": loader._CREATE_ENV,
+        "ReleaseStatus": loader._RELEASE_STATUS,
+        "RegisterExecutionProviderLibrary": loader._REGISTER_EP_LIBRARY,
+        "GetEpDevices": loader._GET_EP_DEVICES,
+        "EpDevice_EpName": loader._EP_DEVICE_EP_NAME,
+    }
+    lines = [f'printf("{n} %zu\\n", offsetof(OrtApi, {n}) / sizeof(void *));' for n in names]
+    source = tmp_path / "offsets.c"
+    source.write_text(
+        '#include <stddef.h>\n#include <stdio.h>\n#include "onnxruntime_c_api.h"\n'
+        "int main(void) {\n" + "\n".join(lines) + "\nreturn 0;\n}\n"
+    )
+    exe = tmp_path / "offsets"
+    subprocess.run(["gcc", "-isystem", str(include), "-o", str(exe), str(source)], check=True)
+    printed = subprocess.run([str(exe)], capture_output=True, text=True, check=True).stdout
+    found = {name: int(index) for name, index in (line.split() for line in printed.splitlines())}
+    assert found == names

@@ -8,7 +8,8 @@ the shipped loader does and this module checks, against the tree's own index:
 - the version equals `ort_version` and the providers equal `providers`, in order;
 - each provider library (`*providers_<name>*`, not `providers_shared`) is loaded *through the
   core*, by appending that provider to a session (the session itself may fail: no GPU here);
-- every library of the runtime's directory loads (those the core did not load, directly);
+- every library of the runtime's directory, and of each plugin EP's, loads (directly, after
+  the core has loaded what it loads itself);
 - each plugin EP registers with this core (`RegisterExecutionProviderLibrary`; 0 devices is fine);
 - every model the index gives this runtime runs on the probe's fixed input, its float outputs
   are finite, and a model with a known function (`sigmoid`) gives that function's values.
@@ -143,13 +144,21 @@ def _check_runtime(
         (str(p["registration_name"]), runner.path(root / p["library"]))
         for p in runtime.get("plugin_eps") or []
     ]
+    # a plugin's directory: its entry library and everything it opens at run time
+    plugin_libraries = sorted(
+        path
+        for p in runtime.get("plugin_eps") or []
+        for path in (root / p["library"]).parent.iterdir()
+        if _library(path.name) and not path.is_symlink()
+    )
     command = probe_command(
         runner.exe,
         runner.path(directory / runtime["entry"]),
         plugins=plugins,
         eps=[_PROVIDER_SESSIONS.get(p, p) for p in sorted(providers)],
         models=[runner.path(root / form["path"]) for _, form in forms],
-        loads=[runner.path(directory / lib) for lib in libraries],
+        loads=[runner.path(directory / lib) for lib in libraries]
+        + [runner.path(path) for path in plugin_libraries],
     )
     result = runner.run(command)
     problems: list[str] = []
@@ -170,8 +179,9 @@ def _check_runtime(
     ]
     if failed_loads:
         problems.append(f"cannot load {', '.join(failed_loads)}")
-    if len(result.loads) != len(libraries) and not result.error:
-        problems.append(f"{len(libraries) - len(result.loads)} libraries were never tried")
+    tried = len(libraries) + len(plugin_libraries)
+    if len(result.loads) != tried and not result.error:
+        problems.append(f"{tried - len(result.loads)} libraries were never tried")
     for plugin, _ in plugins:
         ok, detail = result.plugins.get(plugin, (False, "not reported"))
         if not ok:
@@ -196,7 +206,7 @@ def _check_runtime(
         bits = [
             f"ONNX Runtime {result.version}",
             ", ".join(p.removesuffix("ExecutionProvider") for p in result.providers),
-            f"{len(libraries)} libraries loaded",
+            f"{tried} libraries loaded",
             f"{len(forms)} models right",
         ]
         if plugins:
