@@ -1,5 +1,5 @@
-"""The real tier runs `invoke smoke`'s code on both real products, and the installer meets a
-running application under Wine.
+"""The real tier runs `invoke smoke`'s code on both real products, and the checks it relies on
+are shown to catch a wrong version and wrong numbers.
 
 `smoke` probes every linux-x86_64 and windows-x86_64 runtime from the stage and from where its
 package installs (pacman into a scratch root; the installer in a fresh Wine prefix), every model
@@ -12,27 +12,19 @@ import json
 import shutil
 import subprocess
 import time
-from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 
 from ortbundle.build import BuildResult
-from ortbundle.installs import run_setup, run_uninstaller, tree_digests, windows_install_dir
-from ortbundle.probe import c_api_headers, probe_command
+from ortbundle.probe import c_api_headers
 from ortbundle.probe.checks import ProbeRunner, check_tree
 from ortbundle.smoke import SmokeReport, smoke
-from ortbundle.wine import Wine
 from tests.helpers.real import ROOT, build_product
-from tests.helpers.windows import UNINSTALL_KEY, own_prefix, probes, skip_without_wine
+from tests.helpers.windows import probes, skip_without_wine
 
 pytestmark = [pytest.mark.real, pytest.mark.windows]
 __all__ = ["probes"]  # a session fixture, used by name
-
-
-@pytest.fixture
-def wine(tmp_path: Path) -> Iterator[Wine]:
-    yield from own_prefix(tmp_path)
 
 
 def _runtimes(result: BuildResult, target: str) -> list[dict[str, object]]:
@@ -76,49 +68,6 @@ def test_smoke_passes_every_runtime_this_machine_can_run(
     for line in report.lines:  # a runtime with plugin EPs registered them with its core
         if line.verdict == "PASS" and line.subject == "webgpu" and product == "darkroom-plugins":
             assert "plugin EP ep-openvino" in line.detail, line.text()
-
-
-def test_a_running_application_keeps_its_files_through_uninstall_and_upgrade(
-    tmp_path_factory: pytest.TempPathFactory, wine: Wine, probes: tuple[Path, Path]
-) -> None:
-    """Decided behaviour: with a DLL in use, the uninstaller (and so an upgrade, which runs it)
-    removes nothing and exits 3; once the application has exited, both work."""
-    result = build_product(tmp_path_factory, "darkroom")
-    package_name = result.plan.product.packaging.package_name
-    (setup,) = (result.version_dir / "packaging" / "nsis").glob("*-setup.exe")
-    directory = windows_install_dir(package_name)
-    assert run_setup(wine, setup).returncode == 0
-    installed = wine.host(str(directory))
-    before = tree_digests(installed)
-    assert "runtimes/webgpu/onnxruntime.dll" in before
-
-    core = str(directory / "runtimes" / "webgpu" / "onnxruntime.dll")
-    command = ["wine", *probe_command(probes[0], core, hold=120)]
-    command[1] = wine.path(probes[0])
-    app = subprocess.Popen(
-        command,
-        env=wine.environment(),
-        stdout=subprocess.PIPE,
-        stderr=subprocess.DEVNULL,
-        text=True,
-    )
-    try:
-        assert app.stdout is not None
-        if not any(line.startswith("holding") for line in app.stdout):
-            pytest.fail("the probe ended before it held the runtime")
-        # the application runs: nothing may be removed, by the uninstaller or by an upgrade
-        assert run_uninstaller(wine, directory, in_place=True) == 3
-        assert tree_digests(installed) == before
-        assert run_setup(wine, setup).returncode == 3
-        assert tree_digests(installed) == before
-        assert wine.registry_key(UNINSTALL_KEY + package_name) is not None
-    finally:
-        wine.stop()  # ends the application (every process of this prefix)
-        app.wait(timeout=60)
-    assert run_setup(wine, setup).returncode == 0  # the upgrade goes through now
-    assert tree_digests(installed) == before
-    assert run_uninstaller(wine, directory) == 0
-    assert not installed.exists()
 
 
 def test_the_checks_catch_a_wrong_version_and_wrong_numbers(
