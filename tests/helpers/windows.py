@@ -31,8 +31,11 @@ def skip_without_wine(*, makensis: bool = False) -> None:
 def own_prefix(tmp_path: Path, *, makensis: bool = True) -> Iterator[Wine]:
     """A fresh Wine prefix for one test (a fixture body: `yield from own_prefix(tmp_path)`)."""
     skip_without_wine(makensis=makensis)
-    with wine_session(tmp_path / "prefix") as session:
-        yield session
+    try:
+        with wine_session(tmp_path / "prefix") as session:
+            yield session
+    finally:  # ~700 MB each: do not leave them for pytest's last three sessions
+        shutil.rmtree(tmp_path / "prefix", ignore_errors=True)
 
 
 @pytest.fixture(scope="session")
