@@ -347,3 +347,35 @@ def test(c: Context, fast: bool = False, k: str = "") -> None:
     code = result.exited if result is not None else 1
     if code:
         raise Exit(code=code)
+
+
+@task(
+    iterable=["target"],
+    help={
+        "product": f"product manifest under manifests/ (default: {DEFAULT_PRODUCT})",
+        "target": "smoke only this built target (repeatable; default: every built target)",
+        "dist": "output directory the build wrote (default: dist/ in the repository)",
+        "scratch": "keep the scratch installs here (default: a temporary directory, removed)",
+    },
+)
+def smoke(
+    c: Context,
+    product: str = DEFAULT_PRODUCT,
+    target: list[str] | None = None,
+    dist: str | None = None,
+    scratch: str | None = None,
+) -> None:
+    """Install each built package with its own tool (pacman, the installer under Wine) and run
+    every runtime and model it ships; one PASS/FAIL/NOT RUN line per runtime."""
+    from ortbundle.smoke import run_smoke
+
+    try:
+        run_smoke(
+            product,
+            target or [],
+            root=Path(__file__).resolve().parent,
+            dist=Path(dist) if dist else None,
+            scratch=Path(scratch) if scratch else None,
+        )
+    except CommandFailed as exc:
+        raise Exit(str(exc), code=exc.code) from None

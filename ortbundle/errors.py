@@ -124,3 +124,10 @@ class DiskError(OrtbundleError):
 
     exit_code = 12
     kind = "disk"
+
+
+class SmokeError(OrtbundleError):
+    """`invoke smoke`: a built package did not install or a runtime in it did not run right."""
+
+    exit_code = 13
+    kind = "smoke"

@@ -314,9 +314,8 @@ def test_msvc_check_lists_exactly_the_redist_externals(tmp_path: Path) -> None:
     note = "Microsoft Visual C++ 2015-2022 Redistributable (x64)"
     assert f'"$0$\\r$\\n  MSVCP140.dll ({note})"' in oninit
     lines = [line.strip() for line in oninit.splitlines()]
-    disable = lines.index("${DisableX64FSRedirection}")
-    enable = lines.index("${EnableX64FSRedirection}")
-    assert disable < min(i for i, x in enumerate(lines) if x.startswith("IfFileExists")) < enable
+    assert "Target amd64-unicode" in script  # a 64-bit installer: $SYSDIR is System32
+    assert "X64FSRedirection" not in script
     box = next(i for i, x in enumerate(lines) if x.startswith("MessageBox") and "$1$0" in x)
     assert lines[box].endswith("/SD IDOK") and lines[box + 1] == "Abort"  # silent mode too
 
@@ -327,8 +326,9 @@ def test_no_redist_no_check(tmp_path: Path) -> None:
     package, out = _layout(tmp_path, externals=(system,))
     result = NsisChannel().generate(package, out)
     script = _script(out)
-    assert "IfFileExists" not in script
-    assert "DisableX64FSRedirection" not in script
+    oninit = script.split("Function .onInit", 1)[1].split("FunctionEnd", 1)[0]
+    assert "IfFileExists" not in oninit
+    assert "MessageBox" in oninit  # the x64 check only
     assert len(result.notes) == 1
 
 
@@ -497,6 +497,8 @@ def test_nsis_2_is_refused(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> N
 def test_compiles_with_warnings_as_errors(compiled: tuple[PackageInput, Path]) -> None:
     _, exe = compiled
     assert exe.read_bytes()[:2] == b"MZ"
+    machine = pefile.PE(str(exe), fast_load=True).FILE_HEADER.Machine
+    assert machine == pefile.MACHINE_TYPE["IMAGE_FILE_MACHINE_AMD64"]  # runs on plain 64-bit Wine
     info = _version_info(exe)
     assert info["ProductName"] == "demo"
     assert info["CompanyName"] == "Demo Org"
@@ -510,10 +512,10 @@ def test_compiles_with_warnings_as_errors(compiled: tuple[PackageInput, Path]) -
 def test_7z_lists_exactly_the_stage_files(compiled: tuple[PackageInput, Path]) -> None:
     package, exe = compiled
     entries = _7z_entries(exe)
-    # 7-Zip shows payload paths relative to $INSTDIR, the uninstaller NSIS writes itself, and
-    # the System plug-in x64.nsh calls (unpacked to a temporary $PLUGINSDIR, never installed)
+    # 7-Zip shows payload paths relative to $INSTDIR and the uninstaller NSIS writes itself; a
+    # 64-bit installer knows it runs on x64 at compile time, so no plug-in ($PLUGINSDIR) is needed
     plugins = [e["Path"] for e in entries if e["Path"].startswith("$PLUGINSDIR/")]
-    assert plugins == ["$PLUGINSDIR/System.dll"]
+    assert plugins == []
     paths = sorted(e["Path"] for e in entries if e["Path"] not in plugins)
     assert paths == sorted([f.path for f in package.files] + ["uninstall.exe"])
     sizes = {e["Path"]: e["Size"] for e in entries}
@@ -537,7 +539,6 @@ def test_7z_extracts_the_stage_byte_for_byte(
         if p.is_file()
     }
     assert extracted.pop("uninstall.exe")
-    assert extracted.pop("$PLUGINSDIR/System.dll")
     assert extracted == {f.path: f.sha256 for f in package.files}
 
 

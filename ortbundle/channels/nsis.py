@@ -10,6 +10,14 @@ Files written into `out` (`dist/<product>/<version>/packaging/nsis/`):
   runtime_loader.py at the root). Payload paths are relative to the script's directory (makensis
   resolves `File` sources against it), so the script holds no host path and compiles anywhere
   the stage sits next to it as the build lays it out.
+
+  The installer is a 64-bit program (`Target amd64-unicode`; the product is x64-only) and
+  installs per machine. Before installing it runs the installed version's own uninstaller in
+  place (upgrade, downgrade or reinstall alike: one uninstall entry, no file a newer version
+  dropped left behind), and installs where that version was. The uninstaller first checks that
+  no DLL it would remove is in use (opened for writing: Windows refuses that for a loaded
+  image); if one is, it removes nothing and exits 3, and so does an upgrade. tests/
+  test_windows_installer.py and tests/test_smoke_real.py run all of this under Wine.
 - `<product>-<version>-setup.exe` — only if `makensis` is on PATH (otherwise a note says how to
   get it). Characters other than `A-Za-z0-9._+-` in product or version become `_` in this name.
 
@@ -290,6 +298,7 @@ def _context(package: PackageInput, out: Path) -> dict[str, Any]:
         ),
         "redist_outro": "Install the redistributable named above, then run this setup again.",
         "min_windows": _min_windows(package, display_name),
+        **_lifecycle_context(display_name, paths),
     }
     for field in (
         "product",
@@ -303,6 +312,10 @@ def _context(package: PackageInput, out: Path) -> dict[str, Any]:
         "uninstall_key",
         "x64_message",
         "redist_intro",
+        "per_machine_text",
+        "upgrade_detail",
+        "upgrade_failed",
+        "in_use_message",
     ):
         _check_text(package, field, context[field])
     for dll in redist:
@@ -331,6 +344,28 @@ def _min_windows(package: PackageInput, display_name: str) -> dict[str, str] | N
     message = f"{display_name} needs {windows_name(version)} or newer ({why})."
     _check_text(package, "minimum Windows message", message)
     return {"test": f"${{AtLeastWin{test}}}", "message": message, "version": version}
+
+
+def _lifecycle_context(display_name: str, paths: list[PurePosixPath]) -> dict[str, Any]:
+    """Texts and lists for the per-machine, upgrade and files-in-use blocks of the script."""
+    return {
+        "per_machine_text": (
+            f"{display_name} is installed per machine: one copy for every user of this "
+            "computer, registered for all users. A version already installed is removed first."
+        ),
+        "upgrade_detail": "removing the installed version with its own uninstaller",
+        "upgrade_failed": (
+            "the installed version could not be removed (a program may be using its files). "
+            f"Nothing was changed. Close every program that uses {display_name}, then run "
+            "this setup again."
+        ),
+        # Only libraries: a running program holds its DLLs open, not its texts or index.
+        "in_use_checks": [_win(p) for p in paths if p.suffix.casefold() == ".dll"],
+        "in_use_message": (
+            f"Files of {display_name} are in use. Nothing was removed. Close every program "
+            "that uses them, then run the uninstaller again."
+        ),
+    }
 
 
 def _redist(package: PackageInput) -> list[dict[str, str]]:

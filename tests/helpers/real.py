@@ -67,10 +67,18 @@ KEPT_FILES = {
 }
 
 
+_BUILT: dict[str, BuildResult] = {}  # one build per product per session; no test writes to it
+
+
 def build_product(tmp_path_factory: pytest.TempPathFactory, product: str) -> BuildResult:
-    """Build `product` of this repository from the real pinned artifacts into a fresh dist."""
-    dist = tmp_path_factory.mktemp("dist")
-    return build(Project.at(ROOT, dist), BuildOptions(product=product), plain_reporter())
+    """Build `product` of this repository from the real pinned artifacts into a fresh dist,
+    once per test session: the real tier's modules (and the Windows tier) share it read-only."""
+    if product not in _BUILT:
+        dist = tmp_path_factory.mktemp("dist")
+        _BUILT[product] = build(
+            Project.at(ROOT, dist), BuildOptions(product=product), plain_reporter()
+        )
+    return _BUILT[product]
 
 
 def target_result(result: BuildResult, name: str) -> TargetResult:

@@ -1,0 +1,462 @@
+/*
+ * ortprobe: load one staged ONNX Runtime the way the shipped loader (runtime_loader.py) does,
+ * and say what it can do, one fact per line on stdout. Built from this one file by
+ * ortbundle/probe/__init__.py: with mingw-w64 for Windows (run under Wine or on Windows) and
+ * with gcc for Linux, against onnxruntime_c_api.h from the pinned Android AAR.
+ *
+ *   ortprobe --lib DIR/onnxruntime.dll [--plugin NAME=PATH]... [--ep NAME[:KEY=VALUE,...]]...
+ *            [--model PATH]... [--load PATH]... [--hold SECONDS]
+ *
+ * Output lines (the caller, ortbundle/smoke.py, parses them):
+ *   api N                          the newest OrtApi version the core offers
+ *   version X.Y.Z                  OrtGetApiBase()->GetVersionString()
+ *   providers A B ...              GetAvailableProviders()
+ *   plugin NAME ok EP_NAME... | plugin NAME failed MESSAGE
+ *   ep NAME ok | ep NAME failed MESSAGE      a session with that provider appended
+ *   model PATH ok | model PATH failed MESSAGE
+ *   input NAME float D0xD1...      the fixed input it was given: x[i] = ((i % 11) - 5) * 0.5
+ *                                  (after its model's `ok` line, as are the outputs)
+ *   output NAME float|int64 COUNT V...       | output NAME other
+ *   loaded NAME                    a library of the core's directory that the core, its
+ *                                  providers and plugins have mapped by now
+ *   load PATH ok | load PATH failed CODE     then each --load, loaded directly
+ *   holding                        --hold: it now sleeps with everything loaded (a
+ *                                  running application, for the installer's in-use tests)
+ *   error MESSAGE                  the probe stopped (exit 1)
+ * Exit status: 0 when the core loaded and every model ran; 1 otherwise. A failed --ep, --plugin
+ * or --load is reported but does not change it: the caller decides what it needed.
+ */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#ifdef _WIN32
+#include <windows.h>
+#include <shellapi.h>
+#else
+#include <dirent.h>
+#include <dlfcn.h>
+#include <unistd.h>
+#endif
+
+#include "onnxruntime_c_api.h"
+
+#define MAX_ITEMS 64
+#define MAX_DIMS 8
+
+static const OrtApi *api;
+static uint32_t api_version;
+
+static void fail(const char *message) {
+    printf("error %s\n", message);
+    fflush(stdout);
+    exit(1);
+}
+
+/* The message of a failed call, on one line; the status is released. */
+static const char *message_of(OrtStatus *status) {
+    static char text[1024];
+    const char *raw = api->GetErrorMessage(status);
+    size_t i;
+    snprintf(text, sizeof text, "%s", raw ? raw : "unknown error");
+    for (i = 0; text[i]; i++) {
+        if (text[i] == '\n' || text[i] == '\r') text[i] = ' ';
+    }
+    api->ReleaseStatus(status);
+    return text;
+}
+
+static void check(OrtStatus *status, const char *what) {
+    char line[1200];
+    if (status == NULL) return;
+    snprintf(line, sizeof line, "%s: %s", what, message_of(status));
+    fail(line);
+}
+
+/* ------------------------------------------------------------------ platform: libraries */
+#ifdef _WIN32
+static wchar_t *wide(const char *utf8) {
+    int n = MultiByteToWideChar(CP_UTF8, 0, utf8, -1, NULL, 0);
+    wchar_t *out = malloc(sizeof(wchar_t) * (size_t)(n > 0 ? n : 1));
+    if (out == NULL) fail("out of memory");
+    if (n <= 0) out[0] = 0;
+    else MultiByteToWideChar(CP_UTF8, 0, utf8, -1, out, n);
+    return out;
+}
+
+static char *narrow(const wchar_t *text) {
+    int n = WideCharToMultiByte(CP_UTF8, 0, text, -1, NULL, 0, NULL, NULL);
+    char *out = malloc((size_t)(n > 0 ? n : 1));
+    if (out == NULL) fail("out of memory");
+    if (n <= 0) out[0] = 0;
+    else WideCharToMultiByte(CP_UTF8, 0, text, -1, out, n, NULL, NULL);
+    return out;
+}
+
+typedef const ORTCHAR_T *ort_path;
+static ort_path ort_path_of(const char *utf8) { return wide(utf8); }
+
+/* runtime_loader.py: os.add_dll_directory(dir), dir first on PATH, then ctypes.CDLL(entry),
+ * which is LoadLibraryExW with the default directories and the DLL's own directory. */
+static void *open_library(const char *path, unsigned long *code) {
+    wchar_t *wpath = wide(path);
+    HMODULE module = LoadLibraryExW(
+        wpath, NULL, LOAD_LIBRARY_SEARCH_DEFAULT_DIRS | LOAD_LIBRARY_SEARCH_DLL_LOAD_DIR);
+    *code = module ? 0 : GetLastError();
+    free(wpath);
+    return (void *)module;
+}
+
+static void *symbol(void *library, const char *name) {
+    return (void *)GetProcAddress((HMODULE)library, name);
+}
+
+static void pause_seconds(int seconds) { Sleep((DWORD)seconds * 1000); }
+
+static void add_search_directory(const char *directory) {
+    wchar_t *wdir = wide(directory);
+    size_t size = 32768;
+    wchar_t *path = malloc(sizeof(wchar_t) * size);
+    wchar_t *joined = malloc(sizeof(wchar_t) * (size + wcslen(wdir) + 2));
+    if (path == NULL || joined == NULL) fail("out of memory");
+    if (AddDllDirectory(wdir) == NULL) fail("AddDllDirectory failed for the runtime directory");
+    if (GetEnvironmentVariableW(L"PATH", path, (DWORD)size) == 0) path[0] = 0;
+    swprintf(joined, size + wcslen(wdir) + 2, L"%ls;%ls", wdir, path);
+    SetEnvironmentVariableW(L"PATH", joined);
+    free(path);
+    free(joined);
+    free(wdir);
+}
+
+static void print_loaded(const char *directory) {
+    char pattern[4096];
+    WIN32_FIND_DATAW found;
+    HANDLE search;
+    wchar_t *wpattern;
+    snprintf(pattern, sizeof pattern, "%s\\*.dll", directory);
+    wpattern = wide(pattern);
+    search = FindFirstFileW(wpattern, &found);
+    free(wpattern);
+    if (search == INVALID_HANDLE_VALUE) return;
+    do {
+        char *name = narrow(found.cFileName);
+        char full[4096];
+        wchar_t *wfull;
+        snprintf(full, sizeof full, "%s\\%s", directory, name);
+        wfull = wide(full);
+        if (GetModuleHandleW(wfull) != NULL) printf("loaded %s\n", name);
+        free(wfull);
+        free(name);
+    } while (FindNextFileW(search, &found));
+    FindClose(search);
+}
+#define SEPARATORS "\\/"
+#else
+typedef const ORTCHAR_T *ort_path;
+static ort_path ort_path_of(const char *utf8) { return utf8; }
+
+static void *open_library(const char *path, unsigned long *code) {
+    void *library = dlopen(path, RTLD_NOW | RTLD_GLOBAL);
+    *code = library ? 0 : 1;
+    if (library == NULL) fprintf(stderr, "%s\n", dlerror());
+    return library;
+}
+
+static void *symbol(void *library, const char *name) { return dlsym(library, name); }
+
+static void pause_seconds(int seconds) { sleep((unsigned)seconds); }
+
+static void add_search_directory(const char *directory) { (void)directory; /* RUNPATH $ORIGIN */ }
+
+static void print_loaded(const char *directory) {
+    DIR *dir = opendir(directory);
+    struct dirent *entry;
+    if (dir == NULL) return;
+    while ((entry = readdir(dir)) != NULL) {
+        char full[4096];
+        void *handle;
+        if (strstr(entry->d_name, ".so") == NULL) continue;
+        snprintf(full, sizeof full, "%s/%s", directory, entry->d_name);
+        handle = dlopen(full, RTLD_NOW | RTLD_NOLOAD);
+        if (handle != NULL) {
+            printf("loaded %s\n", entry->d_name);
+            dlclose(handle);
+        }
+    }
+    closedir(dir);
+}
+#define SEPARATORS "/"
+#endif
+
+/* ------------------------------------------------------------------ the probe */
+static float input_value(size_t i) { return (float)((int)(i % 11) - 5) * 0.5f; }
+
+static void print_providers(void) {
+    char **names = NULL;
+    int count = 0, i;
+    check(api->GetAvailableProviders(&names, &count), "GetAvailableProviders");
+    printf("providers");
+    for (i = 0; i < count; i++) printf(" %s", names[i]);
+    printf("\n");
+    check(api->ReleaseAvailableProviders(names, count), "ReleaseAvailableProviders");
+}
+
+static void register_plugin(OrtEnv *env, const char *spec) {
+    char name[256];
+    const char *equals = strchr(spec, '=');
+    const OrtEpDevice *const *devices = NULL;
+    size_t count = 0, i;
+    OrtStatus *status;
+    ort_path path;
+    if (equals == NULL || (size_t)(equals - spec) >= sizeof name) fail("--plugin wants NAME=PATH");
+    memcpy(name, spec, (size_t)(equals - spec));
+    name[equals - spec] = 0;
+    if (api_version < 22) {
+        printf("plugin %s failed this core offers API %u; plugin EPs need 22\n", name,
+               (unsigned)api_version);
+        return;
+    }
+    path = ort_path_of(equals + 1);
+    status = api->RegisterExecutionProviderLibrary(env, name, path);
+    if (status != NULL) {
+        printf("plugin %s failed %s\n", name, message_of(status));
+        return;
+    }
+    check(api->GetEpDevices(env, &devices, &count), "GetEpDevices");
+    printf("plugin %s ok", name);
+    for (i = 0; i < count; i++) printf(" %s", api->EpDevice_EpName(devices[i]));
+    printf("\n");
+}
+
+/* "OpenVINO:device_type=GPU,precision=FP32" -> a session with that provider appended. */
+static void try_provider(OrtEnv *env, const char *spec, const char *model) {
+    char buffer[1024], *keys[16], *values[16], *cursor, *colon;
+    size_t count = 0;
+    OrtSessionOptions *options = NULL;
+    OrtSession *session = NULL;
+    OrtStatus *status;
+    snprintf(buffer, sizeof buffer, "%s", spec);
+    colon = strchr(buffer, ':');
+    if (colon != NULL) {
+        *colon = 0;
+        for (cursor = strtok(colon + 1, ","); cursor && count < 16; cursor = strtok(NULL, ",")) {
+            char *equals = strchr(cursor, '=');
+            if (equals == NULL) fail("--ep wants NAME:KEY=VALUE,...");
+            *equals = 0;
+            keys[count] = cursor;
+            values[count++] = equals + 1;
+        }
+    }
+    check(api->CreateSessionOptions(&options), "CreateSessionOptions");
+    status = api->SessionOptionsAppendExecutionProvider(
+        options, buffer, (const char *const *)keys, (const char *const *)values, count);
+    if (status == NULL && model != NULL)
+        status = api->CreateSession(env, ort_path_of(model), options, &session);
+    if (status != NULL) printf("ep %s failed %s\n", buffer, message_of(status));
+    else printf("ep %s ok\n", buffer);
+    if (session) api->ReleaseSession(session);
+    api->ReleaseSessionOptions(options);
+}
+
+static int run_model(OrtEnv *env, const char *model) {
+    OrtSessionOptions *options = NULL;
+    OrtSession *session = NULL;
+    OrtAllocator *allocator = NULL;
+    OrtMemoryInfo *memory = NULL;
+    OrtStatus *status;
+    size_t inputs = 0, outputs = 0, i, j;
+    char *input_names[MAX_ITEMS], *output_names[MAX_ITEMS];
+    OrtValue *input_values[MAX_ITEMS], *output_values[MAX_ITEMS];
+    float *buffers[MAX_ITEMS];
+    int64_t shapes[MAX_ITEMS][MAX_DIMS];
+    size_t ranks[MAX_ITEMS];
+
+    check(api->CreateSessionOptions(&options), "CreateSessionOptions");
+    status = api->CreateSession(env, ort_path_of(model), options, &session);
+    api->ReleaseSessionOptions(options);
+    if (status != NULL) {
+        printf("model %s failed %s\n", model, message_of(status));
+        return 0;
+    }
+    check(api->GetAllocatorWithDefaultOptions(&allocator), "GetAllocatorWithDefaultOptions");
+    check(api->CreateCpuMemoryInfo(OrtArenaAllocator, OrtMemTypeDefault, &memory), "MemoryInfo");
+    check(api->SessionGetInputCount(session, &inputs), "SessionGetInputCount");
+    check(api->SessionGetOutputCount(session, &outputs), "SessionGetOutputCount");
+    if (inputs > MAX_ITEMS || outputs > MAX_ITEMS) fail("model has too many inputs or outputs");
+
+    for (i = 0; i < inputs; i++) {
+        OrtTypeInfo *type = NULL;
+        const OrtTensorTypeAndShapeInfo *tensor = NULL;
+        ONNXTensorElementDataType element;
+        int64_t dims[MAX_DIMS];
+        size_t rank = 0, count = 1;
+        check(api->SessionGetInputName(session, i, allocator, &input_names[i]), "input name");
+        check(api->SessionGetInputTypeInfo(session, i, &type), "SessionGetInputTypeInfo");
+        check(api->CastTypeInfoToTensorInfo(type, &tensor), "CastTypeInfoToTensorInfo");
+        if (tensor == NULL) fail("a model input is not a tensor");
+        check(api->GetTensorElementType(tensor, &element), "GetTensorElementType");
+        if (element != ONNX_TENSOR_ELEMENT_DATA_TYPE_FLOAT) fail("a model input is not float");
+        check(api->GetDimensionsCount(tensor, &rank), "GetDimensionsCount");
+        if (rank > MAX_DIMS) fail("a model input has too many dimensions");
+        check(api->GetDimensions(tensor, dims, rank), "GetDimensions");
+        api->ReleaseTypeInfo(type);
+        for (j = 0; j < rank; j++) {
+            if (dims[j] <= 0) dims[j] = 3; /* a free dimension (batch): three rows */
+            count *= (size_t)dims[j];
+            shapes[i][j] = dims[j];
+        }
+        ranks[i] = rank;
+        buffers[i] = malloc(sizeof(float) * (count ? count : 1));
+        if (buffers[i] == NULL) fail("out of memory");
+        for (j = 0; j < count; j++) buffers[i][j] = input_value(j);
+        input_values[i] = NULL;
+        check(api->CreateTensorWithDataAsOrtValue(memory, buffers[i], sizeof(float) * count, dims,
+                                                  rank, ONNX_TENSOR_ELEMENT_DATA_TYPE_FLOAT,
+                                                  &input_values[i]),
+              "CreateTensorWithDataAsOrtValue");
+    }
+    for (i = 0; i < outputs; i++) {
+        check(api->SessionGetOutputName(session, i, allocator, &output_names[i]), "output name");
+        output_values[i] = NULL;
+    }
+    status = api->Run(session, NULL, (const char *const *)input_names,
+                      (const OrtValue *const *)input_values, inputs,
+                      (const char *const *)output_names, outputs, output_values);
+    if (status != NULL) {
+        printf("model %s failed %s\n", model, message_of(status));
+        return 0;
+    }
+    printf("model %s ok\n", model);
+    for (i = 0; i < inputs; i++) {
+        printf("input %s float ", input_names[i]);
+        for (j = 0; j < ranks[i]; j++) printf(j ? "x%lld" : "%lld", (long long)shapes[i][j]);
+        printf("\n");
+    }
+    for (i = 0; i < outputs; i++) {
+        int is_tensor = 0;
+        OrtTensorTypeAndShapeInfo *info = NULL;
+        ONNXTensorElementDataType element = ONNX_TENSOR_ELEMENT_DATA_TYPE_UNDEFINED;
+        size_t count = 0;
+        void *data = NULL;
+        check(api->IsTensor(output_values[i], &is_tensor), "IsTensor");
+        if (is_tensor) {
+            check(api->GetTensorTypeAndShape(output_values[i], &info), "GetTensorTypeAndShape");
+            check(api->GetTensorElementType(info, &element), "GetTensorElementType");
+            check(api->GetTensorShapeElementCount(info, &count), "GetTensorShapeElementCount");
+            api->ReleaseTensorTypeAndShapeInfo(info);
+            check(api->GetTensorMutableData(output_values[i], &data), "GetTensorMutableData");
+        }
+        if (element == ONNX_TENSOR_ELEMENT_DATA_TYPE_FLOAT) {
+            printf("output %s float %zu", output_names[i], count);
+            for (j = 0; j < count; j++) printf(" %.9g", (double)((float *)data)[j]);
+        } else if (element == ONNX_TENSOR_ELEMENT_DATA_TYPE_INT64) {
+            printf("output %s int64 %zu", output_names[i], count);
+            for (j = 0; j < count; j++) printf(" %lld", (long long)((int64_t *)data)[j]);
+        } else {
+            printf("output %s other", output_names[i]);
+        }
+        printf("\n");
+        api->ReleaseValue(output_values[i]);
+        check(api->AllocatorFree(allocator, output_names[i]), "AllocatorFree");
+    }
+    for (i = 0; i < inputs; i++) {
+        api->ReleaseValue(input_values[i]);
+        free(buffers[i]);
+        check(api->AllocatorFree(allocator, input_names[i]), "AllocatorFree");
+    }
+    api->ReleaseMemoryInfo(memory);
+    api->ReleaseSession(session);
+    return 1;
+}
+
+static int probe(int argc, char **argv) {
+    const char *lib = NULL, *plugins[MAX_ITEMS], *eps[MAX_ITEMS], *models[MAX_ITEMS];
+    const char *loads[MAX_ITEMS];
+    size_t n_plugins = 0, n_eps = 0, n_models = 0, n_loads = 0, i, cut;
+    int hold = 0;
+    char directory[4096];
+    void *core;
+    unsigned long code = 0;
+    const OrtApiBase *(ORT_API_CALL * get_base)(void);
+    const OrtApiBase *base;
+    const char *version;
+    OrtEnv *env = NULL;
+    int ok = 1, a;
+
+    for (a = 1; a + 1 < argc; a += 2) {
+        const char *flag = argv[a], *value = argv[a + 1];
+        if (strcmp(flag, "--lib") == 0) lib = value;
+        else if (strcmp(flag, "--plugin") == 0 && n_plugins < MAX_ITEMS) plugins[n_plugins++] = value;
+        else if (strcmp(flag, "--ep") == 0 && n_eps < MAX_ITEMS) eps[n_eps++] = value;
+        else if (strcmp(flag, "--model") == 0 && n_models < MAX_ITEMS) models[n_models++] = value;
+        else if (strcmp(flag, "--load") == 0 && n_loads < MAX_ITEMS) loads[n_loads++] = value;
+        else if (strcmp(flag, "--hold") == 0) hold = atoi(value);
+        else fail("usage: ortprobe --lib CORE [--plugin N=P] [--ep N[:K=V,...]] [--model P] [--load P]");
+    }
+    if (a != argc || lib == NULL) fail("usage: ortprobe --lib CORE [...] (see the source)");
+
+    snprintf(directory, sizeof directory, "%s", lib);
+    cut = strlen(directory);
+    while (cut > 0 && strchr(SEPARATORS, directory[cut - 1]) == NULL) cut--;
+    directory[cut > 0 ? cut - 1 : 0] = 0;
+    if (directory[0]) add_search_directory(directory);
+
+    core = open_library(lib, &code);
+    if (core == NULL) {
+        char line[4200];
+        snprintf(line, sizeof line, "cannot load %s (code %lu)", lib, code);
+        fail(line);
+    }
+    *(void **)&get_base = symbol(core, "OrtGetApiBase");
+    if (get_base == NULL) fail("the library has no OrtGetApiBase: not an ONNX Runtime");
+    base = get_base();
+    if (base == NULL) fail("OrtGetApiBase returned NULL");
+    /* ORT 1.N offers OrtApi versions 1..N: ask for that first (an unknown version makes the
+     * core print a complaint), then walk down in case a build numbers differently. */
+    version = base->GetVersionString();
+    if (version != NULL && sscanf(version, "1.%u", &api_version) == 1 &&
+        api_version <= ORT_API_VERSION && api_version > 0)
+        api = base->GetApi(api_version);
+    if (api == NULL) {
+        for (api_version = ORT_API_VERSION; api_version > 0; api_version--) {
+            api = base->GetApi(api_version);
+            if (api != NULL) break;
+        }
+    }
+    if (api == NULL) fail("the core offers no OrtApi version this probe knows");
+    printf("api %u\n", (unsigned)api_version);
+    printf("version %s\n", version ? version : "");
+    print_providers();
+    check(api->CreateEnv(ORT_LOGGING_LEVEL_ERROR, "ortprobe", &env), "CreateEnv");
+    for (i = 0; i < n_plugins; i++) register_plugin(env, plugins[i]);
+    for (i = 0; i < n_eps; i++) try_provider(env, eps[i], n_models ? models[0] : NULL);
+    for (i = 0; i < n_models; i++) ok &= run_model(env, models[i]);
+    if (directory[0]) print_loaded(directory); /* what the core and its providers loaded */
+    for (i = 0; i < n_loads; i++) {
+        void *library = open_library(loads[i], &code);
+        if (library) printf("load %s ok\n", loads[i]);
+        else printf("load %s failed %lu\n", loads[i], code);
+    }
+    fflush(stdout);
+    if (hold > 0) {
+        printf("holding\n");
+        fflush(stdout);
+        pause_seconds(hold);
+    }
+    return ok ? 0 : 1;
+}
+
+#ifdef _WIN32
+int main(void) {
+    int argc = 0, i;
+    wchar_t **wargv = CommandLineToArgvW(GetCommandLineW(), &argc);
+    char **argv = malloc(sizeof(char *) * (size_t)(argc + 1));
+    if (wargv == NULL || argv == NULL) fail("cannot read the command line");
+    for (i = 0; i < argc; i++) argv[i] = narrow(wargv[i]);
+    argv[argc] = NULL;
+    SetErrorMode(SEM_FAILCRITICALERRORS | SEM_NOGPFAULTERRORBOX | SEM_NOOPENFILEERRORBOX);
+    return probe(argc, argv);
+}
+#else
+int main(int argc, char **argv) { return probe(argc, argv); }
+#endif

@@ -1,0 +1,91 @@
+"""`invoke smoke` without the real tier: its refusals, and the probe's line protocol."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from ortbundle.errors import SmokeError
+from ortbundle.probe import input_values, parse_probe
+from ortbundle.smoke import smoke
+from tests.helpers.real import ROOT
+
+
+def test_nothing_built_is_one_clear_error(tmp_path: Path) -> None:
+    (tmp_path / "windows-x86_64").mkdir()  # a directory without runtimes.json is not a stage
+    with pytest.raises(SmokeError, match="no built target") as caught:
+        smoke(tmp_path, root=ROOT, package_name="x", say=lambda _: None)
+    assert caught.value.exit_code == 13
+    assert caught.value.fix == "run `invoke build` first"
+
+
+def test_a_target_that_was_not_built_is_refused_by_name(tmp_path: Path) -> None:
+    (tmp_path / "linux-x86_64").mkdir()
+    (tmp_path / "linux-x86_64" / "runtimes.json").write_text("{}")
+    with pytest.raises(SmokeError, match="target windows-x86_64 was not built here"):
+        smoke(tmp_path, root=ROOT, package_name="x", targets=["windows-x86_64"], say=lambda _: None)
+
+
+def test_targets_this_machine_cannot_run_are_reported_not_run(tmp_path: Path) -> None:
+    for target in ("windows-arm64", "android-arm64-v8a"):
+        (tmp_path / target).mkdir()
+        (tmp_path / target / "runtimes.json").write_text("{}")
+    said: list[str] = []
+    report = smoke(tmp_path, root=ROOT, package_name="x", say=said.append)
+    assert [line.verdict for line in report.lines] == ["NOT RUN", "NOT RUN"]
+    assert "Android device" in report.lines[0].detail
+    assert "Wine here runs x86_64 programs only" in report.lines[1].detail
+    assert said[-1] == "smoke: 0 PASS, 0 FAIL, 2 NOT RUN"
+
+
+def test_invoke_smoke_on_an_unbuilt_product_exits_13_without_a_traceback(tmp_path: Path) -> None:
+    result = subprocess.run(
+        [sys.executable, "-m", "invoke", "smoke", "--dist", str(tmp_path / "dist")],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        check=False,
+    )
+    assert result.returncode == 13, result.stderr
+    assert "darkroom 0.23.0 is not built" in result.stderr
+    assert "invoke build --product darkroom" in result.stderr
+    assert "Traceback" not in result.stderr
+
+
+def test_the_probe_protocol_keeps_paths_with_spaces_whole() -> None:
+    out = "\n".join(
+        [
+            "api 24",
+            "version 1.24.1",
+            "providers OpenVINOExecutionProvider CPUExecutionProvider",
+            "plugin ep-openvino ok CPUExecutionProvider OpenVINOExecutionProvider",
+            "ep OpenVINO failed Failed to load provider OpenVINO",
+            r"model C:\Program Files\p\models\sigmoid\f32.onnx ok",
+            "input x float 3x4x5",
+            "output y float 2 0.5 0.25",
+            r"model C:\Program Files\p\models\bad.onnx failed no such file",
+            r"load C:\Program Files\p\runtimes\a b.dll ok",
+            r"load C:\Program Files\p\runtimes\c.dll failed 126",
+            "loaded onnxruntime.dll",
+        ]
+    )
+    result = parse_probe(0, out)
+    assert result.version == "1.24.1" and result.api == 24
+    assert result.providers == ("OpenVINOExecutionProvider", "CPUExecutionProvider")
+    assert result.plugins["ep-openvino"][0] is True
+    assert result.eps["OpenVINO"] == (False, "Failed to load provider OpenVINO")
+    sigmoid = r"C:\Program Files\p\models\sigmoid\f32.onnx"
+    assert result.models[sigmoid] == (True, "")
+    assert result.models[r"C:\Program Files\p\models\bad.onnx"] == (False, "no such file")
+    assert result.inputs[sigmoid] == (("x", "3x4x5"),)
+    assert result.outputs[sigmoid][0].values == (0.5, 0.25)
+    assert result.loads[r"C:\Program Files\p\runtimes\a b.dll"] == (True, "")
+    assert result.loads[r"C:\Program Files\p\runtimes\c.dll"] == (False, "126")
+    assert result.loaded == {"onnxruntime.dll"}
+
+
+def test_the_fixed_input_is_the_probes() -> None:
+    assert input_values(12) == [-2.5, -2.0, -1.5, -1.0, -0.5, 0.0, 0.5, 1.0, 1.5, 2.0, 2.5, -2.5]

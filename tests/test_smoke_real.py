@@ -1,0 +1,123 @@
+"""The real tier runs `invoke smoke`'s code on both real products, and the checks it relies on
+are shown to catch a wrong version and wrong numbers.
+
+`smoke` probes every linux-x86_64 and windows-x86_64 runtime from the stage and from where its
+package installs (pacman into a scratch root; the installer in a fresh Wine prefix), every model
+on every runtime, and says NOT RUN for what this machine cannot execute.
+"""
+
+from __future__ import annotations
+
+import json
+import shutil
+import subprocess
+import time
+from pathlib import Path
+
+import pytest
+
+from ortbundle.build import BuildResult
+from ortbundle.probe import c_api_headers
+from ortbundle.probe.checks import ProbeRunner, check_tree
+from ortbundle.smoke import SmokeReport, smoke
+from tests.helpers.real import ROOT, build_product
+from tests.helpers.windows import probes, skip_without_wine
+
+pytestmark = [pytest.mark.real, pytest.mark.windows]
+__all__ = ["probes"]  # a session fixture, used by name
+
+
+def _runtimes(result: BuildResult, target: str) -> list[dict[str, object]]:
+    index = json.loads((result.version_dir / target / "runtimes.json").read_text("utf-8"))
+    runtimes: list[dict[str, object]] = index["runtimes"]
+    return runtimes
+
+
+def _smoke(result: BuildResult) -> SmokeReport:
+    lines: list[str] = []
+    started = time.monotonic()
+    report = smoke(
+        result.version_dir,
+        root=ROOT,
+        package_name=result.plan.product.packaging.package_name,
+        say=lines.append,
+    )
+    print("\n".join(lines), f"({time.monotonic() - started:.0f} s)", sep="\n")
+    return report
+
+
+@pytest.mark.parametrize("product", ["darkroom", "darkroom-plugins"])
+def test_smoke_passes_every_runtime_this_machine_can_run(
+    tmp_path_factory: pytest.TempPathFactory, product: str
+) -> None:
+    skip_without_wine(makensis=True)
+    result = build_product(tmp_path_factory, product)
+    report = _smoke(result)
+    assert not report.failed, "\n".join(line.text() for line in report.failed)
+
+    passed = {(line.target, line.subject, line.where.split(" (")[0]) for line in report.passed}
+    for target in ("linux-x86_64", "windows-x86_64"):
+        for runtime in _runtimes(result, target):
+            for where in ("stage", "installed"):
+                assert (target, runtime["name"], where) in passed, (target, runtime, where)
+    packages = {(line.target, line.subject) for line in report.passed}
+    assert {("linux-x86_64", "arch"), ("windows-x86_64", "installer")} <= packages
+    assert ("windows-x86_64", "uninstall") in packages
+    not_run = {line.target for line in report.lines if line.verdict == "NOT RUN"}
+    assert "windows-arm64" in not_run
+    for line in report.lines:  # a runtime with plugin EPs registered them with its core
+        if line.verdict == "PASS" and line.subject == "webgpu" and product == "darkroom-plugins":
+            assert "plugin EP ep-openvino" in line.detail, line.text()
+
+
+def test_the_checks_catch_a_wrong_version_and_wrong_numbers(
+    tmp_path_factory: pytest.TempPathFactory, tmp_path: Path, probes: tuple[Path, Path]
+) -> None:
+    result = build_product(tmp_path_factory, "darkroom")
+    stage = tmp_path / "stage"
+    shutil.copytree(result.version_dir / "linux-x86_64", stage, symlinks=True)
+    runner = ProbeRunner(probes[1])
+    assert all(c.passed for c in check_tree(stage, runner, target="t", where="copy"))
+
+    index_path, models_path = stage / "runtimes.json", stage / "models.json"
+    index = json.loads(index_path.read_text("utf-8"))
+    index["runtimes"][0]["ort_version"] = "1.24.0"
+    index_path.write_text(json.dumps(index), "utf-8")
+    models = json.loads(models_path.read_text("utf-8"))
+    swap = {"sigmoid": "logreg-iris", "logreg-iris": "sigmoid"}
+    for model in models["models"]:  # the sigmoid reference now judges logreg's outputs
+        model["name"] = swap[model["name"]]
+    models_path.write_text(json.dumps(models), "utf-8")
+
+    first, second = check_tree(stage, runner, target="t", where="copy")
+    assert not first.passed and "version '1.24.1', the index says 1.24.0" in first.detail
+    assert not second.passed and "model sigmoid: label is off by" in second.detail
+
+
+def test_the_shipped_loaders_ortapi_indices_match_the_c_header(tmp_path: Path) -> None:
+    """runtime_loader.py calls OrtApi by index; the header from the pinned AAR says where each
+    function is (offsetof / sizeof(void *)), for the loader's Linux and Windows builds alike."""
+    from ortbundle import loader
+
+    if shutil.which("gcc") is None:
+        pytest.skip("gcc not installed (Debian/Ubuntu: apt-get install gcc)")
+    include = c_api_headers(ROOT, tmp_path / "include")
+    names = {
+        "GetErrorMessage": loader._GET_ERROR_MESSAGE,
+        "CreateEnv": loader._CREATE_ENV,
+        "ReleaseStatus": loader._RELEASE_STATUS,
+        "RegisterExecutionProviderLibrary": loader._REGISTER_EP_LIBRARY,
+        "GetEpDevices": loader._GET_EP_DEVICES,
+        "EpDevice_EpName": loader._EP_DEVICE_EP_NAME,
+    }
+    lines = [f'printf("{n} %zu\\n", offsetof(OrtApi, {n}) / sizeof(void *));' for n in names]
+    source = tmp_path / "offsets.c"
+    source.write_text(
+        '#include <stddef.h>\n#include <stdio.h>\n#include "onnxruntime_c_api.h"\n'
+        "int main(void) {\n" + "\n".join(lines) + "\nreturn 0;\n}\n"
+    )
+    exe = tmp_path / "offsets"
+    subprocess.run(["gcc", "-isystem", str(include), "-o", str(exe), str(source)], check=True)
+    printed = subprocess.run([str(exe)], capture_output=True, text=True, check=True).stdout
+    found = {name: int(index) for name, index in (line.split() for line in printed.splitlines())}
+    assert found == names
