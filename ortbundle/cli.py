@@ -197,6 +197,8 @@ def run_verify(
     )
     signer = f"signature OK (key {report.signed_by})" if report.signed_by else "UNSIGNED"
     print(f"{report.tree}: {report.product} {report.version}, {signer}")
+    if report.provenance is not None:
+        print(report.provenance.line())
     for line in report.lines():
         print(line)
     if not report.ok:
