@@ -300,6 +300,7 @@ def sbom_json(
                 purl=PackageURL.from_string(first.purl),
                 licenses=[LicenseExpression(" AND ".join(expressions))],
                 copyright="\n".join(first.copyrights) or None,
+                publisher=first.publisher or None,
                 hashes=hashes,
                 components=files,
                 properties=properties,
