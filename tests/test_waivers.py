@@ -275,57 +275,38 @@ def test_the_default_products_dxil_waivers_stay_unsigned_and_say_what_to_do() ->
 # --- pin --check: the way out ---------------------------------------------------------------
 
 
-def test_a_newer_release_without_the_waived_file_makes_its_waiver_obsolete() -> None:
+X64 = ["onnxruntime.dll", "onnxruntime_providers_shared.dll", "dxcompiler.dll", "dxil.dll"]
+X64_WITHOUT_DXIL = X64[:3]
+ARM = ["onnxruntime_providers_webgpu.dll", "dxil.dll"]
+
+
+@pytest.mark.parametrize(
+    ("runtime_dir", "target", "current", "newer", "obsolete"),
+    [
+        ("runtimes/webgpu", "windows-x86_64", X64, X64_WITHOUT_DXIL, ["runtimes/webgpu/dxil.dll"]),
+        ("runtimes/webgpu", "windows-x86_64", X64, X64, []),  # still shipped: the waiver stays
+        # the plugin's waiver is for windows-arm64: not this target's to drop
+        ("plugins/ep-webgpu", "windows-x86_64", X64, X64_WITHOUT_DXIL, []),
+        ("plugins/ep-webgpu", "windows-arm64", ARM, ARM[:1], ["plugins/ep-webgpu/dxil.dll"]),
+        ("runtimes/openvino", "windows-x86_64", X64, [], []),  # no waived file there today
+    ],
+)
+def test_a_newer_release_without_the_waived_file_makes_its_waiver_obsolete(
+    runtime_dir: str, target: str, current: list[str], newer: list[str], obsolete: list[str]
+) -> None:
     product = load_product(ROOT / "manifests" / "darkroom.toml")
-    today_files = [
-        "onnxruntime.dll",
-        "onnxruntime_providers_shared.dll",
-        "dxcompiler.dll",
-        "dxil.dll",
-    ]
-    newer = ["onnxruntime.dll", "onnxruntime_providers_shared.dll", "dxcompiler.dll"]
     found = waivers_a_release_drops(
         product.waivers,
         component="webgpu",
         version="1.28.0",
-        runtime_dir="runtimes/webgpu",
-        target="windows-x86_64",
-        current_files=today_files,
+        runtime_dir=runtime_dir,
+        target=target,
+        current_files=[] if "openvino" in runtime_dir else current,
         newer_files=newer,
     )
-    assert [o.waiver.file for o in found] == ["runtimes/webgpu/dxil.dll"]
-    assert found[0].line() == (
-        "webgpu 1.28.0 no longer ships runtimes/webgpu/dxil.dll (LicenseRef-Microsoft-DXIL): "
-        "after moving to it, the waiver for runtimes/webgpu/dxil.dll can be removed"
-    )
-    still = waivers_a_release_drops(
-        product.waivers,
-        component="webgpu",
-        version="1.28.0",
-        runtime_dir="runtimes/webgpu",
-        target="windows-x86_64",
-        current_files=today_files,
-        newer_files=today_files,
-    )
-    assert still == ()
-    # the plugin's waiver is for another runtime directory and target: not this runtime's to drop
-    other = waivers_a_release_drops(
-        product.waivers,
-        component="ep-webgpu",
-        version="0.5.0",
-        runtime_dir="plugins/ep-webgpu",
-        target="windows-x86_64",
-        current_files=today_files,
-        newer_files=newer,
-    )
-    assert other == ()
-    arm = waivers_a_release_drops(
-        product.waivers,
-        component="ep-webgpu",
-        version="0.5.0",
-        runtime_dir="plugins/ep-webgpu",
-        target="windows-arm64",
-        current_files=["onnxruntime_providers_webgpu.dll", "dxil.dll"],
-        newer_files=["onnxruntime_providers_webgpu.dll"],
-    )
-    assert [o.waiver.file for o in arm] == ["plugins/ep-webgpu/dxil.dll"]
+    assert [o.waiver.file for o in found] == obsolete
+    for o in found:
+        assert o.line() == (
+            f"webgpu 1.28.0 no longer ships {o.waiver.file} (LicenseRef-Microsoft-DXIL): after "
+            f"moving to it, the waiver for {o.waiver.file} can be removed"
+        )

@@ -31,6 +31,14 @@ def _dll_names(entries: list[Any], label: str) -> tuple[str, ...]:
     return tuple(names)
 
 
+def _unreadable(label: str, what: str, exc: Exception) -> BinaryError:
+    return BinaryError(
+        f"{label} {what} ({type(exc).__name__}: {exc})",
+        file=label,
+        fix="the library is truncated or corrupt; check the pin and the archive",
+    )
+
+
 _PE32_PLUS = 0x20B  # optional-header magic of 64-bit images
 
 
@@ -50,11 +58,7 @@ def inspect_pe(path: Path, label: str) -> BinaryInfo:
     except BinaryError:
         raise
     except Exception as exc:  # noqa: BLE001 - pefile raises PEFormatError and raw struct errors
-        raise BinaryError(
-            f"{label} is not a readable PE file ({type(exc).__name__}: {exc})",
-            file=label,
-            fix="the library is truncated or corrupt; check the pin and the archive",
-        ) from None
+        raise _unreadable(label, "is not a readable PE file", exc) from None
     if import_dir.VirtualAddress and import_dir.Size and not imports:
         detail = f": {warnings[0]}" if warnings else ""
         raise BinaryError(
@@ -120,11 +124,7 @@ def read_version_info(path: Path, label: str) -> VersionInfo | None:
         finally:
             pe.close()
     except Exception as exc:  # noqa: BLE001 - pefile raises PEFormatError and raw struct errors
-        raise BinaryError(
-            f"{label} has an unreadable version resource ({type(exc).__name__}: {exc})",
-            file=label,
-            fix="the library is truncated or corrupt; check the pin and the archive",
-        ) from None
+        raise _unreadable(label, "has an unreadable version resource", exc) from None
     file_version = strings.get("FileVersion", "").strip()
     product_version = strings.get("ProductVersion", "").strip()
     if fixed is not None and (fixed.FileVersionMS or fixed.FileVersionLS):
