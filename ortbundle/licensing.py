@@ -246,13 +246,16 @@ def attribute_target(
             else None
         )
         version = resolved.version if resolved else rule.version
+        purl = purl_for(rule, sources, version)
+        if version != rule.version and "@" not in purl:  # the files' version, for the SBOM too
+            purl = f"{purl}@{version}"
         result.append(
             ComponentUse(
                 name=name,
                 version=version,
                 expression=expression,
                 license_ids=ids,
-                purl=purl_for(rule, sources, version),
+                purl=purl,
                 files=tuple(sorted(entry.files, key=_by_path)),
                 texts=own_texts,
                 copyrights=_copyrights(stage, own_texts),
