@@ -363,4 +363,4 @@ def run_ci_workflow(product: str, out: Path | None, *, root: Path = ROOT) -> Non
     target = out or root / "ci" / f"{product}-github-actions.yml"
     target.parent.mkdir(parents=True, exist_ok=True)
     target.write_text(workflow_yaml(plan.product), "utf-8")
-    print(f"wrote {target} ({len(plan.product.targets)} target jobs and a release job)")
+    print(f"wrote {target} ({len(plan.product.targets)} target jobs, a release and a publish job)")

@@ -12,6 +12,10 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from google.protobuf import json_format
+from in_toto_attestation.predicates.provenance.v1 import provenance_pb2
+from in_toto_attestation.v1 import statement_pb2
+from in_toto_attestation.v1.statement import Statement
 from securesystemslib.dsse import Envelope
 from securesystemslib.exceptions import VerificationError
 from securesystemslib.signer._key import SSlibKey
@@ -86,6 +90,26 @@ def test_an_independent_dsse_implementation_verifies_the_provenance(
     )
     with pytest.raises(VerificationError):
         Envelope.from_dict(copy.deepcopy(tampered)).verify([sslib_key(public(fake))], 1)
+
+
+def test_the_statement_and_predicate_parse_as_in_toto_and_slsa_v1(built: BuildResult) -> None:
+    """in-toto's own attestation library (protobuf definitions of Statement v1 and SLSA
+    Provenance v1, unknown fields refused) reads what we wrote."""
+    statement = payload(envelope(built.version_dir))
+    parsed = json_format.ParseDict(statement, statement_pb2.Statement())
+    Statement.copy_from_pb(parsed).validate()
+    provenance = json_format.ParseDict(statement["predicate"], provenance_pb2.Provenance())
+    assert (
+        provenance.build_definition.build_type
+        == statement["predicate"]["buildDefinition"]["buildType"]
+    )
+    assert (
+        provenance.run_details.builder.id == statement["predicate"]["runDetails"]["builder"]["id"]
+    )
+    assert len(provenance.build_definition.resolved_dependencies) >= 4
+    statement["predicate"]["runDetails"]["buildr"] = {}  # it bites: a misspelt field is refused
+    with pytest.raises(json_format.ParseError):
+        json_format.ParseDict(statement["predicate"], provenance_pb2.Provenance())
 
 
 def test_the_statement_says_what_was_built_from_what(built: BuildResult) -> None:
