@@ -90,7 +90,10 @@ def test_notice_sbom_and_audit_show_the_version_the_file_carries(
     result = build(fake.project, fake.options(), reporter)
     version_dir = result.version_dir
     notice = (version_dir / "windows-x86_64" / "NOTICE").read_text()
-    assert "xcompiler 1.9.0.1\nPublisher (from its files): Microsoft(r) Corporation" in notice
+    assert (
+        "xcompiler 1.9.0.1\nLicence: MIT\nPackage URL: pkg:generic/xcompiler@1.9.0.1\n"
+        "Publisher (from its files): Microsoft(r) Corporation\n"
+    ) in notice
     assert "bundled with" not in notice
     sbom = json.loads((version_dir / "sbom.cdx.json").read_text())
     component = next(c for c in sbom["components"] if c["name"] == "xcompiler")
