@@ -156,10 +156,12 @@ def waivers_a_release_drops(
     """Which waivers a newer release of a runtime makes unnecessary, for `pin --check`.
 
     `current_files` and `newer_files` are the file names (not paths) the pinned and the newer
-    release ship for this runtime on `target`; the runtime stages under `runtime_dir`
-    ("runtimes/webgpu", "plugins/ep-webgpu"). A waiver whose glob matches one of today's
-    files there and none of the newer release's names is reported; one naming other files,
-    other targets or a file the newer release still ships is not.
+    release ship for this runtime on `target` — the kept set, or simply the library names in
+    each archive under the recipe's take globs (a file the archive lacks cannot ship); the
+    runtime stages under `runtime_dir` ("runtimes/webgpu", "plugins/ep-webgpu"). A waiver whose
+    glob matches one of today's files there and none of the newer release's is reported; one
+    naming other files, other targets, or a file the newer release still ships is not. Pure:
+    the caller (pin --check) fetches the newer release's listing.
     """
     prefix = runtime_dir.rstrip("/") + "/"
     current = [prefix + name for name in current_files]
