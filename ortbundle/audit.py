@@ -2,7 +2,8 @@
 
 Policy is data (`licenses/policy.toml`); waivers are a person's sign-off in the product
 manifest. The audit never turns a gap into "OK": a waived gap is reported as WAIVED, with the
-reason and the reviewer, every time it is relied on, and `--release` refuses it.
+reason and the reviewer, every time it is relied on, and `--release` refuses it unless the
+waiver is signed off, in date and names the bytes that ship (ortbundle/waivers.py).
 """
 
 from __future__ import annotations
@@ -12,6 +13,7 @@ import json
 import tomllib
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
+from datetime import UTC, date, datetime
 from pathlib import Path
 from typing import Any, Literal
 
@@ -23,6 +25,7 @@ from ortbundle.errors import AuditError, ConfigError
 from ortbundle.licensing import ComponentUse, TargetLicensing, spdx
 from ortbundle.plan import POLICY_NAME, BuildOptions, Project
 from ortbundle.recipes import Product, Waiver
+from ortbundle.waivers import CoveredFile, WaiverUse, use_of
 
 Verdict = Literal["allow", "review", "refuse"]
 Status = Literal["ok", "waived", "review", "fail"]
@@ -144,6 +147,7 @@ class ComponentAudit:
     status: Status
     waivers: tuple[Waiver, ...]
     problems: tuple[str, ...]
+    waiver_uses: tuple[WaiverUse, ...] = ()  # the waivers relied on, with their sign-off state
 
 
 @dataclass(frozen=True)
@@ -163,10 +167,17 @@ class ChannelAudit:
         out = [f"{c.name}: {p}" for c in self.components if c.status == "fail" for p in c.problems]
         if self.release:
             out += [
-                f"{c.name}: {p} ({c.status} — a release needs none)"
+                f"{c.name}: {p} (review — a release needs none)"
                 for c in self.components
-                if c.status in ("waived", "review")
+                if c.status == "review"
                 for p in c.problems
+            ]
+            out += [
+                f"{c.name}: {u.refusal()}"
+                for c in self.components
+                if c.status == "waived"
+                for u in c.waiver_uses
+                if not u.signed_off
             ]
             out += [f"waiver for {w.file} matches no shipped file" for w in self.unused_waivers]
         return tuple(out)
@@ -182,7 +193,10 @@ def audit_channel(
     waivers: Iterable[Waiver],
     *,
     release: bool,
+    today: date | None = None,
 ) -> ChannelAudit:
+    """`today` decides which waivers have expired (default: today's date, UTC)."""
+    today = today or datetime.now(UTC).date()
     targets = tuple(t for t in licensing if policy.covers(t.target))
     relevant = [
         w
@@ -206,6 +220,9 @@ def audit_channel(
         verdict = policy.evaluate(expression)
         files = [(t, f.path) for t, c in uses for f in c.files]
         own_files = [(t, f.path) for t, c in uses for f in c.files if f.link_to is None]
+        shipped = [
+            CoveredFile(t, f.path, f.sha256) for t, c in uses for f in c.files if f.link_to is None
+        ]
         text_present = all(c.has_text for _, c in uses)
         problems: list[str] = []
         if verdict == "refuse":
@@ -265,6 +282,9 @@ def audit_channel(
                 status=status,
                 waivers=tuple(matched) if status == "waived" else (),
                 problems=tuple(problems),
+                waiver_uses=tuple(use_of(w, shipped, today) for w in matched)
+                if status == "waived"
+                else (),
             )
         )
     unused = tuple(w for i, w in enumerate(relevant) if i not in used)
@@ -323,10 +343,11 @@ def print_report(console: Console, audits: Sequence[ChannelAudit]) -> None:
             )
         console.print(table)
         for c in audit.waived:
-            for w in c.waivers:
+            for u in c.waiver_uses:
+                w = u.waiver
                 console.print(
                     f"[bold yellow]WAIVED[/] {audit.channel}: {c.name} {w.file} — {w.license} — "
-                    f"{w.reason} — reviewed by {w.reviewer}",
+                    f"{w.reason} — {u.summary()}",
                     highlight=False,
                 )
         for c in audit.components:
@@ -351,10 +372,11 @@ def audit_summary(audits: Sequence[ChannelAudit]) -> list[str]:
     lines = []
     for audit in audits:
         for c in audit.waived:
-            for w in c.waivers:
+            for u in c.waiver_uses:
+                w = u.waiver
                 lines.append(
                     f"WAIVED {audit.channel}: {c.name} {w.file} — {w.license} — {w.reason} — "
-                    f"reviewed by {w.reviewer}"
+                    f"{u.summary()}"
                 )
         lines.append(f"{audit.channel}: audit {'passed' if audit.passed else 'FAILED'}")
     return lines
@@ -384,6 +406,17 @@ def report_json(
             "reviewer": w.reviewer,
             "targets": list(w.targets),
             "channels": list(w.channels),
+            "sha256": list(w.sha256),
+            "reviewed": w.reviewed.isoformat() if w.reviewed else None,
+            "expires": w.expires.isoformat() if w.expires else None,
+        }
+
+    def use(u: WaiverUse) -> dict[str, Any]:
+        return {
+            **waiver(u.waiver),
+            "covers": [{"path": f"{f.target}/{f.path}", "sha256": f.sha256} for f in u.covered],
+            "signed_off": u.signed_off,
+            "signoff_problems": list(u.problems),
         }
 
     document = {
@@ -417,7 +450,7 @@ def report_json(
                         "policy": c.verdict,
                         "status": c.status,
                         "problems": list(c.problems),
-                        "waivers": [waiver(w) for w in c.waivers],
+                        "waivers": [use(u) for u in c.waiver_uses],
                     }
                     for c in a.components
                 ],

@@ -241,6 +241,8 @@ def run_verify(
     )
     signer = f"signature OK (key {report.signed_by})" if report.signed_by else "UNSIGNED"
     print(f"{report.tree}: {report.product} {report.version}, {signer}")
+    if report.provenance is not None:
+        print(report.provenance.line())
     for line in report.lines():
         print(line)
     if not report.ok:
@@ -433,4 +435,4 @@ def run_ci_workflow(product: str, out: Path | None, *, root: Path = ROOT) -> Non
     target = out or root / "ci" / f"{product}-github-actions.yml"
     target.parent.mkdir(parents=True, exist_ok=True)
     _guard(lambda: atomic_write(target, workflow_yaml(plan.product)))
-    print(f"wrote {target} ({len(plan.product.targets)} target jobs and a release job)")
+    print(f"wrote {target} ({len(plan.product.targets)} target jobs, a release and a publish job)")

@@ -33,6 +33,7 @@ from ortbundle.recipes import (
 )
 from ortbundle.stage import StagedFile, StagedRuntime, StagedText
 from ortbundle.templating import render
+from ortbundle.versions import resolve_version
 
 TOOL_COMPONENT = "ortbundle"  # the loader, runtimes.json and NOTICE are ours
 TOOL_EXPRESSION = "MIT"
@@ -104,6 +105,7 @@ class ComponentUse:
     texts: tuple[StagedText, ...]  # its licence texts in the stage
     copyrights: tuple[str, ...]  # copyright lines found in its texts
     sources: tuple[Source, ...]  # the upstream artifacts its files came from
+    publisher: str = ""  # who made it, as its files say (PE CompanyName); "" when they do not
 
     @property
     def size(self) -> int:
@@ -132,7 +134,7 @@ class TargetLicensing:
         raise KeyError(path)
 
 
-def purl_for(rule: LicenseRule, sources: Iterable[Source]) -> str:
+def purl_for(rule: LicenseRule, sources: Iterable[Source], version: str | None = None) -> str:
     """The rule's own purl, else pypi when its files come from that very project, else generic."""
     if rule.purl:
         return rule.purl
@@ -141,7 +143,7 @@ def purl_for(rule: LicenseRule, sources: Iterable[Source]) -> str:
         (origin,) = origins
         if origin.name == rule.component:
             return origin.purl()
-    return generic_purl(rule.component, rule.version)
+    return generic_purl(rule.component, version or rule.version)
 
 
 def copyright_lines(data: bytes) -> tuple[str, ...]:
@@ -229,17 +231,36 @@ def attribute_target(
         )
         own_texts = tuple(sorted((t for t in all_texts if t.component == name), key=_by_path))
         sources = tuple(entry.sources.values())
+        # The package a registry publishes states its own version; a component bundled inside
+        # another's archive is checked against (or takes its version from) its files.
+        bundled = not any(s.origin.name == name for s in sources)
+        resolved = (
+            resolve_version(
+                name,
+                rule.version,
+                [(f.path, stage / f.path) for f in entry.files if f.link_to is None],
+                target=target,
+                recipe=str(entry.recipe.path),
+            )
+            if bundled
+            else None
+        )
+        version = resolved.version if resolved else rule.version
+        purl = purl_for(rule, sources, version)
+        if version != rule.version and "@" not in purl:  # the files' version, for the SBOM too
+            purl = f"{purl}@{version}"
         result.append(
             ComponentUse(
                 name=name,
-                version=rule.version,
+                version=version,
                 expression=expression,
                 license_ids=ids,
-                purl=purl_for(rule, sources),
+                purl=purl,
                 files=tuple(sorted(entry.files, key=_by_path)),
                 texts=own_texts,
                 copyrights=_copyrights(stage, own_texts),
                 sources=tuple(sorted(sources, key=lambda s: s.filename)),
+                publisher=resolved.publisher if resolved else "",
             )
         )
     for model in models:
@@ -427,6 +448,7 @@ def licensing_to_json(licensing: TargetLicensing) -> str:
                 ],
                 "copyrights": list(c.copyrights),
                 "sources": [source_to_json(s) for s in c.sources],
+                **({"publisher": c.publisher} if c.publisher else {}),
             }
             for c in licensing.components
         ],
@@ -450,6 +472,7 @@ def licensing_from_json(text: str, *, where: str) -> TargetLicensing:
                 texts=tuple(StagedText(**t) for t in c["texts"]),
                 copyrights=tuple(c["copyrights"]),
                 sources=tuple(source_from_json(s) for s in c["sources"]),
+                publisher=c.get("publisher", ""),
             )
             for c in document["components"]
         )

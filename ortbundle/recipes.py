@@ -6,11 +6,13 @@ up front, with the file it is in — not as a KeyError in the middle of a build.
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import re
 import tomllib
 import unicodedata
 from dataclasses import dataclass
+from datetime import date, datetime
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 from urllib.parse import quote, unquote, urlsplit
@@ -347,6 +349,12 @@ class Waiver:
     reviewer: str
     targets: tuple[str, ...]  # empty: every target
     channels: tuple[str, ...]  # empty: every channel
+    # The sign-off a --release needs (ortbundle/waivers.py): the bytes reviewed, when, until when.
+    sha256: tuple[str, ...] = ()  # of each file it covers: other bytes re-open the question
+    reviewed: date | None = None
+    expires: date | None = None
+    entry: str = ""  # where it is written: "waivers[0]"
+    manifest: str = ""  # in which product manifest (file name only: no host path in outputs)
 
 
 @dataclass(frozen=True)
@@ -859,11 +867,35 @@ def _waiver(reader: _Reader, targets: tuple[str, ...]) -> Waiver:
         reviewer=reader.text("reviewer"),
         targets=reader.text_list("targets", required=False),
         channels=reader.text_list("channels", required=False),
+        sha256=_waiver_sha256(reader),
+        reviewed=_waiver_date(reader, "reviewed"),
+        expires=_waiver_date(reader, "expires"),
+        entry=reader.where.lstrip("."),
+        manifest=reader.path.name,
     )
     unknown = sorted(set(waiver.targets) - set(targets))
     if unknown:
         raise reader._fail(f"names targets the product lacks: {', '.join(unknown)}")
     return waiver
+
+
+def _waiver_sha256(reader: _Reader) -> tuple[str, ...]:
+    """One digest, or a list when the waiver's glob covers several files."""
+    values = reader.text_list("sha256", required=False)
+    if not all(re.fullmatch(r"[0-9a-f]{64}", v) for v in values):
+        raise reader._fail("'sha256' must be 64 lower-case hex digits (the reviewed file's)")
+    return values
+
+
+def _waiver_date(reader: _Reader, key: str) -> date | None:
+    """A TOML date (reviewed = 2026-12-01) or the same as a string."""
+    value = reader.table.get(key)
+    if value is None or (isinstance(value, date) and not isinstance(value, datetime)):
+        return value
+    if isinstance(value, str):
+        with contextlib.suppress(ValueError):
+            return date.fromisoformat(value)
+    raise reader._fail(f"{key!r} must be a date, written YYYY-MM-DD")
 
 
 # --- model recipes ------------------------------------------------------------------------

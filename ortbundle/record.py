@@ -23,6 +23,7 @@ from ortbundle.fetch.cache import sha256_file
 from ortbundle.incremental import code_digest
 from ortbundle.licensing import TargetLicensing, licensing_to_json
 from ortbundle.plan import source_date_epoch as source_date_epoch  # re-exported
+from ortbundle.provenance import PROVENANCE_NAME, build_context, envelope_json
 from ortbundle.recipes import ModelRecipe, Product, Recipe, origin_to_json
 from ortbundle.signing import SecretKey, sign
 
@@ -31,8 +32,8 @@ MANIFEST_NAME = "manifest.json"
 SIGNATURE_NAME = "manifest.json.minisig"
 SBOM_NAME = "sbom.cdx.json"
 AUDIT_NAME = "audit.json"
-# Files beside the manifest that it cannot list: itself, its signature.
-UNLISTED = frozenset({MANIFEST_NAME, SIGNATURE_NAME})
+# Files beside the manifest that it cannot list: itself, its signature, the provenance over it.
+UNLISTED = frozenset({MANIFEST_NAME, SIGNATURE_NAME, PROVENANCE_NAME})
 
 
 class InputInfo(Protocol):
@@ -304,6 +305,7 @@ def sbom_json(
                 purl=PackageURL.from_string(first.purl),
                 licenses=[LicenseExpression(" AND ".join(expressions))],
                 copyright="\n".join(first.copyrights) or None,
+                publisher=first.publisher or None,
                 hashes=hashes,
                 components=files,
                 properties=properties,
@@ -396,7 +398,8 @@ def write_evidence(
     digests: Mapping[str, str] | None = None,
     cache: Path | None = None,
 ) -> None:
-    """Everything after the stages and packages exist: records, audit, SBOM, manifest, signature.
+    """Everything after the stages and packages exist: records, audit, SBOM, manifest, signature,
+    and the SLSA provenance over all of it (signed with the same key).
 
     One function for a single-machine build and for a release merged from several runners, so
     both write the same bytes for the same targets.
@@ -429,6 +432,9 @@ def write_evidence(
     if key is not None:
         (version_dir / SIGNATURE_NAME).write_text(signature_text(manifest, key, product), "utf-8")
         (version_dir / SIGNATURE_NAME).chmod(0o644)
+    provenance = version_dir / PROVENANCE_NAME
+    provenance.write_text(envelope_json(manifest, build_context(root), key), "utf-8")
+    provenance.chmod(0o644)
     stamp = epoch * 1_000_000_000
     for path in version_dir.rglob("*"):
         # only where it differs: a memoised package hard-linked here keeps its inode's ctime,

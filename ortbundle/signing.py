@@ -239,6 +239,25 @@ def verify(
     return trusted_comment
 
 
+def sign_bytes(data: bytes, key: SecretKey) -> bytes:
+    """A plain Ed25519 signature over data (DSSE signs its PAE this way; no minisign framing)."""
+    from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
+
+    return Ed25519PrivateKey.from_private_bytes(key.private_bytes).sign(data)
+
+
+def verify_bytes(data: bytes, signature: bytes, public_key: PublicKey) -> bool:
+    """Whether signature is public_key's plain Ed25519 signature over data."""
+    from cryptography.exceptions import InvalidSignature
+    from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PublicKey
+
+    try:
+        Ed25519PublicKey.from_public_bytes(public_key.public_bytes).verify(signature, data)
+    except InvalidSignature:
+        return False
+    return True
+
+
 def _parse_signature(text: str, source: str | None) -> tuple[bytes, bytes, bytes, str, bytes]:
     """Split a `.minisig` into its fields, refusing anything minisign itself would refuse."""
 

@@ -10,6 +10,7 @@ from pathlib import Path
 from typing import Any
 
 from ortbundle.errors import ConfigError, IntegrityError
+from ortbundle.provenance import PROVENANCE_NAME, ProvenanceCheck, check_provenance
 from ortbundle.record import MANIFEST_NAME, MANIFEST_SCHEMA, SIGNATURE_NAME, UNLISTED, hash_file
 from ortbundle.signing import PublicKey, load_public_key, verify
 
@@ -26,6 +27,7 @@ class VerifyReport:
     modified: tuple[str, ...]
     missing: tuple[str, ...]
     unexpected: tuple[str, ...]
+    provenance: ProvenanceCheck | None = None  # checked whenever the signature is
 
     @property
     def ok(self) -> bool:
@@ -103,6 +105,11 @@ def verify_tree(
         else check_signature(manifest_path, data, key, allow_unsigned=allow_unsigned)
     )
     document = _parse(manifest_path, data)
+    provenance = None
+    beside = manifest_path.with_name(PROVENANCE_NAME)
+    if not ignore_signature and (signed_by is not None or beside.is_file()):
+        # a signed manifest needs its signed provenance; an unsigned one's must still agree
+        provenance = check_provenance(beside, data, key if signed_by is not None else None)
     expected: dict[str, dict[str, Any]] = {
         o["path"][len(prefix) :]: o for o in document["outputs"] if o["path"].startswith(prefix)
     }
@@ -153,6 +160,7 @@ def verify_tree(
         modified=tuple(sorted(modified)),
         missing=tuple(sorted(set(expected) - seen)),
         unexpected=tuple(unexpected),
+        provenance=provenance,
     )
 
 

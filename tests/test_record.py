@@ -51,7 +51,7 @@ def test_manifest_lists_every_input_and_output(built: BuildResult, fake: FakePro
         p.relative_to(version_dir).as_posix()
         for p in version_dir.rglob("*")
         if p.is_file() or p.is_symlink()
-    } - {"manifest.json", "manifest.json.minisig"}
+    } - {"manifest.json", "manifest.json.minisig", "provenance.intoto.json"}
     outputs = {o["path"]: o for o in manifest["outputs"]}
     assert set(outputs) == on_disk
     assert outputs["linux-x86_64/runtimes/fake/libdep.so.2"]["component"] == "fake"

@@ -138,7 +138,7 @@ def test_workflow_template_lists_every_target_of_the_default_product() -> None:
     text = workflow_yaml(product)
     workflow = yaml.safe_load(text)
     jobs = workflow["jobs"]
-    assert set(jobs) == {f"build-{t}" for t in product.targets} | {"release"}
+    assert set(jobs) == {f"build-{t}" for t in product.targets} | {"release", "publish"}
     assert jobs["release"]["needs"] == [f"build-{t}" for t in product.targets]
     steps = [s.get("run", "") for s in jobs["release"]["steps"]]
     assert any(

@@ -20,8 +20,11 @@ def make_pe(
     functions: Mapping[str, Sequence[str]] | None = None,
     os_version: tuple[int, int] = (6, 0),
     subsystem_version: tuple[int, int] = (6, 0),
+    version: dict[str, str] | None = None,
 ) -> bytes:
-    """A DLL whose single .rdata section holds the import and delay-import directories.
+    """A DLL whose single .rdata section holds the import and delay-import directories, and a
+    VS_VERSIONINFO resource with these strings (FileVersion, ProductVersion, CompanyName, …)
+    when `version` is given.
 
     Each import takes one function by ordinal, or the ones `functions` names for that DLL by
     name (hint/name entries); the header's OS and subsystem versions are the defaults of the
@@ -58,6 +61,13 @@ def make_pe(
     import_size = 20 * (len(imports) + 1) if imports else 0
     delay_rva = put(b"".join(delay_descs) + b"\x00" * 32, 4) if delay_imports else 0
     delay_size = 32 * (len(delay_imports) + 1) if delay_imports else 0
+    resource_rva, resource_size = 0, 0
+    if version is not None:
+        section.extend(b"\x00" * (-len(section) % 8))
+        resource_rva = SECTION_RVA + len(section)
+        blob = _version_resource(resource_rva, version)
+        put(blob)
+        resource_size = len(blob)
     section.extend(payload)
     raw_size = len(section) + (-len(section) % FILE_ALIGN) or FILE_ALIGN
     section.extend(b"\x00" * (raw_size - len(section)))
@@ -69,6 +79,7 @@ def make_pe(
     directories = [(0, 0)] * 16
     directories[1] = (import_rva, import_size)
     directories[13] = (delay_rva, delay_size)
+    directories[2] = (resource_rva, resource_size)
     size_of_image = SECTION_RVA + ((raw_size + 0xFFF) & ~0xFFF)
     optional = struct.pack(
         "<HBBIIIIIQIIHHHHHHIIIIHHQQQQII",
@@ -117,3 +128,61 @@ def make_pe(
     head = header + sec
     head += b"\x00" * (FILE_ALIGN - len(head))
     return head + bytes(section)
+
+
+def _wstr(text: str) -> bytes:
+    return (text + "\x00").encode("utf-16-le")
+
+
+def _block(key: str, value: bytes, value_length: int, kind: int, children: bytes = b"") -> bytes:
+    """One VS_VERSIONINFO-style block: length, value length, type, key, value, children."""
+    head = _wstr(key)
+    body = bytearray(6 + len(head))
+    body[6:] = head
+    body.extend(b"\x00" * (-len(body) % 4))
+    body.extend(value)
+    body.extend(b"\x00" * (-len(body) % 4))
+    body.extend(children)
+    struct.pack_into("<HHH", body, 0, len(body), value_length, kind)
+    return bytes(body)
+
+
+def _version_numbers(text: str) -> tuple[int, int]:
+    parts = [int(p) for p in (text.split(" ")[0].split(".") + ["0"] * 4)[:4] if p.isdigit()]
+    parts += [0] * (4 - len(parts))
+    return (parts[0] << 16) | parts[1], (parts[2] << 16) | parts[3]
+
+
+def _version_resource(rva: int, strings: dict[str, str]) -> bytes:
+    """A resource directory (RT_VERSION / 1 / en-US) holding one VS_VERSIONINFO."""
+    file_ms, file_ls = _version_numbers(strings.get("FileVersion", "0"))
+    product_ms, product_ls = _version_numbers(strings.get("ProductVersion", "0"))
+    fixed = struct.pack(
+        "<13I",
+        0xFEEF04BD,
+        0x10000,
+        file_ms,
+        file_ls,
+        product_ms,
+        product_ls,
+        0x3F,
+        0,
+        4,
+        2,
+        0,
+        0,
+        0,
+    )
+    entries = b"".join(
+        _block(key, _wstr(value), len(value) + 1, 1) for key, value in strings.items()
+    )
+    table = _block("040904B0", b"", 0, 1, entries)
+    string_info = _block("StringFileInfo", b"", 0, 1, table)
+    info = _block("VS_VERSION_INFO", fixed, len(fixed), 0, string_info)
+    directory = bytearray()
+    directory += struct.pack("<IIHHHH", 0, 0, 0, 0, 0, 1) + struct.pack("<II", 16, 0x80000018)
+    directory += struct.pack("<IIHHHH", 0, 0, 0, 0, 0, 1) + struct.pack("<II", 1, 0x80000030)
+    directory += struct.pack("<IIHHHH", 0, 0, 0, 0, 0, 1) + struct.pack("<II", 0x409, 0x48)
+    directory += struct.pack("<IIII", rva + 0x58, len(info), 0, 0)
+    directory += b"\x00" * (0x58 - len(directory))
+    return bytes(directory) + info

@@ -1,0 +1,143 @@
+"""The generated release workflow: pinned, least-privilege, strict, and clean under the real
+linters (zizmor, and the GitHub workflow schema through check-jsonschema)."""
+
+from __future__ import annotations
+
+import json
+import re
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+import pytest
+import yaml
+
+from ortbundle.ci_workflow import load_action_pins, workflow_yaml
+from ortbundle.errors import ConfigError
+from ortbundle.recipes import load_product
+
+ROOT = Path(__file__).resolve().parent.parent
+COMMITTED = ROOT / "ci" / "darkroom-github-actions.yml"
+
+
+def zizmor_findings(path: Path) -> list[dict[str, Any]]:
+    """zizmor's findings, every persona (pedantic shows the most), offline."""
+    exe = shutil.which("zizmor") or str(Path(sys.executable).with_name("zizmor"))
+    found = subprocess.run(
+        [exe, "--offline", "--persona", "pedantic", "--format", "json", str(path)],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=False,
+    )
+    assert found.returncode in (0, 10, 11, 12, 13, 14), found.stderr  # 1x: findings, by severity
+    findings: list[dict[str, Any]] = json.loads(found.stdout)
+    return findings
+
+
+def serious(findings: list[dict[str, Any]]) -> list[str]:
+    return [
+        f"{f['ident']} ({f['determinations']['severity']})"
+        for f in findings
+        if f["determinations"]["severity"] in ("High", "Medium")
+    ]
+
+
+def test_committed_workflow_is_the_generated_one() -> None:
+    product = load_product(ROOT / "manifests" / "darkroom.toml")
+    assert COMMITTED.read_text() == workflow_yaml(product), "regenerate with: invoke ci-workflow"
+
+
+def test_committed_workflow_passes_zizmor() -> None:
+    findings = zizmor_findings(COMMITTED)
+    assert serious(findings) == []
+    assert findings == []  # not even a low or informational one today
+
+
+def test_zizmor_bites_on_the_old_workflow(tmp_path: Path) -> None:
+    """The check is real: tag pins and the default (broad) token permissions are caught."""
+    product = load_product(ROOT / "manifests" / "darkroom.toml")
+    text = workflow_yaml(product)
+    text = re.sub(r"@[0-9a-f]{40} # (v[0-9.]+)", r"@\1", text)  # tags instead of commits
+    text = text.replace("permissions: {}\n", "").replace(
+        "persist-credentials: false", "clean: true"
+    )
+    (tmp_path / "weak.yml").write_text(text)
+    idents = {f.split(" ")[0] for f in serious(zizmor_findings(tmp_path / "weak.yml"))}
+    assert {"unpinned-uses", "excessive-permissions"} <= idents
+
+
+def test_committed_workflow_matches_the_github_workflow_schema(tmp_path: Path) -> None:
+    def check(path: Path) -> subprocess.CompletedProcess[str]:
+        return subprocess.run(
+            [
+                sys.executable,
+                "-m",
+                "check_jsonschema",
+                "--builtin-schema",
+                "vendor.github-workflows",
+                str(path),
+            ],
+            capture_output=True,
+            text=True,
+            timeout=120,
+            check=False,
+        )
+
+    good = check(COMMITTED)
+    assert good.returncode == 0, good.stdout + good.stderr
+    broken = tmp_path / "broken.yml"  # the schema bites: a job with no runs-on or steps
+    broken.write_text(COMMITTED.read_text().replace("runs-on: ubuntu-24.04", "runs_on: x", 1))
+    assert check(broken).returncode != 0
+
+
+def test_every_action_is_pinned_by_commit_with_its_version_in_a_comment() -> None:
+    text = COMMITTED.read_text()
+    pins = load_action_pins()
+    uses = re.findall(r"uses: (\S+)@(\S+)(.*)", text)
+    assert uses
+    for name, ref, comment in uses:
+        assert re.fullmatch(r"[0-9a-f]{40}", ref), f"{name}@{ref} is not a commit"
+        assert pins[name].commit == ref and comment == f" # {pins[name].version}"
+
+
+def test_pins_that_are_not_commits_are_refused() -> None:
+    with pytest.raises(ConfigError, match="not a full 40-hex commit SHA"):
+        load_action_pins('[actions."actions/checkout"]\nversion = "v7.0.1"\ncommit = "v7.0.1"\n')
+    with pytest.raises(ConfigError, match="not a full 40-hex commit SHA"):
+        load_action_pins('[actions."actions/checkout"]\nversion = "v7"\ncommit = "3d3c42e5"\n')
+
+
+def test_least_privilege_no_cache_and_a_strict_release() -> None:
+    workflow = yaml.safe_load(COMMITTED.read_text())
+    product = load_product(ROOT / "manifests" / "darkroom.toml")
+    jobs = workflow["jobs"]
+    assert workflow["permissions"] == {}
+    assert set(jobs) == {f"build-{t}" for t in product.targets} | {"release", "publish"}
+    for name, job in jobs.items():
+        assert "permissions" in job, name
+        writes = {k for k, v in job["permissions"].items() if v == "write"}
+        assert writes == ({"contents", "id-token", "attestations"} if name == "publish" else set())
+        for step in job["steps"]:
+            uses = step.get("uses", "")
+            assert "actions/cache" not in uses, name
+            assert "cache" not in step.get("with", {}), name
+            if uses.startswith("actions/checkout@"):
+                assert step["with"]["persist-credentials"] is False, name
+    runs = [s.get("run", "") for s in jobs["release"]["steps"]]
+    merge = next(s for s in runs if s.startswith("invoke release"))
+    assert " --release " in merge and merge.count("--from") == len(product.targets)
+    assert runs.index(merge) < next(i for i, s in enumerate(runs) if s.startswith("invoke verify"))
+    publish = jobs["publish"]
+    assert publish["needs"] == ["release"] and "refs/tags/" in publish["if"]
+    uses = [s.get("uses", "") for s in publish["steps"]]
+    assert any(u.startswith("actions/attest-build-provenance@") for u in uses)
+    # only the publish job writes anywhere, and it runs only after the strict release passed
+    assert all(
+        "gh release" not in s.get("run", "")
+        for j in jobs.values()
+        if j is not publish
+        for s in j["steps"]
+    )

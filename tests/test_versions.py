@@ -1,0 +1,128 @@
+"""Bundled components' versions, read from the files: PE version resources, ELF file names."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from ortbundle.build import build
+from ortbundle.errors import LicenseError
+from ortbundle.progress import Reporter
+from ortbundle.versions import agrees, read_file_version
+from tests.helpers.elf import make_elf
+from tests.helpers.pe import make_pe
+from tests.helpers.project import FakeProject, windows_members
+
+DXC = {
+    "CompanyName": "Microsoft(r) Corporation",
+    "FileVersion": "1.9.0.1",
+    "ProductVersion": "1.9.0.1 (3e6e1485)",
+    "ProductName": "Microsoft(r) DirectX for Windows(r) - Out Of Band",
+}
+
+
+@pytest.mark.parametrize(
+    ("stated", "found", "expected"),
+    [
+        ("1.27.0", "1.27.20260615.2.8f0278c", True),  # ONNX Runtime's date-for-patch FileVersion
+        ("2025.4.1", "2025.4.1.20426", True),  # OpenVINO adds its build number
+        ("1.9.0.1", "1.9.0.1 (3e6e1485)", True),
+        ("1.8.2502.8", "1.8.2502.11", False),  # the Windows SDK's dxil.dll is not DXC's release
+        ("1.28.0", "1.27.20260615.2.8f0278c", False),
+        ("1.27.1", "1.27.20260615.2.8f0278c", False),
+        ("2021.13.1", "2021.2.6", False),
+    ],
+)
+def test_a_stated_version_agrees_with_a_file_only_when_it_is_the_same(
+    stated: str, found: str, expected: bool
+) -> None:
+    assert agrees(stated, found) is expected
+
+
+def test_versions_read_from_pe_resources_and_elf_names(tmp_path: Path) -> None:
+    dll = tmp_path / "dxcompiler.dll"
+    dll.write_bytes(make_pe(imports=("KERNEL32.dll",), version=DXC))
+    found = read_file_version(dll, "runtimes/x/dxcompiler.dll")
+    assert found is not None
+    assert (found.version, found.publisher) == ("1.9.0.1", "Microsoft(r) Corporation")
+    assert found.raw == ("1.9.0.1", "1.9.0.1 (3e6e1485)")
+    bare = tmp_path / "bare.dll"
+    bare.write_bytes(make_pe(imports=("KERNEL32.dll",)))
+    assert read_file_version(bare, "bare.dll") is None
+    elf = tmp_path / "libonnxruntime.so.1.24.1"
+    elf.write_bytes(make_elf(soname="libonnxruntime.so.1"))
+    named = read_file_version(elf, "runtimes/x/libonnxruntime.so.1.24.1")
+    assert named is not None and named.version == "1.24.1" and named.evidence == "ELF file name"
+    short = tmp_path / "libtbb.so.12"
+    short.write_bytes(make_elf(soname="libtbb.so.12"))
+    assert read_file_version(short, "libtbb.so.12") is None  # a SONAME major is not a version
+
+
+def _bundling(fake: FakeProject, version: str) -> FakeProject:
+    """The fake runtime's Windows wheel also carries a DirectX compiler, as webgpu's does."""
+    fake.windows = windows_members()
+    fake.windows["onnxruntime/capi/xcompiler.dll"] = make_pe(imports=("KERNEL32.dll",), version=DXC)
+    fake.windows_roots = ["onnxruntime.dll", "xcompiler.dll"]
+    fake.windows_licenses = f"""
+[[targets.windows-x86_64.licenses]]
+component = "fake"
+version = "1.0.0"
+expression = "MIT"
+files = ["[!x]*.dll"]
+texts = [{{ source = "windows", member = "onnxruntime/LICENSE" }}]
+
+[[targets.windows-x86_64.licenses]]
+component = "xcompiler"
+version = "{version}"
+expression = "MIT"
+files = ["xcompiler.dll"]
+texts = [{{ source = "windows", member = "onnxruntime/LICENSE" }}]
+"""
+    return fake.write()
+
+
+def test_notice_sbom_and_audit_show_the_version_the_file_carries(
+    fake: FakeProject, reporter: Reporter
+) -> None:
+    _bundling(fake, "bundled with onnxruntime-fake 1.0.0")
+    result = build(fake.project, fake.options(), reporter)
+    version_dir = result.version_dir
+    notice = (version_dir / "windows-x86_64" / "NOTICE").read_text()
+    assert (
+        "xcompiler 1.9.0.1\nLicence: MIT\nPackage URL: pkg:generic/xcompiler@1.9.0.1\n"
+        "Publisher (from its files): Microsoft(r) Corporation\n"
+    ) in notice
+    assert "bundled with" not in notice
+    sbom = json.loads((version_dir / "sbom.cdx.json").read_text())
+    component = next(c for c in sbom["components"] if c["name"] == "xcompiler")
+    assert component["version"] == "1.9.0.1"
+    assert component["publisher"] == "Microsoft(r) Corporation"
+    assert component["purl"] == "pkg:generic/xcompiler@1.9.0.1"
+    audit = json.loads((version_dir / "audit.json").read_text())
+    versions = {
+        c["name"]: c["version"] for channel in audit["channels"] for c in channel["components"]
+    }
+    assert versions["xcompiler"] == "1.9.0.1" and versions["fake"] == "1.0.0"
+
+
+def test_a_stated_version_the_file_contradicts_stops_the_build(
+    fake: FakeProject, reporter: Reporter
+) -> None:
+    _bundling(fake, "1.8.2502.8")
+    with pytest.raises(LicenseError) as caught:
+        build(fake.project, fake.options(), reporter)
+    message = str(caught.value)
+    assert "the recipe says xcompiler is 1.8.2502.8" in message
+    assert "runtimes/fake/xcompiler.dll says 1.9.0.1 / 1.9.0.1 (3e6e1485)" in message
+    assert "target windows-x86_64" in message and "fake.toml" in message
+    assert caught.value.exit_code == 9
+    assert not (fake.root / "dist").exists()
+
+
+def test_a_stated_version_the_file_confirms_builds(fake: FakeProject, reporter: Reporter) -> None:
+    _bundling(fake, "1.9.0.1")
+    result = build(fake.project, fake.options(), reporter)
+    notice = (result.version_dir / "windows-x86_64" / "NOTICE").read_text()
+    assert "xcompiler 1.9.0.1\n" in notice
