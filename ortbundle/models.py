@@ -19,8 +19,9 @@ from typing import Any
 from ortbundle.archives import MemberReader
 from ortbundle.errors import ConfigError, IntegrityError
 from ortbundle.fsio import atomic_write
+from ortbundle.model_recipes import ModelForm, ModelRecipe
 from ortbundle.onnx_model import ModelInfo, read_model
-from ortbundle.recipes import ModelForm, ModelRecipe, generic_purl
+from ortbundle.recipes import generic_purl
 from ortbundle.stage import TEXT_MODE, StagedFile
 
 MODELS_SCHEMA = "ortbundle.models/1"

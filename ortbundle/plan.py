@@ -23,12 +23,11 @@ from ortbundle.locations import (
     default_key_path,
     signing_key_source,
 )
+from ortbundle.model_recipes import ModelRecipe, load_model_recipe
 from ortbundle.recipes import (
-    ModelRecipe,
     Product,
     Recipe,
     Source,
-    load_model_recipe,
     load_product,
     load_recipe,
 )

@@ -22,9 +22,10 @@ from ortbundle.audit import ChannelAudit, report_json
 from ortbundle.fetch.cache import sha256_file
 from ortbundle.incremental import code_digest
 from ortbundle.licensing import TargetLicensing, licensing_to_json
+from ortbundle.model_recipes import ModelRecipe
 from ortbundle.plan import source_date_epoch as source_date_epoch  # re-exported
 from ortbundle.provenance import PROVENANCE_NAME, build_context, envelope_json
-from ortbundle.recipes import ModelRecipe, Product, Recipe, origin_to_json
+from ortbundle.recipes import Product, Recipe, origin_to_json
 from ortbundle.signing import SecretKey, sign
 
 MANIFEST_SCHEMA = "ortbundle.manifest/1"
