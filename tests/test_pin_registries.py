@@ -561,9 +561,6 @@ def test_check_reports_sources_without_versions(
     android: AndroidProject, registries: Registries
 ) -> None:
     """A plain URL and a file in the project: there or gone, matching or not; never stale."""
-    recipes = pytest.importorskip("ortbundle.recipes")
-    if not hasattr(recipes, "UrlCoordinates"):
-        pytest.skip("this tree has no url/path sources")
     data = b"model bytes"
     registries.maven.files["models/m.onnx"] = data  # any file the server has will do
     (android.root / "models").mkdir()
