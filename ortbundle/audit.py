@@ -482,8 +482,8 @@ class AuditFailed(AuditError):
         channels = ", ".join(a.channel for a in audits if not a.passed)
         super().__init__(
             f"the licence audit failed for: {channels}",
-            fix="add the missing texts or policy entries; a waiver needs a reviewer's name, "
-            "and a release build accepts none",
+            fix="add the missing texts or policy entries; a release accepts a waiver only when "
+            "a person has signed it off (reviewer, sha256, reviewed, expires: see each FAIL line)",
         )
         self.product = product
         self.audits = audits

@@ -671,3 +671,68 @@ def test_a_held_source_is_reported_but_not_stale(releases: Releases) -> None:
     assert extra.state == "held"
     assert "2.1.0 is out; held: must match what fake 1.0.0 was built with" in extra.details
     assert {s.state for s in report.statuses if s.source != "extra"} != {"held"}
+
+
+WATCHED_WAIVERS = """
+[[waivers]]
+file = "runtimes/fake/Delayed.dll"
+license = "MIT"
+targets = ["windows-x86_64"]
+reason = "terms requested from the vendor"
+reviewer = "A. Auditor"
+
+[[waivers]]
+file = "runtimes/fake/dep.dll"
+license = "MIT"
+targets = ["windows-x86_64"]
+reason = "terms requested from the vendor"
+reviewer = "A. Auditor"
+"""
+
+
+def test_check_says_when_a_newer_release_no_longer_ships_a_waived_file(
+    tmp_path: Path,
+) -> None:
+    """1.1.0's Windows wheel has no Delayed.dll (its waiver could go) but still dep.dll (its
+    waiver stays); the newer wheel's member list is read by Range requests, not downloaded."""
+    with YankingIndex().running() as running:
+        releases = Releases(root=tmp_path / "project", server=running)
+        releases.product_extra = WATCHED_WAIVERS
+        releases.write()
+        releases.publish_next()
+        report = check_pins(releases.project, ("fake",), releases.pin_options())
+        new_windows = next(n for n in running.requests if WINDOWS_NEW in n[1])
+    assert [(w.waiver.file, w.version) for w in report.waivers] == [
+        ("runtimes/fake/Delayed.dll", "1.1.0")
+    ]
+    assert (
+        "waiver: fake 1.1.0 no longer ships runtimes/fake/Delayed.dll (MIT): after moving to "
+        "it, the waiver for runtimes/fake/Delayed.dll can be removed"
+    ) in report.lines()
+    assert json.loads(report.to_json())["obsolete_waivers"][0]["file"] == (
+        "runtimes/fake/Delayed.dll"
+    )
+    assert new_windows[2] is not None and new_windows[2].startswith("bytes="), new_windows
+    # nothing of the newer wheel was downloaded whole: every request for it was a range
+    assert all(r[2] for r in running.requests if WINDOWS_NEW in r[1])
+
+
+def test_a_member_list_is_read_by_ranges_and_a_server_without_ranges_is_refused(
+    tmp_path: Path,
+) -> None:
+    from ortbundle.fetch.http import new_session
+    from ortbundle.fetch.remote_zip import remote_member_names
+
+    wheel = make_wheel(
+        tmp_path / WINDOWS_NEW, "onnxruntime-fake", "1.1.0", windows_members("1.1.0")
+    )
+    with IndexServer().running() as server:
+        server.add("onnxruntime-fake", wheel)
+        url = server.url.replace("/simple/", f"/files/{wheel.name}")
+        with new_session(None) as session:
+            names = remote_member_names(session, url, FAST_RETRY, what=wheel.name)
+            assert "onnxruntime/capi/newlib.dll" in names
+            assert all(r[2] for r in server.requests if wheel.name in r[1])  # ranges only
+            server.faults.ignore_range = True
+            with pytest.raises(FetchError, match="does not serve byte ranges"):
+                remote_member_names(session, url, FAST_RETRY, what=wheel.name)

@@ -20,9 +20,11 @@ from ortbundle.fetch.registry import Digests, Published
 from ortbundle.locations import ENV_MAVEN_URL, ENV_NPM_REGISTRY
 from ortbundle.pin.options import VERSIONED, Lookups, PinOptions, lookups, project_of, version_of
 from ortbundle.pin.select import main_project, newest_release
+from ortbundle.pin.waiver_watch import obsolete_waivers, product_waivers
 from ortbundle.pin.wheels import Listed, listed_files, newest_wheels
 from ortbundle.plan import Project
 from ortbundle.recipes import Source, load_sources
+from ortbundle.waivers import ObsoleteWaiver
 
 # --- check -------------------------------------------------------------------------------------
 
@@ -70,6 +72,8 @@ class PinStatus:
 @dataclass(frozen=True)
 class CheckReport:
     statuses: tuple[PinStatus, ...]
+    # waivers a newer release would make unnecessary (informational: no state, no exit code)
+    waivers: tuple[ObsoleteWaiver, ...] = ()
 
     @property
     def ok(self) -> bool:
@@ -104,6 +108,7 @@ class CheckReport:
             )
         else:
             out.append(f"{total} pins checked, {stale} need attention")
+        out += [f"waiver: {w.line()}" for w in self.waivers]
         return out
 
     def to_json(self) -> str:
@@ -113,6 +118,16 @@ class CheckReport:
                 "exit_code": self.exit_code,
                 "unchecked": self.unchecked,
                 "statuses": [asdict(s) for s in self.statuses],
+                "obsolete_waivers": [
+                    {
+                        "component": w.component,
+                        "version": w.version,
+                        "file": w.waiver.file,
+                        "manifest": w.waiver.manifest,
+                        "entry": w.waiver.entry,
+                    }
+                    for w in self.waivers
+                ],
             },
             indent=2,
         )
@@ -155,6 +170,8 @@ def check_pins(project: Project, components: Sequence[str], options: PinOptions)
     names = list(components) or sorted(p.stem for p in project.recipes.glob("*.toml"))
     cache = Cache(options.cache_dir or default_cache_dir())
     statuses = []
+    waivers = product_waivers(project)
+    obsolete: list[ObsoleteWaiver] = []
     with lookups(options, project.root) as ask:
         for name in names:
             sources = load_sources(project.recipes / f"{name}.toml", pinned=False)
@@ -178,7 +195,8 @@ def check_pins(project: Project, components: Sequence[str], options: PinOptions)
                     for source in group:
                         found[source.id] = _check_unversioned(name, source, ask)
             statuses += [found[sid] for sid in sources]  # in the recipe's order
-    return CheckReport(tuple(statuses))
+            obsolete += obsolete_waivers(project, name, found, waivers, ask, cache)
+    return CheckReport(tuple(statuses), tuple(obsolete))
 
 
 def _pinning(source: Source) -> tuple[list[str], list[str]]:

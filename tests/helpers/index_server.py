@@ -134,17 +134,19 @@ class IndexServer(LoopbackServer):
                     return self.send(status, b"fault", headers=extra)
                 if faults.body_override is not None:
                     data = faults.body_override
-                start = self.range_start(len(data), honour=not faults.ignore_range)
-                if start is None:
+                span = self.range_span(len(data), honour=not faults.ignore_range)
+                if span is None:
                     return None
-                body = data[start:]
+                start, end = span
+                body = data[start:end]
                 headers = {"Content-Type": "application/octet-stream"}
                 if more.no_length:
                     headers["Connection"] = "close"
                     self.close_connection = True
                 else:
                     headers["Content-Length"] = str(len(body))
-                self.begin_body(start, len(data), headers)
+                asked = not faults.ignore_range and bool(self.headers.get("Range"))
+                self.begin_body(start, len(data), headers, end, ranged=asked or None)
                 if faults.reset_after is not None:  # a clean close (FIN) mid-body, once
                     cut, faults.reset_after = faults.reset_after, None
                     return self.cut_off(body[:cut])

@@ -43,23 +43,42 @@ class QuietHandler(BaseHTTPRequestHandler):
     def range_start(self, size: int, *, honour: bool = True) -> int | None:
         """Where the body of `size` bytes starts: the N of a `Range: bytes=N-` header (0 without
         one, or when not `honour`ing it); None when N is at or past the end, having sent 416."""
+        span = self.range_span(size, honour=honour)
+        return None if span is None else span[0]
+
+    def range_span(self, size: int, *, honour: bool = True) -> tuple[int, int] | None:
+        """The [start, end) of `size` bytes a Range header asks for — `bytes=N-`, `bytes=N-M`
+        or the last S bytes, `bytes=-S` — the whole when there is none (or it is not honoured);
+        None when it cannot be satisfied, having sent 416."""
         header = self.headers.get("Range")
         if not (honour and header and header.startswith("bytes=")):
-            return 0
-        start = int(header[6:].split("-")[0])
+            return 0, size
+        first, _, last = header[6:].partition("-")
+        if not first:  # a suffix: the last S bytes
+            return max(0, size - int(last)), size
+        start = int(first)
         if start >= size:
             self.send(416, b"")
             return None
-        return start
+        return start, min(size, int(last) + 1) if last else size
 
-    def begin_body(self, start: int, size: int, headers: Mapping[str, str]) -> None:
-        """The status line and headers for `size` bytes from `start`: 206 and Content-Range when
-        `start` is past 0, else 200."""
-        self.send_response(206 if start else 200)
+    def begin_body(
+        self,
+        start: int,
+        size: int,
+        headers: Mapping[str, str],
+        end: int | None = None,
+        ranged: bool | None = None,
+    ) -> None:
+        """The status line and headers for bytes [start, end) of `size`: 206 and Content-Range
+        for a range (by default: one that is not the whole file), else 200."""
+        end = size if end is None else end
+        ranged = (bool(start) or end < size) if ranged is None else ranged
+        self.send_response(206 if ranged else 200)
         for key, value in headers.items():
             self.send_header(key, value)
-        if start:
-            self.send_header("Content-Range", f"bytes {start}-{size - 1}/{size}")
+        if ranged:
+            self.send_header("Content-Range", f"bytes {start}-{end - 1}/{size}")
         self.end_headers()
 
     def cut_off(self, sent: bytes) -> None:
