@@ -34,6 +34,9 @@ def missing_wine() -> list[str]:
     return missing
 
 
+_WINDOWS = "win10"  # the Windows version every prefix reports
+
+
 @dataclass(frozen=True)
 class Wine:
     """One Wine prefix (a fresh Windows installation in a directory)."""
@@ -138,6 +141,12 @@ def wine_session(prefix: Path) -> Iterator[Wine]:
     prefix.mkdir(parents=True, exist_ok=True)
     wine = Wine(prefix)
     try:
+        # a new prefix says it is Windows 7; the packages are for Windows 10 and 11 (and the
+        # installer refuses a Windows older than its DLLs need, as it should)
+        wine.run(
+            ["reg", "add", "HKCU\\Software\\Wine", "/v", "Version", "/d", _WINDOWS, "/f"],
+            timeout=_TIMEOUT,
+        )
         yield wine
     finally:
         wine.stop()
