@@ -236,7 +236,16 @@ def _stage_target(
         index = models_index(plan.product.name, plan.product.version, target_name, models)
         tool_files.append(write_models_index(tmp, index))
     licensing = attribute_target(
-        target_name, tmp, runtimes, texts, tool_files, [tool_text], __version__, models
+        target_name,
+        tmp,
+        runtimes,
+        texts,
+        tool_files,
+        [tool_text],
+        __version__,
+        models,
+        # each bundled DLL's version resource, read once per SHA-256 (a release reads again)
+        memo=None if verify else cache / "outputs" / "file-versions",
     )
     notice = tmp / NOTICE_NAME
     atomic_write(notice, notice_text(plan.product.name, plan.product.version, licensing))

@@ -171,6 +171,7 @@ def attribute_target(
     tool_texts: Iterable[StagedText],
     tool_version: str,
     models: Iterable[StagedModel] = (),
+    memo: Path | None = None,
 ) -> TargetLicensing:
     """Map every staged file to exactly one component; a file left over or claimed twice fails."""
     all_texts = list(texts)
@@ -238,9 +239,10 @@ def attribute_target(
             resolve_version(
                 name,
                 rule.version,
-                [(f.path, stage / f.path) for f in entry.files if f.link_to is None],
+                [(f.path, stage / f.path, f.sha256) for f in entry.files if f.link_to is None],
                 target=target,
                 recipe=str(entry.recipe.path),
+                memo=memo,
             )
             if bundled
             else None

@@ -14,6 +14,8 @@ an ELF library its full version in its real file name (libonnxruntime.so.1.24.1)
 
 from __future__ import annotations
 
+import contextlib
+import json
 import re
 from collections.abc import Iterable
 from dataclasses import dataclass
@@ -21,6 +23,7 @@ from pathlib import Path
 
 from ortbundle.binaries.pe import read_version_info
 from ortbundle.errors import LicenseError
+from ortbundle.fsio import atomic_write
 
 _NUMERIC = re.compile(r"^\d+(\.\d+)*")
 _ELF_NAME = re.compile(r"\.so\.(\d+\.\d+\.\d+(?:\.\d+)?)$")
@@ -40,23 +43,57 @@ class FileVersion:
     evidence: str  # "PE version resource" or "ELF file name"
 
 
-def read_file_version(path: Path, relative: str) -> FileVersion | None:
-    """The version a library carries, or None (not PE or ELF, or it carries none)."""
+def read_file_version(
+    path: Path, relative: str, *, sha256: str = "", memo: Path | None = None
+) -> FileVersion | None:
+    """The version a library carries, or None (not PE or ELF, or it carries none).
+
+    With `memo` (a directory under the cache) a PE file's version resource is read once per
+    SHA-256: it is the same for the same bytes, and parsing a 20 MB DLL's resources was most
+    of what attribution cost on a warm build. An ELF's comes from its name, never memoised."""
     with path.open("rb") as handle:
         magic = handle.read(4)
-    if magic[:2] == b"MZ":
-        info = read_version_info(path, relative)
-        if info is None:
-            return None
-        numeric = [m.group(0) for v in info.versions if (m := _NUMERIC.match(v))]
-        if not numeric:
-            return None
-        return FileVersion(relative, numeric[0], info.versions, info.company, "PE version resource")
     if magic == b"\x7fELF":
         found = _ELF_NAME.search(relative.rsplit("/", 1)[-1])
         if found:
             return FileVersion(relative, found.group(1), (found.group(1),), "", "ELF file name")
-    return None
+        return None
+    if magic[:2] != b"MZ":
+        return None
+    stored = memo / sha256[:2] / f"{sha256}.json" if memo is not None and sha256 else None
+    if stored is not None:
+        with contextlib.suppress(OSError, ValueError, KeyError, TypeError):
+            data = json.loads(stored.read_text("utf-8"))
+            if data is None:
+                return None
+            raw = tuple(str(v) for v in data["raw"])
+            return FileVersion(relative, data["version"], raw, data["publisher"], _PE_EVIDENCE)
+    found_pe = _pe_version(path, relative)
+    if stored is not None:
+        record = None
+        if found_pe is not None:
+            record = {
+                "version": found_pe.version,
+                "raw": list(found_pe.raw),
+                "publisher": found_pe.publisher,
+            }
+        with contextlib.suppress(OSError):  # a memo: not worth failing a build for
+            stored.parent.mkdir(parents=True, exist_ok=True)
+            atomic_write(stored, json.dumps(record))
+    return found_pe
+
+
+_PE_EVIDENCE = "PE version resource"
+
+
+def _pe_version(path: Path, relative: str) -> FileVersion | None:
+    info = read_version_info(path, relative)
+    if info is None:
+        return None
+    numeric = [m.group(0) for v in info.versions if (m := _NUMERIC.match(v))]
+    if not numeric:
+        return None
+    return FileVersion(relative, numeric[0], info.versions, info.company, _PE_EVIDENCE)
 
 
 def is_stated(version: str) -> bool:
@@ -97,14 +134,19 @@ class ResolvedVersion:
 def resolve_version(
     component: str,
     stated: str,
-    files: Iterable[tuple[str, Path]],
+    files: Iterable[tuple[str, Path, str]],
     *,
     target: str,
     recipe: str,
+    memo: Path | None = None,
 ) -> ResolvedVersion:
     """The component's version: the recipe's when it states one (checked against the files),
     else the one its files carry; the recipe's text when neither says more."""
-    found = [v for relative, path in files if (v := read_file_version(path, relative))]
+    found = [
+        v
+        for relative, path, sha256 in files
+        if (v := read_file_version(path, relative, sha256=sha256, memo=memo))
+    ]
     publishers = sorted({v.publisher for v in found if v.publisher})
     publisher = publishers[0] if len(publishers) == 1 else ""
     if is_stated(stated):

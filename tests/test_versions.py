@@ -126,3 +126,39 @@ def test_a_stated_version_the_file_confirms_builds(fake: FakeProject, reporter: 
     result = build(fake.project, fake.options(), reporter)
     notice = (result.version_dir / "windows-x86_64" / "NOTICE").read_text()
     assert "xcompiler 1.9.0.1\n" in notice
+
+
+def test_a_pe_version_is_read_once_per_sha256_with_a_memo(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import ortbundle.binaries.pe
+    import ortbundle.versions
+
+    dll = tmp_path / "dxcompiler.dll"
+    dll.write_bytes(make_pe(imports=("KERNEL32.dll",), version=DXC))
+    bare = tmp_path / "bare.dll"
+    bare.write_bytes(make_pe(imports=("KERNEL32.dll",)))
+    reads: list[str] = []
+    real = ortbundle.binaries.pe.read_version_info
+
+    def counting(path: Path, label: str) -> object:
+        reads.append(label)
+        return real(path, label)
+
+    monkeypatch.setattr(ortbundle.versions, "read_version_info", counting)
+    memo = tmp_path / "memo"
+    first = read_file_version(dll, "runtimes/x/dxcompiler.dll", sha256="ab" * 32, memo=memo)
+    again = read_file_version(dll, "runtimes/y/dxcompiler.dll", sha256="ab" * 32, memo=memo)
+    assert first is not None and again is not None
+    assert (again.path, again.version, again.raw, again.publisher) == (
+        "runtimes/y/dxcompiler.dll",
+        first.version,
+        first.raw,
+        first.publisher,
+    )
+    assert read_file_version(bare, "bare.dll", sha256="cd" * 32, memo=memo) is None
+    assert read_file_version(bare, "bare.dll", sha256="cd" * 32, memo=memo) is None
+    assert reads == ["runtimes/x/dxcompiler.dll", "bare.dll"]  # each bytes read once
+    # without a memo (a release) the file is read every time
+    read_file_version(dll, "runtimes/x/dxcompiler.dll", sha256="ab" * 32)
+    assert len(reads) == 3
