@@ -17,7 +17,7 @@ import requests
 from ortbundle.build import build, fetch
 from ortbundle.errors import FetchError, IntegrityError
 from ortbundle.fetch.cache import Cache
-from ortbundle.fetch.config import index_config
+from ortbundle.fetch.config.pip import index_config
 from ortbundle.fetch.download import RetryPolicy, download
 from ortbundle.progress import Reporter
 from tests.helpers.index_server import IndexServer

@@ -20,12 +20,8 @@ from rich.console import Console
 from ortbundle.errors import ConfigError, FetchError, IntegrityError, OfflineError
 from ortbundle.fetch.artifacts import Artifact, Fetcher
 from ortbundle.fetch.cache import Cache
-from ortbundle.fetch.config import (
-    MavenRepository,
-    maven_config,
-    mirror_of_covers,
-    npm_config,
-)
+from ortbundle.fetch.config.maven import MavenRepository, maven_config, mirror_of_covers
+from ortbundle.fetch.config.npm import npm_config
 from ortbundle.fetch.maven import maven_metadata, maven_versions
 from ortbundle.fetch.npm import npm_versions, packument_url, semver_key
 from ortbundle.fetch.policy import RetryPolicy

@@ -21,7 +21,9 @@ from ortbundle.fetch.policy import RetryPolicy
 if TYPE_CHECKING:
     import requests
 
-    from ortbundle.fetch.config import IndexConfig, MavenConfig, NpmConfig
+    from ortbundle.fetch.config.maven import MavenConfig
+    from ortbundle.fetch.config.npm import NpmConfig
+    from ortbundle.fetch.config.pip import IndexConfig
     from ortbundle.fetch.download import ProgressFn
     from ortbundle.fetch.index import IndexFile
     from ortbundle.recipes import Coordinates
