@@ -85,6 +85,10 @@ def check_member_name(name: str) -> str | None:
     """Why a member name is unsafe to treat as a relative path, or None if it is fine."""
     if "\x00" in name:
         return "contains a NUL byte"
+    if any(ord(c) < 0x20 or c == "\x7f" for c in name):
+        # a newline or escape in a file name: no real release has one, and every package
+        # format downstream would have to quote it
+        return "contains a control character"
     if "\\" in name:
         return "contains a backslash"
     if name.startswith("/"):
