@@ -48,15 +48,14 @@ import posixpath
 import re
 import shutil
 import stat
-import zlib
 from collections.abc import Iterable, Mapping, Sequence
-from concurrent.futures import ThreadPoolExecutor
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path, PurePosixPath
 from typing import Any
 
 from ortbundle.binaries import alignment_problem, inspect, sniff_format
 from ortbundle.channels import ChannelOutput, PackageInput, ShippedFile, check_staged, stage_changed
+from ortbundle.channels.apk_size import count, deflate_estimates, size_report
 from ortbundle.errors import ClosureError, ConfigError, PackagingError
 from ortbundle.fetch.cache import sha256_file
 from ortbundle.fsio import atomic_output, atomic_write
@@ -86,8 +85,6 @@ _LIBRARY_NAME = re.compile(r"lib[A-Za-z0-9_+-][A-Za-z0-9._+-]*\.so")
 _INDEX_FILES = (INDEX_NAME, "NOTICE", "models.json")  # per ABI, beside nothing else
 _SHARED_TOPS = ("licenses", "models")
 _OWNER_TOPS = ("runtimes", "plugins")
-_DEFLATE_LEVEL = 6  # what zip tools use by default: an estimate of the compressed size
-_CHUNK = 1 << 20
 _JAVA_PACKAGE = re.compile(r"[a-z][a-z0-9_]*(\.[a-z][a-z0-9_]*)+")
 _JAVA_KEYWORDS = frozenset(
     (
@@ -115,46 +112,6 @@ class _Placement:
     @property
     def shared(self) -> bool:
         return self.kind in ("license", "model")
-
-
-@dataclass
-class _Figures:
-    """What one runtime (or the whole ABI) weighs in the APK."""
-
-    libraries: int = 0
-    library_bytes: int = 0
-    library_apk_bytes: int = 0  # stored uncompressed, each rounded up to the page
-    assets: int = 0
-    asset_bytes: int = 0
-    deflate_bytes: int = 0  # note only: zlib's output is not the same on every host
-    label: str = ""
-    seen: set[str] = field(default_factory=set)
-
-    def add(self, placement: _Placement, page: int, deflated: int) -> None:
-        if placement.dest in self.seen:
-            return
-        self.seen.add(placement.dest)
-        size = placement.source.size
-        self.deflate_bytes += deflated
-        if placement.kind == "library":
-            self.libraries += 1
-            self.library_bytes += size
-            self.library_apk_bytes += -(-size // page) * page
-        else:
-            self.assets += 1
-            self.asset_bytes += size
-
-    def as_json(self) -> dict[str, int]:
-        return {
-            "files": self.libraries + self.assets,
-            "bytes": self.library_bytes + self.asset_bytes,
-            "apk_bytes": self.library_apk_bytes + self.asset_bytes,
-            "libraries": self.libraries,
-            "library_bytes": self.library_bytes,
-            "library_apk_bytes": self.library_apk_bytes,
-            "assets": self.assets,
-            "asset_bytes": self.asset_bytes,
-        }
 
 
 class ApkChannel:
@@ -186,8 +143,16 @@ class ApkChannel:
             else:
                 _place((package.stage / placement.source.path), dest)
             written[placement.dest] = placement.source.sha256
-        deflated = _deflate_estimates(package, placements)
-        report, notes = _size_report(package, target, index, placements, deflated)
+        deflated = deflate_estimates(package, placements)
+        report, notes = size_report(
+            package,
+            target,
+            _runtimes(index),
+            placements,
+            deflated,
+            legacy_packaging=_USE_LEGACY_PACKAGING,
+            no_compress=NO_COMPRESS,
+        )
         generated[f"size-report.{abi}.json"] = report
         for relative, data in generated.items():
             dest = out / relative
@@ -643,132 +608,6 @@ def _utf16(char: str) -> list[int]:
     return [int.from_bytes(data[i : i + 2], "big") for i in range(0, len(data), 2)]
 
 
-# --- the size report ---------------------------------------------------------------------------
-
-
-def _deflate_estimates(package: PackageInput, placements: Sequence[_Placement]) -> dict[str, int]:
-    """zlib level-6 size of each shipped file, by SHA-256: what a download weighs. Streamed,
-    in parallel (zlib releases the GIL), and memoised per file under the cache (30 MB/s: the
-    arm64 QNN stage takes seconds)."""
-    sources = {p.source.sha256: p for p in placements}
-    workers = max(1, min(4, os.cpu_count() or 1, len(sources)))
-    with ThreadPoolExecutor(max_workers=workers) as pool:
-        sizes = pool.map(lambda p: _deflated(package, p.source, p.data), sources.values())
-        return dict(zip(sources, sizes, strict=True))
-
-
-def _deflated(package: PackageInput, shipped: ShippedFile, data: bytes | None = None) -> int:
-    if data is not None:  # generated, and small
-        return _deflate_size([data])
-    memo: Path | None = None
-    if package.cache is not None and not package.verify_cache:
-        version = re.sub(r"[^A-Za-z0-9.]", "_", zlib.ZLIB_RUNTIME_VERSION)
-        name = f"{shipped.sha256}-z{_DEFLATE_LEVEL}-{version}"
-        memo = package.cache / "outputs" / "apk-deflate" / shipped.sha256[:2] / name
-        try:
-            return int(memo.read_text("ascii"))
-        except (OSError, ValueError):
-            pass
-    with (package.stage / shipped.path).open("rb") as stream:
-        size = _deflate_size(iter(lambda: stream.read(_CHUNK), b""))
-    if memo is not None:
-        try:
-            memo.parent.mkdir(parents=True, exist_ok=True)
-            atomic_write(memo, str(size))
-        except OSError:
-            pass  # an estimate: not worth failing a build for
-    return size
-
-
-def _deflate_size(chunks: Iterable[bytes]) -> int:
-    compressor = zlib.compressobj(_DEFLATE_LEVEL, zlib.DEFLATED, -zlib.MAX_WBITS)
-    size = sum(len(compressor.compress(chunk)) for chunk in chunks)
-    return size + len(compressor.flush())
-
-
-def _size_report(
-    package: PackageInput,
-    target: Target,
-    index: Mapping[str, Any],
-    placements: Sequence[_Placement],
-    deflated: Mapping[str, int],
-) -> tuple[bytes, list[str]]:
-    """Per runtime and in total: files and bytes, and what they occupy in the APK. A file two
-    runtimes share counts in each and once in the total."""
-    abi = str(target.abi)
-    page = target.page_align or 1
-    owners: dict[str, _Figures] = {}
-    for runtime in _runtimes(index):
-        owners[f"runtimes/{runtime['name']}"] = _Figures(label=str(runtime.get("label", "")))
-    groups = {kind: _Figures() for kind in ("index", "license", "model")}
-    total = _Figures()
-    for placement in placements:
-        if placement.dest.startswith("jniLibs/"):
-            continue  # the flat tree: the same files again, not in the module's APK
-        size = deflated[placement.source.sha256]
-        for owner in placement.owners:
-            owners.setdefault(owner, _Figures()).add(placement, page, size)
-        if placement.kind in groups:
-            groups[placement.kind].add(placement, page, size)
-        total.add(placement, page, size)
-    runtimes = [
-        {"name": owner.removeprefix("runtimes/"), "label": f.label, **f.as_json()}
-        for owner, f in owners.items()
-        if owner.startswith("runtimes/")
-    ]
-    plugins = [
-        {"name": owner.removeprefix("plugins/"), **f.as_json()}
-        for owner, f in owners.items()
-        if owner.startswith("plugins/")
-    ]
-    report = {
-        "schema": "ortbundle.apk-size/1",
-        "product": package.product,
-        "version": package.version,
-        "target": package.target,
-        "abi": abi,
-        "page_align": target.page_align,
-        "use_legacy_packaging": _USE_LEGACY_PACKAGING,
-        "apk_bytes_means": "libraries stored uncompressed, each from its page-aligned start "
-        "rounded up to page_align; assets at their uncompressed size: exact for the "
-        f"uncompressed ones ({', '.join('*.' + e for e in NO_COMPRESS)}), an upper bound for "
-        "the rest, which the APK deflates",
-        "runtimes": runtimes,
-        "plugins": plugins,
-        "index": groups["index"].as_json(),
-        "licenses": groups["license"].as_json(),
-        "models": groups["model"].as_json(),
-        "total": total.as_json(),
-    }
-    data = (json.dumps(report, indent=2, sort_keys=True) + "\n").encode("ascii")
-    parts = [
-        f"{owner.removeprefix('runtimes/')} {_mb(f.library_apk_bytes + f.asset_bytes)} MB "
-        f"({_count(f.libraries, 'library', 'libraries')}{_assets_text(f)}, "
-        f"≈{_mb(f.deflate_bytes)} MB deflated)"
-        for owner, f in owners.items()
-    ]
-    line = (
-        f"{abi}: {', '.join(parts)}; {_mb(total.library_apk_bytes + total.asset_bytes)} MB "
-        f"in the APK with the index, licences and models (≈{_mb(total.deflate_bytes)} MB "
-        f"deflated); size-report.{abi}.json"
-    )
-    return data, [line]
-
-
-def _assets_text(figures: _Figures) -> str:
-    if not figures.assets:
-        return ""
-    return f" + {_count(figures.assets, 'asset', 'assets')} of {_mb(figures.asset_bytes)} MB"
-
-
-def _count(n: int, one: str, many: str) -> str:
-    return f"{n} {one if n == 1 else many}"
-
-
-def _mb(size: int) -> str:
-    return f"{size / (1 << 20):.1f}"
-
-
 # --- notes -------------------------------------------------------------------------------------
 
 
@@ -787,7 +626,7 @@ def _usage_notes(
             dsp = "QNNExecutionProvider" in runtime.get("providers", [])
             notes.append(
                 f"{abi}: {runtime['name']} ships "
-                f"{_count(len(payload), 'payload file', 'payload files')} "
+                f"{count(len(payload), 'payload file', 'payload files')} "
                 f"({', '.join(payload)}) as assets under {_ASSETS}/{abi}/{runtime['name']}/; "
                 "RuntimeLoader copies them to the app's files directory before loading it"
                 + (" and puts that directory first on ADSP_LIBRARY_PATH" if dsp else "")
