@@ -14,11 +14,10 @@ from ortbundle.fetch.registry import (
     Downloaded,
     Fetched,
     Location,
-    Published,
     RegistryBase,
     _ignore,
-    no_versions,
 )
+from ortbundle.oserrors import writing
 from ortbundle.recipes import Coordinates, LocalCoordinates
 
 if TYPE_CHECKING:
@@ -80,7 +79,11 @@ class LocalRegistry(RegistryBase[LocalCoordinates]):
                 fix="add the file to the project, or correct the recipe's path",
             )
         partial.parent.mkdir(parents=True, exist_ok=True)
-        with path.open("rb") as stream, partial.open("wb") as out:
+        with (
+            path.open("rb") as stream,
+            writing(f"the cache's copy of {coords.path}", partial),
+            partial.open("wb") as out,
+        ):
             got, sha256 = copy_hashing(stream, out)
         if (size is not None and got != size) or sha256 != (expected_sha256 or sha256):
             partial.unlink()
@@ -91,6 +94,3 @@ class LocalRegistry(RegistryBase[LocalCoordinates]):
                 fix="the file changed: check it, then re-pin its sha256 in the recipe",
             )
         return Fetched(f"path:{coords.path}", Downloaded(partial, got, sha256))
-
-    def versions(self, project: str) -> Published | None:
-        raise no_versions(self.kind, project)

@@ -143,6 +143,9 @@ class RegistryBase(Generic[C]):
         except self.absent():
             return None
 
+    def versions(self, project: str) -> Published | None:
+        raise no_versions(self.kind, project)
+
     def version_key(self, version: str) -> Any:
         return version
 

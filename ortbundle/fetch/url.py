@@ -14,10 +14,8 @@ from ortbundle.fetch.http import exists
 from ortbundle.fetch.registry import (
     Fetched,
     Location,
-    Published,
     RegistryBase,
     _ignore,
-    no_versions,
 )
 from ortbundle.recipes import Coordinates, UrlCoordinates
 
@@ -77,6 +75,3 @@ class UrlRegistry(RegistryBase[UrlCoordinates]):
             progress=progress,
         )
         return Fetched(coords.url, done)
-
-    def versions(self, project: str) -> Published | None:
-        raise no_versions(self.kind, project)
