@@ -57,6 +57,7 @@ class Payload:
 
 
 PAYLOAD_PLACES = ("beside", "assets")
+RECIPE_KINDS = ("runtime", "plugin-ep")  # a model recipe says "model" (model_recipes.py)
 
 
 @dataclass(frozen=True)
@@ -248,7 +249,7 @@ def _target_recipe(reader: TableReader, target: str, sources: dict[str, Source])
 
 
 def load_recipe(path: Path) -> Recipe:
-    data, digest = load_toml(path)
+    data, digest = load_toml(path, "recipe")
     top = TableReader(path, "", data)
     component = top.sub("component")
     name = component.text("name")
@@ -257,7 +258,7 @@ def load_recipe(path: Path) -> Recipe:
     if name != path.stem:
         raise component._fail(f"name {name!r} must match the file name {path.stem!r}")
     kind = component.text("kind")
-    if kind not in ("runtime", "plugin-ep"):
+    if kind not in RECIPE_KINDS:
         raise component._fail(f"kind {kind!r} is not supported (runtime, plugin-ep; model)")
     ep_name = component.text("ep_name") if kind == "plugin-ep" else None
     min_core = component.text("min_core") if kind == "plugin-ep" else None

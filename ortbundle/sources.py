@@ -304,10 +304,13 @@ def read_sources(top: TableReader, *, pinned: bool = True) -> dict[str, Source]:
     return {sid: _source(table.sub(sid), sid, pinned=pinned) for sid in table.table}
 
 
+_UNPINNED = frozenset({"sha256", "size"})  # pin --check reports these itself
+
+
 def load_sources(path: Path, *, pinned: bool = True) -> dict[str, Source]:
     """A recipe's [sources] alone. `pinned=False` (`pin --check`) admits a missing or malformed
     sha256 or size, which the check reports as unpinned; everything else is checked as ever."""
-    data, _sha = load_toml(path)
+    data, _sha = load_toml(path, "recipe", relax=frozenset() if pinned else _UNPINNED)
     return read_sources(TableReader(path, "", data), pinned=pinned)
 
 

@@ -88,12 +88,26 @@ class TableReader:
         return [TableReader(self.path, f"{self.where}.{key}[{i}]", v) for i, v in enumerate(value)]
 
 
-def load_toml(path: Path) -> tuple[dict[str, Any], str]:
+def load_toml(
+    path: Path, schema: str = "", *, relax: frozenset[str] = frozenset()
+) -> tuple[dict[str, Any], str]:
+    """The file's data and SHA-256; with `schema` (recipe, product, policy, …) every problem the
+    schema finds in it is raised at once (ortbundle/schema/), before the caller's parse."""
     try:
         raw = path.read_bytes()
     except FileNotFoundError:
         raise ConfigError(f"{path.name} does not exist", file=str(path)) from None
     try:
-        return tomllib.loads(raw.decode("utf-8")), hashlib.sha256(raw).hexdigest()
+        data, digest = tomllib.loads(raw.decode("utf-8")), hashlib.sha256(raw).hexdigest()
     except (tomllib.TOMLDecodeError, UnicodeDecodeError) as exc:
         raise ConfigError(f"not valid TOML: {exc}", file=str(path)) from None
+    if schema and (path, digest, relax) not in _CHECKED:
+        from ortbundle.schema import check_document, display_name
+
+        check_document(display_name(path), data, schema, relax)
+        _CHECKED.add((path, digest, relax))
+    return data, digest
+
+
+# files whose bytes passed their schema: a build reads a recipe more than once
+_CHECKED: set[tuple[Path, str, frozenset[str]]] = set()

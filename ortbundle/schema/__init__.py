@@ -1,0 +1,51 @@
+"""A strict, declarative schema for every input file ortbundle reads (recipes, products, the
+licence policy, the tool's data): unknown keys and bad values are errors naming file, table, key
+and the nearest valid one, all problems of a build are reported together, and
+docs/configuration.md is generated from the same definitions (docs.py)."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Any
+
+from ortbundle.schema.check import Checker
+from ortbundle.schema.model import FileSchema
+from ortbundle.schema.problems import ConfigProblems, Problem, raise_if_any
+
+__all__ = ["ConfigProblems", "Problem", "check_document", "display_name", "problems_in"]
+
+
+def display_name(path: Path) -> str:
+    """A file as the user names it: recipes/x.toml, manifests/p.toml, ortbundle/data/t.toml."""
+    return f"{path.parent.name}/{path.name}" if path.parent.name else path.name
+
+
+def schema_for(kind: str, data: Mapping[str, Any]) -> FileSchema:
+    """The schema of a file kind; a recipe whose [component] says kind = "model" is a model."""
+    from ortbundle.schema import data as tool_data
+    from ortbundle.schema import inputs
+
+    if kind == "recipe":
+        component = data.get("component")
+        is_model = isinstance(component, Mapping) and component.get("kind") == "model"
+        return inputs.MODEL_RECIPE if is_model else inputs.RECIPE
+    by_name = {s.name: s for s in (*inputs.INPUTS, *tool_data.DATA)}
+    return by_name[kind]
+
+
+def problems_in(
+    file: str, data: Mapping[str, Any], kind: str, relax: frozenset[str] = frozenset()
+) -> list[Problem]:
+    """Every schema problem of one parsed file (`kind`: recipe, product, policy, targets-data…)."""
+    schema = schema_for(kind, data)
+    checker = Checker(file, data, relax)
+    checker.table(schema.top, data, "")
+    return checker.problems
+
+
+def check_document(
+    file: str, data: Mapping[str, Any], kind: str, relax: frozenset[str] = frozenset()
+) -> None:
+    """Raise one ConfigProblems listing every schema problem of the file, or return."""
+    raise_if_any(problems_in(file, data, kind, relax))

@@ -1,0 +1,168 @@
+"""Every configuration problem of one build, collected before anything is parsed: the product
+manifest, each recipe it names (runtimes, plugin EPs, models), the licence policy, and what
+they say about each other (a runtime's targets its recipe lacks, a [runtime.<name>] naming no
+runtime). A build with three typos in two recipes hears of all three at once."""
+
+from __future__ import annotations
+
+import tomllib
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Any
+
+from ortbundle.schema import display_name, problems_in
+from ortbundle.schema.problems import Problem, nearest, raise_if_any
+
+
+def check_build_inputs(root: Path, product: str, policy: Path) -> None:
+    """Raise one ConfigProblems naming every problem of the product's inputs, or return. A
+    missing product file is left to the product loader (it says so in its own words)."""
+    problems: list[Problem] = []
+    manifest = root / "manifests" / f"{product}.toml"
+    data = _read(manifest, problems)
+    if data is None:
+        raise_if_any(problems)
+        return
+    file = display_name(manifest)
+    problems += problems_in(file, data, "product")
+    head = _table(data.get("product"))
+    targets = [t for t in _strings(head.get("targets")) if _is_target(t)]
+    runtimes = _strings(head.get("runtimes"))
+    overrides = _table(data.get("runtime"))
+    wanted: dict[str, tuple[str, list[str]]] = {}  # recipe -> (its role, its targets)
+    for runtime in runtimes:
+        only = _strings(_table(overrides.get(runtime)).get("targets")) or targets
+        wanted[runtime] = ("runtime", only)
+        for target in sorted(set(only) - set(targets)):
+            problems.append(
+                Problem(
+                    file,
+                    f"runtime.{runtime}",
+                    "targets",
+                    f"names {target!r}, which [product] targets lacks",
+                    fix=f"add {target} to [product] targets",
+                )
+            )
+    for name in overrides:
+        if name not in runtimes:
+            problems.append(
+                Problem(
+                    file,
+                    "runtime",
+                    name,
+                    "names no runtime of [product] runtimes",
+                    nearest(name, runtimes),
+                )
+            )
+    for plugin, table in _table(data.get("plugin")).items():
+        wanted.setdefault(plugin, ("plugin-ep", []))
+        for pair in _strings(_table(table).get("pairs_with")):
+            if pair not in runtimes:
+                problems.append(
+                    Problem(
+                        file,
+                        f"plugin.{plugin}",
+                        "pairs_with",
+                        f"{pair!r} is not a runtime of [product] runtimes",
+                        nearest(pair, runtimes),
+                    )
+                )
+    for model in _strings(head.get("models")):
+        wanted.setdefault(model, ("model", []))
+    for waiver_index, waiver in enumerate(_list(data.get("waivers"))):
+        for target in _strings(_table(waiver).get("targets")):
+            if _is_target(target) and target not in targets:
+                problems.append(
+                    Problem(
+                        file,
+                        f"waivers[{waiver_index}]",
+                        "targets",
+                        f"{target!r} is not a target of [product] targets",
+                        nearest(target, targets),
+                    )
+                )
+    problems += _recipes(root, file, wanted)
+    if policy.is_file():
+        policy_data = _read(policy, problems)
+        if policy_data is not None:
+            problems += problems_in(display_name(policy), policy_data, "policy")
+    raise_if_any(problems)
+
+
+def _recipes(root: Path, manifest: str, wanted: dict[str, tuple[str, list[str]]]) -> list[Problem]:
+    problems: list[Problem] = []
+    known = sorted(p.stem for p in (root / "recipes").glob("*.toml"))
+    for name, (role, targets) in wanted.items():
+        path = root / "recipes" / f"{name}.toml"
+        where = {"runtime": "product", "plugin-ep": "plugin", "model": "product"}[role]
+        if not path.is_file():
+            problems.append(
+                Problem(
+                    manifest,
+                    where,
+                    name,
+                    f"names {display_name(path)}, which does not exist",
+                    nearest(name, known),
+                )
+            )
+            continue
+        data = _read(path, problems)
+        if data is None:
+            continue
+        file = display_name(path)
+        problems += problems_in(file, data, "recipe")
+        kind = _table(data.get("component")).get("kind")
+        if isinstance(kind, str) and kind != role:
+            problems.append(
+                Problem(
+                    file,
+                    "component",
+                    "kind",
+                    f"is {kind!r}, but {manifest} uses it as a {role}",
+                    fix=f"list it where a {kind} goes, or use another recipe",
+                )
+            )
+        has = _table(data.get("targets"))
+        for target in targets:
+            if target not in has:
+                problems.append(
+                    Problem(
+                        file,
+                        "targets",
+                        target,
+                        f"missing: {manifest} ships {name} on {target}",
+                        fix=f"add [targets.{target}], or drop the target from "
+                        f"[runtime.{name}] targets in {manifest}",
+                    )
+                )
+    return problems
+
+
+def _read(path: Path, problems: list[Problem]) -> dict[str, Any] | None:
+    try:
+        return tomllib.loads(path.read_bytes().decode("utf-8"))
+    except FileNotFoundError:
+        return None
+    except (tomllib.TOMLDecodeError, UnicodeDecodeError) as exc:
+        problems.append(Problem(display_name(path), "", "(file)", f"not valid TOML: {exc}"))
+        return None
+
+
+def _is_target(name: str) -> bool:
+    from ortbundle.targets import all_targets
+
+    return name in all_targets()
+
+
+def _table(value: Any) -> Mapping[str, Any]:
+    return value if isinstance(value, Mapping) else {}
+
+
+def _list(value: Any) -> list[Any]:
+    return value if isinstance(value, list) else []
+
+
+def _strings(value: Any) -> list[str]:
+    if isinstance(value, str):
+        return [value]
+    return [v for v in _list(value) if isinstance(v, str)]
