@@ -72,7 +72,7 @@ ARCH_GROUP = Table(
         tables(
             "optdepends",
             Table(
-                "optdepends entry",
+                "optdepends = [{ … }]",
                 "An Arch optional dependency and the reason pacman shows.",
                 (
                     text("package", "the Arch package name", True),
@@ -123,12 +123,12 @@ EXTERNALS = Table(
 
 SOURCE = Table(
     "[sources.<id>]",
-    "One pinned upstream artifact. Names exactly one of pypi, maven, npm, url, path.",
+    "One pinned upstream artifact.",
     (
         table(
             "pypi",
             Table(
-                "pypi",
+                "pypi = { … }",
                 "A wheel on the Python package index pip is configured for.",
                 (
                     text("project", "the project name", True),
@@ -141,7 +141,7 @@ SOURCE = Table(
         table(
             "maven",
             Table(
-                "maven",
+                "maven = { … }",
                 "group:artifact:version[:classifier]@packaging in a Maven repository.",
                 (
                     text("group", "the group id", True),
@@ -156,7 +156,7 @@ SOURCE = Table(
         table(
             "npm",
             Table(
-                "npm",
+                "npm = { … }",
                 "A package version's tarball in an npm registry.",
                 (
                     text("package", 'the package: "name" or "@scope/name"', True),
@@ -173,7 +173,7 @@ SOURCE = Table(
         tables(
             "nested",
             Table(
-                "nested",
+                "nested = [{ … }]",
                 "An archive inside the fetched one, outermost first (at most 2 deep).",
                 (
                     text("member", "its path in the enclosing archive", True),
@@ -201,7 +201,7 @@ SOURCES = Table(
 LICENSE_TEXTS = tables(
     "texts",
     Table(
-        "texts entry",
+        "texts = [{ … }]",
         "A licence text: { source, member } from an archive, or { file } under licenses/.",
         (
             text("source", "a source id of this recipe", ref="sources"),
@@ -370,7 +370,7 @@ RECIPE = FileSchema(
 # --- model recipes -------------------------------------------------------------------------
 
 IO_GATE = Table(
-    "inputs / outputs entry",
+    "inputs / outputs = [{ … }]",
     "A tensor the model must declare.",
     (
         text("name", "the input's or output's name", True),
