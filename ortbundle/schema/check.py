@@ -49,7 +49,8 @@ class Checker:
                     self.value(schema.entries, value, _join(where, name), where, name)
             else:
                 known = [k.name for k in schema.keys]
-                self.add(where, name, "unknown key", nearest(name, known), _known_list(known))
+                guess = nearest(name, known)
+                self.add(where, name, "unknown key", guess, "" if guess else _known_list(known))
         for key in schema.keys:
             missing = key.required and key.name not in data and key.name not in self.relax
             if missing and _applies(key, data):
