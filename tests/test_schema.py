@@ -107,9 +107,12 @@ def test_enumerations_are_checked_case_included(tmp_path: Path) -> None:
     data["product"]["channels"] = ["Arch"]
     data["externals"] = [{"group": "cuda", "kind": "Toolkit", "names": ["libcudart.so.13"]}]
     lines = [p.line() for p in problems_in("manifests/app.toml", data, "product")]
-    assert any("'Linux-x86_64' is not a target" in l and "`linux-x86_64`" in l for l in lines)
-    assert any("'Arch' is not a packaging channel" in l and "`arch`" in l for l in lines)
-    assert any("'Toolkit' is not a external kind" in l and "`toolkit`" in l for l in lines)
+    for wrong, right in (
+        ("Linux-x86_64", "linux-x86_64"),
+        ("Arch", "arch"),
+        ("Toolkit", "toolkit"),
+    ):
+        assert any(f"{wrong!r} is not " in line and f"`{right}`?" in line for line in lines)
 
 
 def test_an_unknown_target_table_in_a_recipe_suggests_the_target(tmp_path: Path) -> None:
@@ -305,3 +308,34 @@ def test_the_reference_documents_every_key_and_enumeration() -> None:
 
 def test_a_config_error_is_still_a_config_error() -> None:
     assert issubclass(ConfigProblems, ConfigError)
+
+
+@pytest.mark.parametrize(
+    ("module", "reader", "name"),
+    [
+        ("ortbundle.targets", "all_targets", "targets"),
+        ("ortbundle.channels.arch", "_mapping", "arch"),
+        ("ortbundle.channels.nfpm", "_mapping", "linux-packages"),
+        ("ortbundle.binaries.baseline", "_data", "baselines"),
+    ],
+)
+def test_the_tool_data_readers_check_their_file(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, module: str, reader: str, name: str
+) -> None:
+    """Each reader of ortbundle/data/ checks the file it reads (here a copy with a typo)."""
+    import importlib
+    from types import SimpleNamespace
+
+    data = tomllib.loads((ROOT / f"ortbundle/data/{name}.toml").read_text("utf-8"))
+    (data["linux-x86_64"] if name == "targets" else data)["zz_typo"] = {}
+    write(tmp_path / f"data/{name}.toml", data)
+    loaded = importlib.import_module(module)
+    read = getattr(loaded, reader)
+    monkeypatch.setattr(loaded, "resources", SimpleNamespace(files=lambda _package: tmp_path))
+    read.cache_clear()
+    try:
+        with pytest.raises(ConfigProblems, match=f"`zz_typo`: .* of ortbundle/data/{name}.toml"):
+            read("deb") if name == "linux-packages" else read()
+    finally:
+        monkeypatch.undo()
+        read.cache_clear()

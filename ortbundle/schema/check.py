@@ -152,7 +152,7 @@ class Checker:
             self.add(
                 where,
                 name,
-                f"{value!r} is not a {choices.what} ({', '.join(allowed)})",
+                f"{value!r} is not {_article(choices.what)} {choices.what} ({', '.join(allowed)})",
                 nearest(value, allowed),
             )
 
@@ -204,6 +204,10 @@ def _leaf(where: str) -> str:
 def _shown(value: Any) -> str:
     text = repr(value)
     return text if len(text) <= 40 else text[:37] + "..."
+
+
+def _article(noun: str) -> str:
+    return "an" if noun[:1] in "aeiou" else "a"
 
 
 def _known_list(known: list[str]) -> str:
