@@ -92,15 +92,19 @@ def load_toml(
     path: Path, schema: str = "", *, relax: frozenset[str] = frozenset()
 ) -> tuple[dict[str, Any], str]:
     """The file's data and SHA-256; with `schema` (recipe, product, policy, …) every problem the
-    schema finds in it is raised at once (ortbundle/schema/), before the caller's parse."""
+    schema finds in it is raised at once (ortbundle/schema/), before the caller's parse. The
+    data is shared by every reader of the same bytes: read it, never change it."""
     try:
         raw = path.read_bytes()
     except FileNotFoundError:
         raise ConfigError(f"{path.name} does not exist", file=str(path)) from None
-    try:
-        data, digest = tomllib.loads(raw.decode("utf-8")), hashlib.sha256(raw).hexdigest()
-    except (tomllib.TOMLDecodeError, UnicodeDecodeError) as exc:
-        raise ConfigError(f"not valid TOML: {exc}", file=str(path)) from None
+    digest = hashlib.sha256(raw).hexdigest()
+    data = _PARSED.get((path, digest))
+    if data is None:
+        try:
+            data = _PARSED[(path, digest)] = tomllib.loads(raw.decode("utf-8"))
+        except (tomllib.TOMLDecodeError, UnicodeDecodeError) as exc:
+            raise ConfigError(f"not valid TOML: {exc}", file=str(path)) from None
     if schema and (path, digest, relax) not in _CHECKED:
         from ortbundle.schema import check_document, display_name
 
@@ -109,5 +113,7 @@ def load_toml(
     return data, digest
 
 
-# files whose bytes passed their schema: a build reads a recipe more than once
+# a build reads a recipe more than once (the check of all its inputs, then each loader): the
+# bytes are parsed once and checked once
+_PARSED: dict[tuple[Path, str], dict[str, Any]] = {}
 _CHECKED: set[tuple[Path, str, frozenset[str]]] = set()

@@ -23,15 +23,17 @@ def display_name(path: Path) -> str:
 
 def schema_for(kind: str, data: Mapping[str, Any]) -> FileSchema:
     """The schema of a file kind; a recipe whose [component] says kind = "model" is a model."""
-    from ortbundle.schema import data as tool_data
     from ortbundle.schema import inputs
 
     if kind == "recipe":
         component = data.get("component")
         is_model = isinstance(component, Mapping) and component.get("kind") == "model"
         return inputs.MODEL_RECIPE if is_model else inputs.RECIPE
-    by_name = {s.name: s for s in (*inputs.INPUTS, *tool_data.DATA)}
-    return by_name[kind]
+    if kind in ("product", "policy"):
+        return inputs.PRODUCT if kind == "product" else inputs.POLICY
+    from ortbundle.schema import data as tool_data  # the tool's own data: read by a full build
+
+    return {s.name: s for s in tool_data.DATA}[kind]
 
 
 def problems_in(

@@ -3,32 +3,44 @@ only when a value is checked or the reference is written: the schema itself stay
 
 from __future__ import annotations
 
+import re
 from collections.abc import Sequence
+from functools import cache
+from importlib import resources
 
+from ortbundle.errors import ConfigError
 from ortbundle.schema.model import Choices
 
 # The licence audit's verdicts, best first (ortbundle/audit.py ranks them in this order).
 VERDICTS = ("allow", "review", "refuse")
 
 
+@cache
 def _gpu_vendors() -> Sequence[str]:
-    from ortbundle.loader import VENDOR_LABEL  # the loader compares lower-case vendor names
+    """The keys of the loader's VENDOR_LABEL (it compares lower-case vendor names). The loader
+    ships standalone and a build never imports it (ctypes, argparse): its one line is read."""
+    text = resources.files("ortbundle").joinpath("loader.py").read_text("utf-8")
+    found = re.search(r"^VENDOR_LABEL = \{(.*)\}$", text, re.MULTILINE)
+    if found is None:
+        raise ConfigError("ortbundle/loader.py has no one-line VENDOR_LABEL = {…}")
+    return tuple(re.findall(r'"([^"]+)":', found.group(1)))
 
-    return tuple(VENDOR_LABEL)
 
-
+@cache
 def _targets() -> Sequence[str]:
     from ortbundle.targets import all_targets
 
     return tuple(sorted(all_targets()))
 
 
+@cache
 def _channels() -> Sequence[str]:
     from ortbundle.targets import CHANNEL_TARGETS
 
     return tuple(CHANNEL_TARGETS)
 
 
+@cache
 def _recipe_kinds() -> Sequence[str]:
     from ortbundle.model_recipes import MODEL_KIND
     from ortbundle.recipes import RECIPE_KINDS
@@ -36,36 +48,42 @@ def _recipe_kinds() -> Sequence[str]:
     return (*RECIPE_KINDS, MODEL_KIND)
 
 
+@cache
 def _external_kinds() -> Sequence[str]:
     from ortbundle.targets import EXTERNAL_KINDS
 
     return EXTERNAL_KINDS
 
 
+@cache
 def _operating_systems() -> Sequence[str]:
     from ortbundle.targets import OPERATING_SYSTEMS
 
     return OPERATING_SYSTEMS
 
 
+@cache
 def _formats() -> Sequence[str]:
     from ortbundle.targets import BINARY_FORMATS
 
     return BINARY_FORMATS
 
 
+@cache
 def _payload_places() -> Sequence[str]:
     from ortbundle.recipes import PAYLOAD_PLACES
 
     return PAYLOAD_PLACES
 
 
+@cache
 def _on_newer() -> Sequence[str]:
     from ortbundle.products import ON_NEWER
 
     return ON_NEWER
 
 
+@cache
 def _relations() -> Sequence[str]:
     from ortbundle.channels.nfpm import _RELATIONS
 

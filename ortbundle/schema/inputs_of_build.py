@@ -5,13 +5,14 @@ runtime). A build with three typos in two recipes hears of all three at once."""
 
 from __future__ import annotations
 
-import tomllib
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
-from ortbundle.schema import display_name, problems_in
-from ortbundle.schema.problems import Problem, nearest, raise_if_any
+from ortbundle.errors import ConfigError
+from ortbundle.schema import display_name
+from ortbundle.schema.problems import ConfigProblems, Problem, nearest, raise_if_any
+from ortbundle.tomlreader import load_toml
 
 
 def check_build_inputs(root: Path, product: str, policy: Path) -> None:
@@ -19,12 +20,11 @@ def check_build_inputs(root: Path, product: str, policy: Path) -> None:
     missing product file is left to the product loader (it says so in its own words)."""
     problems: list[Problem] = []
     manifest = root / "manifests" / f"{product}.toml"
-    data = _read(manifest, problems)
+    data = _load(manifest, "product", problems) if manifest.is_file() else None
     if data is None:
         raise_if_any(problems)
         return
     file = display_name(manifest)
-    problems += problems_in(file, data, "product")
     head = _table(data.get("product"))
     targets = [t for t in _strings(head.get("targets")) if _is_target(t)]
     runtimes = _strings(head.get("runtimes"))
@@ -83,19 +83,17 @@ def check_build_inputs(root: Path, product: str, policy: Path) -> None:
                 )
     problems += _recipes(root, file, wanted)
     if policy.is_file():
-        policy_data = _read(policy, problems)
-        if policy_data is not None:
-            problems += problems_in(display_name(policy), policy_data, "policy")
+        _load(policy, "policy", problems)
     raise_if_any(problems)
 
 
 def _recipes(root: Path, manifest: str, wanted: dict[str, tuple[str, list[str]]]) -> list[Problem]:
     problems: list[Problem] = []
-    known = sorted(p.stem for p in (root / "recipes").glob("*.toml"))
     for name, (role, targets) in wanted.items():
         path = root / "recipes" / f"{name}.toml"
         where = {"runtime": "product", "plugin-ep": "plugin", "model": "product"}[role]
         if not path.is_file():
+            known = sorted(p.stem for p in (root / "recipes").glob("*.toml"))
             problems.append(
                 Problem(
                     manifest,
@@ -106,11 +104,10 @@ def _recipes(root: Path, manifest: str, wanted: dict[str, tuple[str, list[str]]]
                 )
             )
             continue
-        data = _read(path, problems)
+        data = _load(path, "recipe", problems)
         if data is None:
             continue
         file = display_name(path)
-        problems += problems_in(file, data, "recipe")
         kind = _table(data.get("component")).get("kind")
         if isinstance(kind, str) and kind != role:
             problems.append(
@@ -138,13 +135,16 @@ def _recipes(root: Path, manifest: str, wanted: dict[str, tuple[str, list[str]]]
     return problems
 
 
-def _read(path: Path, problems: list[Problem]) -> dict[str, Any] | None:
+def _load(path: Path, kind: str, problems: list[Problem]) -> dict[str, Any] | None:
+    """The file's data through its loader's own schema check (so the loader, reading it again,
+    does not check it twice); its problems are collected, not raised."""
     try:
-        return tomllib.loads(path.read_bytes().decode("utf-8"))
-    except FileNotFoundError:
-        return None
-    except (tomllib.TOMLDecodeError, UnicodeDecodeError) as exc:
-        problems.append(Problem(display_name(path), "", "(file)", f"not valid TOML: {exc}"))
+        return load_toml(path, kind)[0]
+    except ConfigProblems as found:
+        problems.extend(found.problems)
+        return load_toml(path)[0]  # the data, for the checks across files
+    except ConfigError as error:  # missing, or not TOML
+        problems.append(Problem(display_name(path), "", "(file)", error.message))
         return None
 
 

@@ -6,6 +6,7 @@ from __future__ import annotations
 import re
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
+from functools import cached_property
 
 # What a key's value may be. "strings": a list of non-empty strings (one string is read as a
 # one-item list, as TableReader.text_list does); "tables": an array of tables; "list": any list.
@@ -62,7 +63,11 @@ class Table:
     example: str = ""  # TOML shown in the reference
 
     def key(self, name: str) -> Key | None:
-        return next((k for k in self.keys if k.name == name), None)
+        return self._by_name.get(name)
+
+    @cached_property
+    def _by_name(self) -> dict[str, Key]:
+        return {k.name: k for k in self.keys}
 
 
 @dataclass(frozen=True)

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import difflib
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 
@@ -58,6 +57,8 @@ def raise_if_any(problems: Iterable[Problem]) -> None:
 
 def nearest(word: str, candidates: Iterable[str]) -> str:
     """The candidate a typo most likely meant ("" when none is close); case never hides one."""
+    import difflib  # only a mistake pays for it
+
     pool = sorted(set(candidates))
     folded = {c.lower(): c for c in pool}
     if word.lower() in folded:
