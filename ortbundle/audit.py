@@ -95,7 +95,7 @@ def load_policy(path: Path) -> Policy:
         ) from None
     except tomllib.TOMLDecodeError as exc:
         raise ConfigError(f"not valid TOML: {exc}", file=str(path)) from None
-    check_document(display_name(path), data, "policy")
+    check_document(display_name(path), data, "policy", path=str(path))
     sets = data.get("sets", {})
     if not isinstance(sets, dict):
         raise ConfigError("[sets] must be a table of lists", file=str(path))

@@ -108,7 +108,7 @@ def load_toml(
     if schema and (path, digest, relax) not in _CHECKED:
         from ortbundle.schema import check_document, display_name
 
-        check_document(display_name(path), data, schema, relax)
+        check_document(display_name(path), data, schema, relax, str(path))
         _CHECKED.add((path, digest, relax))
     return data, digest
 

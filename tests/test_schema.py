@@ -80,9 +80,10 @@ def test_gpu_vendor_typo_is_refused_naming_the_key_it_meant(tmp_path: Path) -> N
     data = recipe("x")
     data["component"]["gpu_vendor"] = data["component"].pop("gpu_vendors")
     error = refused(load_recipe, write(tmp_path / "recipes/x.toml", data))
-    assert str(error) == (
+    assert error.problems[0].line() == (
         "`gpu_vendor`: unknown key in [component] of recipes/x.toml — did you mean `gpu_vendors`?"
     )
+    assert str(error) == f"{error.problems[0].line()} [file {tmp_path / 'recipes/x.toml'}]"
 
 
 def test_upper_case_vendor_is_refused_with_the_lower_case_one(tmp_path: Path) -> None:
@@ -90,14 +91,14 @@ def test_upper_case_vendor_is_refused_with_the_lower_case_one(tmp_path: Path) ->
     data["component"]["gpu_vendors"] = ["NVIDIA"]
     error = refused(load_recipe, write(tmp_path / "recipes/x.toml", data))
     assert "'NVIDIA' is not a GPU vendor" in str(error)
-    assert str(error).endswith("did you mean `nvidia`?")
+    assert "did you mean `nvidia`?" in str(error)
 
 
 def test_product_channels_typo_is_refused(tmp_path: Path) -> None:
     data = product(["x"], ["linux-x86_64"])
     data["product"]["chanels"] = ["arch"]
     error = refused(load_product, write(tmp_path / "manifests/app.toml", data))
-    assert str(error) == (
+    assert str(error).startswith(
         "`chanels`: unknown key in [product] of manifests/app.toml — did you mean `channels`?"
     )
 
@@ -190,7 +191,7 @@ def test_wrong_types_are_named(tmp_path: Path) -> None:
     error = refused(load_product, write(tmp_path / "manifests/app.toml", data))
     assert [p.line() for p in error.problems] == [
         "`pkgrel`: must be an integer, not '2' in [packaging] of manifests/app.toml",
-        "`android_api`: 0 is less than 1 in [system] of manifests/app.toml",
+        "`android_api`: must be a positive integer, not 0 in [system] of manifests/app.toml",
     ]
 
 

@@ -37,17 +37,26 @@ def schema_for(kind: str, data: Mapping[str, Any]) -> FileSchema:
 
 
 def problems_in(
-    file: str, data: Mapping[str, Any], kind: str, relax: frozenset[str] = frozenset()
+    file: str,
+    data: Mapping[str, Any],
+    kind: str,
+    relax: frozenset[str] = frozenset(),
+    path: str = "",
 ) -> list[Problem]:
-    """Every schema problem of one parsed file (`kind`: recipe, product, policy, targets-data…)."""
+    """Every schema problem of one parsed file (`kind`: recipe, product, policy, targets-data…);
+    `file` is how the user names it, `path` its full path where that differs."""
     schema = schema_for(kind, data)
-    checker = Checker(file, data, relax)
+    checker = Checker(file, data, relax, path)
     checker.table(schema.top, data, "")
     return checker.problems
 
 
 def check_document(
-    file: str, data: Mapping[str, Any], kind: str, relax: frozenset[str] = frozenset()
+    file: str,
+    data: Mapping[str, Any],
+    kind: str,
+    relax: frozenset[str] = frozenset(),
+    path: str = "",
 ) -> None:
     """Raise one ConfigProblems listing every schema problem of the file, or return."""
-    raise_if_any(problems_in(file, data, kind, relax))
+    raise_if_any(problems_in(file, data, kind, relax, path))

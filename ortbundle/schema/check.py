@@ -27,14 +27,21 @@ class Checker:
     """Walks one file's data; `relax` names keys whose values are not checked (pin --check
     reads unpinned sources: a missing sha256 is its finding, not an error)."""
 
-    def __init__(self, file: str, root: Mapping[str, Any], relax: frozenset[str] = frozenset()):
+    def __init__(
+        self,
+        file: str,
+        root: Mapping[str, Any],
+        relax: frozenset[str] = frozenset(),
+        path: str = "",
+    ) -> None:
         self.file = file
+        self.path = path
         self.root = root
         self.relax = relax
         self.problems: list[Problem] = []
 
     def add(self, table: str, key: str, message: str, suggestion: str = "", fix: str = "") -> None:
-        self.problems.append(Problem(self.file, table, key, message, suggestion, fix))
+        self.problems.append(Problem(self.file, table, key, message, suggestion, fix, self.path))
 
     def table(self, schema: Table, data: Any, where: str) -> None:
         if not isinstance(data, Mapping):
@@ -71,11 +78,8 @@ class Checker:
 
     def _entry_name(self, schema: Table, name: str, where: str) -> bool:
         choices, pattern = schema.entry_choices, schema.entry_pattern
-        label = schema.entries.name if schema.entries else name
         if choices is not None and name not in choices.load():
-            self.add(
-                where, name, f"unknown {choices.what} as {label}", nearest(name, choices.load())
-            )
+            self.add(where, name, f"unknown {choices.what}", nearest(name, choices.load()))
             return False
         if pattern is not None and not pattern.regex.match(name):
             self.add(where, name, f"a name that is not {pattern.says}")
@@ -104,7 +108,8 @@ class Checker:
             if not isinstance(value, int) or isinstance(value, bool):
                 self._wrong(key, value, where, name)
             elif key.minimum is not None and value < key.minimum:
-                self.add(where, name, f"{value} is less than {key.minimum}")
+                least = "a positive integer" if key.minimum == 1 else f"at least {key.minimum}"
+                self.add(where, name, f"must be {least}, not {value}")
         elif kind == "boolean":
             if not isinstance(value, bool):
                 self._wrong(key, value, where, name)
@@ -142,7 +147,8 @@ class Checker:
                 self.add(
                     where,
                     name,
-                    f"{value!r} names no [{key.ref}.<id>] of this file",
+                    f"unknown {key.ref.removesuffix('s')} {value!r}: this file has no "
+                    f"[{key.ref}.{value}]",
                     nearest(value, known),
                 )
 
@@ -152,7 +158,8 @@ class Checker:
             self.add(
                 where,
                 name,
-                f"{value!r} is not {_article(choices.what)} {choices.what} ({', '.join(allowed)})",
+                f"{value!r} is not {_article(choices.what)} {choices.what}: "
+                f"use {_alternatives(allowed)}",
                 nearest(value, allowed),
             )
 
@@ -204,6 +211,12 @@ def _leaf(where: str) -> str:
 def _shown(value: Any) -> str:
     text = repr(value)
     return text if len(text) <= 40 else text[:37] + "..."
+
+
+def _alternatives(values: list[str]) -> str:
+    """ "a", "b" or "c": as the user writes them in TOML."""
+    quoted = [f'"{v}"' for v in values]
+    return quoted[0] if len(quoted) == 1 else f"{', '.join(quoted[:-1])} or {quoted[-1]}"
 
 
 def _article(noun: str) -> str:

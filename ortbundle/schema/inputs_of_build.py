@@ -6,6 +6,7 @@ runtime). A build with three typos in two recipes hears of all three at once."""
 from __future__ import annotations
 
 from collections.abc import Mapping
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -84,7 +85,12 @@ def check_build_inputs(root: Path, product: str, policy: Path) -> None:
     problems += _recipes(root, file, wanted)
     if policy.is_file():
         _load(policy, "policy", problems)
-    raise_if_any(problems)
+    paths = {p.file: p.path for p in problems if p.path}
+    paths[file] = str(manifest)
+    for recipe in wanted:
+        path = root / "recipes" / f"{recipe}.toml"
+        paths.setdefault(display_name(path), str(path))
+    raise_if_any(replace(p, path=p.path or paths.get(p.file, "")) for p in problems)
 
 
 def _recipes(root: Path, manifest: str, wanted: dict[str, tuple[str, list[str]]]) -> list[Problem]:
@@ -144,7 +150,7 @@ def _load(path: Path, kind: str, problems: list[Problem]) -> dict[str, Any] | No
         problems.extend(found.problems)
         return load_toml(path)[0]  # the data, for the checks across files
     except ConfigError as error:  # missing, or not TOML
-        problems.append(Problem(display_name(path), "", "(file)", error.message))
+        problems.append(Problem(display_name(path), "", "(file)", error.message, path=str(path)))
         return None
 
 

@@ -18,6 +18,7 @@ class Problem:
     message: str
     suggestion: str = ""  # the nearest valid key or value
     fix: str = ""
+    path: str = ""  # the file's full path, when it differs from `file`
 
     def line(self) -> str:
         place = f"[{self.table}]" if self.table else "the top level"
@@ -36,17 +37,25 @@ class ConfigProblems(ConfigError):
     def __init__(self, problems: Sequence[Problem]) -> None:
         self.problems = tuple(problems)
         files = sorted({p.file for p in self.problems})
+        paths = sorted({p.path or p.file for p in self.problems})
         count = len(self.problems)
         super().__init__(
             f"{count} configuration problem{'s' if count != 1 else ''} in {', '.join(files)}",
-            file=files[0] if len(files) == 1 else None,
+            file=paths[0] if len(paths) == 1 else None,
         )
 
     def __str__(self) -> str:
+        """One line per problem; the full path too when all are in one file (a project outside
+        the working directory)."""
+        where = f" [file {self.file}]" if self.file and self.file not in files_of(self) else ""
         if len(self.problems) == 1:
-            return self.problems[0].line()
+            return self.problems[0].line() + where
         lines = "".join(f"\n  - {p.line()}" for p in self.problems)
-        return f"{self.message}:{lines}"
+        return f"{self.message}{where}:{lines}"
+
+
+def files_of(error: ConfigProblems) -> set[str]:
+    return {p.file for p in error.problems}
 
 
 def raise_if_any(problems: Iterable[Problem]) -> None:
