@@ -8,7 +8,6 @@ up front, with the file it is in — not as a KeyError in the middle of a build.
 
 from __future__ import annotations
 
-import re
 from dataclasses import dataclass
 from pathlib import Path
 from urllib.parse import quote
@@ -33,7 +32,7 @@ from ortbundle.sources import origin_to_json as origin_to_json
 from ortbundle.sources import read_sources
 from ortbundle.sources import source_from_json as source_from_json
 from ortbundle.sources import source_to_json as source_to_json
-from ortbundle.tomlreader import NAME_WORD, PATH_WORD, TableReader, load_toml
+from ortbundle.tomlreader import NAME_WORD, PATH_WORD, PURL, TableReader, load_toml
 
 
 @dataclass(frozen=True)
@@ -190,7 +189,7 @@ def generic_purl(name: str, version: str) -> str:
 
 def read_purl(reader: TableReader) -> str | None:
     purl = reader.opt_text("purl")
-    if purl is not None and not re.match(r"^pkg:[a-z][a-z0-9.+-]*/\S+$", purl):
+    if purl is not None and not PURL.match(purl):
         raise reader._fail(f"purl {purl!r} is not a package URL (pkg:type/name@version)")
     return purl
 

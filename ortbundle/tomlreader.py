@@ -18,6 +18,7 @@ SHA256_HEX = re.compile(r"^[0-9a-f]{64}$")
 # what may become one path component (dist/<product>/<version>, licenses/<component>/)
 PATH_WORD = re.compile(r"^[A-Za-z0-9_+][A-Za-z0-9._+-]*$")
 NAME_WORD = re.compile(r"^[a-z0-9][a-z0-9._-]*$")
+PURL = re.compile(r"^pkg:[a-z][a-z0-9.+-]*/\S+$")  # a package URL: pkg:type/name@version
 
 
 class TableReader:

@@ -195,6 +195,22 @@ def test_wrong_types_are_named(tmp_path: Path) -> None:
     ]
 
 
+def test_a_package_url_is_checked_with_the_parse_s_own_pattern(tmp_path: Path) -> None:
+    data = recipe("x")
+    data["targets"]["linux-x86_64"]["licenses"] = [
+        {
+            "component": "x",
+            "version": "1",
+            "expression": "MIT",
+            "files": ["*"],
+            "texts": [],
+            "purl": "pypi/x@1",
+        }
+    ]
+    error = refused(load_recipe, write(tmp_path / "recipes/x.toml", data))
+    assert "`purl`: 'pypi/x@1' is not a package URL" in str(error)
+
+
 def test_the_contract_keys_of_the_other_slices_are_accepted() -> None:
     """[[externals]] (product, recipe), loads / ignore_loads, addon_of and the [policy] overlay."""
     externals = [

@@ -29,8 +29,8 @@ def schema_for(kind: str, data: Mapping[str, Any]) -> FileSchema:
         component = data.get("component")
         is_model = isinstance(component, Mapping) and component.get("kind") == "model"
         return inputs.MODEL_RECIPE if is_model else inputs.RECIPE
-    if kind in ("product", "policy"):
-        return inputs.PRODUCT if kind == "product" else inputs.POLICY
+    if kind in ("product", "policy", "recipe-sources"):
+        return {"product": inputs.PRODUCT, "policy": inputs.POLICY}.get(kind, inputs.RECIPE_SOURCES)
     from ortbundle.schema import data as tool_data  # the tool's own data: read by a full build
 
     return {s.name: s for s in tool_data.DATA}[kind]

@@ -8,14 +8,18 @@ from typing import Any
 
 from ortbundle.schema import choices as C
 from ortbundle.schema.model import FileSchema, Key, Pattern, Table
-from ortbundle.tomlreader import NAME_WORD, PATH_WORD
+from ortbundle.tomlreader import NAME_WORD, PATH_WORD, PURL
 
 NAME = Pattern(NAME_WORD, "lower-case letters, digits, . _ - (starting with a letter or digit)")
 WORD = Pattern(PATH_WORD, "one plain name: letters, digits, . _ + -")
+DIST_WORD = Pattern(
+    PATH_WORD, "one plain name (it names a directory under dist/): letters, digits, . _ + -"
+)
 SHA256 = Pattern(re.compile(r"^[0-9a-fA-F]{64}$"), "64 hex digits (a SHA-256)")
 SHA256_LOWER = Pattern(re.compile(r"^[0-9a-f]{64}$"), "64 lower-case hex digits (a SHA-256)")
 DOTTED = Pattern(re.compile(r"^[0-9]+(\.[0-9]+)+$"), 'a dotted version such as "2.28"')
 LOWER = Pattern(re.compile(r"^[a-z0-9][a-z0-9 ._-]*$"), "lower case (the loader compares so)")
+PACKAGE_URL = Pattern(PURL, "a package URL (pkg:type/name@version)")
 URL = Pattern(re.compile(r"^https?://[^\s/]+"), "an http(s) URL")
 
 
@@ -222,7 +226,12 @@ LICENSE_RULE = Table(
         text("expression", "its SPDX licence expression", True),
         texts("files", "globs over staged file names", True, nonempty=True),
         LICENSE_TEXTS,
-        text("purl", "package URL for the SBOM", default="derived from the source"),
+        text(
+            "purl",
+            "package URL for the SBOM",
+            default="derived from the source",
+            pattern=PACKAGE_URL,
+        ),
     ),
 )
 
@@ -458,7 +467,7 @@ MODEL_RECIPE = FileSchema(
                     (
                         text("expression", "SPDX licence expression", True),
                         LICENSE_TEXTS,
-                        text("purl", "package URL for the SBOM"),
+                        text("purl", "package URL for the SBOM", pattern=PACKAGE_URL),
                     ),
                 ),
                 "the weights' licence",
@@ -526,7 +535,7 @@ PRODUCT_TABLE = Table(
     "What is built.",
     (
         text("name", "the product's name", True, pattern=NAME),
-        text("version", "becomes dist/<product>/<version>", True, pattern=WORD),
+        text("version", "becomes dist/<product>/<version>", True, pattern=DIST_WORD),
         text("description", "one line", True),
         text("url", "the product's web page", True, pattern=URL),
         texts("targets", "targets built", True, nonempty=True, choices=C.TARGETS),
@@ -615,7 +624,7 @@ PRODUCT = FileSchema(
             table(
                 "runtime",
                 Table(
-                    "[runtime.<runtime>]",
+                    "[runtime]",
                     "A runtime shipped on fewer targets than the product.",
                     entries=table(
                         "<runtime>",
@@ -637,7 +646,7 @@ PRODUCT = FileSchema(
             table(
                 "plugin",
                 Table(
-                    "[plugin.<plugin>]",
+                    "[plugin]",
                     "A plugin EP recipe and the runtimes it registers with.",
                     entries=table(
                         "<plugin>",
@@ -689,3 +698,12 @@ PRODUCT = FileSchema(
 )
 
 INPUTS = (RECIPE, MODEL_RECIPE, PRODUCT, POLICY)
+
+# `pin --check` reads a recipe's [sources] alone: the rest is checked when a build loads it
+RECIPE_SOURCES = FileSchema(
+    "recipe-sources",
+    "Recipe sources",
+    "recipes/<component>.toml",
+    "",
+    Table("top level", "", (table("sources", SOURCES, "pinned artifacts", True),)),
+)
