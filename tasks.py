@@ -327,6 +327,19 @@ def ci_workflow(c: Context, product: str = DEFAULT_PRODUCT, out: str | None = No
         raise Exit(str(exc), code=exc.code) from None
 
 
+@task(help={"check": "only check: exit 1 when docs/configuration.md is stale"})
+def docs(c: Context, check: bool = False) -> None:
+    """Write docs/configuration.md (every key of every input file) from ortbundle/schema/."""
+    from ortbundle.schema.docs import REFERENCE, is_current, write
+
+    root = Path(__file__).resolve().parent
+    if check:
+        if not is_current(root):
+            raise Exit(f"{REFERENCE} is stale: run invoke docs and commit it", code=1)
+        return
+    print(f"wrote {write(root).relative_to(root)}")
+
+
 @task
 def clean(c: Context) -> None:
     """Remove dist/ (the download cache is kept)."""

@@ -25,11 +25,13 @@ from ortbundle.errors import AuditError, ConfigError
 from ortbundle.licensing import ComponentUse, TargetLicensing, spdx
 from ortbundle.plan import POLICY_NAME, BuildOptions, Project
 from ortbundle.recipes import Product, Waiver
+from ortbundle.schema import check_document, display_name
+from ortbundle.schema.choices import VERDICTS
 from ortbundle.waivers import CoveredFile, WaiverUse, use_of
 
 Verdict = Literal["allow", "review", "refuse"]
 Status = Literal["ok", "waived", "review", "fail"]
-_RANK: dict[str, int] = {"allow": 0, "review": 1, "refuse": 2}
+_RANK: dict[str, int] = {verdict: rank for rank, verdict in enumerate(VERDICTS)}
 AUDIT_SCHEMA = "ortbundle.audit/1"
 
 
@@ -93,6 +95,7 @@ def load_policy(path: Path) -> Policy:
         ) from None
     except tomllib.TOMLDecodeError as exc:
         raise ConfigError(f"not valid TOML: {exc}", file=str(path)) from None
+    check_document(display_name(path), data, "policy", path=str(path))
     sets = data.get("sets", {})
     if not isinstance(sets, dict):
         raise ConfigError("[sets] must be a table of lists", file=str(path))

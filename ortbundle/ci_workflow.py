@@ -18,6 +18,7 @@ from ortbundle.errors import ConfigError
 from ortbundle.provenance import PROVENANCE_NAME
 from ortbundle.recipes import Product
 from ortbundle.record import AUDIT_NAME, MANIFEST_NAME, SBOM_NAME, SIGNATURE_NAME
+from ortbundle.schema import check_document
 from ortbundle.templating import render
 
 # Debian packages a runner needs to build (not test) a target's packages.
@@ -49,9 +50,11 @@ def load_action_pins(text: str | None = None) -> dict[str, ActionPin]:
     if text is None:
         text = resources.files("ortbundle").joinpath(ACTIONS_FILE).read_text("utf-8")
     try:
-        table = tomllib.loads(text).get("actions", {})
+        data = tomllib.loads(text)
     except tomllib.TOMLDecodeError as exc:
         raise ConfigError(f"not valid TOML: {exc}", file=where) from None
+    check_document(where, data, "actions-data")
+    table = data.get("actions", {})
     pins: dict[str, ActionPin] = {}
     for name, entry in table.items():
         version = entry.get("version") if isinstance(entry, dict) else None

@@ -14,6 +14,8 @@ if TYPE_CHECKING:
     from ortbundle.onnx_model import ModelGate
 
 
+MODEL_KIND = "model"  # [component] kind of a model recipe
+
 # --- model recipes ------------------------------------------------------------------------
 
 
@@ -52,13 +54,13 @@ class ModelRecipe:
 def load_model_recipe(path: Path) -> ModelRecipe:
     from ortbundle.onnx_model import gate_from_table  # only products that ship models pay for it
 
-    data, digest = load_toml(path)
+    data, digest = load_toml(path, "recipe")
     top = TableReader(path, "", data)
     component = top.sub("component")
     name = component.text("name")
     if not NAME_WORD.match(name) or name != path.stem:
         raise component._fail(f"name {name!r} must be lower-case and match the file name")
-    if component.text("kind") != "model":
+    if component.text("kind") != MODEL_KIND:
         raise component._fail("kind must be 'model' for a model recipe")
     sources = read_sources(top)
     forms: list[ModelForm] = []

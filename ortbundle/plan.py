@@ -137,6 +137,9 @@ class Plan:
 def load_plan(project: Project, options: BuildOptions, *, parse_models: bool = True) -> Plan:
     """The product, its recipes and targets. `parse_models=False` only hashes the model recipes
     (enough for the build key): a no-op build does not load the ONNX reader."""
+    from ortbundle.schema.inputs_of_build import check_build_inputs  # every problem, at once
+
+    check_build_inputs(project.root, options.product, project.licenses / POLICY_NAME)
     product = load_product(project.manifests / f"{options.product}.toml")
     for channel in options.channels:
         if channel not in product.channels:

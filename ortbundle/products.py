@@ -83,7 +83,7 @@ class Product:
 
 
 def load_product(path: Path) -> Product:
-    data, digest = load_toml(path)
+    data, digest = load_toml(path, "product")
     top = TableReader(path, "", data)
     product = top.sub("product")
     name = product.text("name")
@@ -145,6 +145,7 @@ def load_product(path: Path) -> Product:
 
 _DOTTED = re.compile(r"^[0-9]+(\.[0-9]+)+$")
 _SYSTEM_KEYS = ("glibc", "windows", "android_api", "on_newer")
+ON_NEWER = ("error", "warn")
 
 
 def _system(reader: TableReader) -> SystemSpec:
@@ -160,7 +161,7 @@ def _system(reader: TableReader) -> SystemSpec:
     if api is not None and (not isinstance(api, int) or isinstance(api, bool) or api < 1):
         raise reader._fail("'android_api' must be a positive integer (an API level: 24)")
     on_newer = reader.text("on_newer", "error")
-    if on_newer not in ("error", "warn"):
+    if on_newer not in ON_NEWER:
         raise reader._fail(f'on_newer {on_newer!r} must be "error" or "warn"')
     return SystemSpec(versions["glibc"], versions["windows"], api, on_newer)
 

@@ -8,7 +8,6 @@ up front, with the file it is in — not as a KeyError in the middle of a build.
 
 from __future__ import annotations
 
-import re
 from dataclasses import dataclass
 from pathlib import Path
 from urllib.parse import quote
@@ -33,7 +32,7 @@ from ortbundle.sources import origin_to_json as origin_to_json
 from ortbundle.sources import read_sources
 from ortbundle.sources import source_from_json as source_from_json
 from ortbundle.sources import source_to_json as source_to_json
-from ortbundle.tomlreader import NAME_WORD, PATH_WORD, TableReader, load_toml
+from ortbundle.tomlreader import NAME_WORD, PATH_WORD, PURL, TableReader, load_toml
 
 
 @dataclass(frozen=True)
@@ -57,6 +56,7 @@ class Payload:
 
 
 PAYLOAD_PLACES = ("beside", "assets")
+RECIPE_KINDS = ("runtime", "plugin-ep")  # a model recipe says "model" (model_recipes.py)
 
 
 @dataclass(frozen=True)
@@ -189,7 +189,7 @@ def generic_purl(name: str, version: str) -> str:
 
 def read_purl(reader: TableReader) -> str | None:
     purl = reader.opt_text("purl")
-    if purl is not None and not re.match(r"^pkg:[a-z][a-z0-9.+-]*/\S+$", purl):
+    if purl is not None and not PURL.match(purl):
         raise reader._fail(f"purl {purl!r} is not a package URL (pkg:type/name@version)")
     return purl
 
@@ -248,7 +248,7 @@ def _target_recipe(reader: TableReader, target: str, sources: dict[str, Source])
 
 
 def load_recipe(path: Path) -> Recipe:
-    data, digest = load_toml(path)
+    data, digest = load_toml(path, "recipe")
     top = TableReader(path, "", data)
     component = top.sub("component")
     name = component.text("name")
@@ -257,7 +257,7 @@ def load_recipe(path: Path) -> Recipe:
     if name != path.stem:
         raise component._fail(f"name {name!r} must match the file name {path.stem!r}")
     kind = component.text("kind")
-    if kind not in ("runtime", "plugin-ep"):
+    if kind not in RECIPE_KINDS:
         raise component._fail(f"kind {kind!r} is not supported (runtime, plugin-ep; model)")
     ep_name = component.text("ep_name") if kind == "plugin-ep" else None
     min_core = component.text("min_core") if kind == "plugin-ep" else None

@@ -304,10 +304,18 @@ def read_sources(top: TableReader, *, pinned: bool = True) -> dict[str, Source]:
     return {sid: _source(table.sub(sid), sid, pinned=pinned) for sid in table.table}
 
 
+_UNPINNED = frozenset({"sha256", "size"})  # pin --check reports these itself
+
+
 def load_sources(path: Path, *, pinned: bool = True) -> dict[str, Source]:
     """A recipe's [sources] alone. `pinned=False` (`pin --check`) admits a missing or malformed
     sha256 or size, which the check reports as unpinned; everything else is checked as ever."""
     data, _sha = load_toml(path)
+    from ortbundle.schema import check_document, display_name  # [sources] alone, every problem
+
+    relax = frozenset() if pinned else _UNPINNED
+    sources = {"sources": data.get("sources")}
+    check_document(display_name(path), sources, "recipe-sources", relax, str(path))
     return read_sources(TableReader(path, "", data), pinned=pinned)
 
 

@@ -21,6 +21,9 @@ CHANNEL_TARGETS: dict[str, tuple[str, ...]] = {
     "deb": ("linux-x86_64",),
     "rpm": ("linux-x86_64",),
 }
+EXTERNAL_KINDS = ("system", "toolchain", "redist", "driver", "toolkit")  # CONTRACT §1
+OPERATING_SYSTEMS = ("linux", "windows", "android")
+BINARY_FORMATS = ("elf", "pe")
 
 
 @dataclass(frozen=True)
@@ -75,7 +78,7 @@ def _parse_target(name: str, raw: dict[str, Any]) -> Target:
             for entry in raw.get("externals", [])
         )
         fmt = str(raw["format"])
-        if fmt not in ("elf", "pe"):
+        if fmt not in BINARY_FORMATS:
             raise ConfigError(f"target {name}: format must be elf or pe, not {fmt!r}")
         return Target(
             name=name,
@@ -97,6 +100,9 @@ def _parse_target(name: str, raw: dict[str, Any]) -> Target:
 def all_targets() -> dict[str, Target]:
     text = resources.files("ortbundle").joinpath("data/targets.toml").read_text("utf-8")
     data = tomllib.loads(text)
+    from ortbundle.schema import check_document  # every problem of the file, named
+
+    check_document("ortbundle/data/targets.toml", data, "targets-data")
     return {name: _parse_target(name, raw) for name, raw in data.items()}
 
 

@@ -18,6 +18,7 @@ SHA256_HEX = re.compile(r"^[0-9a-f]{64}$")
 # what may become one path component (dist/<product>/<version>, licenses/<component>/)
 PATH_WORD = re.compile(r"^[A-Za-z0-9_+][A-Za-z0-9._+-]*$")
 NAME_WORD = re.compile(r"^[a-z0-9][a-z0-9._-]*$")
+PURL = re.compile(r"^pkg:[a-z][a-z0-9.+-]*/\S+$")  # a package URL: pkg:type/name@version
 
 
 class TableReader:
@@ -88,12 +89,32 @@ class TableReader:
         return [TableReader(self.path, f"{self.where}.{key}[{i}]", v) for i, v in enumerate(value)]
 
 
-def load_toml(path: Path) -> tuple[dict[str, Any], str]:
+def load_toml(
+    path: Path, schema: str = "", *, relax: frozenset[str] = frozenset()
+) -> tuple[dict[str, Any], str]:
+    """The file's data and SHA-256; with `schema` (recipe, product, policy, …) every problem the
+    schema finds in it is raised at once (ortbundle/schema/), before the caller's parse. The
+    data is shared by every reader of the same bytes: read it, never change it."""
     try:
         raw = path.read_bytes()
     except FileNotFoundError:
         raise ConfigError(f"{path.name} does not exist", file=str(path)) from None
-    try:
-        return tomllib.loads(raw.decode("utf-8")), hashlib.sha256(raw).hexdigest()
-    except (tomllib.TOMLDecodeError, UnicodeDecodeError) as exc:
-        raise ConfigError(f"not valid TOML: {exc}", file=str(path)) from None
+    digest = hashlib.sha256(raw).hexdigest()
+    data = _PARSED.get((path, digest))
+    if data is None:
+        try:
+            data = _PARSED[(path, digest)] = tomllib.loads(raw.decode("utf-8"))
+        except (tomllib.TOMLDecodeError, UnicodeDecodeError) as exc:
+            raise ConfigError(f"not valid TOML: {exc}", file=str(path)) from None
+    if schema and (path, digest, relax) not in _CHECKED:
+        from ortbundle.schema import check_document, display_name
+
+        check_document(display_name(path), data, schema, relax, str(path))
+        _CHECKED.add((path, digest, relax))
+    return data, digest
+
+
+# a build reads a recipe more than once (the check of all its inputs, then each loader): the
+# bytes are parsed once and checked once
+_PARSED: dict[tuple[Path, str], dict[str, Any]] = {}
+_CHECKED: set[tuple[Path, str, frozenset[str]]] = set()

@@ -48,7 +48,8 @@ def test_bad_pin_is_reported_with_the_file(tmp_path: Path) -> None:
     )
     with pytest.raises(ConfigError) as err:
         load_recipe(path)
-    assert "sources.ort-linux: 'sha256' must be 64 hex digits" in str(err.value)
+    assert "`sha256`: 'not-a-hash' is not 64 hex digits" in str(err.value)
+    assert "[sources.ort-linux]" in str(err.value)
     assert str(path) in str(err.value)
 
 

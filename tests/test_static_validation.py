@@ -54,7 +54,7 @@ def test_a_product_url_that_is_no_http_url_is_refused_at_load(fake: FakeProject)
     fake.write()
     manifest = fake.root / "manifests" / "fakeproduct.toml"
     _edit(manifest, 'url = "https://example.invalid/"', 'url = "javascript:alert(1)"')
-    _refused_before_any_request(fake, f"file {manifest}", "product: url", "http(s) URL")
+    _refused_before_any_request(fake, f"file {manifest}", "`url`", "[product]", "http(s) URL")
 
 
 def test_an_unknown_target_in_a_recipe_names_the_recipe_file(fake: FakeProject) -> None:
@@ -64,9 +64,8 @@ def test_an_unknown_target_in_a_recipe_names_the_recipe_file(fake: FakeProject) 
     _refused_before_any_request(
         fake,
         f"file {recipe}",
-        "targets.windows-x86-64",
-        "unknown target 'windows-x86-64'",
-        "use one of:",
+        "`windows-x86-64`: unknown target in [targets]",
+        "did you mean `windows-x86_64`?",
     )
 
 
@@ -75,7 +74,11 @@ def test_an_unknown_target_in_a_product_names_the_product_file(fake: FakeProject
     manifest = fake.root / "manifests" / "fakeproduct.toml"
     _edit(manifest, '"windows-x86_64"]', '"windows-x86_46"]')
     _refused_before_any_request(
-        fake, f"file {manifest}", "product: targets: unknown target 'windows-x86_46'"
+        fake,
+        f"file {manifest}",
+        "[product]",
+        "'windows-x86_46' is not a target",
+        "`windows-x86_64`",
     )
 
 

@@ -122,9 +122,9 @@ def test_the_manifest_format_carries_the_sign_off(tmp_path: Path) -> None:
 @pytest.mark.parametrize(
     ("line", "message"),
     [
-        ('sha256 = "ABC"', "'sha256' must be 64 lower-case hex digits"),
-        ('reviewed = "last week"', "'reviewed' must be a date"),
-        ("expires = 2027-05-31T00:00:00", "'expires' must be a date"),
+        ('sha256 = "ABC"', "`sha256`: 'ABC' is not 64 lower-case hex digits"),
+        ('reviewed = "last week"', "`reviewed`: must be a date"),
+        ("expires = 2027-05-31T00:00:00", "`expires`: must be a date"),
     ],
 )
 def test_a_malformed_sign_off_is_a_configuration_error(

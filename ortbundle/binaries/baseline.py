@@ -20,6 +20,7 @@ from importlib import resources
 from typing import Any
 
 from ortbundle.binaries import BinaryInfo
+from ortbundle.schema import check_document
 
 # version-node families whose highest need says how old a system may be; anything else
 # (GLIBC_PRIVATE, a bundled library's own nodes) says nothing about the system
@@ -111,7 +112,9 @@ class SystemBaseline:
 @functools.cache
 def _data() -> dict[str, Any]:
     text = resources.files("ortbundle").joinpath("data/baselines.toml").read_text("utf-8")
-    return tomllib.loads(text)
+    data = tomllib.loads(text)
+    check_document("ortbundle/data/baselines.toml", data, "baselines-data")
+    return data
 
 
 @functools.cache

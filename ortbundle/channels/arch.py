@@ -24,6 +24,7 @@ from ortbundle.channels import ChannelOutput, PackageInput, ShippedFile, render_
 from ortbundle.channels.tarball import write_stage_tarball
 from ortbundle.errors import ConfigError, OrtbundleError
 from ortbundle.fsio import atomic_write
+from ortbundle.schema import check_document
 from ortbundle.templating import render
 
 _DATA_FILE = "ortbundle/data/arch.toml"
@@ -229,7 +230,9 @@ def _mapping() -> dict[str, _GroupPackages]:
     """data/arch.toml: external group → Arch packages, checked once."""
     text = resources.files("ortbundle").joinpath("data/arch.toml").read_text("utf-8")
     try:
-        groups = tomllib.loads(text)["groups"]
+        data = tomllib.loads(text)
+        check_document(_DATA_FILE, data, "arch-data")
+        groups = data["groups"]
         return {str(group): _parse_group(str(group), raw) for group, raw in groups.items()}
     except (tomllib.TOMLDecodeError, KeyError, TypeError, AttributeError) as broken:
         raise _error(

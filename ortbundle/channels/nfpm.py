@@ -41,6 +41,7 @@ from ortbundle.channels.arch import _check_path, _directories, _resolve
 from ortbundle.channels.memo import input_key, memoized
 from ortbundle.errors import ConfigError, OrtbundleError, PackagingError
 from ortbundle.fsio import atomic_write
+from ortbundle.schema import check_document
 from ortbundle.targets import get_target
 
 CONFIG_NAME = "nfpm.yaml"
@@ -259,7 +260,9 @@ def _mapping(packager: str) -> dict[str, _Group]:
     """data/linux-packages.toml [<packager>.<group>]: relation → package names, checked once."""
     text = resources.files("ortbundle").joinpath("data/linux-packages.toml").read_text("utf-8")
     try:
-        groups = tomllib.loads(text)[packager]
+        data = tomllib.loads(text)
+        check_document(_DATA_FILE, data, "linux-packages-data")
+        groups = data[packager]
         mapping = {
             str(group): _parse_group(packager, str(group), raw) for group, raw in groups.items()
         }

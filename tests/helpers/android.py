@@ -105,9 +105,8 @@ class AndroidProject:
                 url = "https://example.invalid/"
                 targets = ["android-arm64-v8a", "android-x86_64"]
                 runtimes = {json.dumps(runtimes)}
-
-                [runtime.qnn]
-                targets = ["android-arm64-v8a"]
+                {"[runtime.qnn]" if self.with_qnn else ""}
+                {'targets = ["android-arm64-v8a"]' if self.with_qnn else ""}
 
                 [packaging]
                 android_namespace = "invalid.phone.runtime"
