@@ -3,6 +3,7 @@ pinned wheels; their Arch packages name the vendor stack and install beside the 
 
 from __future__ import annotations
 
+import re
 import tomllib
 from pathlib import Path
 
@@ -88,6 +89,34 @@ def test_every_name_the_cuda_providers_load_at_run_time_is_declared() -> None:
     windows = overlays(product.externals).apply(get_target("windows-x86_64"))
     for name in ("nvcuda.dll", "cudnn64_9.dll", "cufft64_12.dll", "cublasLt64_13.dll"):
         assert windows.external_group(name) is not None, name
+
+
+_LIBRARY_NAME = re.compile(rb"lib[A-Za-z0-9_+-]+\.so(?:\.[0-9]+)*")
+
+
+def test_every_library_name_in_the_cuda_runtime_is_kept_or_declared(
+    tmp_path_factory: pytest.TempPathFactory,
+) -> None:
+    """What the providers could open by name (the library names their bytes carry, found as
+    `strings` would) is a staged file or a declared group: nothing is left for the user's
+    machine that the package does not name."""
+    result = _build(tmp_path_factory, "darkroom-cuda")
+    product = load_product(ROOT / "manifests" / "darkroom-cuda.toml")
+    target = overlays(product.externals).apply(get_target("linux-x86_64"))
+    runtime_dir = target_result(result, "linux-x86_64").stage / "runtimes" / "cuda"
+    kept = {p.name for p in runtime_dir.iterdir()}
+    names = {
+        m.decode()
+        for path in runtime_dir.iterdir()
+        if path.is_file() and not path.is_symlink()
+        for m in _LIBRARY_NAME.findall(path.read_bytes())
+    }
+    assert {"libcudnn.so.9", "libcuda.so.1", "libnvinfer_plugin.so.10"} <= names
+    # the core names every provider library ONNX Runtime has (cann, openvino, …): it opens one
+    # only when the application asks for that provider, and this build ships the ones it has
+    names = {n for n in names if not n.startswith("libonnxruntime_providers_")}
+    undeclared = sorted(n for n in names if n not in kept and target.external_group(n) is None)
+    assert undeclared == []
 
 
 def test_darkroom_rocm_arch_package_depends_on_rocm_and_the_main_package(
