@@ -320,3 +320,59 @@ def test_deb_and_rpm_render_the_constraint_and_demote_an_optional_group() -> Non
     optional = replace(lib, optional=True)
     deb = render_dependencies([optional], "deb", "linux-x86_64", packages=deb_map)
     assert (deb.depends, deb.recommends) == ((), ("libcudnn9 (<< 10)", "libcudnn9 (>= 9)"))
+
+
+def test_a_bad_policy_overlay_stops_the_build_before_any_download(
+    fake: FakeProject, reporter: Reporter
+) -> None:
+    fake.product_extra = '\n[policy.channels.nosuch]\nallow = ["MIT"]\n'
+    fake.write()
+    with pytest.raises(ConfigError, match="policy.channels.nosuch") as error:
+        build(fake.project, fake.options(), reporter)
+    assert error.value.file == str(fake.root / "manifests" / "fakeproduct.toml")
+    assert fake.server.requests == []
+
+
+def test_a_recipes_externals_apply_and_the_products_win(
+    fake: FakeProject, reporter: Reporter
+) -> None:
+    fake.linux["onnxruntime/capi/libprovider.so"] = make_elf(
+        needed=("libonnxruntime_shared.so", "libvendor.so.3", "libaccel.so.1")
+    )
+    fake.product_extra = 'channels = ["arch"]\n' + textwrap.dedent(
+        """
+        [[externals]]
+        group = "vendor-sdk"
+        kind = "toolkit"
+        names = ["libvendor.so.3"]
+        arch = { depends = ["product-sdk"] }
+        """
+    )
+    fake.write()
+    recipe = fake.root / "recipes" / "fake.toml"
+    recipe.write_text(
+        textwrap.dedent(
+            """\
+            [[externals]]
+            group = "vendor-sdk"
+            kind = "toolkit"
+            names = ["libvendor.so.3"]
+            arch = { depends = ["recipe-sdk"] }
+
+            [[externals]]
+            group = "accel"
+            kind = "driver"
+            names = ["libaccel.so.1"]
+            version = ">=2"
+            arch = { depends = ["accel-driver"] }
+
+            """
+        )
+        + recipe.read_text()
+    )
+    result = build(fake.project, fake.options(channels=("arch",)), reporter)
+    depends = _pkgbuild_array(
+        (result.version_dir / "packaging" / "arch" / "PKGBUILD").read_text(), "depends"
+    )
+    assert "product-sdk" in depends and "recipe-sdk" not in depends
+    assert "accel-driver>=2" in depends
