@@ -209,6 +209,13 @@ def test_an_addon_installs_into_the_main_package_and_depends_on_it(
     # the main package's files are not the add-on's to install
     assert "\"${lib}\"/'runtimes.json'" not in pkgbuild
     assert "\"${lib}\"/'NOTICE'" not in pkgbuild
+    # the add-on reads the main manifest: a change there is no no-op build of the add-on
+    main = fake.root / "manifests" / "mainproduct.toml"
+    main.write_text(main.read_text().replace('"main-runtime"', '"main-runtime-2"'))
+    again = build(fake.project, fake.options(channels=("arch",)), reporter)
+    assert again.up_to_date is None
+    pkgbuild = (again.version_dir / "packaging" / "arch" / "PKGBUILD").read_text()
+    assert "main-runtime-2>=4.5.6" in _pkgbuild_array(pkgbuild, "depends")
 
 
 def test_addon_of_names_a_product_with_a_manifest(fake: FakeProject) -> None:
