@@ -156,26 +156,18 @@ def test_closure_mistakes_of_every_target_and_group_are_reported_in_one_run(
     fake.write()
     with pytest.raises(ClosureError) as error:
         build(fake.project, fake.options(), reporter)
-    message = str(error.value)
-    for who, what, target in (
-        ("libprovider.so", "libcublasLt.so.13", "linux-x86_64"),
-        ("libprovider.so", "libcudnn.so.9", "linux-x86_64"),
-        ("dep.dll", "cudnn64_9.dll", "windows-x86_64"),
-        ("dep.dll", "nvinfer_10.dll", "windows-x86_64"),
-    ):
-        assert f"{who} needs {what}" in message
-        assert f"target {target}" in message
+    message, fix = str(error.value), str(error.value.fix)
     assert error.value.file == str(fake.root / "manifests" / "fakeproduct.toml")
-    fix = str(error.value.fix)
     assert "ortbundle/data/targets.toml" not in message
-    for group, name, target in (
-        ("cublaslt", "libcublasLt.so.13", "linux-x86_64"),
-        ("cudnn", "libcudnn.so.9", "linux-x86_64"),
-        ("cudnn64_9", "cudnn64_9.dll", "windows-x86_64"),
-        ("nvinfer_10", "nvinfer_10.dll", "windows-x86_64"),
+    for who, what, target, group in (
+        ("libprovider.so", "libcublasLt.so.13", "linux-x86_64", "cublaslt"),
+        ("libprovider.so", "libcudnn.so.9", "linux-x86_64", "cudnn"),
+        ("dep.dll", "cudnn64_9.dll", "windows-x86_64", "cudnn64_9"),
+        ("dep.dll", "nvinfer_10.dll", "windows-x86_64", "nvinfer_10"),
     ):
+        assert f"{who} needs {what}" in message and f"target {target}" in message
         assert f'[[externals]]\ngroup = "{group}"' in fix
-        assert f'targets = ["{target}"]\nnames = ["{name}"]' in fix
+        assert f'targets = ["{target}"]\nnames = ["{what}"]' in fix
     assert not (fake.root / "dist").exists()
 
 
