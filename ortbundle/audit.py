@@ -12,7 +12,7 @@ import fnmatch
 import json
 import tomllib
 from collections.abc import Iterable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from datetime import UTC, date, datetime
 from pathlib import Path
 from typing import Any, Literal
@@ -24,6 +24,7 @@ from rich.table import Table
 from ortbundle.errors import AuditError, ConfigError
 from ortbundle.licensing import ComponentUse, TargetLicensing, spdx
 from ortbundle.plan import POLICY_NAME, BuildOptions, Project
+from ortbundle.policy_overlay import with_overlay
 from ortbundle.recipes import Product, Waiver
 from ortbundle.schema import check_document, display_name
 from ortbundle.schema.choices import VERDICTS
@@ -43,12 +44,20 @@ class ChannelPolicy:
     review: tuple[str, ...]
     refuse: tuple[str, ...]
     unknown: Verdict
+    # the product's [policy] overlay (ortbundle/policy_overlay.py), consulted before the lists
+    # above; only this policy's own refusals come first
+    first: tuple[tuple[Verdict, tuple[str, ...]], ...] = ()
 
     def covers(self, target: str) -> bool:
         return any(fnmatch.fnmatchcase(target, glob) for glob in self.targets)
 
     def verdict_for_id(self, license_id: str) -> Verdict:
         """Refuse beats review beats allow: a broad allow glob cannot hide a refusal."""
+        if any(fnmatch.fnmatchcase(license_id, g) for g in self.refuse):
+            return "refuse"
+        for mine, globs in self.first:
+            if any(fnmatch.fnmatchcase(license_id, g) for g in globs):
+                return mine
         for verdict, globs in (("refuse", self.refuse), ("review", self.review)):
             if any(fnmatch.fnmatchcase(license_id, g) for g in globs):
                 return verdict  # type: ignore[return-value]
@@ -75,6 +84,7 @@ class ChannelPolicy:
 class Policy:
     path: Path
     channels: dict[str, ChannelPolicy]
+    sets: dict[str, tuple[str, ...]] = field(default_factory=dict)  # expanded
 
     def channel(self, name: str) -> ChannelPolicy:
         if name not in self.channels:
@@ -133,7 +143,8 @@ def load_policy(path: Path) -> Policy:
             refuse=expand(table.get("refuse", []), f"channels.{name}.refuse"),
             unknown=unknown,
         )
-    return Policy(path=path, channels=channels)
+    expanded = {name: expand(sets[name], f"sets.{name}", (name,)) for name in sets}
+    return Policy(path=path, channels=channels, sets=expanded)
 
 
 @dataclass(frozen=True)
@@ -500,7 +511,7 @@ def audit_targets(
     options: BuildOptions,
 ) -> tuple[ChannelAudit, ...]:
     """The channels whose targets were built, each against the policy and the waivers."""
-    policy = load_policy(project.licenses / POLICY_NAME)
+    policy = with_overlay(load_policy(project.licenses / POLICY_NAME), product.policy)
     built = {tl.target for tl in licensing}
     channels = options.audit_channels or product.channels
     audits = []

@@ -15,6 +15,8 @@ from ortbundle.archives import MemberReader, open_source
 from ortbundle.audit import AuditFailed, ChannelAudit, audit_summary, audit_targets
 from ortbundle.binaries.soname import patchelf_version
 from ortbundle.channels import ChannelOutput, ShippedFile
+from ortbundle.closure_report import raise_collected
+from ortbundle.errors import ClosureError
 from ortbundle.fetch.artifacts import Artifact, Fetcher
 from ortbundle.fetch.cache import Cache, default_cache_dir, locked
 from ortbundle.fetch.nested import unnest
@@ -71,7 +73,7 @@ from ortbundle.stage import (
     stage_tool_license,
     staged_file,
 )
-from ortbundle.targets import get_target
+from ortbundle.targets import get_target, overlays
 
 
 @dataclass(frozen=True)
@@ -189,11 +191,13 @@ def _stage_target(
     code: str,
     verify: bool,
 ) -> TargetResult:
-    target = get_target(target_name)
     tmp.mkdir()
     runtimes: list[tuple[Recipe, StagedRuntime]] = []
     texts: list[StagedText] = []
+    problems: list[ClosureError] = []  # every runtime is pruned; all problems reported at once
     for recipe, ids in plan.sources_for(target_name):
+        # the tool's data under the recipe's and the product's [[externals]]
+        target = overlays(plan.product.externals, recipe.externals).apply(get_target(target_name))
         plan_t = recipe.for_target(target_name)
         take_ids = {take.source for take in plan_t.takes} | {p.source for p in plan_t.payloads}
         # what the pruned runtime depends on: its name, this target's recipe section, the bytes
@@ -202,7 +206,7 @@ def _stage_target(
         # a rename's bytes also depend on the patchelf that rewrote them
         tools = f"\npatchelf {patchelf_version()}" if plan_t.renames else ""
         key = runtime_key(
-            f"{recipe.name}\n{plan_t!r}{tools}",
+            f"{recipe.name}\n{plan_t!r}{tools}\n{target.externals!r}",
             target_name,
             # the archive the members come from: for a nested source, the inner one's pin
             (recipe.sources[i].archive_sha256 for i in take_ids),
@@ -217,7 +221,11 @@ def _stage_target(
         archives = open_archives(recipe, needed, paths)
         try:
             if staged is None:
-                staged = stage_runtime(recipe, target, archives, tmp)
+                try:
+                    staged = stage_runtime(recipe, target, archives, tmp)
+                except ClosureError as problem:
+                    problems.append(problem)
+                    continue
                 if recipe.kind == "plugin-ep":
                     refuse_bundled_core(recipe, staged, target_name)
                 store_runtime(cache, key, tmp, staged)
@@ -226,6 +234,7 @@ def _stage_target(
         finally:
             for archive in archives.values():
                 archive.close()
+    raise_collected(problems, str(plan.product.path))
     models = _stage_models(project, plan, target_name, artifacts, tmp, texts)
     cores = [(r, s) for r, s in runtimes if r.kind == "runtime"]
     plugins = [(r, s, plan.product.plugins[r.name]) for r, s in runtimes if r.kind == "plugin-ep"]
@@ -319,7 +328,14 @@ def _build_locked(
                 )
                 for t in plan.targets
             ]
-            staged = [f.result() for f in futures]
+            staged: list[TargetResult] = []
+            problems: list[ClosureError] = []
+            for future in futures:
+                try:
+                    staged.append(future.result())
+                except ClosureError as problem:
+                    problems.append(problem)
+            raise_collected(problems, str(plan.product.path))
         licensing = [t.licensing for t in staged]
         audits = audit_targets(project, plan.product, licensing, options)
         if options.audit_only:

@@ -16,7 +16,7 @@ from pathlib import Path
 from ortbundle.binaries import BinaryInfo
 from ortbundle.errors import BinaryError, ClosureError, ConfigError
 from ortbundle.recipes import TargetRecipe
-from ortbundle.targets import Target
+from ortbundle.targets import ExternalGroup, Target
 
 
 @dataclass(frozen=True)
@@ -67,6 +67,29 @@ class ExternalNeed:
     kind: str
     note: str
     needed_by: tuple[str, ...]
+    # the group's requirement facts (CONTRACT §1), carried to every PackageInput
+    optional: bool = False
+    version: str = ""
+    install: str = ""
+    sandbox: bool = True
+
+
+class Unresolved(ClosureError):
+    """Needed names that are neither kept nor an allowed external: the build collects these
+    across every runtime and target and reports them together (ortbundle/closure_report.py)."""
+
+    def __init__(self, missing: tuple[tuple[str, str], ...], **context: str) -> None:
+        listing = "; ".join(f"{who} needs {what}" for who, what in missing)
+        target = context.get("target", "")
+        super().__init__(
+            f"unresolved libraries: {listing} — neither in the sources nor an allowed external "
+            f"of {target}",
+            file=missing[0][0],
+            fix="add the library's archive as a source, or, if the user's system provides it, "
+            "declare it in the product manifest as an [[externals]] group",
+            **context,
+        )
+        self.missing = missing
 
 
 @dataclass(frozen=True)
@@ -193,7 +216,7 @@ def prune(
                 return group
         return None
 
-    externals: dict[str, tuple[str, str, str, list[str]]] = {}
+    externals: dict[str, tuple[str, ExternalGroup, list[str]]] = {}
     unresolved: list[tuple[str, str]] = []
     learned_sonames = False
     while queue:
@@ -219,8 +242,8 @@ def prune(
                 continue
             ext = target.external_group(needed)
             if ext is not None:
-                entry = externals.setdefault(key, (needed, ext.group, ext.kind, []))
-                entry[3].append(name)
+                entry = externals.setdefault(key, (needed, ext, []))
+                entry[2].append(name)
                 continue
             unresolved.append((name, needed))
         if not queue and unresolved and not learned_sonames:
@@ -238,16 +261,7 @@ def prune(
                     dep.why = f"needed by {name_}"
                     queue.append(dep)
     if unresolved:
-        listing = "; ".join(f"{who} needs {what}" for who, what in unresolved)
-        raise ClosureError(
-            f"unresolved libraries: {listing} — neither in the sources nor an allowed external "
-            f"of {target.name}",
-            component=component,
-            target=target.name,
-            file=unresolved[0][0],
-            fix="add the library's archive as a source, or, if the system provides it, add it "
-            "to the target's externals (ortbundle/data/targets.toml)",
-        )
+        raise Unresolved(tuple(unresolved), component=component, target=target.name)
 
     kept: list[KeptLibrary] = []
     links: list[tuple[str, str]] = []
@@ -306,13 +320,19 @@ def prune(
         links=tuple(sorted(links)),
         dropped=tuple(sorted(dropped, key=lambda d: (d.source, d.member))),
         externals=tuple(
-            ExternalNeed(name, group, kind, _note(target, group), tuple(sorted(set(by))))
-            for name, group, kind, by in sorted(externals.values())
+            ExternalNeed(
+                name,
+                g.group,
+                g.kind,
+                g.note,
+                tuple(sorted(set(by))),
+                optional=g.optional,
+                version=g.version,
+                install=g.install,
+                sandbox=g.sandbox,
+            )
+            for name, g, by in sorted(externals.values(), key=lambda e: (e[0], e[1].group))
         ),
         entry=entries[0],
         unused=tuple(unused),
     )
-
-
-def _note(target: Target, group: str) -> str:
-    return next((g.note for g in target.externals if g.group == group), "")

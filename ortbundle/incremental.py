@@ -98,6 +98,7 @@ def build_inputs(
 ) -> list[str]:
     """Everything a build's output depends on, as strings for the build key."""
     parts = [code, plan.product.digest, str(epoch), repr(plan.targets), repr(plan.product.channels)]
+    parts.append(repr(plan.product.addon_of))  # what an add-on reads of the main manifest
     digests = {n: r.digest for n, r in plan.recipes.items()} | plan.model_digests
     parts += [f"{n}:{d}" for n, d in sorted(digests.items())]
     parts += [repr((options.release, options.audit_channels))]

@@ -27,6 +27,7 @@ from ortbundle.recipes import Product, Recipe
 from ortbundle.record import cached_sbom_json
 from ortbundle.stage import StagedRuntime
 from ortbundle.system import package_system
+from ortbundle.targets import PACKAGE_CHANNELS, overlays
 
 
 def _apk() -> Channel:
@@ -64,7 +65,18 @@ def package_input(
             users = tuple(f"{staged.directory}/{n}" for n in ext.needed_by)
             if ext.name in externals:
                 users = tuple(sorted({*externals[ext.name].needed_by, *users}))
-            externals[ext.name] = ExternalLibrary(ext.name, ext.group, ext.kind, ext.note, users)
+            externals[ext.name] = ExternalLibrary(
+                ext.name,
+                ext.group,
+                ext.kind,
+                ext.note,
+                users,
+                optional=ext.optional,
+                version=ext.version,
+                install=ext.install,
+                sandbox=ext.sandbox,
+            )
+    overlay = overlays(product.externals, (s for r, _ in runtimes for s in r.externals))
     return PackageInput(
         product=product.name,
         version=product.version,
@@ -103,6 +115,11 @@ def package_input(
         sbom=_target_sbom(product, licensing, epoch, cache),
         system=package_system(staged for _, staged in runtimes),
         supports=product.system,
+        packages=tuple(
+            p for channel in PACKAGE_CHANNELS for p in overlay.packages(target, channel).values()
+        ),
+        manifest=str(product.path),
+        addon_of=product.addon_of,
     )
 
 

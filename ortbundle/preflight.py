@@ -62,8 +62,10 @@ def preflight(project: Project, plan: Plan, cache: Path, version_dir: Path) -> N
     """What a build can check before its first request: the inputs loading a plan does not
     read (the licence policy, read by the audit after staging), then the free space."""
     from ortbundle.audit import load_policy
+    from ortbundle.policy_overlay import with_overlay
 
-    load_policy(project.licenses / POLICY_NAME)
+    # the product's [policy] too: an unknown channel or set stops the build before downloads
+    with_overlay(load_policy(project.licenses / POLICY_NAME), plan.product.policy)
     check_space([source for _, source in plan.all_sources()], cache, version_dir)
 
 

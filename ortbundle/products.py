@@ -5,12 +5,14 @@ from __future__ import annotations
 
 import contextlib
 import re
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from datetime import date, datetime
 from pathlib import Path
 
 from ortbundle.errors import ConfigError
-from ortbundle.targets import CHANNEL_TARGETS
+from ortbundle.externals import read_externals
+from ortbundle.policy_overlay import PolicyOverlay, read_policy
+from ortbundle.targets import CHANNEL_TARGETS, ExternalSpec
 from ortbundle.tomlreader import NAME_WORD, PATH_WORD, TableReader, load_toml
 
 
@@ -60,6 +62,15 @@ class SystemSpec:
 
 
 @dataclass(frozen=True)
+class Addon:
+    """The main product an add-on installs beside (CONTRACT §5), read from its manifest."""
+
+    name: str  # the main product's name
+    package_name: str  # its [packaging] package_name: the add-on installs into its directory
+    version: str
+
+
+@dataclass(frozen=True)
 class Product:
     name: str
     version: str
@@ -77,6 +88,11 @@ class Product:
     path: Path
     digest: str
     system: SystemSpec = SystemSpec()
+    externals: tuple[ExternalSpec, ...] = ()  # [[externals]]: its runtimes' system requirements
+    policy: PolicyOverlay = field(
+        default_factory=PolicyOverlay
+    )  # [policy]: over licenses/policy.toml
+    addon_of: Addon | None = None  # [product] addon_of: the main product it installs beside
 
     def runtimes_for(self, target: str) -> tuple[str, ...]:
         return tuple(r for r in self.runtimes if target in self.runtime_targets[r])
@@ -140,7 +156,34 @@ def load_product(path: Path) -> Product:
         path=path,
         digest=digest,
         system=_system(TableReader(path, "system", top.table.get("system", {}))),
+        externals=read_externals(top),
+        policy=read_policy(top),
+        addon_of=_addon(product, name),
     )
+
+
+def _addon(product: TableReader, name: str) -> Addon | None:
+    """`addon_of = "<main product>"`: the main manifest beside this one, itself no add-on."""
+    main = product.opt_text("addon_of")
+    if main is None:
+        return None
+    if main == name or not NAME_WORD.match(main):
+        raise product._fail(f"addon_of {main!r} must name another product")
+    path = product.path.parent / f"{main}.toml"
+    if not path.is_file():
+        raise ConfigError(
+            f"addon_of names product {main!r}, which has no manifest",
+            file=str(product.path),
+            fix=f"add {path.name} beside this manifest, or fix addon_of",
+        )
+    data, _ = load_toml(path)
+    top = TableReader(path, "", data)
+    if "addon_of" in top.sub("product").table:
+        raise product._fail(f"addon_of {main!r} is itself an add-on: name the main product")
+    main_name = top.sub("product").text("name")
+    packaging = TableReader(path, "packaging", top.table.get("packaging", {}))
+    package_name = _packaging(packaging, main_name).package_name
+    return Addon(main_name, package_name, top.sub("product").text("version"))
 
 
 _DOTTED = re.compile(r"^[0-9]+(\.[0-9]+)+$")

@@ -13,6 +13,7 @@ from pathlib import Path
 from urllib.parse import quote
 
 from ortbundle.errors import ConfigError
+from ortbundle.externals import read_externals
 from ortbundle.products import PackagingSettings as PackagingSettings
 from ortbundle.products import Product as Product
 from ortbundle.products import SystemSpec as SystemSpec
@@ -32,6 +33,7 @@ from ortbundle.sources import origin_to_json as origin_to_json
 from ortbundle.sources import read_sources
 from ortbundle.sources import source_from_json as source_from_json
 from ortbundle.sources import source_to_json as source_to_json
+from ortbundle.targets import ExternalSpec
 from ortbundle.tomlreader import NAME_WORD, PATH_WORD, PURL, TableReader, load_toml
 
 
@@ -129,6 +131,7 @@ class Recipe:
     ep_name: str | None = None  # plugin-ep: the factory's EP name (OrtEpDevice.ep_name)
     min_core: str | None = None  # plugin-ep: the oldest ONNX Runtime core it registers with
     soc_families: tuple[str, ...] = ()  # the SoC vendors it needs ("qualcomm"); empty: any
+    externals: tuple[ExternalSpec, ...] = ()  # [[externals]]: what the component itself needs
 
     @property
     def directory(self) -> str:
@@ -281,4 +284,5 @@ def load_recipe(path: Path) -> Recipe:
         ep_name=ep_name,
         min_core=min_core,
         soc_families=component.text_list("soc_families", required=False),
+        externals=read_externals(top),
     )

@@ -4,7 +4,8 @@ from __future__ import annotations
 
 import fnmatch
 import tomllib
-from dataclasses import dataclass
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass, field, replace
 from functools import cache
 from importlib import resources
 from typing import Any
@@ -31,9 +32,85 @@ class ExternalGroup:
     """Libraries a kept file may need that the user's system provides."""
 
     group: str
-    kind: str  # system | toolchain | redist | driver
+    kind: str  # system | toolchain | redist | driver | toolkit
     names: tuple[str, ...]
     note: str = ""
+    optional: bool = False  # True: the runtime still works without it (a rung is lost)
+    version: str = ""  # a constraint where it matters (">=13.0"); "" = any
+    install: str = ""  # one sentence telling the user what to install
+    sandbox: bool = True  # False: a Flatpak sandbox cannot provide it (host-only stack)
+
+
+EXTERNAL_KINDS = ("system", "toolchain", "redist", "driver", "toolkit")
+# channels whose package names an [[externals]] entry may give (data/arch.toml,
+# data/linux-packages.toml give the tool's own)
+PACKAGE_CHANNELS = ("arch", "deb", "rpm")
+
+
+@dataclass(frozen=True)
+class ChannelPackages:
+    """How one channel names an external group's packages: an `[[externals]]` entry's
+    `arch = {...}` (the shape of a data/arch.toml group) or `deb`/`rpm` (linux-packages.toml)."""
+
+    channel: str  # arch | deb | rpm
+    group: str
+    table: Mapping[str, object]
+    origin: str  # the file that says so, for errors
+
+
+@dataclass(frozen=True)
+class ExternalSpec:
+    """One `[[externals]]` entry of a product manifest or a recipe."""
+
+    group: ExternalGroup
+    targets: tuple[str, ...]  # empty: every target
+    packages: tuple[ChannelPackages, ...] = ()
+    origin: str = ""  # the file it is declared in
+
+    def applies_to(self, target: str) -> bool:
+        return not self.targets or target in self.targets
+
+
+@dataclass(frozen=True)
+class Overlays:
+    """The `[[externals]]` layers over the tool's data, highest precedence first: the product,
+    then the recipe(s). A group of the same name replaces a lower one; a new group is added."""
+
+    layers: tuple[tuple[ExternalSpec, ...], ...] = field(default_factory=tuple)
+
+    def specs(self, target: str) -> list[ExternalSpec]:
+        """The winning entry per group for `target`, highest layer first."""
+        seen: dict[str, ExternalSpec] = {}
+        for layer in self.layers:
+            for spec in layer:
+                if spec.applies_to(target):
+                    seen.setdefault(spec.group.group, spec)
+        return list(seen.values())
+
+    def apply(self, target: Target) -> Target:
+        """The target with the overlay's groups first (they win a name both match), then the
+        tool's groups it does not replace."""
+        specs = self.specs(target.name)
+        replaced = {s.group.group for s in specs}
+        kept = tuple(g for g in target.externals if g.group not in replaced)
+        return replace(target, externals=(*(s.group for s in specs), *kept))
+
+    def packages(self, target: str, channel: str) -> dict[str, ChannelPackages]:
+        """group -> this channel's package table, from the overlay entries that give one (an
+        entry that gives none keeps the lower layers' table for its group)."""
+        found: dict[str, ChannelPackages] = {}
+        for layer in reversed(self.layers):  # lowest first, overwritten by higher
+            for spec in layer:
+                if spec.applies_to(target):
+                    for packages in spec.packages:
+                        if packages.channel == channel:
+                            found[spec.group.group] = packages
+        return found
+
+
+def overlays(*layers: Iterable[ExternalSpec]) -> Overlays:
+    """Overlays from layers given highest precedence first (product, recipe …)."""
+    return Overlays(tuple(tuple(layer) for layer in layers))
 
 
 @dataclass(frozen=True)
@@ -74,6 +151,10 @@ def _parse_target(name: str, raw: dict[str, Any]) -> Target:
                 kind=str(entry["kind"]),
                 names=tuple(str(n) for n in entry["names"]),
                 note=str(entry.get("note", "")),
+                optional=bool(entry.get("optional", False)),
+                version=str(entry.get("version", "")),
+                install=str(entry.get("install", "")),
+                sandbox=bool(entry.get("sandbox", True)),
             )
             for entry in raw.get("externals", [])
         )

@@ -156,17 +156,21 @@ def test_dependencies_come_only_from_present_externals(
     ]
 
 
-def test_unmapped_group_is_an_error_naming_library_group_and_data(tmp_path: Path) -> None:
-    package = package_at(tmp_path / "in")
+def test_unmapped_group_is_an_error_naming_library_group_and_manifest(tmp_path: Path) -> None:
+    package = replace(package_at(tmp_path / "in"), manifest="manifests/demo.toml")
     odd = ExternalLibrary("libcuda.so.1", "cuda", "driver", "", ("runtimes/x.so",))
+    odder = ExternalLibrary("libfoo.so.2", "foo", "toolkit", "", ("runtimes/x.so",))
     out = tmp_path / "out"
     out.mkdir()
     with pytest.raises(ConfigError) as error:
-        generate(replace(package, externals=(*package.externals, odd)), out)
+        generate(replace(package, externals=(*package.externals, odd, odder)), out)
     message = str(error.value)
-    assert "libcuda.so.1" in message
-    assert "group cuda" in message
-    assert "ortbundle/data/arch.toml" in message
+    assert "libcuda.so.1 (group cuda)" in message and "libfoo.so.2 (group foo)" in message
+    assert error.value.file == "manifests/demo.toml"  # the product's, not the tool's data
+    assert "ortbundle/data" not in message
+    fix = str(error.value.fix)
+    assert 'group = "cuda"\nkind = "driver"' in fix and 'names = ["libcuda.so.1"]' in fix
+    assert 'group = "foo"\nkind = "toolkit"' in fix and "arch = { depends" in fix
     assert list(out.iterdir()) == []  # refused before anything was written
 
 

@@ -99,13 +99,16 @@ def test_relations_carry_the_versions_the_binaries_need() -> None:
     )
 
 
-def test_an_unmapped_group_stops_the_build_naming_the_data_file() -> None:
+def test_an_unmapped_group_stops_the_build_naming_the_manifest() -> None:
     with pytest.raises(
         ConfigError, match=r"no deb package is known for libfoo.so \(group foo\)"
     ) as e:
-        render_dependencies([external("libfoo.so", "foo")], "deb", "linux-x86_64")
-    assert e.value.file == "ortbundle/data/linux-packages.toml"
-    assert "[deb.foo]" in str(e.value.fix)
+        render_dependencies(
+            [external("libfoo.so", "foo")], "deb", "linux-x86_64", manifest="manifests/p.toml"
+        )
+    assert e.value.file == "manifests/p.toml"
+    assert '[[externals]]\ngroup = "foo"' in str(e.value.fix)
+    assert "deb = { depends" in str(e.value.fix)
 
 
 @pytest.mark.parametrize("channel", [DebChannel(), RpmChannel()], ids=["deb", "rpm"])

@@ -19,12 +19,14 @@ from ortbundle.binaries.baseline import SystemBaseline
 from ortbundle.binaries.baseline import render_dependency as render_dependency
 from ortbundle.errors import IntegrityError
 from ortbundle.fetch.cache import sha256_file
+from ortbundle.products import Addon
 
 # CHANNEL_TARGETS and PackagingSettings live with the data they describe (targets, product
 # manifests), so reading a product does not import the channels; re-exported here.
 from ortbundle.recipes import PackagingSettings as PackagingSettings
 from ortbundle.recipes import SystemSpec
 from ortbundle.targets import CHANNEL_TARGETS as CHANNEL_TARGETS
+from ortbundle.targets import ChannelPackages
 
 
 @dataclass(frozen=True)
@@ -44,9 +46,14 @@ class ExternalLibrary:
 
     name: str  # as the binaries name it: libstdc++.so.6, MSVCP140.dll
     group: str  # targets.toml group: glibc, gcc-libs, msvc-runtime, opencl, vulkan, ...
-    kind: str  # system | toolchain | redist | driver
+    kind: str  # system | toolchain | redist | driver | toolkit
     note: str
     needed_by: tuple[str, ...]  # staged paths
+    optional: bool = False  # True: the runtime still works without it (a rung is lost)
+    version: str = ""  # a constraint where it matters (">=13.0"); "" = any
+    install: str = ""  # one sentence telling the user what to install
+    sandbox: bool = True  # False: a Flatpak sandbox cannot provide it (host-only stack)
+    via: str = "needed"  # "needed" (DT_NEEDED / import table) or "loads" (opened by name)
 
 
 @dataclass(frozen=True)
@@ -91,6 +98,12 @@ class PackageInput:
     # constraint: glibc>=2.34, libc6 (>= 2.34)), and the oldest the product promises (`[system]`)
     system: SystemBaseline = field(default_factory=SystemBaseline)
     supports: SystemSpec = field(default_factory=SystemSpec)
+    # the product's and recipes' [[externals]] package names per channel (over data/arch.toml,
+    # data/linux-packages.toml), the manifest that declares them, and the main product an
+    # add-on installs beside (CONTRACT §5)
+    packages: tuple[ChannelPackages, ...] = ()
+    manifest: str = ""
+    addon_of: Addon | None = None
 
 
 @dataclass(frozen=True)

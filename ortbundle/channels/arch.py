@@ -23,7 +23,9 @@ from typing import Any
 from ortbundle.channels import ChannelOutput, PackageInput, ShippedFile, render_dependency
 from ortbundle.channels.tarball import write_stage_tarball
 from ortbundle.errors import ConfigError, OrtbundleError
+from ortbundle.externals import constraints, snippet
 from ortbundle.fsio import atomic_write
+from ortbundle.products import Addon
 from ortbundle.schema import check_document
 from ortbundle.templating import render
 
@@ -94,6 +96,9 @@ class ArchChannel:
         licenses = _licenses(package.licenses)
         depends, optdepends, dep_notes = _dependencies(package)
         lib_entries, share_entries = _layout(package.files)
+        addon_notes: tuple[str, ...] = ()
+        if package.addon_of is not None:
+            lib_entries, addon_notes = _addon_entries(lib_entries, package.addon_of)
 
         out.mkdir(parents=True, exist_ok=True)
         if any(out.iterdir()):
@@ -122,6 +127,8 @@ class ArchChannel:
             "PKGBUILD.j2",
             {
                 "pkgname": pkgname,
+                # an add-on installs into the main package's directory (CONTRACT §5)
+                "lib_name": package.addon_of.package_name if package.addon_of else "",
                 **scalars,
                 **arrays,
                 "prefix": prefix,
@@ -137,6 +144,7 @@ class ArchChannel:
         notes = (
             *version_note,
             *dep_notes,
+            *addon_notes,
             f"the PKGBUILD's source is the local {tarball.name}: ship it beside the PKGBUILD "
             "(an AUR package needs it at a URL instead)",
         )
@@ -240,44 +248,94 @@ def _mapping() -> dict[str, _GroupPackages]:
         ) from None
 
 
-def _parse_group(group: str, raw: Mapping[str, Any]) -> _GroupPackages:
+def _parse_group(group: str, raw: Mapping[str, Any], file: str = _DATA_FILE) -> _GroupPackages:
     unknown = set(raw) - {"depends", "optdepends"}
     if unknown:
-        raise _error(f"group {group}: unknown keys {sorted(unknown)}", file=_DATA_FILE)
-    depends = tuple(str(p) for p in raw.get("depends", ()))
-    optdepends = tuple((str(o["package"]), str(o["reason"])) for o in raw.get("optdepends", ()))
+        raise _error(f"group {group}: unknown keys {sorted(unknown)}", file=file)
+    try:
+        depends = tuple(str(p) for p in raw.get("depends", ()))
+        optdepends = tuple((str(o["package"]), str(o["reason"])) for o in raw.get("optdepends", ()))
+    except (KeyError, TypeError) as broken:
+        raise _error(
+            f'group {group}: optdepends entries are {{ package = "…", reason = "…" }} ({broken!r})',
+            file=file,
+        ) from None
     for package in (*depends, *(p for p, _ in optdepends)):
-        if not _PKGNAME.fullmatch(package):
-            raise _error(f"group {group}: {package!r} is not an Arch package name", file=_DATA_FILE)
+        if not _PKGNAME.fullmatch(_split_constraint(package)[0]):
+            raise _error(f"group {group}: {package!r} is not an Arch package name", file=file)
     for _, reason in optdepends:
         if not reason or reason != _one_line(reason, "reason"):
-            raise _error(f"group {group}: a reason must be one non-empty line", file=_DATA_FILE)
+            raise _error(f"group {group}: a reason must be one non-empty line", file=file)
     return _GroupPackages(depends, optdepends)
 
 
+_CONSTRAINED = re.compile(r"^([^<>=]+)((?:>=|<=|=|>|<).+)?$")
+
+
+def _split_constraint(entry: str) -> tuple[str, str]:
+    """ "cuda>=13.0" -> ("cuda", ">=13.0"); a bare name has no constraint."""
+    found = _CONSTRAINED.match(entry)
+    return (found[1], found[2] or "") if found else (entry, "")
+
+
+def _constrained(package: str, version: str) -> list[str]:
+    """A package with the group's version constraint, Arch's way: one entry per bound
+    (cudnn>=9, cudnn<10); a constraint the mapping writes itself wins."""
+    name, own = _split_constraint(package)
+    if own or not version:
+        return [package]
+    return [f"{name}{op}{bound}" for op, bound in constraints(version)]
+
+
+def _group_mapping(package: PackageInput) -> dict[str, tuple[_GroupPackages, str]]:
+    """The tool's data/arch.toml under the recipes' and product's [[externals]] `arch` tables."""
+    found = {group: (packages, _DATA_FILE) for group, packages in _mapping().items()}
+    for entry in package.packages:
+        if entry.channel == "arch":
+            parsed = _parse_group(entry.group, entry.table, entry.origin)
+            found[entry.group] = (parsed, entry.origin)
+    return found
+
+
 def _dependencies(package: PackageInput) -> tuple[tuple[str, ...], tuple[str, ...], list[str]]:
-    """depends and optdepends for the externals present, sorted, with where each came from."""
-    mapping = _mapping()
+    """depends and optdepends for the externals present, sorted, with where each came from.
+
+    A required group's packages are `depends` (with its version constraint); an optional
+    group's are `optdepends`, with its note (or install sentence) as the reason pacman shows."""
+    mapping = _group_mapping(package)
     depends: dict[str, set[tuple[str, str]]] = {}
     optional: dict[str, set[tuple[str, str]]] = {}
     reasons: dict[str, set[str]] = {}
+    missing: dict[str, list[str]] = {}
     for lib in package.externals:
         if lib.group not in mapping:
-            raise ConfigError(
-                f"no Arch package is known for {lib.name} (group {lib.group})",
-                component=_COMPONENT,
-                target=package.target,
-                file=_DATA_FILE,
-                fix=f"add [groups.{lib.group}] with the Arch package(s) that provide it",
-            )
-        packages = mapping[lib.group]
+            missing.setdefault(lib.group, []).append(lib.name)
+            continue
+        packages = mapping[lib.group][0]
         for name in packages.depends:
-            depends.setdefault(name, set()).add((lib.name, lib.group))
+            for entry in _constrained(name, lib.version):
+                if lib.optional:
+                    optional.setdefault(entry, set()).add((lib.name, lib.group))
+                    reason = _one_line(lib.note or lib.install or f"for {lib.group}", "reason")
+                    reasons.setdefault(entry, set()).add(reason)
+                else:
+                    depends.setdefault(entry, set()).add((lib.name, lib.group))
         for name, reason in packages.optdepends:
-            optional.setdefault(name, set()).add((lib.name, lib.group))
-            reasons.setdefault(name, set()).add(reason)
-    for name in depends:  # a hard dependency needs no optional entry
-        optional.pop(name, None)
+            for entry in _constrained(name, lib.version):
+                optional.setdefault(entry, set()).add((lib.name, lib.group))
+                reasons.setdefault(entry, set()).add(reason)
+    if missing:
+        raise _unmapped(package, missing)
+    if package.addon_of is not None:  # an add-on installs into the main package's directory
+        main = package.addon_of
+        main_version = _pkgver(main.version)[0]
+        depends.setdefault(f"{main.package_name}>={main_version}", set()).add(
+            (f"the main package ({main.name})", "addon_of")
+        )
+    plain = {_split_constraint(name)[0] for name in depends}
+    for name in list(optional):  # a hard dependency needs no optional entry
+        if _split_constraint(name)[0] in plain:
+            optional.pop(name)
     optdepends = tuple(f"{name}: {'; '.join(sorted(reasons[name]))}" for name in sorted(optional))
     notes = [
         f"{field} {name}: for {', '.join(sorted({lib for lib, _ in libs}))} "
@@ -300,6 +358,24 @@ def _dependencies(package: PackageInput) -> tuple[tuple[str, ...], tuple[str, ..
     if not package.system.empty:
         notes.append(f"runs on {package.system.describe()}")
     return versioned, optdepends, notes
+
+
+def _unmapped(package: PackageInput, missing: Mapping[str, Sequence[str]]) -> ConfigError:
+    """Every group without Arch packages, at once, with the entry to add to the product."""
+    listing = "; ".join(f"{', '.join(libs)} (group {g})" for g, libs in sorted(missing.items()))
+    kinds = {lib.group: lib.kind for lib in package.externals}
+    snippets = "\n\n".join(
+        snippet(g, kinds[g], libs, (package.target,), channel="arch")
+        for g, libs in sorted(missing.items())
+    )
+    return ConfigError(
+        f"no Arch package is known for {listing}",
+        component=_COMPONENT,
+        target=package.target,
+        file=package.manifest or _DATA_FILE,
+        fix="name the Arch package(s) in the product manifest (an [[externals]] entry of the "
+        f"group, with arch = {{ depends = [...] }} or optdepends), e.g.:\n\n{snippets}",
+    )
 
 
 def _layout(files: Sequence[ShippedFile]) -> tuple[list[_Entry], list[_Entry]]:
@@ -328,6 +404,27 @@ def _layout(files: Sequence[ShippedFile]) -> tuple[list[_Entry], list[_Entry]]:
         if any(parent in dests for parent in _directories([entry.dest])):
             raise _stage_error(f"would put a file and a directory at {entry.dest}", entry.source)
     return lib, share
+
+
+# What an add-on installs into the main package's directory: its runtimes and its index
+# fragment. Its NOTICE and licence texts go to /usr/share/licenses/<add-on>/ only; anything
+# else at the top of the stage (runtimes.json, the loader) is the main package's.
+_ADDON_DIRS = ("runtimes/", "plugins/", "runtimes.d/")
+
+
+def _addon_entries(entries: list[_Entry], main: Addon) -> tuple[list[_Entry], tuple[str, ...]]:
+    kept = [e for e in entries if e.dest.startswith(_ADDON_DIRS)]
+    left = sorted(e.dest for e in entries if not e.dest.startswith(_ADDON_DIRS))
+    notes = [
+        f"add-on of {main.name}: installs into /usr/lib/{main.package_name}/ beside the main "
+        f"package, which it depends on"
+    ]
+    outside = [d for d in left if d != _NOTICE and not d.startswith(f"{_LICENSE_DIR}/")]
+    if outside:
+        notes.append("not installed (the main package owns them): " + ", ".join(outside))
+    if not kept:
+        raise _stage_error("of an add-on holds no runtimes/ to install", "runtimes")
+    return kept, tuple(notes)
 
 
 def _check_path(path: str) -> None:

@@ -40,9 +40,10 @@ from ortbundle.channels import ExternalLibrary, PackageInput, check_staged
 from ortbundle.channels.arch import _check_path, _directories, _resolve
 from ortbundle.channels.memo import input_key, memoized
 from ortbundle.errors import ConfigError, OrtbundleError, PackagingError
+from ortbundle.externals import constraints, snippet
 from ortbundle.fsio import atomic_write
 from ortbundle.schema import check_document
-from ortbundle.targets import get_target
+from ortbundle.targets import ChannelPackages, get_target
 
 CONFIG_NAME = "nfpm.yaml"
 GENERATED_DIR = "generated"  # files the channel writes for the package (copyright, SBOM, …)
@@ -127,7 +128,14 @@ def describe(package: PackageInput, packager: str) -> Metadata:
         maintainer=maintainer(package, packager),
         vendor=one_line(packager, package.settings.publisher, "publisher"),
         homepage=homepage(package, packager),
-        relations=render_dependencies(package.externals, packager, package.target, package.system),
+        relations=render_dependencies(
+            package.externals,
+            packager,
+            package.target,
+            package.system,
+            packages=package.packages,
+            manifest=package.manifest,
+        ),
     )
 
 
@@ -273,22 +281,38 @@ def _mapping(packager: str) -> dict[str, _Group]:
     return mapping
 
 
-def _parse_group(packager: str, group: str, raw: Mapping[str, Any]) -> _Group:
+def _parse_group(
+    packager: str, group: str, raw: Mapping[str, Any], file: str = _DATA_FILE
+) -> _Group:
     unknown = set(raw) - {*_RELATIONS, "sonames"}
     if unknown:
-        raise _error(packager, f"group {group}: unknown keys {sorted(unknown)}", file=_DATA_FILE)
+        raise _error(packager, f"group {group}: unknown keys {sorted(unknown)}", file=file)
     relations = {k: tuple(str(p) for p in raw.get(k, ())) for k in _RELATIONS}
     for name in (p for names in relations.values() for p in names):
         if not _RELATION_NAME.fullmatch(name):
-            raise _error(
-                packager, f"group {group}: {name!r} is not a package name", file=_DATA_FILE
-            )
+            raise _error(packager, f"group {group}: {name!r} is not a package name", file=file)
     sonames = raw.get("sonames")
     if sonames is not None and sonames not in _RELATIONS:
-        raise _error(
-            packager, f"group {group}: sonames must be one of {_RELATIONS}", file=_DATA_FILE
-        )
+        raise _error(packager, f"group {group}: sonames must be one of {_RELATIONS}", file=file)
     return _Group(relations, sonames)
+
+
+# a group's version constraint in each packager's relation syntax (Debian has >> and <<)
+_OPERATORS = {
+    "deb": {">=": ">=", "<=": "<=", "=": "=", ">": ">>", "<": "<<"},
+    "rpm": {">=": ">=", "<=": "<=", "=": "=", ">": ">", "<": "<"},
+}
+
+
+def _with_version(name: str, version: str, packager: str) -> list[str]:
+    """libcudnn9 + ">=9" -> ["libcudnn9 (>= 9)"] (deb) / ["cudnn >= 9"] (rpm)."""
+    bounds = constraints(version)
+    if not bounds:
+        return [name]
+    ops = _OPERATORS[packager]
+    if packager == "deb":  # several bounds: one relation each (libfoo (>= 9), libfoo (<< 10))
+        return [f"{name} ({ops[op]} {v})" for op, v in bounds]
+    return [f"{name} {ops[op]} {v}" for op, v in bounds]
 
 
 def _soname_capability(name: str, bits: int, version: str = "") -> str:
@@ -307,6 +331,9 @@ def render_dependencies(
     packager: str,
     target: str,
     system: SystemBaseline | None = None,
+    *,
+    packages: Sequence[ChannelPackages] = (),
+    manifest: str = "",
 ) -> Relations:
     """Depends/Recommends/Suggests (RPM: Requires/Recommends/Suggests) for the externals.
 
@@ -318,21 +345,48 @@ def render_dependencies(
     soname capability also gets the highest version of it they need, as rpmbuild would write
     it (`libc.so.6(GLIBC_2.27)(64bit)`).
     """
-    mapping = _mapping(packager)
+    mapping = dict(_mapping(packager))
+    for entry in packages:  # the recipes' and product's [[externals]] over the tool's data
+        if entry.channel == packager:
+            mapping[entry.group] = _parse_group(packager, entry.group, entry.table, entry.origin)
     bits = get_target(target).bits
     found: dict[str, dict[str, set[str]]] = {k: {} for k in _RELATIONS}
+    missing = sorted({(lib.group, lib.kind) for lib in externals if lib.group not in mapping})
+    if missing:
+        raise ConfigError(
+            "no "
+            + packager
+            + " package is known for "
+            + "; ".join(
+                f"{', '.join(sorted(x.name for x in externals if x.group == g))} (group {g})"
+                for g, _ in missing
+            ),
+            component=component(packager),
+            target=target,
+            file=manifest or _DATA_FILE,
+            fix="name the package(s) in the product manifest's [[externals]] entry of the group, "
+            "e.g.:\n\n"
+            + "\n\n".join(
+                snippet(
+                    g,
+                    kind,
+                    sorted(x.name for x in externals if x.group == g),
+                    (target,),
+                    channel=packager,
+                )
+                for g, kind in missing
+            ),
+        )
     for lib in externals:
-        if lib.group not in mapping:
-            raise ConfigError(
-                f"no {packager} package is known for {lib.name} (group {lib.group})",
-                component=component(packager),
-                target=target,
-                file=_DATA_FILE,
-                fix=f"add [{packager}.{lib.group}] with the package(s) that provide it",
-            )
         group = mapping[lib.group]
         for relation, names in group.relations.items():
+            # an optional group's hard dependency is only recommended
+            relation = "recommends" if lib.optional and relation == "depends" else relation
             for name in names:
+                if lib.version:
+                    for versioned in _with_version(name, lib.version, packager):
+                        found[relation].setdefault(versioned, set()).add(lib.name)
+                    continue
                 versioned = render_dependency(name, lib.group, system, packager)
                 found[relation].setdefault(versioned, set()).add(lib.name)
         if group.sonames is not None:
