@@ -28,9 +28,13 @@ class ExternalGroup:
     """Libraries a kept file may need that the user's system provides."""
 
     group: str
-    kind: str  # system | toolchain | redist | driver
+    kind: str  # system | toolchain | redist | driver | toolkit
     names: tuple[str, ...]
     note: str = ""
+    optional: bool = False  # CONTRACT §1
+    version: str = ""
+    install: str = ""
+    sandbox: bool = True
 
 
 @dataclass(frozen=True)

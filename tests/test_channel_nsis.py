@@ -291,6 +291,7 @@ def test_uninstaller_removes_exactly_what_was_installed(tmp_path: Path) -> None:
     assert sorted(deletes) == sorted(
         [f'Delete "$INSTDIR\\{_win(f.path)}"' for f in package.files]
         + ['Delete "$INSTDIR\\uninstall.exe"']
+        + ['Delete "$INSTDIR\\demo-onnxruntime-setup.log"']  # what the requirement check logged
     )
     assert not any("*" in line or "?" in line for line in deletes)
     rmdirs = [line.removeprefix("RMDir ") for line in uninstall if line.startswith("RMDir")]
@@ -303,21 +304,42 @@ def test_uninstaller_removes_exactly_what_was_installed(tmp_path: Path) -> None:
 
 
 @pytest.mark.usefixtures("no_makensis")
-def test_msvc_check_lists_exactly_the_redist_externals(tmp_path: Path) -> None:
+def test_the_requirement_check_looks_for_redist_toolkit_and_driver_dlls_as_windows_does(
+    tmp_path: Path,
+) -> None:
     package, out = _layout(tmp_path)
-    NsisChannel().generate(package, out)
+    user = ("runtimes/openvino/onnxruntime.dll",)
+    extra = (
+        ExternalLibrary("cudnn64_9.dll", "cudnn", "toolkit", "cuDNN", user, install="Get cuDNN"),
+        ExternalLibrary("OpenCL.dll", "opencl", "driver", "the GPU driver", user, optional=True),
+    )
+    package = replace(package, externals=package.externals + extra)
+    result = NsisChannel().generate(package, out)
     script = _script(out)
     oninit = script.split("Function .onInit\n", 1)[1].split("FunctionEnd", 1)[0]
-    checked = re.findall(r'IfFileExists "\$SYSDIR\\([^"]+)"', oninit)
-    assert checked == [e.name for e in package.externals if e.kind == "redist"]
-    assert checked == ["MSVCP140.dll", "VCRUNTIME140.dll"]
-    note = "Microsoft Visual C++ 2015-2022 Redistributable (x64)"
-    assert f'"$0$\\r$\\n  MSVCP140.dll ({note})"' in oninit
+    checked = re.findall(r'SearchPath \$R9 "([^"]+)"', oninit)
+    # every non-system DLL, looked up on the DLL search path (System32 included); KERNEL32 not
+    assert checked == ["cudnn64_9.dll", "MSVCP140.dll", "VCRUNTIME140.dll", "OpenCL.dll"]
+    assert "IfFileExists" not in oninit
+    redist = "Microsoft Visual C++ 2015-2022 Redistributable (x64)"
+    assert f"  MSVCP140.dll, VCRUNTIME140.dll — {redist} (needed by OpenVINO)" in oninit
+    assert "  cudnn64_9.dll — Get cuDNN (needed by OpenVINO)" in oninit  # install over note
+    assert "  OpenCL.dll — the GPU driver (without it, OpenVINO loses the rung" in oninit
     lines = [line.strip() for line in oninit.splitlines()]
-    assert "Target amd64-unicode" in script  # a 64-bit installer: $SYSDIR is System32
+    assert "Target amd64-unicode" in script  # a 64-bit installer: System32 is the 64-bit one
     assert "X64FSRedirection" not in script
-    box = next(i for i, x in enumerate(lines) if x.startswith("MessageBox") and "$1$0" in x)
-    assert lines[box].endswith("/SD IDOK") and lines[box + 1] == "Abort"  # silent mode too
+    # required: the user chooses (Yes continues, No cancels); silent (/S) continues
+    box = next(i for i, x in enumerate(lines) if x.startswith("MessageBox") and "$MissingReq" in x)
+    assert lines[box].startswith("MessageBox MB_YESNO|")
+    assert lines[box].endswith("/SD IDYES IDYES required_ok") and lines[box + 1] == "Abort"
+    # optional: information only
+    info = next(i for i, x in enumerate(lines) if x.startswith("MessageBox") and "$MissingOpt" in x)
+    assert "MB_ICONINFORMATION" in lines[info] and lines[info + 1] != "Abort"
+    # what was missing is written beside the installed files, for a silent install
+    install = "\n".join(_section(script, "Install"))
+    assert 'FileOpen $R8 "$INSTDIR\\demo-onnxruntime-setup.log" w' in install
+    assert any("cudnn64_9.dll (Get cuDNN)" in note for note in result.notes)
+    assert any("optional OpenCL.dll" in note for note in result.notes)
 
 
 @pytest.mark.usefixtures("no_makensis")
@@ -327,7 +349,7 @@ def test_no_redist_no_check(tmp_path: Path) -> None:
     result = NsisChannel().generate(package, out)
     script = _script(out)
     oninit = script.split("Function .onInit", 1)[1].split("FunctionEnd", 1)[0]
-    assert "IfFileExists" not in oninit
+    assert "IfFileExists" not in oninit and "SearchPath" not in oninit
     assert "MessageBox" in oninit  # the x64 check only
     assert len(result.notes) == 1
 

@@ -25,6 +25,7 @@ from ortbundle.fetch.cache import sha256_file
 from ortbundle.recipes import PackagingSettings as PackagingSettings
 from ortbundle.recipes import SystemSpec
 from ortbundle.targets import CHANNEL_TARGETS as CHANNEL_TARGETS
+from ortbundle.targets import ExternalGroup
 
 
 @dataclass(frozen=True)
@@ -44,9 +45,15 @@ class ExternalLibrary:
 
     name: str  # as the binaries name it: libstdc++.so.6, MSVCP140.dll
     group: str  # targets.toml group: glibc, gcc-libs, msvc-runtime, opencl, vulkan, ...
-    kind: str  # system | toolchain | redist | driver
+    kind: str  # system | toolchain | redist | driver | toolkit
     note: str
     needed_by: tuple[str, ...]  # staged paths
+    # CONTRACT §1: what the user's machine must provide, and how to say so
+    optional: bool = False  # True: the runtime works without it (a rung/feature is lost)
+    version: str = ""  # a constraint where it matters (">=13.0"; "" = any)
+    install: str = ""  # one sentence telling the user what to install
+    sandbox: bool = True  # False: a Flatpak sandbox cannot provide it (host-only stack)
+    via: str = "needed"  # "needed" (DT_NEEDED / import table) or "loads" (opened by name)
 
 
 @dataclass(frozen=True)
@@ -91,6 +98,14 @@ class PackageInput:
     # constraint: glibc>=2.34, libc6 (>= 2.34)), and the oldest the product promises (`[system]`)
     system: SystemBaseline = field(default_factory=SystemBaseline)
     supports: SystemSpec = field(default_factory=SystemSpec)
+    # CONTRACT §5: an add-on product's main product (its name) and that product's package name
+    # (its NSIS uninstall key, its /usr/lib directory); "" for a main product
+    addon_of: str = ""
+    addon_of_package: str = ""
+    # the external groups of every Android target the apk channel packages (tool data with the
+    # recipe and product overlays): its shared manifest declares the same libraries for every
+    # ABI; empty: targets.toml's
+    android_groups: tuple[ExternalGroup, ...] = ()
 
 
 @dataclass(frozen=True)
