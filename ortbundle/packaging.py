@@ -23,6 +23,7 @@ from ortbundle.channels.nsis import NsisChannel
 from ortbundle.channels.rpm import RpmChannel
 from ortbundle.index_json import GENERIC_GPU_PROVIDERS
 from ortbundle.licensing import TargetLicensing
+from ortbundle.products import load_product
 from ortbundle.recipes import Product, Recipe
 from ortbundle.record import cached_sbom_json
 from ortbundle.stage import StagedRuntime
@@ -103,7 +104,17 @@ def package_input(
         sbom=_target_sbom(product, licensing, epoch, cache),
         system=package_system(staged for _, staged in runtimes),
         supports=product.system,
+        addon_of=product.addon_of,
+        addon_of_package=_main_package(product),
     )
+
+
+def _main_package(product: Product) -> str:
+    """An add-on's main product's package name (its manifest beside the add-on's), or ""."""
+    if not product.addon_of:
+        return ""
+    main = product.path.parent / f"{product.addon_of}.toml"
+    return load_product(main).packaging.package_name if main.is_file() else ""
 
 
 def _target_sbom(
