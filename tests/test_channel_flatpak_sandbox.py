@@ -18,14 +18,11 @@ from ortbundle.errors import ConfigError
 from tests.helpers.packages import SETTINGS, make_package_input
 from tests.test_channel_flatpak import (
     APP,
+    LOCAL_SETTINGS,
     MODULE,
-    TEST_BRANCH,
-    TEST_RUNTIME,
-    TEST_SDK,
     _entries,
-    _isolated_env,
-    _run,
     _schema_errors,
+    build_app,
     local_runtime,
 )
 
@@ -133,31 +130,10 @@ def _load_tarball_names(output: ChannelOutput) -> set[str]:
 def test_flatpak_builder_installs_the_stage_without_the_skipped_runtime(
     tmp_path: Path, local_runtime: Path
 ) -> None:
-    settings = replace(
-        SETTINGS,
-        flatpak_runtime=TEST_RUNTIME,
-        flatpak_sdk=TEST_SDK,
-        flatpak_runtime_version=TEST_BRANCH,
-        flatpak_command="/app/lib/demo-onnxruntime/runtime_loader.py",
-        flatpak_skip_runtimes=("webgpu",),
-    )
+    settings = replace(LOCAL_SETTINGS, flatpak_skip_runtimes=("webgpu",))
     package = replace(_package(tmp_path, CUDNN), settings=settings)
     output = _generate(package, tmp_path)
-    build = tmp_path / "build"
-    result = _run(
-        [
-            "flatpak-builder",
-            "--disable-rofiles-fuse",
-            "--disable-cache",
-            "--force-clean",
-            f"--state-dir={tmp_path / 'state'}",
-            str(build),
-            str(output.directory / APP),
-        ],
-        _isolated_env(local_runtime),
-        output.directory,
-    )
-    assert result.returncode == 0, result.stdout + result.stderr
+    build = build_app(output, local_runtime, tmp_path)
     installed = build / "files" / "lib" / "demo-onnxruntime"
     expected = {f.path for f in package.files if not f.path.startswith("runtimes/webgpu/")}
     assert _entries(installed) == expected
