@@ -156,6 +156,10 @@ def test_the_add_on_installs_beside_the_main_product_and_uninstalls_alone(
     assert entry is not None and entry["InstallLocation"] == str(MAIN_DIR)
     assert wine.registry_key(UNINSTALL_KEY + SETTINGS.package_name) is not None
 
+    # reinstalling (upgrading) the main product runs its own uninstaller first: the add-on stays
+    assert run_setup(wine, main).returncode == 0
+    assert tree_digests(wine.host(str(MAIN_DIR))) == installed
+
     assert run_uninstaller(wine, MAIN_DIR, name=ADDON_UNINSTALLER) == 0
     assert tree_digests(wine.host(str(MAIN_DIR))) == main_files
     assert wine.registry_key(UNINSTALL_KEY + ADDON_SETTINGS.package_name) is None
