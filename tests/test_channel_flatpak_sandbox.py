@@ -139,3 +139,9 @@ def test_flatpak_builder_installs_the_stage_without_the_skipped_runtime(
     assert _entries(installed) == expected
     index = json.loads((installed / "runtimes.json").read_bytes())
     assert [r["name"] for r in index["runtimes"]] == ["openvino"]
+
+
+def test_a_plugin_needing_a_host_only_library_is_refused_too(tmp_path: Path) -> None:
+    plugin = replace(CUDNN, needed_by=("plugins/cuda-ep/libcuda_ep.so",))
+    with pytest.raises(ConfigError, match=r"plugins/cuda-ep needs libcudnn\.so\.9"):
+        _generate(_package(tmp_path, plugin), tmp_path)

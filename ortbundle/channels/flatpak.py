@@ -32,7 +32,7 @@ from dataclasses import replace
 from pathlib import Path, PurePosixPath
 from typing import Any
 
-from ortbundle.channels import ChannelOutput, ExternalLibrary, PackageInput, ShippedRuntime
+from ortbundle.channels import ChannelOutput, ExternalLibrary, PackageInput
 from ortbundle.channels.tarball import write_stage_tarball
 from ortbundle.errors import ConfigError, IntegrityError
 from ortbundle.fetch.cache import sha256_file
@@ -247,24 +247,29 @@ class FlatpakChannel:
 # --- what the sandbox cannot provide ---------------------------------------------------------
 
 
-def _runtime_of(package: PackageInput, user: str) -> ShippedRuntime | None:
+def _owner(package: PackageInput, user: str) -> str:
+    """The runtime (its name) a staged path belongs to, else its top two parts (a plugin)."""
     for runtime in package.runtimes:
         if user.startswith(runtime.directory.rstrip("/") + "/"):
-            return runtime
-    return None
+            return runtime.name
+    return "/".join(PurePosixPath(user).parts[:2])
+
+
+def _label(package: PackageInput, owner: str) -> str:
+    return next((r.label for r in package.runtimes if r.name == owner), owner)
 
 
 def _host_only(package: PackageInput, *, optional: bool) -> dict[str, list[ExternalLibrary]]:
-    """Runtime name -> the host-only externals (`sandbox = false`) it needs, required or
-    optional ones, in the order of the runtimes."""
+    """Runtime name (or plugin path) -> the host-only externals (`sandbox = false`) it needs,
+    required or optional ones, the runtimes first in their order."""
     found: dict[str, list[ExternalLibrary]] = {r.name: [] for r in package.runtimes}
     for external in package.externals:
         if external.sandbox or external.optional != optional:
             continue
         for user in external.needed_by:
-            runtime = _runtime_of(package, user)
-            if runtime is not None and external not in found[runtime.name]:
-                found[runtime.name].append(external)
+            needs = found.setdefault(_owner(package, user), [])
+            if external not in needs:
+                needs.append(external)
     return {name: externals for name, externals in found.items() if externals}
 
 
@@ -294,9 +299,10 @@ def _left_out(package: PackageInput) -> tuple[str, ...]:
     }
     if refused:
         lines = "; ".join(
-            f"runtime {name} needs {_libraries(externals)}" for name, externals in refused.items()
+            f"{'runtime ' if name in names else ''}{name} needs {_libraries(externals)}"
+            for name, externals in refused.items()
         )
-        listed = ", ".join(f'"{name}"' for name in [*skip, *refused])
+        listed = ", ".join(f'"{name}"' for name in [*skip, *refused] if name in names)
         raise ConfigError(
             f"the Flatpak sandbox cannot provide host-only libraries (sandbox = false): {lines}; "
             "the runtime could never work inside it",
@@ -356,10 +362,9 @@ def _sandbox_notes(package: PackageInput, left_out: tuple[str, ...]) -> tuple[st
     for name, externals in _host_only(package, optional=True).items():
         if name in left_out:
             continue
-        label = next(r.label for r in package.runtimes if r.name == name)
         notes.append(
-            f"the {label} rung that uses {_libraries(externals)} will not work in the Flatpak "
-            "sandbox (a host-only library); the runtime works there without it"
+            f"the {_label(package, name)} rung that uses {_libraries(externals)} will not work "
+            "in the Flatpak sandbox (a host-only library); the runtime works there without it"
         )
     return tuple(notes)
 
