@@ -343,6 +343,41 @@ def test_the_requirement_check_looks_for_redist_toolkit_and_driver_dlls_as_windo
 
 
 @pytest.mark.usefixtures("no_makensis")
+def test_an_add_on_installs_beside_the_main_product_found_by_its_uninstall_key(
+    tmp_path: Path,
+) -> None:
+    settings = replace(SETTINGS, package_name="demo-cuda-onnxruntime")
+    package, out = _layout(tmp_path, settings=settings, addon_of="demo")
+    package = replace(package, addon_of_package="demo-main")
+    NsisChannel().generate(package, out)
+    script = _script(out)
+    uninstall_root = "Software\\Microsoft\\Windows\\CurrentVersion\\Uninstall\\"
+    oninit = script.split("Function .onInit\n", 1)[1].split("FunctionEnd", 1)[0]
+    assert f'ReadRegStr $R0 HKLM "{uninstall_root}demo-main" "InstallLocation"' in oninit
+    assert "StrCpy $INSTDIR $R0" in oninit
+    refusal = next(x for x in oninit.splitlines() if "which is not installed" in x).strip()
+    assert refusal.startswith("MessageBox MB_OK|MB_ICONSTOP")
+    assert "an add-on for demo, which is not installed" in refusal
+    assert "Page directory" not in script and "InstallDirRegKey" not in script
+    install = _section(script, "Install")
+    assert 'WriteUninstaller "$INSTDIR\\uninstall-demo-cuda-onnxruntime.exe"' in install
+    assert (
+        f'WriteRegStr HKLM "{uninstall_root}demo-cuda-onnxruntime" "InstallLocation" "$INSTDIR"'
+        in (install)
+    )
+    outpaths = [line.removeprefix("SetOutPath ") for line in install if line.startswith("SetOut")]
+    # runtimes beside the main product's; NOTICE, licences (and a stray index) its own
+    assert '"$INSTDIR\\runtimes\\openvino"' in outpaths
+    assert '"$INSTDIR\\addons\\demo-cuda-onnxruntime"' in outpaths
+    assert '"$INSTDIR\\addons\\demo-cuda-onnxruntime\\licenses\\onnxruntime"' in outpaths
+    assert '"$INSTDIR\\licenses\\onnxruntime"' not in outpaths
+    deletes = [line for line in _section(script, "Uninstall") if line.startswith("Delete ")]
+    assert 'Delete "$INSTDIR\\addons\\demo-cuda-onnxruntime\\NOTICE"' in deletes
+    assert 'Delete "$INSTDIR\\NOTICE"' not in deletes  # the main product's stays
+    assert 'Delete "$INSTDIR\\uninstall.exe"' not in deletes
+
+
+@pytest.mark.usefixtures("no_makensis")
 def test_no_redist_no_check(tmp_path: Path) -> None:
     system = ExternalLibrary("KERNEL32.dll", "windows", "system", "", ("x.dll",))
     package, out = _layout(tmp_path, externals=(system,))
