@@ -310,7 +310,9 @@ def test_the_requirement_check_looks_for_redist_toolkit_and_driver_dlls_as_windo
     package, out = _layout(tmp_path)
     user = ("runtimes/openvino/onnxruntime.dll",)
     extra = (
-        ExternalLibrary("cudnn64_9.dll", "cudnn", "toolkit", "cuDNN", user, install="Get cuDNN"),
+        ExternalLibrary(
+            "cudnn64_9.dll", "cudnn", "toolkit", "cuDNN", user, version=">=9.1", install="Get cuDNN"
+        ),
         ExternalLibrary("OpenCL.dll", "opencl", "driver", "the GPU driver", user, optional=True),
     )
     package = replace(package, externals=package.externals + extra)
@@ -323,7 +325,7 @@ def test_the_requirement_check_looks_for_redist_toolkit_and_driver_dlls_as_windo
     assert "IfFileExists" not in oninit
     redist = "Microsoft Visual C++ 2015-2022 Redistributable (x64)"
     assert f"  MSVCP140.dll, VCRUNTIME140.dll — {redist} (needed by OpenVINO)" in oninit
-    assert "  cudnn64_9.dll — Get cuDNN (needed by OpenVINO)" in oninit  # install over note
+    assert "  cudnn64_9.dll (>=9.1) — Get cuDNN (needed by OpenVINO)" in oninit  # not the note
     assert "  OpenCL.dll — the GPU driver (without it, OpenVINO loses the rung" in oninit
     lines = [line.strip() for line in oninit.splitlines()]
     assert "Target amd64-unicode" in script  # a 64-bit installer: System32 is the 64-bit one

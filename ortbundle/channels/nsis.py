@@ -457,6 +457,7 @@ def _requirements(package: PackageInput) -> list[dict[str, Any]]:
             external.group,
             {"group": external.group, "names": [], "what": "", "users": {}, "optional": True},
         )
+        group["version"] = group.get("version") or external.version
         group["names"].append(external.name)
         group["what"] = group["what"] or external.install or external.note or external.group
         group["optional"] = group["optional"] and external.optional
@@ -464,7 +465,7 @@ def _requirements(package: PackageInput) -> list[dict[str, Any]]:
             group["users"][_runtime_label(package, user)] = None
     found: list[dict[str, Any]] = []
     for group in groups.values():
-        names = ", ".join(group["names"])
+        names = ", ".join(group["names"]) + (f" ({group['version']})" if group["version"] else "")
         users = ", ".join(group["users"])
         if group["optional"]:
             line = f"  {names} — {group['what']} (without it, {users} loses the rung it enables)"
