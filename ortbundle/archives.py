@@ -11,6 +11,7 @@ from __future__ import annotations
 import base64
 import contextlib
 import csv
+import errno
 import hashlib
 import io
 import os
@@ -24,7 +25,7 @@ from types import TracebackType
 from typing import IO, NoReturn, Protocol
 
 from ortbundle.errors import ArchiveError, DiskError, IntegrityError
-from ortbundle.oserrors import writing
+from ortbundle.oserrors import disk_error, writing
 
 CHUNK = 1 << 20
 MAX_MEMBER_SIZE = 4 << 30  # 4 GiB: far above any runtime library
@@ -133,6 +134,8 @@ def _record_hash(value: str) -> str | None:
         return None
 
 
+# What writing the extracted copy can fail with and reading a zip cannot: a disk error.
+_WRITE_ERRNOS = frozenset((errno.ENOSPC, errno.EDQUOT, errno.EROFS))
 # Everything zipfile and zlib raise on a corrupt or unsupported archive: each becomes an
 # ArchiveError naming the archive, never a traceback.
 _ZIP_ERRORS = (
@@ -288,6 +291,8 @@ class ZipArchive:
             self._refuse(name, "member inflates past its declared size (zip bomb?)")
         except _ZIP_ERRORS as exc:
             dest.unlink(missing_ok=True)
+            if isinstance(exc, OSError) and exc.errno in _WRITE_ERRNOS:  # the copy, not the zip
+                raise disk_error(exc, what="an extracted archive member", path=dest) from None
             raise ArchiveError(
                 f"{self.label}: member {name!r} cannot be read ({exc})",
                 component=self.component,

@@ -47,8 +47,11 @@ def run_setup(wine: Wine, exe: Path, *args: str) -> subprocess.CompletedProcess[
     return wine.run([wine.path(exe), "/S", *args], timeout=_TIMEOUT)
 
 
-def run_uninstaller(wine: Wine, directory: PureWindowsPath, *, in_place: bool = False) -> int:
-    """Run `directory\\uninstall.exe /S` and return its exit code once it has finished.
+def run_uninstaller(
+    wine: Wine, directory: PureWindowsPath, *, in_place: bool = False, name: str = "uninstall.exe"
+) -> int:
+    """Run `directory\\<name> /S` (uninstall.exe; an add-on's has its own name) and return its
+    exit code once it has finished.
 
     As a user does (`in_place=False`): the uninstaller copies itself to %TEMP%, starts the copy
     and exits 0; the copy removes everything, itself included, so this waits for the prefix to
@@ -56,11 +59,11 @@ def run_uninstaller(wine: Wine, directory: PureWindowsPath, *, in_place: bool = 
     then it cannot remove uninstall.exe, nor the directory that holds it.
     """
     if not in_place:
-        result = wine.run([str(directory / "uninstall.exe"), "/S"], timeout=_TIMEOUT)
+        result = wine.run([str(directory / name), "/S"], timeout=_TIMEOUT)
         wine.wait()
         return result.returncode
     batch = wine.prefix / "drive_c" / "ortbundle-uninstall.bat"
-    lines = [f'"{directory}\\uninstall.exe" /S _?={directory}', "exit /b %ERRORLEVEL%"]
+    lines = [f'"{directory}\\{name}" /S _?={directory}', "exit /b %ERRORLEVEL%"]
     batch.write_text("\r\n".join(lines) + "\r\n", encoding="ascii")
     try:
         result = wine.run(["cmd", "/c", "C:\\ortbundle-uninstall.bat"], timeout=_TIMEOUT)

@@ -27,7 +27,7 @@ from ortbundle.recipes import Product, Recipe
 from ortbundle.record import cached_sbom_json
 from ortbundle.stage import StagedRuntime
 from ortbundle.system import package_system
-from ortbundle.targets import PACKAGE_CHANNELS, overlays
+from ortbundle.targets import PACKAGE_CHANNELS, get_target, overlays
 
 
 def _apk() -> Channel:
@@ -120,6 +120,12 @@ def package_input(
         ),
         manifest=str(product.path),
         addon_of=product.addon_of,
+        # the module's manifest is shared by every ABI: every Android target's groups, overlaid
+        android_groups=tuple(
+            g for t in CHANNEL_TARGETS["apk"] for g in overlay.apply(get_target(t)).externals
+        )
+        if target in CHANNEL_TARGETS["apk"]
+        else (),
     )
 
 

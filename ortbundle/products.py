@@ -30,6 +30,8 @@ class PackagingSettings:
     flatpak_command: str
     android_namespace: str = "org.example.app.runtime"  # Gradle namespace and Java package
     maintainer: str = ""  # "Name <address>" for .deb/.rpm; empty: publisher <packages@url host>
+    # runtimes the Flatpak leaves out: they need host-only libraries the sandbox cannot see
+    flatpak_skip_runtimes: tuple[str, ...] = ()
 
 
 @dataclass(frozen=True)
@@ -249,6 +251,7 @@ def _packaging(reader: TableReader, product: str) -> PackagingSettings:
         flatpak_command=reader.text("flatpak_command", product),
         android_namespace=_android_namespace(reader, product),
         maintainer=reader.opt_text("maintainer") or "",
+        flatpak_skip_runtimes=reader.text_list("flatpak_skip_runtimes", required=False),
     )
 
 

@@ -251,6 +251,8 @@ def _install_windows(
     result = run_setup(wine, setup)
     files = tree_digests(installed)
     has_uninstaller = files.pop("uninstall.exe", None) is not None
+    # what the installer's requirement check found missing (channels/nsis.py): not a stage file
+    missing = files.pop(f"{package_name}-setup.log", None) is not None
     expected = tree_digests(stage)
     key = wine.registry_key(_UNINSTALL_KEY + package_name)
     problems = []
@@ -261,6 +263,8 @@ def _install_windows(
     if not has_uninstaller or key is None:
         problems.append("no uninstaller or no uninstall entry")
     detail = "; ".join(problems) or f"{len(files)} files equal to the stage, uninstall entry"
+    if missing:
+        detail += f"; setup found required or optional libraries missing ({package_name}-setup.log)"
     emit(SmokeLine("FAIL" if problems else "PASS", target, "installer", str(directory), detail))
     if problems:
         return

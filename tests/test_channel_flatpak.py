@@ -581,6 +581,37 @@ def local_runtime(tmp_path_factory: pytest.TempPathFactory) -> Path:
     return home
 
 
+# The local runtime's settings; build-finish needs the command to exist: the stage's loader is.
+LOCAL_SETTINGS = replace(
+    SETTINGS,
+    flatpak_runtime=TEST_RUNTIME,
+    flatpak_sdk=TEST_SDK,
+    flatpak_runtime_version=TEST_BRANCH,
+    flatpak_command="/app/lib/demo-onnxruntime/runtime_loader.py",
+)
+
+
+def build_app(output: ChannelOutput, home: Path, work: Path) -> Path:
+    """flatpak-builder builds and finishes the app manifest against the local runtime in
+    `home`; returns the build directory."""
+    build = work / "build"
+    result = _run(
+        [
+            "flatpak-builder",
+            "--disable-rofiles-fuse",
+            "--disable-cache",
+            "--force-clean",
+            f"--state-dir={work / 'state'}",
+            str(build),
+            str(output.directory / APP),
+        ],
+        _isolated_env(home),
+        output.directory,
+    )
+    assert result.returncode == 0, result.stdout + result.stderr
+    return build
+
+
 def _entries(root: Path) -> set[str]:
     return {
         p.relative_to(root).as_posix() for p in root.rglob("*") if not p.is_dir() or p.is_symlink()
@@ -592,33 +623,11 @@ def _entries(root: Path) -> set[str]:
 def test_flatpak_builder_builds_and_finishes_the_app(
     tmp_path: Path, local_runtime: Path, gpu: bool
 ) -> None:
-    settings = replace(
-        SETTINGS,
-        flatpak_runtime=TEST_RUNTIME,
-        flatpak_sdk=TEST_SDK,
-        flatpak_runtime_version=TEST_BRANCH,
-        # build-finish needs the command to exist; the stage's loader is a real file.
-        flatpak_command="/app/lib/demo-onnxruntime/runtime_loader.py",
-    )
-    overrides: dict[str, object] = {"settings": settings}
+    overrides: dict[str, object] = {"settings": LOCAL_SETTINGS}
     if not gpu:
         overrides["runtimes"] = NO_GPU
     package, output = _generate(tmp_path, **overrides)
-    build = tmp_path / "build"
-    result = _run(
-        [
-            "flatpak-builder",
-            "--disable-rofiles-fuse",
-            "--disable-cache",
-            "--force-clean",
-            f"--state-dir={tmp_path / 'state'}",
-            str(build),
-            str(output.directory / APP),
-        ],
-        _isolated_env(local_runtime),
-        output.directory,
-    )
-    assert result.returncode == 0, result.stdout + result.stderr
+    build = build_app(output, local_runtime, tmp_path)
 
     installed = build / "files" / "lib" / "demo-onnxruntime"
     assert _entries(installed) == {f.path for f in package.files}

@@ -18,6 +18,7 @@ import pytest
 from ortbundle.channels import ExternalLibrary, PackageInput, ShippedFile
 from ortbundle.channels.nsis import NsisChannel, _version_quad, nsis_string
 from ortbundle.errors import ConfigError, IntegrityError, PackagingError
+from ortbundle.products import Addon
 from tests.helpers.packages import SETTINGS, make_package_input
 
 HAVE_MAKENSIS = shutil.which("makensis") is not None
@@ -291,6 +292,7 @@ def test_uninstaller_removes_exactly_what_was_installed(tmp_path: Path) -> None:
     assert sorted(deletes) == sorted(
         [f'Delete "$INSTDIR\\{_win(f.path)}"' for f in package.files]
         + ['Delete "$INSTDIR\\uninstall.exe"']
+        + ['Delete "$INSTDIR\\demo-onnxruntime-setup.log"']  # what the requirement check logged
     )
     assert not any("*" in line or "?" in line for line in deletes)
     rmdirs = [line.removeprefix("RMDir ") for line in uninstall if line.startswith("RMDir")]
@@ -303,21 +305,82 @@ def test_uninstaller_removes_exactly_what_was_installed(tmp_path: Path) -> None:
 
 
 @pytest.mark.usefixtures("no_makensis")
-def test_msvc_check_lists_exactly_the_redist_externals(tmp_path: Path) -> None:
+def test_the_requirement_check_looks_for_redist_toolkit_and_driver_dlls_as_windows_does(
+    tmp_path: Path,
+) -> None:
     package, out = _layout(tmp_path)
-    NsisChannel().generate(package, out)
+    user = ("runtimes/openvino/onnxruntime.dll",)
+    extra = (
+        ExternalLibrary(
+            "cudnn64_9.dll", "cudnn", "toolkit", "cuDNN", user, version=">=9.1", install="Get cuDNN"
+        ),
+        ExternalLibrary("OpenCL.dll", "opencl", "driver", "the GPU driver", user, optional=True),
+    )
+    package = replace(package, externals=package.externals + extra)
+    result = NsisChannel().generate(package, out)
     script = _script(out)
     oninit = script.split("Function .onInit\n", 1)[1].split("FunctionEnd", 1)[0]
-    checked = re.findall(r'IfFileExists "\$SYSDIR\\([^"]+)"', oninit)
-    assert checked == [e.name for e in package.externals if e.kind == "redist"]
-    assert checked == ["MSVCP140.dll", "VCRUNTIME140.dll"]
-    note = "Microsoft Visual C++ 2015-2022 Redistributable (x64)"
-    assert f'"$0$\\r$\\n  MSVCP140.dll ({note})"' in oninit
+    checked = re.findall(r'SearchPath \$R9 "([^"]+)"', oninit)
+    # every non-system DLL, looked up on the DLL search path (System32 included); KERNEL32 not
+    assert checked == ["cudnn64_9.dll", "MSVCP140.dll", "VCRUNTIME140.dll", "OpenCL.dll"]
+    assert "IfFileExists" not in oninit
+    redist = "Microsoft Visual C++ 2015-2022 Redistributable (x64)"
+    assert f"  MSVCP140.dll, VCRUNTIME140.dll — {redist} (needed by OpenVINO)" in oninit
+    assert "  cudnn64_9.dll (>=9.1) — Get cuDNN (needed by OpenVINO)" in oninit  # not the note
+    assert "  OpenCL.dll — the GPU driver (without it, OpenVINO loses the rung" in oninit
     lines = [line.strip() for line in oninit.splitlines()]
-    assert "Target amd64-unicode" in script  # a 64-bit installer: $SYSDIR is System32
+    assert "Target amd64-unicode" in script  # a 64-bit installer: System32 is the 64-bit one
     assert "X64FSRedirection" not in script
-    box = next(i for i, x in enumerate(lines) if x.startswith("MessageBox") and "$1$0" in x)
-    assert lines[box].endswith("/SD IDOK") and lines[box + 1] == "Abort"  # silent mode too
+    # required: the user chooses (Yes continues, No cancels); silent (/S) continues
+    box = next(i for i, x in enumerate(lines) if x.startswith("MessageBox") and "$MissingReq" in x)
+    assert lines[box].startswith("MessageBox MB_YESNO|")
+    assert lines[box].endswith("/SD IDYES IDYES required_ok") and lines[box + 1] == "Abort"
+    # optional: information only
+    info = next(i for i, x in enumerate(lines) if x.startswith("MessageBox") and "$MissingOpt" in x)
+    assert "MB_ICONINFORMATION" in lines[info] and lines[info + 1] != "Abort"
+    # what was missing is written beside the installed files, for a silent install
+    install = "\n".join(_section(script, "Install"))
+    assert 'FileOpen $R8 "$INSTDIR\\demo-onnxruntime-setup.log" w' in install
+    assert any("cudnn64_9.dll (Get cuDNN)" in note for note in result.notes)
+    assert any("optional OpenCL.dll" in note for note in result.notes)
+
+
+@pytest.mark.usefixtures("no_makensis")
+def test_an_add_on_installs_beside_the_main_product_found_by_its_uninstall_key(
+    tmp_path: Path,
+) -> None:
+    settings = replace(SETTINGS, package_name="demo-cuda-onnxruntime")
+    package, out = _layout(
+        tmp_path,
+        settings=settings,
+        addon_of=Addon(name="demo", package_name="demo-main", version="1.0"),
+    )
+    NsisChannel().generate(package, out)
+    script = _script(out)
+    uninstall_root = "Software\\Microsoft\\Windows\\CurrentVersion\\Uninstall\\"
+    oninit = script.split("Function .onInit\n", 1)[1].split("FunctionEnd", 1)[0]
+    assert f'ReadRegStr $R0 HKLM "{uninstall_root}demo-main" "InstallLocation"' in oninit
+    assert "StrCpy $INSTDIR $R0" in oninit
+    refusal = next(x for x in oninit.splitlines() if "which is not installed" in x).strip()
+    assert refusal.startswith("MessageBox MB_OK|MB_ICONSTOP")
+    assert "an add-on for demo, which is not installed" in refusal
+    assert "Page directory" not in script and "InstallDirRegKey" not in script
+    install = _section(script, "Install")
+    assert 'WriteUninstaller "$INSTDIR\\uninstall-demo-cuda-onnxruntime.exe"' in install
+    assert (
+        f'WriteRegStr HKLM "{uninstall_root}demo-cuda-onnxruntime" "InstallLocation" "$INSTDIR"'
+        in (install)
+    )
+    outpaths = [line.removeprefix("SetOutPath ") for line in install if line.startswith("SetOut")]
+    # runtimes beside the main product's; NOTICE, licences (and a stray index) its own
+    assert '"$INSTDIR\\runtimes\\openvino"' in outpaths
+    assert '"$INSTDIR\\addons\\demo-cuda-onnxruntime"' in outpaths
+    assert '"$INSTDIR\\addons\\demo-cuda-onnxruntime\\licenses\\onnxruntime"' in outpaths
+    assert '"$INSTDIR\\licenses\\onnxruntime"' not in outpaths
+    deletes = [line for line in _section(script, "Uninstall") if line.startswith("Delete ")]
+    assert 'Delete "$INSTDIR\\addons\\demo-cuda-onnxruntime\\NOTICE"' in deletes
+    assert 'Delete "$INSTDIR\\NOTICE"' not in deletes  # the main product's stays
+    assert 'Delete "$INSTDIR\\uninstall.exe"' not in deletes
 
 
 @pytest.mark.usefixtures("no_makensis")
@@ -327,7 +390,7 @@ def test_no_redist_no_check(tmp_path: Path) -> None:
     result = NsisChannel().generate(package, out)
     script = _script(out)
     oninit = script.split("Function .onInit", 1)[1].split("FunctionEnd", 1)[0]
-    assert "IfFileExists" not in oninit
+    assert "IfFileExists" not in oninit and "SearchPath" not in oninit
     assert "MessageBox" in oninit  # the x64 check only
     assert len(result.notes) == 1
 

@@ -150,18 +150,6 @@ def test_an_upgrade_leaves_exactly_the_new_versions_files(tmp_path: Path, wine: 
     assert _entries(wine) == []
 
 
-def test_a_missing_msvc_runtime_stops_setup_before_anything_is_written(
-    tmp_path: Path, wine: Wine
-) -> None:
-    exe = _installer(tmp_path, "1.0.0")
-    assert wine.run(["cmd", "/c", "exit"]).returncode == 0  # the prefix exists now
-    (wine.system32 / "msvcp140.dll").unlink()
-    result = run_setup(wine, exe)
-    assert result.returncode == 2  # NSIS: aborted by the script
-    assert not wine.host(str(DIRECTORY)).exists()
-    assert wine.registry_key(UNINSTALL_KEY + SETTINGS.package_name) is None
-
-
 def test_a_dll_in_use_stops_uninstall_and_upgrade_with_nothing_removed(
     tmp_path: Path, wine: Wine
 ) -> None:

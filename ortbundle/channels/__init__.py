@@ -26,7 +26,7 @@ from ortbundle.products import Addon
 from ortbundle.recipes import PackagingSettings as PackagingSettings
 from ortbundle.recipes import SystemSpec
 from ortbundle.targets import CHANNEL_TARGETS as CHANNEL_TARGETS
-from ortbundle.targets import ChannelPackages
+from ortbundle.targets import ChannelPackages, ExternalGroup
 
 
 @dataclass(frozen=True)
@@ -104,6 +104,10 @@ class PackageInput:
     packages: tuple[ChannelPackages, ...] = ()
     manifest: str = ""
     addon_of: Addon | None = None
+    # the external groups of every Android target the apk channel packages (tool data with the
+    # recipe and product overlays): its shared manifest declares the same libraries for every
+    # ABI; empty: targets.toml's
+    android_groups: tuple[ExternalGroup, ...] = ()
 
 
 @dataclass(frozen=True)

@@ -61,7 +61,7 @@ from ortbundle.fetch.cache import sha256_file
 from ortbundle.fsio import atomic_output, atomic_write
 from ortbundle.index_json import INDEX_NAME, LOADER_NAME, apk_index
 from ortbundle.loader import SCHEMA
-from ortbundle.targets import CHANNEL_TARGETS, Target, get_target
+from ortbundle.targets import CHANNEL_TARGETS, ExternalGroup, Target, get_target
 from ortbundle.templating import render
 
 __all__ = ["NO_COMPRESS", "ApkChannel", "aligned_apk_command"]
@@ -78,6 +78,20 @@ _USE_LEGACY_PACKAGING = False
 # Qualcomm FastRPC: the QNN HTP backend reaches the Hexagon through it. Apps targeting API 31+
 # see a vendor library only when their manifest declares it.
 _FASTRPC = "libcdsprpc.so"
+# The NDK's stable libraries (the NDK's "stable APIs" list): every app may link them. Any other
+# system or vendor library (FastRPC's libcdsprpc.so, a vendor libOpenCL.so) is hidden from an
+# app targeting API 31+ unless its manifest declares it with <uses-native-library>.
+_NDK_LIBRARIES = frozenset(
+    (
+        *("libc.so", "libm.so", "libdl.so", "liblog.so", "libz.so", "libandroid.so"),
+        *("libjnigraphics.so", "libEGL.so", "libGLESv1_CM.so", "libGLESv2.so", "libGLESv3.so"),
+        *("libvulkan.so", "libOpenSLES.so", "libOpenMAXAL.so", "libmediandk.so"),
+        *("libnativewindow.so", "libsync.so", "libneuralnetworks.so", "libcamera2ndk.so"),
+        *("libaaudio.so", "libamidi.so", "libbinder_ndk.so", "libicu.so", "libstdc++.so"),
+    )
+)
+_GLOB = re.compile(r"[*?\[]")
+_NATIVE_NAME = re.compile(r"[A-Za-z0-9_+-][A-Za-z0-9._+-]*")  # written bare into the XML
 # Asset extensions stored uncompressed (androidResources.noCompress): models an app maps.
 NO_COMPRESS = ("onnx",)
 # What the Gradle plugin packages from jniLibs and System.loadLibrary can name.
@@ -130,6 +144,7 @@ class ApkChannel:
         placements = _plan(package, target, index)
         _check_entries(package, abi, index, placements)
         _check_api_level(package)
+        _check_native_libraries(package)
         generated = _generated(package)
         _check_shared(package, out, placements, generated)
 
@@ -542,7 +557,7 @@ def _generated(package: PackageInput) -> dict[str, bytes]:
         "use_legacy_packaging": "true" if _USE_LEGACY_PACKAGING else "false",
         "no_compress": NO_COMPRESS,
         "fastrpc": _FASTRPC,
-        "declare_fastrpc": _fastrpc_allowed(),
+        "native_libraries": _native_libraries(package),
         "schema": SCHEMA,
         "override_property": override_property(package.product),
     }
@@ -559,10 +574,59 @@ def _generated(package: PackageInput) -> dict[str, bytes]:
     }
 
 
-def _fastrpc_allowed() -> bool:
-    """Declared when any Android target lets a runtime need FastRPC (targets.toml), not when
-    this ABI's stage happens to: the manifest is shared by every ABI."""
-    return any(get_target(t).external_group(_FASTRPC) for t in CHANNEL_TARGETS["apk"])
+def _android_groups(package: PackageInput) -> tuple[ExternalGroup, ...]:
+    """The external groups of every Android target the module packages: the build's (tool
+    data with the recipe and product overlays), else targets.toml's."""
+    if package.android_groups:
+        return package.android_groups
+    return tuple(g for t in CHANNEL_TARGETS["apk"] for g in get_target(t).externals)
+
+
+def _native_libraries(package: PackageInput) -> list[dict[str, str]]:
+    """Every library beyond the NDK's that an Android target lets a runtime need, for
+    <uses-native-library>. From the targets' groups, not from what this ABI's stage happens to
+    need: the manifest is shared by every ABI (and every runner of a release).
+
+    android:required is "false" for all of them: "true" makes the app uninstallable on a device
+    without the library, while RuntimeLoader skips the runtime that needs it and picks the next
+    one. An app that cannot work without it sets "true" in its own manifest (the merger keeps
+    the app's attribute with tools:replace="android:required")."""
+    found: dict[str, dict[str, str]] = {}
+    for group in _android_groups(package):
+        if group.kind == "system":
+            continue
+        for name in group.names:
+            if name in _NDK_LIBRARIES or _GLOB.search(name) or name in found:
+                continue
+            if not _NATIVE_NAME.fullmatch(name):
+                raise ConfigError(
+                    f"external library name {name!r} (group {group.group}) is not a file name",
+                    component=_COMPONENT,
+                    target=package.target,
+                    fix="name one library file per entry: letters, digits and ._+-",
+                )
+            found[name] = {"name": name, "required": "false", "group": group.group}
+    return [found[name] for name in sorted(found)]
+
+
+def _check_native_libraries(package: PackageInput) -> None:
+    """Every library beyond the NDK this ABI's runtimes need is declared in the manifest; one
+    matched by a glob cannot be (the element names one file), so it is an error."""
+    declared = {entry["name"] for entry in _native_libraries(package)}
+    for external in package.externals:
+        if external.kind == "system" or external.name in _NDK_LIBRARIES:
+            continue
+        if external.name not in declared:
+            raise ConfigError(
+                f"{external.name} (external group {external.group}) is needed by "
+                f"{', '.join(external.needed_by)} but cannot be declared in the module's "
+                "AndroidManifest.xml: Android 12+ hides a non-NDK library from an app that does "
+                "not declare it by its exact name",
+                component=_COMPONENT,
+                target=package.target,
+                fix=f"name {external.name} exactly (no glob) in the {external.group!r} "
+                "[[externals]] group",
+            )
 
 
 def aligned_apk_command(unaligned: str, aligned: str) -> str:

@@ -28,14 +28,16 @@ import json
 import re
 import shlex
 from collections.abc import Mapping
+from dataclasses import replace
 from pathlib import Path, PurePosixPath
 from typing import Any
 
-from ortbundle.channels import ChannelOutput, PackageInput
+from ortbundle.channels import ChannelOutput, ExternalLibrary, PackageInput
 from ortbundle.channels.tarball import write_stage_tarball
 from ortbundle.errors import ConfigError, IntegrityError
 from ortbundle.fetch.cache import sha256_file
 from ortbundle.fsio import atomic_write
+from ortbundle.index_json import INDEX_NAME
 
 __all__ = ["FlatpakChannel", "check_app_id", "check_manifest"]
 
@@ -210,25 +212,161 @@ class FlatpakChannel:
         """Write the channel's files into `out` and check what was written."""
         settings = package.settings
         _check_settings(package)
+        left_out = _left_out(package)
         out.mkdir(parents=True, exist_ok=True)
         stem = f"{settings.package_name}-{package.version}"
         tarball = out / f"{stem}.tar.gz"
         module_file = out / f"{settings.package_name}.module.json"
         app_file = out / f"{settings.flatpak_app_id}.json"
-        digest = write_stage_tarball(package, tarball, stem)
-        module = _module(package, tarball.name, digest)
-        app = _app_manifest(package, module_file.name)
+        written = [tarball, module_file, app_file]
+        index: tuple[str, str] | None = None
+        shipped = package
+        if left_out:
+            shipped, index_data = _without(package, left_out)
+            atomic_write(out / INDEX_NAME, index_data)
+            written.append(out / INDEX_NAME)
+            index = (INDEX_NAME, sha256_file(out / INDEX_NAME))
+        digest = write_stage_tarball(shipped, tarball, stem)
+        module = _module(shipped, tarball.name, digest, index)
+        app = _app_manifest(shipped, module_file.name)
         atomic_write(module_file, _dumps(module))
         atomic_write(app_file, _dumps(app))
         # Check what is on disk, following the include to the module and the tarball.
         check_manifest(json.loads(app_file.read_bytes()), base=out)
+        digests = {tarball.name: digest} | (dict([index]) if index else {})
         return ChannelOutput(
             channel=self.name,
             directory=out,
-            files=tuple(sorted((tarball, module_file, app_file))),
-            notes=_notes(package, module_file.name, tarball.name),
-            digests={tarball.name: digest},
+            files=tuple(sorted(written)),
+            notes=_notes(shipped, module_file.name, tarball.name)
+            + _sandbox_notes(package, left_out),
+            digests=digests,
         )
+
+
+# --- what the sandbox cannot provide ---------------------------------------------------------
+
+
+def _owner(package: PackageInput, user: str) -> str:
+    """The runtime (its name) a staged path belongs to, else its top two parts (a plugin)."""
+    for runtime in package.runtimes:
+        if user.startswith(runtime.directory.rstrip("/") + "/"):
+            return runtime.name
+    return "/".join(PurePosixPath(user).parts[:2])
+
+
+def _label(package: PackageInput, owner: str) -> str:
+    return next((r.label for r in package.runtimes if r.name == owner), owner)
+
+
+def _host_only(package: PackageInput, *, optional: bool) -> dict[str, list[ExternalLibrary]]:
+    """Runtime name (or plugin path) -> the host-only externals (`sandbox = false`) it needs,
+    required or optional ones, the runtimes first in their order."""
+    found: dict[str, list[ExternalLibrary]] = {r.name: [] for r in package.runtimes}
+    for external in package.externals:
+        if external.sandbox or external.optional != optional:
+            continue
+        for user in external.needed_by:
+            needs = found.setdefault(_owner(package, user), [])
+            if external not in needs:
+                needs.append(external)
+    return {name: externals for name, externals in found.items() if externals}
+
+
+def _libraries(externals: list[ExternalLibrary]) -> str:
+    return ", ".join(f"{e.name} ({e.install or e.note or e.group})" for e in externals)
+
+
+def _left_out(package: PackageInput) -> tuple[str, ...]:
+    """The runtimes the Flatpak leaves out (`[packaging] flatpak_skip_runtimes`); a runtime
+    that needs a host-only library and is not among them is refused, all of them at once."""
+    names = [r.name for r in package.runtimes]
+    skip = package.settings.flatpak_skip_runtimes
+    unknown = [name for name in skip if name not in names]
+    if unknown:
+        raise ConfigError(
+            f"flatpak_skip_runtimes names {', '.join(unknown)}, which the {package.target} "
+            f"stage does not ship (it ships: {', '.join(names) or 'nothing'})",
+            component=_COMPONENT,
+            target=package.target,
+            fix="name runtimes of the product's [product] runtimes in [packaging] "
+            "flatpak_skip_runtimes",
+        )
+    refused = {
+        name: externals
+        for name, externals in _host_only(package, optional=False).items()
+        if name not in skip
+    }
+    if refused:
+        lines = "; ".join(
+            f"{'runtime ' if name in names else ''}{name} needs {_libraries(externals)}"
+            for name, externals in refused.items()
+        )
+        listed = ", ".join(f'"{name}"' for name in [*skip, *refused] if name in names)
+        raise ConfigError(
+            f"the Flatpak sandbox cannot provide host-only libraries (sandbox = false): {lines}; "
+            "the runtime could never work inside it",
+            component=_COMPONENT,
+            target=package.target,
+            fix=f"drop the flatpak channel for this product ([product] channels), drop the "
+            f"runtime from the product, or leave it out of the Flatpak only: [packaging] "
+            f"flatpak_skip_runtimes = [{listed}]",
+        )
+    return tuple(name for name in names if name in skip)
+
+
+def _without(package: PackageInput, left_out: tuple[str, ...]) -> tuple[PackageInput, bytes]:
+    """The package without the runtimes left out, and its runtimes.json without them (the
+    module installs that one over the stage's, which the tarball then does not carry)."""
+    gone = [r.directory.rstrip("/") + "/" for r in package.runtimes if r.name in left_out]
+    files = tuple(
+        f for f in package.files if f.path != INDEX_NAME and not f.path.startswith(tuple(gone))
+    )
+    runtimes = tuple(r for r in package.runtimes if r.name not in left_out)
+    externals = tuple(
+        replace(e, needed_by=users)
+        for e in package.externals
+        if (users := tuple(u for u in e.needed_by if not u.startswith(tuple(gone))))
+    )
+    try:
+        index = json.loads((package.stage / INDEX_NAME).read_bytes())
+    except (OSError, ValueError) as exc:
+        raise IntegrityError(
+            f"the stage's {INDEX_NAME} cannot be read to leave runtimes out of the Flatpak",
+            component=_COMPONENT,
+            target=package.target,
+            file=str(package.stage / INDEX_NAME),
+            fix="rebuild the stage (invoke build) instead of editing it",
+        ) from exc
+    if isinstance(index, dict) and isinstance(index.get("runtimes"), list):
+        index["runtimes"] = [
+            r for r in index["runtimes"] if not (isinstance(r, dict) and r.get("name") in left_out)
+        ]
+    data = (json.dumps(index, indent=2, sort_keys=True) + "\n").encode("utf-8")
+    return replace(package, files=files, runtimes=runtimes, externals=externals), data
+
+
+def _sandbox_notes(package: PackageInput, left_out: tuple[str, ...]) -> tuple[str, ...]:
+    notes = []
+    required = _host_only(package, optional=False)
+    for name in left_out:
+        why = (
+            f": it needs {_libraries(required[name])}, which the sandbox cannot provide, so it "
+            "is useless there"
+            if name in required
+            else ""
+        )
+        notes.append(
+            f"runtime {name} is left out of the Flatpak ([packaging] flatpak_skip_runtimes){why}"
+        )
+    for name, externals in _host_only(package, optional=True).items():
+        if name in left_out:
+            continue
+        notes.append(
+            f"the {_label(package, name)} rung that uses {_libraries(externals)} will not work "
+            "in the Flatpak sandbox (a host-only library); the runtime works there without it"
+        )
+    return tuple(notes)
 
 
 def _check_settings(package: PackageInput) -> None:
@@ -272,13 +410,15 @@ def _top_level(package: PackageInput) -> list[str]:
     return sorted({PurePosixPath(f.path).parts[0] for f in package.files})
 
 
-def _module(package: PackageInput, tarball: str, digest: str) -> dict[str, Any]:
+def _module(
+    package: PackageInput, tarball: str, digest: str, index: tuple[str, str] | None = None
+) -> dict[str, Any]:
     name = package.settings.package_name  # checked: [A-Za-z0-9._+-] only, safe unquoted
     lib_dir = f"{_PREFIX}/lib/{name}/"
     # The id of the app the module is built into; `:?` fails the build rather than install
     # into share/licenses// should a builder not set it.
     license_dir = f'"{_PREFIX}/share/licenses/${{FLATPAK_ID:?}}/{name}/"'
-    tops = _top_level(package)
+    tops = sorted({*_top_level(package), *([index[0]] if index else [])})
     license_tops = [top for top in _LICENSE_TOPS if top in tops]
     commands = [
         f"install -d {lib_dir}",
@@ -294,7 +434,8 @@ def _module(package: PackageInput, tarball: str, digest: str) -> dict[str, Any]:
         "buildsystem": "simple",
         "build-options": {"no-debuginfo": True, "strip": False},
         "build-commands": commands,
-        "sources": [{"type": "archive", "path": tarball, "sha256": digest}],
+        "sources": [{"type": "archive", "path": tarball, "sha256": digest}]
+        + ([{"type": "file", "path": index[0], "sha256": index[1]}] if index else []),
         "x-ortbundle": {
             "product": package.product,
             "version": package.version,

@@ -155,7 +155,10 @@ class NsisChannel:
                 f"directory with SOURCE_DATE_EPOCH={package.source_date_epoch} to get {exe_name}",
             )
             return ChannelOutput(
-                self.name, out, (script,), notes + _redist_notes(package) + _system_notes(package)
+                self.name,
+                out,
+                (script,),
+                notes + _requirement_notes(package) + _system_notes(package),
             )
         version = _makensis_version(makensis, package)
         exe = out / exe_name
@@ -174,7 +177,7 @@ class NsisChannel:
             self.name,
             out,
             tuple(sorted((script, exe))),
-            notes + _redist_notes(package) + _system_notes(package),
+            notes + _requirement_notes(package) + _system_notes(package),
             {exe.name: exe_sha256},
         )
 
@@ -249,13 +252,18 @@ def _context(package: PackageInput, out: Path) -> dict[str, Any]:
     settings = package.settings
     _check_windows_name(package, settings.package_name, "packaging.package_name")
     relative = _stage_from(package, out)
-    paths = [_checked_path(package, f) for f in package.files]
-    _check_collisions(package, paths)
+    uninstaller = _uninstaller(package)
+    installed = {
+        path: _installed_as(package, path)
+        for path in map(lambda f: _checked_path(package, f), package.files)
+    }
+    paths = list(installed.values())
+    _check_collisions(package, paths, uninstaller)
 
     groups: dict[str, list[str]] = {}
-    for path in paths:
+    for source, path in installed.items():
         parent = str(path.parent)
-        groups.setdefault("" if parent == "." else parent, []).append(_win(path))
+        groups.setdefault("" if parent == "." else parent, []).append(_win(source))
     directories = [
         {
             "path": _win(PurePosixPath(parent)) if parent else "",
@@ -266,7 +274,7 @@ def _context(package: PackageInput, out: Path) -> dict[str, Any]:
     all_dirs = {str(p) for path in paths for p in path.parents if str(p) != "."}
     uninstall_dirs = sorted(all_dirs, key=lambda d: (-d.count("/"), d))
 
-    redist = _redist(package)
+    requirements = _requirements(package)
     licenses = ", ".join(package.licenses)
     display_name = f"{package.product} {package.version}"
     context: dict[str, Any] = {
@@ -285,18 +293,27 @@ def _context(package: PackageInput, out: Path) -> dict[str, Any]:
         "outfile": f"{_file_word(package.product)}-{_file_word(package.version)}-setup.exe",
         "vi_version": _version_quad(package.version),
         "uninstall_key": _UNINSTALL_ROOT + settings.package_name,
-        "uninstaller": UNINSTALLER,
+        "uninstaller": uninstaller,
+        "addon": _addon(package, display_name),
         "estimated_kib": (sum(f.size for f in package.files) + 1023) // 1024,
         "directories": directories,
         "uninstall_files": [_win(p) for p in paths],
         "uninstall_dirs": [_win(PurePosixPath(d)) for d in uninstall_dirs],
-        "redist": redist,
+        "required": [r for r in requirements if not r["optional"]],
+        "optional": [r for r in requirements if r["optional"]],
+        "log_name": _log_name(package),
         "x64_message": f"{display_name} needs 64-bit (x64) Windows.",
-        "redist_intro": (
-            f"{display_name} needs these Microsoft Visual C++ runtime libraries, which are "
-            "missing from Windows\\System32:"
+        "required_intro": (
+            f"{display_name} needs these libraries, which Windows cannot find on this computer "
+            "(not in System32 nor on the DLL search path):"
         ),
-        "redist_outro": "Install the redistributable named above, then run this setup again.",
+        "required_outro": (
+            "Install them, or the runtimes that need them will not work. Continue the "
+            "installation anyway?"
+        ),
+        "optional_intro": (
+            f"{display_name} will work, but these optional libraries are missing on this computer:"
+        ),
         "min_windows": _min_windows(package, display_name),
         **_lifecycle_context(display_name, paths),
     }
@@ -311,15 +328,18 @@ def _context(package: PackageInput, out: Path) -> dict[str, Any]:
         "display_name",
         "uninstall_key",
         "x64_message",
-        "redist_intro",
+        "required_intro",
+        "required_outro",
+        "optional_intro",
+        "log_name",
         "per_machine_text",
         "upgrade_detail",
         "upgrade_failed",
         "in_use_message",
     ):
         _check_text(package, field, context[field])
-    for dll in redist:
-        _check_text(package, f"external {dll['name']} note", dll["line"])
+    for requirement in requirements:
+        _check_text(package, f"external group {requirement['group']}", requirement["line"])
     return context
 
 
@@ -368,32 +388,122 @@ def _lifecycle_context(display_name: str, paths: list[PurePosixPath]) -> dict[st
     }
 
 
-def _redist(package: PackageInput) -> list[dict[str, str]]:
-    """The redistributable DLLs to look for in System32, one message line each."""
-    found: dict[str, dict[str, str]] = {}
-    for external in sorted(package.externals, key=lambda e: e.name.casefold()):
-        if external.kind != "redist" or external.name.casefold() in found:
+# What an add-on installs beside the main product's files: its runtimes (where the main loader
+# looks) and its index fragment. Everything else (NOTICE, licenses/) would overwrite, and on
+# uninstall delete, the main product's own files of the same name: it goes under addons\\<name>.
+_ADDON_BESIDE = ("runtimes", "runtimes.d")
+_ADDON_DIR = "addons"
+
+
+def _uninstaller(package: PackageInput) -> str:
+    """uninstall.exe; an add-on's has its own name, beside the main product's."""
+    if not package.addon_of:
+        return UNINSTALLER
+    return f"uninstall-{_file_word(package.settings.package_name)}.exe"  # bare in the script
+
+
+def _installed_as(package: PackageInput, path: PurePosixPath) -> PurePosixPath:
+    """Where a stage file goes under $INSTDIR (see _ADDON_BESIDE)."""
+    if not package.addon_of or path.parts[0] in _ADDON_BESIDE:
+        return path
+    return PurePosixPath(_ADDON_DIR, package.settings.package_name, path)
+
+
+def _addon(package: PackageInput, display_name: str) -> dict[str, str] | None:
+    """An add-on installer's facts: the main product's uninstall key, and what it says when
+    the main product is not installed."""
+    if not package.addon_of:
+        return None
+    main_package = package.addon_of.package_name
+    _check_windows_name(package, main_package, "the main product's package_name")
+    context = {
+        "main_key": _UNINSTALL_ROOT + main_package,
+        "main_dir": main_package,
+        "missing": (
+            f"{display_name} is an add-on for {package.addon_of.name}, which is not installed "
+            f"on this computer. Install {package.addon_of.name} first, then run this setup again."
+        ),
+        "detail": f"installing beside {package.addon_of.name} in ",
+    }
+    for field, value in context.items():
+        _check_text(package, f"add-on {field}", value)
+    return context
+
+
+# Kinds the user's machine must provide and Windows may lack: the Visual C++ runtime, a vendor
+# toolkit (CUDA, cuDNN), a GPU driver's DLLs. `system` DLLs ship with every Windows; `toolchain`
+# is a Linux notion (libstdc++), never a DLL the installer could look for.
+_CHECKED_KINDS = ("redist", "toolkit", "driver")
+
+
+def _requirements(package: PackageInput) -> list[dict[str, Any]]:
+    """The external DLLs the installer looks for, one entry per group: the names the closure
+    found, the sentence that says what to install, the runtimes that need them, required or not.
+    """
+    groups: dict[str, dict[str, Any]] = {}
+    seen: set[str] = set()
+    for external in sorted(package.externals, key=lambda e: (e.group, e.name.casefold())):
+        if external.kind not in _CHECKED_KINDS or external.name.casefold() in seen:
             continue
         if not _DLL_NAME.fullmatch(external.name):
             raise ConfigError(
                 f"external library name {external.name!r} is not a plain DLL file name",
                 component=_COMPONENT,
                 target=package.target,
-                fix="fix the closure's external entry in targets.toml",
+                fix="name one DLL per entry in the [[externals]] group (no globs, no paths)",
             )
-        where = external.note or external.group
-        line = f"  {external.name} ({where})" if where else f"  {external.name}"
-        found[external.name.casefold()] = {"name": external.name, "line": line}
-    return list(found.values())
+        seen.add(external.name.casefold())
+        group = groups.setdefault(
+            external.group,
+            {"group": external.group, "names": [], "what": "", "users": {}, "optional": True},
+        )
+        group["version"] = group.get("version") or external.version
+        group["names"].append(external.name)
+        group["what"] = group["what"] or external.install or external.note or external.group
+        group["optional"] = group["optional"] and external.optional
+        for user in external.needed_by:
+            group["users"][_runtime_label(package, user)] = None
+    found: list[dict[str, Any]] = []
+    for group in groups.values():
+        names = ", ".join(group["names"]) + (f" ({group['version']})" if group["version"] else "")
+        users = ", ".join(group["users"])
+        if group["optional"]:
+            line = f"  {names} — {group['what']} (without it, {users} loses the rung it enables)"
+        else:
+            line = f"  {names} — {group['what']} (needed by {users})"
+        found.append({**group, "line": line, "id": len(found) + 1})
+    return found
 
 
-def _redist_notes(package: PackageInput) -> tuple[str, ...]:
-    redist = _redist(package)
-    if not redist:
-        return ()
-    names = ", ".join(d["name"] for d in redist)
-    wanted = sorted({e.note or e.group for e in package.externals if e.kind == "redist"})
-    return (f"the installer stops unless {names} are in System32; users need: {'; '.join(wanted)}",)
+def _runtime_label(package: PackageInput, user: str) -> str:
+    """The runtime (its label) a staged path belongs to, else the path's top two parts."""
+    for runtime in package.runtimes:
+        if user.startswith(runtime.directory.rstrip("/") + "/"):
+            return runtime.label
+    return "/".join(PurePosixPath(user).parts[:2])
+
+
+def _requirement_notes(package: PackageInput) -> tuple[str, ...]:
+    requirements = _requirements(package)
+    required = [r for r in requirements if not r["optional"]]
+    optional = [r for r in requirements if r["optional"]]
+    notes = []
+    if required:
+        names = "; ".join(f"{', '.join(r['names'])} ({r['what']})" for r in required)
+        notes.append(
+            f"the installer looks for {names} the way Windows finds DLLs (System32, the DLL "
+            "search path); if one is missing it says what to install and asks whether to "
+            f"continue, and a silent install (/S) continues and writes {_log_name(package)} "
+            "in the installation directory"
+        )
+    if optional:
+        names = "; ".join(f"{', '.join(r['names'])} ({r['what']})" for r in optional)
+        notes.append(f"the installer mentions the optional {names} when missing")
+    return tuple(notes)
+
+
+def _log_name(package: PackageInput) -> str:
+    return f"{package.settings.package_name}-setup.log"
 
 
 def _system_notes(package: PackageInput) -> tuple[str, ...]:
@@ -449,11 +559,13 @@ def _checked_path(package: PackageInput, shipped: ShippedFile) -> PurePosixPath:
     return path
 
 
-def _check_collisions(package: PackageInput, paths: Iterable[PurePosixPath]) -> None:
+def _check_collisions(
+    package: PackageInput, paths: Iterable[PurePosixPath], uninstaller: str
+) -> None:
     """Windows names are case-insensitive: no two entries may become one, nor the uninstaller."""
     seen: dict[str, str] = {}
     for path in paths:
-        if str(path).casefold() == UNINSTALLER:
+        if str(path).casefold() == uninstaller.casefold():
             raise _bad_path(package, str(path), "is the name of the uninstaller NSIS writes")
         for entry in [*reversed(path.parents[:-1]), path]:
             key = str(entry).casefold()

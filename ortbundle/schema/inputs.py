@@ -569,6 +569,12 @@ PACKAGING = Table(
         text("flatpak_runtime_version", "its branch", default='"24.08"'),
         text("flatpak_sdk", "Flatpak SDK", default='"org.freedesktop.Sdk"'),
         text("flatpak_command", "the app's command", default="the product name"),
+        texts(
+            "flatpak_skip_runtimes",
+            "runtimes left out of the Flatpak because they need host-only libraries the sandbox "
+            "cannot see (the build says so); without it such a runtime stops the build",
+            default="[]",
+        ),
         text(
             "android_namespace",
             "Gradle namespace and Java package",
