@@ -44,18 +44,18 @@ def read_png(path: Path, max_rows: int | None = None) -> tuple[int, int, list[by
     previous = bytearray(stride)
     for y in range(min(height, max_rows or height)):
         start = y * (stride + 1)
-        kind, line = raw[start], bytearray(raw[start + 1 : start + 1 + stride])
+        method, line = raw[start], bytearray(raw[start + 1 : start + 1 + stride])
         for i in range(stride):
             left = line[i - channels] if i >= channels else 0
             up = previous[i]
             corner = previous[i - channels] if i >= channels else 0
-            if kind == 1:
+            if method == 1:
                 line[i] = (line[i] + left) & 0xFF
-            elif kind == 2:
+            elif method == 2:
                 line[i] = (line[i] + up) & 0xFF
-            elif kind == 3:
+            elif method == 3:
                 line[i] = (line[i] + (left + up) // 2) & 0xFF
-            elif kind == 4:
+            elif method == 4:
                 line[i] = (line[i] + _paeth(left, up, corner)) & 0xFF
         rows.append(bytes(line))
         previous = line
