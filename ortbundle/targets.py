@@ -31,6 +31,10 @@ class ExternalGroup:
     kind: str  # system | toolchain | redist | driver
     names: tuple[str, ...]
     note: str = ""
+    optional: bool = False  # CONTRACT §1: True — the runtime works without it (a rung is lost)
+    version: str = ""  # a constraint where it matters (">=13.0"); "" = any
+    install: str = ""  # one sentence telling the user what to install
+    sandbox: bool = True  # False: a Flatpak sandbox cannot provide it
 
 
 @dataclass(frozen=True)

@@ -428,3 +428,86 @@ def test_chromium_dom_has_every_package_component_and_closure(
     tags = [t for t, _ in dom.tags]
     assert "img" not in tags and "script" not in tags
     assert HOSTILE_LIB in "".join(dom.text) and HOSTILE_REASON in "".join(dom.text)
+
+
+def test_requirements_say_required_or_optional_and_how_to_install(tmp_path: Path) -> None:
+    """CONTRACT §1 fields in a closure record reach the page: required/optional per group, the
+    install sentence, a run-time load, a host-only stack."""
+    from ortbundle.report.closures import CLOSURES_SCHEMA
+    from ortbundle.report.collect import closures
+    from ortbundle.report.model import Report
+    from ortbundle.report.render import render_html
+
+    def external(name: str, group: str, **more: object) -> dict[str, object]:
+        return {
+            "name": name,
+            "group": group,
+            "kind": "driver",
+            "note": "",
+            "needed_by": ["x"],
+            **more,
+        }
+
+    record = {
+        "schema": CLOSURES_SCHEMA,
+        "target": "linux-x86_64",
+        "runtimes": [
+            {
+                "runtime": "cuda",
+                "directory": "runtimes/cuda",
+                "entry": "libonnxruntime.so.1",
+                "outside_globs": 0,
+                "kept": [],
+                "links": [],
+                "dropped": [],
+                "externals": [
+                    external("libOpenCL.so.1", "opencl", optional=True),
+                    external(
+                        "libcudnn.so.9",
+                        "cudnn",
+                        optional=False,
+                        via="loads",
+                        install="Install NVIDIA cuDNN 9 for CUDA 13",
+                        sandbox=False,
+                    ),
+                ],
+            }
+        ],
+    }
+    (tmp_path / "closures").mkdir()
+    (tmp_path / "closures" / "linux-x86_64.json").write_text(json.dumps(record))
+    views = closures(tmp_path, ["linux-x86_64"])
+    html = render_html(Report("p", "1", "", None, ("linux-x86_64",), (), (), views, (), None, 0.0))
+    page = elements(html)
+    text = "".join(page.text)
+    badges = [a["class"] for t, a in page.tags if t == "span" and "badge" in a.get("class", "")]
+    assert badges == ["badge required", "badge optional"]  # cudnn, then opencl (by group)
+    assert "Install NVIDIA cuDNN 9 for CUDA 13" in text and "(loaded by name)" in text
+    assert "not in a Flatpak sandbox" in text
+
+
+def test_models_and_their_gates_are_shown(fake: FakeProject, reporter: Reporter) -> None:
+    from tests.helpers.onnx_models import detector
+    from tests.test_models import with_model
+
+    with_model(fake, detector(opset=17))
+    result = build(fake.project, fake.options(), reporter)
+    html = (result.version_dir / "report.html").read_text("utf-8")
+    section = html[html.index('<section id="models">') : html.index('<section id="changes">')]
+    page = elements(section)
+    assert [a["data-model"] for t, a in page.tags if t == "div"] == ["yolo"]
+    cells = [c.strip() for c in page.text if c.strip()]
+    # each gate check: what the recipe wants, then what the file says
+    for wanted in (["IR version", "≥ 7"], ["opset (ai.onnx)", "≥ 13", "17"], ["metadata task"]):
+        at = cells.index(wanted[0])
+        assert cells[at : at + len(wanted)] == wanted
+    assert cells[cells.index("metadata task") + 1 : cells.index("metadata task") + 3] == [
+        "detect",
+        "detect",
+    ]
+    assert "images: FLOAT [1, 3, height, width]" in section  # the gate's input
+    assert "images: tensor(float) [1, 3, height, width]" in section  # the file's
+    assert "a8w8 from f32" in " ".join(cells)
+    # the weights are their own area in the picture
+    leaves = [a for t, a in elements(html).tags if t == "rect" and a.get("class") == "leaf"]
+    assert {a["data-runtime"] for a in leaves} >= {"model yolo", "fake", "shared"}
