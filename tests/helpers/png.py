@@ -62,12 +62,18 @@ def read_png(path: Path, max_rows: int | None = None) -> tuple[int, int, list[by
     return width, height, rows
 
 
-def distinct_colours(path: Path, max_rows: int = 500) -> int:
-    """Distinct RGB colours in the picture's top rows (pure Python: a few hundred rows)."""
+def distinct_colours(
+    path: Path, max_rows: int = 500, saturation: int = 0, min_pixels: int = 1
+) -> int:
+    """Distinct RGB colours in the picture's top rows (pure Python: a few hundred rows); with
+    `saturation`, only those whose channels differ by more (not the greys of text on white);
+    with `min_pixels`, only those covering an area (not a glyph's anti-aliased edge)."""
     width, _, rows = read_png(path, max_rows)
     channels = len(rows[0]) // width if rows else 3
-    seen = set()
+    seen: dict[bytes, int] = {}
     for row in rows:
         for x in range(0, len(row), channels):
-            seen.add(row[x : x + 3])
-    return len(seen)
+            pixel = row[x : x + 3]
+            if max(pixel) - min(pixel) > saturation:
+                seen[pixel] = seen.get(pixel, 0) + 1
+    return sum(1 for count in seen.values() if count >= min_pixels)
