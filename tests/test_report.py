@@ -512,3 +512,35 @@ def test_models_and_their_gates_are_shown(fake: FakeProject, reporter: Reporter)
     # the weights are their own area in the picture
     leaves = [a for t, a in elements(html).tags if t == "rect" and a.get("class") == "leaf"]
     assert {a["data-runtime"] for a in leaves} >= {"model yolo", "fake", "shared"}
+
+
+def test_a_package_of_several_targets_and_a_stage_no_package_carries(tmp_path: Path) -> None:
+    """The Android module carries both ABIs: one picture, a box per target; a target no
+    channel carries still gets its picture, as a stage."""
+    from ortbundle.licensing import ComponentUse, TargetLicensing
+    from ortbundle.report.collect import packages
+    from ortbundle.stage import StagedFile
+
+    def target(name: str, sizes: dict[str, int]) -> TargetLicensing:
+        files = tuple(StagedFile(p, n, "0" * 64) for p, n in sorted(sizes.items()))
+        use = ComponentUse("ort", "1", "MIT", ("MIT",), "pkg:generic/ort@1", files, (), (), ())
+        return TargetLicensing(name, (use,))
+
+    licensing = [
+        target("android-arm64-v8a", {"runtimes/a/liba.so": 3000, "runtimes/b/libb.so": 1000}),
+        target("android-x86_64", {"runtimes/a/liba.so": 2000}),
+        target("windows-arm64", {"runtimes/a/a.dll": 500, "runtimes.json": 100}),
+    ]
+    views, scale = packages(tmp_path, ("apk", "nsis"), licensing)
+    assert [(v.names, v.targets, v.size) for v in views] == [
+        (("apk",), ("android-arm64-v8a", "android-x86_64"), 6000),
+        (("stage windows-arm64",), ("windows-arm64",), 600),
+    ]
+    apk = views[0]
+    boxes = {(b.kind, b.label): b for b in apk.boxes}
+    area = apk.width * apk.height
+    for name, size in (("android-arm64-v8a", 4000), ("android-x86_64", 2000)):
+        box = boxes[("target", name)]
+        assert box.w * box.h == pytest.approx(size / 6000 * area, rel=1e-4)
+    assert sum(s.w for s in apk.segments) == pytest.approx(6000 * scale)
+    assert {s.group: s.size for s in apk.segments} == {"a": 5000, "b": 1000}

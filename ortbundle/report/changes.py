@@ -56,10 +56,14 @@ def _externals(version_dir: Path, targets: Sequence[str]) -> dict[str, frozenset
         record = read_closures(version_dir, target)
         if record is None:
             continue
-        names = set()
-        for runtime in record.get("runtimes", []):
-            for e in runtime.get("externals", []):
-                names.add(f"{e.get('name')} ({e.get('group')})")
+        try:
+            names = {
+                f"{e['name']} ({e['group']})"
+                for runtime in record["runtimes"]
+                for e in runtime["externals"]
+            }
+        except (KeyError, TypeError):
+            continue  # a record this version cannot read: that target's externals not compared
         found[target] = frozenset(names)
     return found
 

@@ -98,8 +98,6 @@ def _boxes(
     shades: dict[tuple[str, str], int] = {}
     boxes = []
     for node, (x, y, w, h) in layout(root, (0.0, 0.0, MAP_WIDTH, MAP_HEIGHT)):
-        if node.kind == "target":
-            continue  # a multi-target package: its targets are told by the file paths
         shade = shades.setdefault(
             (node.runtime, node.component),
             sum(1 for r, _ in shades if r == node.runtime),

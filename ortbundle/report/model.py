@@ -19,7 +19,7 @@ class Box:
     label: str
     title: str  # the tooltip: what it is, its size
     size: int
-    kind: str  # "runtime" | "component" | "file"
+    kind: str  # "target" | "runtime" | "component" | "file"
     runtime: str
     component: str
     color: str
