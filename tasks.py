@@ -129,7 +129,7 @@ def audit(
 
 @task(
     iterable=["target"],
-    help={k: v for k, v in _BUILD_HELP.items() if k not in ("release", "dist")},
+    help={k: v for k, v in _BUILD_HELP.items() if k not in ("release", "dist", "compare")},
 )
 def fetch(
     c: Context,
