@@ -24,44 +24,26 @@ from ortbundle.progress import Reporter
 from ortbundle.report.treemap import Node, group, layout, squarify
 from ortbundle.verify import verify_tree
 from tests.helpers.faults import set_roots
-from tests.helpers.pe import make_pe
 from tests.helpers.png import distinct_colours
-from tests.helpers.project import FakeProject, windows_members
+from tests.helpers.project import FakeProject
+from tests.test_waivers import SECRET, _with_unlicensed_dll
 
 # A kept library whose name is markup, and a waiver reason that is a script: both must come out
 # as text. (No '/': a file name is one path component.)
 HOSTILE_LIB = "lib\"'><img src=x onerror=alert(1)>&amp;<svg onload=alert(2)>.so"
 HOSTILE_REASON = "</p><script>alert('reason')</script><b>bold</b>"
-SECRET = make_pe(imports=("KERNEL32.dll",), payload=b"terms nobody shipped")
 
 
 def write_reported(fake: FakeProject) -> FakeProject:
-    """The synthetic product with a waived DLL and a hostile library name."""
-    fake.windows = windows_members()
-    fake.windows["onnxruntime/capi/secret.dll"] = SECRET
-    fake.windows_roots = ["onnxruntime.dll", "secret.dll"]
-    fake.windows_licenses = """
-[[targets.windows-x86_64.licenses]]
-component = "fake"
-version = "1.0.0"
-expression = "MIT"
-files = ["[!s]*.dll"]
-texts = [{ source = "windows", member = "onnxruntime/LICENSE" }]
-
-[[targets.windows-x86_64.licenses]]
-component = "secret"
-version = "2.0"
-expression = "LicenseRef-Secret"
-files = ["secret.dll"]
-texts = []
-"""
-    fake.product_extra = (
+    """The synthetic product with a waived DLL (tests/test_waivers.py's) and a hostile library
+    name kept as a root."""
+    fake.linux[f"onnxruntime/capi/{HOSTILE_LIB}"] = _hostile_elf()
+    _with_unlicensed_dll(
+        fake,
         '\n[[waivers]]\nfile = "runtimes/fake/secret.dll"\nlicense = "LicenseRef-Secret"\n'
         f'targets = ["windows-x86_64"]\nreason = {json.dumps(HOSTILE_REASON)}\n'
-        'reviewer = "Jane Reviewer"\n'
+        'reviewer = "Jane Reviewer"\n',
     )
-    fake.linux[f"onnxruntime/capi/{HOSTILE_LIB}"] = _hostile_elf()
-    fake.write()
     set_roots(fake, "linux-x86_64", [*fake.linux_roots, 'lib"*'])
     return fake
 
