@@ -435,6 +435,7 @@ def finish_version(
         audits=audits,
         signed_by=key.public_key().key_id_hex if key else None,
         compare=options.compare,
+        cache=None if options.release else options.cache_dir or default_cache_dir(),
     )
     write_evidence(
         scratch,

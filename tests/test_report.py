@@ -526,3 +526,19 @@ def test_a_package_of_several_targets_and_a_stage_no_package_carries(tmp_path: P
         assert box.w * box.h == pytest.approx(size / 6000 * area, rel=1e-4)
     assert sum(s.w for s in apk.segments) == pytest.approx(6000 * scale)
     assert {s.group: s.size for s in apk.segments} == {"a": 5000, "b": 1000}
+
+
+def test_a_memoised_page_is_used_only_while_intact(
+    fake: FakeProject, reporter: Reporter, tmp_path: Path
+) -> None:
+    """The rendered page is memoised by its content (a warm build skips compiling the
+    template); a stored page that no longer matches its hash is rendered afresh."""
+    write_reported(fake)
+    first = build(Project.at(fake.root, tmp_path / "one"), fake.options(), reporter)
+    (stored,) = (fake.root / "cache" / "outputs" / "report").rglob("*.html")
+    assert stored.read_bytes() == (first.version_dir / "report.html").read_bytes()
+    stored.write_text("<html>tampered</html>")
+    second = build(Project.at(fake.root, tmp_path / "two"), fake.options(), reporter)
+    assert (second.version_dir / "report.html").read_bytes() == (
+        first.version_dir / "report.html"
+    ).read_bytes()

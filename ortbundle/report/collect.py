@@ -55,6 +55,8 @@ def area_group(path: str) -> str:
         return parts[1]
     if len(parts) > 2 and parts[0] == "models":
         return f"model {parts[1]}"
+    if len(parts) > 2 and parts[0] == "plugins":
+        return f"plugin {parts[1]}"
     return SHARED
 
 
