@@ -296,9 +296,11 @@ def _gate(form: Any, found: Mapping[str, Any]) -> tuple[GateCheck, ...]:
             str(found.get("ir_version", "?")),
         ),
         GateCheck(
-            "opset (ai.onnx)",
-            f"≥ {gate.min_opset}" if gate.min_opset is not None else "any",
-            str(opsets.get("ai.onnx", "?")) if isinstance(opsets, Mapping) else "?",
+            "opset",
+            f"ai.onnx ≥ {gate.min_opset}" if gate.min_opset is not None else "any",
+            ", ".join(f"{d} {v}" for d, v in sorted(opsets.items()))
+            if isinstance(opsets, Mapping)
+            else "?",
         ),
     ]
     for role in ("inputs", "outputs"):
