@@ -54,6 +54,8 @@ _BUILD_HELP = {
     "jobs": "parallel workers (default: one per core)",
     "release": "strict: the licence audit accepts no waiver or review, a signing key is required",
     "dist": "output directory (default: dist/ in the repository)",
+    "compare": "report.html compares with this earlier build (default: the newest older version "
+    "in dist/<product>/)",
 }
 
 
@@ -67,11 +69,20 @@ def build(
     jobs: int = 0,
     release: bool = False,
     dist: str | None = None,
+    compare: str | None = None,
 ) -> None:
     """Fetch, prune, stage, audit and package a product into dist/<product>/<version>/."""
     try:
         run_build(
-            _options(product, target or [], offline, index_url, jobs, release=release),
+            _options(
+                product,
+                target or [],
+                offline,
+                index_url,
+                jobs,
+                release=release,
+                compare=Path(compare) if compare else None,
+            ),
             dist=Path(dist) if dist else None,
         )
     except CommandFailed as exc:
@@ -118,7 +129,7 @@ def audit(
 
 @task(
     iterable=["target"],
-    help={k: v for k, v in _BUILD_HELP.items() if k not in ("release", "dist")},
+    help={k: v for k, v in _BUILD_HELP.items() if k not in ("release", "dist", "compare")},
 )
 def fetch(
     c: Context,

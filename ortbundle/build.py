@@ -58,6 +58,7 @@ from ortbundle.preflight import preflight
 from ortbundle.progress import Reporter
 from ortbundle.recipes import Recipe
 from ortbundle.record import InputInfo, write_evidence
+from ortbundle.report import check_compare, write_closures, write_report
 from ortbundle.signing import SecretKey
 from ortbundle.stage import (
     TEXT_MODE,
@@ -295,6 +296,7 @@ def build(
     key = None if options.audit_only else signing_key(plan.product, options, environ)
     # ortbundle/preflight.py: free space and the policy, before any download
     preflight(project, plan, prepared.cache, prepared.version_dir)
+    check_compare(options.compare, plan.product.name)  # a bad --compare fails before the work
     plan, artifacts = fetch(project, options, reporter, plan)  # the plan the key was made of
     version_dir = prepared.version_dir
     lock = prepared.cache / "locks" / f"dist-{digest_of([str(version_dir.resolve())])}.lock"
@@ -343,6 +345,7 @@ def _build_locked(
                 raise AuditFailed(plan.product, audits, licensing)
             discard(scratch, up_to=project.dist)
             return BuildResult(plan, artifacts, tuple(staged), audits, version_dir)
+        write_closures(scratch, [(t.target, t.runtimes) for t in staged])  # for report.html
         packages: tuple[ChannelOutput, ...] = ()
         if all(a.passed for a in audits) or not options.release:
             packages = _package(plan, staged, prepared, options, scratch)
@@ -440,6 +443,16 @@ def finish_version(
     signature over the scratch version directory, then its publication in one step."""
     if options.release and not all(a.passed for a in audits):
         raise AuditFailed(plan.product, audits, list(licensing))
+    write_report(  # ortbundle/report/: report.html, listed in the manifest like all evidence
+        scratch,
+        version_dir,
+        plan=plan,
+        licensing=licensing,
+        audits=audits,
+        signed_by=key.public_key().key_id_hex if key else None,
+        compare=options.compare,
+        cache=None if options.release else options.cache_dir or default_cache_dir(),
+    )
     write_evidence(
         scratch,
         product=plan.product,

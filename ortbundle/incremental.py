@@ -38,6 +38,7 @@ from ortbundle.plan import (
     signing_key_identity,
     source_date_epoch,
 )
+from ortbundle.report import compare_identity
 
 if TYPE_CHECKING:
     from ortbundle.stage import StagedRuntime
@@ -103,6 +104,7 @@ def build_inputs(
     parts += [f"{n}:{d}" for n, d in sorted(digests.items())]
     parts += [repr((options.release, options.audit_channels))]
     parts.append(key_identity)
+    parts.append(compare_identity(options.compare))  # report.html's comparison
     parts.append(shutil.which("makensis") or "no makensis")
     for path in sorted(project.licenses.rglob("*")):
         if path.is_file():

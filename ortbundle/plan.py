@@ -84,6 +84,7 @@ class BuildOptions:
     channels: tuple[str, ...] = ()  # package only these (and build only their targets)
     signing_key: Path | None = None  # else $ORTBUNDLE_SIGNING_KEY(_FILE), else the keygen default
     environ: Mapping[str, str] | None = None  # None: os.environ (tests pass their own)
+    compare: Path | None = None  # report.html compares with this earlier build (a version dir)
 
     @property
     def workers(self) -> int:

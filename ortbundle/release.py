@@ -33,6 +33,7 @@ from ortbundle.plan import (
     source_date_epoch,
 )
 from ortbundle.record import MANIFEST_NAME, RECORDS_DIR
+from ortbundle.report import copy_closures
 from ortbundle.stage import discard, scratch_dir
 from ortbundle.verify import verify_tree
 
@@ -196,6 +197,7 @@ def release(project: Project, runner_dirs: Sequence[Path], options: BuildOptions
         for target in plan.targets:
             runner = owner[target]
             shutil.copytree(runner.path / target, scratch / target, symlinks=True)
+            copy_closures(runner.path, scratch, target)  # report.html reads it
             for channel in product.channels:
                 if target not in CHANNEL_TARGETS[channel]:
                     continue
