@@ -27,6 +27,7 @@ from ortbundle.recipes import Product, Recipe
 from ortbundle.record import cached_sbom_json
 from ortbundle.stage import StagedRuntime
 from ortbundle.system import package_system
+from ortbundle.targets import get_target
 
 
 def _apk() -> Channel:
@@ -59,12 +60,24 @@ def package_input(
 ) -> PackageInput:
     """The hand-off: everything a channel may know about one target stage."""
     externals: dict[str, ExternalLibrary] = {}
+    groups = {g.group: g for g in get_target(target).externals}
     for _recipe, staged in runtimes:
         for ext in staged.closure.externals:
             users = tuple(f"{staged.directory}/{n}" for n in ext.needed_by)
             if ext.name in externals:
                 users = tuple(sorted({*externals[ext.name].needed_by, *users}))
-            externals[ext.name] = ExternalLibrary(ext.name, ext.group, ext.kind, ext.note, users)
+            facts = groups.get(ext.group)  # the §1 fields of its group (stand-in until overlays)
+            externals[ext.name] = ExternalLibrary(
+                ext.name,
+                ext.group,
+                ext.kind,
+                ext.note,
+                users,
+                optional=facts.optional if facts else False,
+                version=facts.version if facts else "",
+                install=facts.install if facts else "",
+                sandbox=facts.sandbox if facts else True,
+            )
     return PackageInput(
         product=product.name,
         version=product.version,

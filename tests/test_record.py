@@ -256,7 +256,9 @@ def test_invoke_verify_never_takes_the_key_a_tree_names(
             product="fakeproduct",
             root=fake.root,
         )
-    assert caught.value.code == 4 and "the manifest says product" in str(caught.value)
+    # a usage error (exit 2; #21): the tree's key is never taken, its name never suggested
+    assert caught.value.code == 2 and "the manifest says product" in str(caught.value)
+    assert "--product ../../evil" not in str(caught.value)
 
 
 def test_index_credentials_never_reach_the_cache_or_the_manifest(

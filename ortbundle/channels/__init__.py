@@ -44,9 +44,14 @@ class ExternalLibrary:
 
     name: str  # as the binaries name it: libstdc++.so.6, MSVCP140.dll
     group: str  # targets.toml group: glibc, gcc-libs, msvc-runtime, opencl, vulkan, ...
-    kind: str  # system | toolchain | redist | driver
+    kind: str  # system | toolchain | redist | driver | toolkit
     note: str
     needed_by: tuple[str, ...]  # staged paths
+    optional: bool = False  # CONTRACT §1: True when the runtime still works without it
+    version: str = ""
+    install: str = ""  # one sentence telling the user what to install
+    sandbox: bool = True
+    via: str = "needed"  # "needed" (DT_NEEDED / import table) or "loads" (opened by name)
 
 
 @dataclass(frozen=True)
