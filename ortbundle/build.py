@@ -53,7 +53,7 @@ from ortbundle.plan import (
 )
 from ortbundle.plugins import refuse_bundled_core
 from ortbundle.preflight import preflight
-from ortbundle.progress import Reporter
+from ortbundle.progress import Reporter, status
 from ortbundle.recipes import Recipe
 from ortbundle.record import InputInfo, write_evidence
 from ortbundle.signing import SecretKey
@@ -197,6 +197,7 @@ def _stage_target(
     runtimes: list[tuple[Recipe, StagedRuntime]] = []
     texts: list[StagedText] = []
     for recipe, ids in plan.sources_for(target_name):
+        status(f"{target_name}: {recipe.name}")  # the live line of the stage phase
         plan_t = recipe.for_target(target_name)
         take_ids = {take.source for take in plan_t.takes} | {p.source for p in plan_t.payloads}
         # what the pruned runtime depends on: its name, this target's recipe section, the bytes
