@@ -338,20 +338,22 @@ def release(
         raise Exit(str(exc), code=exc.code) from None
 
 
-@task(help={"path": "the directory to export to"})
-def cache_export(c: Context, path: str) -> None:
+# `path` is an option, not a positional argument: invoke would take `--help` as its value and
+# export the cache into ./--help
+@task(help={"path": "the directory to export to (required)"})
+def cache_export(c: Context, path: str | None = None) -> None:
     """Copy every verified download into a plain directory (for CI caches, object stores)."""
     try:
-        run_cache_transfer("export", Path(path))
+        run_cache_transfer("export", path)
     except CommandFailed as exc:
         raise Exit(str(exc), code=exc.code) from None
 
 
-@task(help={"path": "a directory written by cache-export"})
-def cache_import(c: Context, path: str) -> None:
+@task(help={"path": "a directory written by cache-export (required)"})
+def cache_import(c: Context, path: str | None = None) -> None:
     """Seed the download cache from a directory, re-hashing every entry."""
     try:
-        run_cache_transfer("import", Path(path))
+        run_cache_transfer("import", path)
     except CommandFailed as exc:
         raise Exit(str(exc), code=exc.code) from None
 

@@ -458,10 +458,13 @@ def run_release(
         reporter.line(f"released: {result.version_dir} ({signer})")
 
 
-def run_cache_transfer(direction: str, path: Path) -> None:
+def run_cache_transfer(direction: str, where: str | Path | None) -> None:
     """Export the download cache to a plain directory, or import (re-hashing) from one."""
     from ortbundle.fetch.cache import Cache, default_cache_dir, export_cache, import_cache
 
+    if not where:
+        raise CommandFailed(f"ortbundle: usage error: pass --path DIR to {direction}", USAGE_EXIT)
+    path = Path(where)
     cache = Cache(default_cache_dir())
     if not path.is_dir() and direction == "import":
         raise CommandFailed(f"ortbundle: configuration error: {path} is not a directory", 2)

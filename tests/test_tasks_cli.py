@@ -65,6 +65,22 @@ def test_every_task_follows_one_flag_convention() -> None:
     assert all("product" in _flags()[t] for t in ("build", "verify", "audit", "package", "fetch"))
 
 
+def test_help_is_never_taken_as_a_value() -> None:
+    """`invoke TASK --help` prints help for every task: a positional argument would take
+    `--help` as its value instead (`invoke cache-export --help` exported the cache to ./--help)."""
+    from invoke.exceptions import ParseError
+    from invoke.parser import Parser
+
+    parser = Parser(contexts=_collection().to_contexts())
+    for task in _collection().task_names:
+        try:  # without invoke's core flags, a --help no task argument takes is refused
+            parsed = parser.parse_argv([task, "--help"])
+        except ParseError:
+            continue
+        values = {name: arg.value for ctx in parsed for name, arg in ctx.args.items()}
+        assert "--help" not in values.values(), f"invoke {task} --help: {values}"
+
+
 @pytest.mark.parametrize("task", ["pin", "verify", "build"])
 def test_dash_h_is_help(task: str) -> None:
     done = _invoke(task, "-h")
@@ -72,8 +88,10 @@ def test_dash_h_is_help(task: str) -> None:
     assert f"Usage: inv[oke] [--core-opts] {task}" in done.stdout
 
 
-def test_a_usage_error_exits_2() -> None:
-    done = _invoke("pin")  # neither a component nor --check
+@pytest.mark.parametrize("args", [["pin"], ["cache-export"], ["release"]])
+def test_a_usage_error_exits_2(args: list[str]) -> None:
+    """A missing option is a usage error (exit 2), said before anything runs."""
+    done = _invoke(*args)
     assert done.returncode == 2, (done.stdout, done.stderr)
     assert "usage error" in done.stderr
 
@@ -145,6 +163,7 @@ def test_every_readme_command_runs_as_written() -> None:
             known.add("<positional>")
         unknown = [f for f in shown if f not in known]
         assert unknown == [], f"the README shows `invoke {task}` with {unknown}"
+    test_help_is_never_taken_as_a_value()  # else --help below could run a task for real
     for task in tasks:
         done = _invoke(task, "--help")
         assert done.returncode == 0, f"invoke {task} --help: {done.stderr}"
