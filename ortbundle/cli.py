@@ -196,11 +196,7 @@ def _print_up_to_date(summary: dict[str, object], *, verbose: bool, as_json: boo
         sys.stdout.write(summary_json({**document, "up_to_date": True, "phases": []}))
         return
     out = sys.stderr if as_json else sys.stdout
-    print(
-        "up to date: no input changed since the last build and its output is untouched; "
-        "nothing was rebuilt",
-        file=out,
-    )
+    print("up to date: no input and no output changed; nothing was rebuilt", file=out)
     if document is not None:
         width = shutil.get_terminal_size((100, 24)).columns  # no rich here: see progress.py
         for line in wrap(summary_lines(document, short=not verbose), width):

@@ -11,6 +11,7 @@ time: a no-op build prints its summary from the JSON alone. The detail tables of
 from __future__ import annotations
 
 import json
+import re
 import textwrap
 from collections import Counter
 from collections.abc import Iterable, Mapping, Sequence
@@ -183,14 +184,18 @@ def requirement_groups(externals: Iterable[ExternalLibrary]) -> list[dict[str, A
 
 
 def _package(package: Any, version_dir: Path) -> dict[str, Any]:
+    """A channel's files where they were published (the channel wrote them in the scratch copy
+    of the version directory, which then took its place)."""
+    directory = version_dir / "packaging" / package.channel
     files = []
-    for path in package.files:
+    for written in package.files:
+        path = directory / written.relative_to(package.directory)
         if path.is_file():
             files.append({"path": _relative(path, version_dir), "bytes": path.stat().st_size})
     return {
         "channel": package.channel,
         "targets": list(CHANNEL_TARGETS.get(package.channel, ())),
-        "directory": _relative(package.directory, version_dir),
+        "directory": _relative(directory, version_dir),
         "files": files,
         "bytes": sum(f["bytes"] for f in files),
         "notes": list(package.notes),
@@ -293,11 +298,13 @@ def plan_line(
     cached: int,
     total: int,
 ) -> str:
-    """The first thing a build says: what it is about to make, and what it already has."""
+    """The first thing a build says: what it is about to make, and what it already has. More
+    than three targets are counted (the summary names each)."""
     have = "all cached" if cached == total else f"{cached} cached, {total - cached} to download"
+    where = ", ".join(targets) if len(targets) <= 3 else f"{len(targets)} targets"
     return (
-        f"{product} {version}: {', '.join(targets)}; runtimes {', '.join(runtimes)}; "
-        f"channels {', '.join(channels) or 'none'}; {total} artifacts, {have}"
+        f"{product} {version}: {where}; runtimes {', '.join(runtimes)}; "
+        f"channels {', '.join(channels) or 'none'}; {total} downloads, {have}"
     )
 
 
@@ -307,14 +314,18 @@ def summary_lines(document: Mapping[str, Any], *, short: bool = False) -> list[s
     audits = document["audit"]
     built = [t["target"] for t in document["targets"]]
     placed: set[int] = set()
-    for target in document["targets"]:
+    told: list[str] = []  # the requirement lines just printed: a next target with the same
+    for target in document["targets"]:  # ones (the Android ABIs) shares them
         name = target["target"]
         if not short:
             sizes = ", ".join(f"{r['name']} {_mib(r['bytes'])}" for r in target["runtimes"])
-            lines.append(
-                f"{name}: {target['files']} files, {_mib(target['bytes'])} MiB ({sizes} MiB)"
-            )
-            lines += _requirement_lines(target)
+            header = f"{name}: {target['files']} files, {_mib(target['bytes'])} MiB ({sizes} MiB)"
+            requirements = _requirement_lines(target)
+            if requirements == told and lines[-len(told) :] == told:
+                lines[-len(told) : -len(told)] = [header]
+            else:
+                lines += [header, *requirements]
+            told = requirements
             # a package of several targets (the Android module) is told under its last one
             mine = [p for p in document["packages"] if _home(p["targets"], built) == name]
             if mine:
@@ -335,10 +346,7 @@ def summary_lines(document: Mapping[str, Any], *, short: bool = False) -> list[s
             f"({signature['signature']})"
         )
     else:
-        lines.append(
-            f"UNSIGNED development build: {signature['manifest']} has no signature "
-            "(invoke keygen, then build again to sign)"
-        )
+        lines.append(f"UNSIGNED development build: {signature['manifest']} (invoke keygen)")
     paths = document["paths"]
     lines.append(
         f"output: {_shown(paths['version_dir'])}/ ({paths['packaging']}/<channel>/, "
@@ -371,8 +379,8 @@ def _requirement_lines(target: Mapping[str, Any]) -> list[str]:
     needs = "needs " + (", ".join(named(g) for g in required) or "nothing")
     if optional:
         needs += "; optional " + ", ".join(named(g) for g in optional)
-    if target["runs_on"]:
-        needs += f"; runs on {target['runs_on']}"
+    if target["runs_on"]:  # the manylinux tag and NT version number: in the JSON and -v
+        needs += "; runs on " + re.sub(r" \([^)]*\)", "", target["runs_on"])
     lines = [f"  {needs}"]
     lines += [
         f"  {'optional' if g['optional'] else 'required'} {g['group']}: {g['install']}"
@@ -393,7 +401,7 @@ def _audit_lines(audit: Mapping[str, Any]) -> list[str]:
     ]
     for w in audit["waived"]:
         state = "signed off" if w["signed_off"] else "NOT signed off"
-        lines.append(f"  waived {w['component']}: {w['file']} ({w['license']}), {state}")
+        lines.append(f"  waived {w['component']}: {w['file']}, {state}")
     lines += [f"  REVIEW {r}" for r in audit["review"]]
     lines += [f"  FAIL {f}" for f in audit["failures"]]
     return lines

@@ -53,9 +53,13 @@ def test_the_default_output_fits_80_columns_and_names_every_package(
         (written.root / "dist" / "fakeproduct" / "1.2.3" / SUMMARY_NAME).read_text()
     )
     assert document["packages"], "the synthetic product makes packages"
-    for package in document["packages"]:
-        assert re.search(rf"\b{package['channel']} \d+\.\d MiB", out), package["channel"]
-    assert lines[0].startswith("fakeproduct 1.2.3: linux-x86_64, windows-x86_64")
+    for package in document["packages"]:  # each named with its published size
+        assert package["bytes"] > 0 and package["files"], package
+        size = f"{package['bytes'] / (1 << 20):.1f} MiB"
+        assert re.search(rf"\b{package['channel']} {re.escape(size)}", out), package["channel"]
+    for target in document["targets"]:
+        assert re.search(rf"^{target['target']}: \d+ files", out, re.MULTILINE)
+    assert lines[0].startswith("fakeproduct 1.2.3: linux-x86_64, windows-x86_64; runtimes fake")
     for phase in ("fetch", "stage", "audit", "package", "evidence"):
         assert re.search(rf"^{phase} .*\(\d+\.\d s\)$", out, re.MULTILINE), phase
     # a channel sharing a target's verdict is told once: arch and flatpak audit the same rows
