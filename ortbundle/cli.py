@@ -188,7 +188,7 @@ def _distinct(audits: tuple[ChannelAudit, ...]) -> list[ChannelAudit]:
 def _print_up_to_date(summary: dict[str, object], *, verbose: bool, as_json: bool) -> None:
     """A no-op build: the earlier summary, read back from build-summary.json (json only: no
     rich, no pipeline); without it, the verdicts the build record kept."""
-    from ortbundle.summary import read_summary, summary_json, summary_lines, wrap
+    from ortbundle.summary import read_summary, summary_json, summary_lines, terminal_width, wrap
 
     version_dir = Path(str(summary.get("version_dir", "")))
     document = read_summary(version_dir)
@@ -198,8 +198,9 @@ def _print_up_to_date(summary: dict[str, object], *, verbose: bool, as_json: boo
     out = sys.stderr if as_json else sys.stdout
     print("up to date: no input and no output changed; nothing was rebuilt", file=out)
     if document is not None:
-        width = shutil.get_terminal_size((100, 24)).columns  # no rich here: see progress.py
-        for line in wrap(summary_lines(document, short=not verbose), width):
+        lines = summary_lines(document, short=not verbose)
+        width = terminal_width(out.isatty())
+        for line in wrap(lines, width) if width else lines:
             print(line, file=out)
         return
     audit = summary.get("audit")

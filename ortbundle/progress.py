@@ -8,7 +8,6 @@ when it finishes; while it runs, a terminal shows it live with anything a step r
 
 from __future__ import annotations
 
-import shutil
 import sys
 import threading
 import time
@@ -83,10 +82,12 @@ class Reporter:
             self._bars = None
 
     def line(self, message: str) -> None:
-        """Print a message, wrapped between words to the terminal's width (COLUMNS wins)."""
-        from ortbundle.summary import wrap
+        """Print a message, wrapped between words to the terminal's width; a log (no terminal,
+        no COLUMNS) gets it on one line, whole for grep."""
+        from ortbundle.summary import terminal_width, wrap
 
-        text = "\n".join(wrap(message.splitlines() or [""], terminal_width()))
+        width = terminal_width(self.console.is_terminal)
+        text = "\n".join(wrap(message.splitlines() or [""], width)) if width else message
         with self._lock:
             self.console.print(text, markup=False)
 
@@ -147,11 +148,6 @@ class Reporter:
             self.line(f"fetch {name}: {mib(size)} in {seconds:.1f} s ({rate:.0f} MiB/s)")
 
         return update, finish
-
-
-def terminal_width() -> int:
-    """The terminal's columns (COLUMNS wins); 100 for a log, which has none."""
-    return shutil.get_terminal_size((100, 24)).columns
 
 
 def phase_line(phase: Phase) -> str:

@@ -11,7 +11,9 @@ time: a no-op build prints its summary from the JSON alone. The detail tables of
 from __future__ import annotations
 
 import json
+import os
 import re
+import shutil
 import textwrap
 from collections import Counter
 from collections.abc import Iterable, Mapping, Sequence
@@ -272,6 +274,14 @@ def read_summary(version_dir: Path) -> dict[str, Any] | None:
 
 
 # --- the lines a person reads ---------------------------------------------------------------
+
+
+def terminal_width(is_terminal: bool) -> int | None:
+    """The width to wrap at: COLUMNS if set, else the terminal's; None for a log, which gets
+    each message on one line (whole for grep)."""
+    if os.environ.get("COLUMNS", "").isdigit():
+        return int(os.environ["COLUMNS"])
+    return shutil.get_terminal_size().columns if is_terminal else None
 
 
 def wrap(lines: Iterable[str], width: int) -> list[str]:

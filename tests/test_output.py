@@ -123,3 +123,62 @@ def test_the_schema_refuses_what_it_does_not_know(
     ):
         with pytest.raises(jsonschema.ValidationError):
             _validate(broken)
+
+
+def test_requirements_say_required_optional_and_how_to_install() -> None:
+    """The summary renders each package's requirements from the CONTRACT §1 fields."""
+    from ortbundle.channels import ExternalLibrary
+    from ortbundle.summary import requirement_groups, summary_lines
+
+    externals = [
+        ExternalLibrary(
+            "libcudnn.so.9",
+            "cudnn",
+            "toolkit",
+            "",
+            ("a.so",),
+            version=">=9",
+            install="Install NVIDIA cuDNN 9 for CUDA 13",
+            sandbox=False,
+            via="loads",
+        ),
+        ExternalLibrary("libOpenCL.so.1", "opencl", "driver", "", ("b.so",), optional=True),
+        ExternalLibrary("libc.so.6", "glibc", "system", "", ("a.so",)),
+    ]
+    groups = requirement_groups(externals)
+    assert [(g["group"], g["optional"]) for g in groups] == [
+        ("cudnn", False),
+        ("glibc", False),
+        ("opencl", True),
+    ]
+    assert groups[0]["via"] == ["loads"] and groups[0]["sandbox"] is False
+    target = {
+        "target": "linux-x86_64",
+        "files": 1,
+        "bytes": 1,
+        "runtimes": [],
+        "requires": groups,
+        "runs_on": "",
+        "warnings": [],
+    }
+    document = {
+        "targets": [target],
+        "packages": [],
+        "audit": [],
+        "signature": {
+            "signed": False,
+            "key_id": None,
+            "manifest": "manifest.json",
+            "signature": None,
+        },
+        "paths": {
+            "version_dir": "/x",
+            "manifest": "manifest.json",
+            "sbom": "s",
+            "packaging": "packaging",
+            "summary": SUMMARY_NAME,
+        },
+    }
+    text = "\n".join(summary_lines(document))
+    assert "needs cudnn >=9, glibc; optional opencl" in text
+    assert "required cudnn: Install NVIDIA cuDNN 9 for CUDA 13" in text
