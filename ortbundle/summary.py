@@ -356,7 +356,9 @@ def summary_lines(document: Mapping[str, Any], *, short: bool = False) -> list[s
             f"({signature['signature']})"
         )
     else:
-        lines.append(f"UNSIGNED development build: {signature['manifest']} (invoke keygen)")
+        lines.append(
+            f"UNSIGNED development build: {signature['manifest']} has no signature (invoke keygen)"
+        )
     paths = document["paths"]
     lines.append(
         f"output: {_shown(paths['version_dir'])}/ ({paths['packaging']}/<channel>/, "
