@@ -4,6 +4,7 @@ terminal; the same facts as build-summary.json under its JSON Schema."""
 
 from __future__ import annotations
 
+import io
 import json
 import re
 from pathlib import Path
@@ -182,3 +183,46 @@ def test_requirements_say_required_optional_and_how_to_install() -> None:
     text = "\n".join(summary_lines(document))
     assert "needs cudnn >=9, glibc; optional opencl" in text
     assert "required cudnn: Install NVIDIA cuDNN 9 for CUDA 13" in text
+
+
+def test_makensis_output_feeds_the_live_status(monkeypatch: pytest.MonkeyPatch) -> None:
+    """makensis -V4 names each file as it compresses it (`File: "x" N bytes`, as NSIS 3.08
+    prints it): the status says which and how much of the stage is done; the tail is kept."""
+    from ortbundle.channels import nsis
+
+    seen: list[str] = []
+    monkeypatch.setattr(nsis, "status", seen.append)
+    output = io.BytesIO(
+        b'SetOutPath: "$INSTDIR"\n'
+        b'File: "onnxruntime.dll" 1048576 bytes\n'
+        b'File: "openvino.dll" 2097152 bytes\n'
+        b"Error: boom\n"
+    )
+    tail = nsis._watch(output, 4 << 20)
+    assert seen == [
+        "makensis onnxruntime.dll: 1.0 MiB of 4.0 MiB",
+        "makensis openvino.dll: 3.0 MiB of 4.0 MiB",
+    ]
+    assert tail[-1] == "Error: boom"
+
+
+def test_a_terminal_shows_the_running_phase_live_and_keeps_its_line() -> None:
+    """On a terminal the phase and its status are drawn live (and cleared); the finished
+    phase's line stays; status() reaches the reporter in use from anywhere."""
+    from rich.console import Console
+
+    from ortbundle.progress import Reporter, status
+
+    screen = io.StringIO()
+    console = Console(file=screen, force_terminal=True, width=80, highlight=False)
+    with Reporter(console, interactive=True) as reporter:
+        reporter.begin("package")
+        status("makensis openvino.dll: 3.0 MiB of 4.0 MiB")
+        console.file.flush()
+        reporter._bars.refresh()  # type: ignore[union-attr]  # draw now, not in 0.1 s
+        reporter.done("1 channel")
+    drawn = screen.getvalue()
+    assert "makensis openvino.dll: 3.0 MiB of 4.0 MiB" in drawn  # the live line
+    assert re.search(r"package\s+1 channel \(\d+\.\d s\)", drawn)
+    assert [p.name for p in reporter.phases] == ["package"]
+    status("after the reporter closed: goes nowhere")  # no reporter in use: no error
