@@ -214,7 +214,7 @@ def test_a_terminal_shows_the_running_phase_live_and_keeps_its_line() -> None:
     from ortbundle.progress import Reporter, status
 
     screen = io.StringIO()
-    console = Console(file=screen, force_terminal=True, width=80, highlight=False)
+    console = Console(file=screen, force_terminal=True, width=120, highlight=False)
     with Reporter(console, interactive=True) as reporter:
         reporter.begin("package")
         status("makensis openvino.dll: 3.0 MiB of 4.0 MiB")
