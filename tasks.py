@@ -4,12 +4,14 @@ from __future__ import annotations
 
 import shlex
 import sys
+from collections.abc import Callable
 from pathlib import Path
-from typing import Any
+from typing import Any, overload
 
 from invoke.context import Context
 from invoke.exceptions import Exit
-from invoke.tasks import task
+from invoke.tasks import Task
+from invoke.tasks import task as invoke_task
 
 from ortbundle.cli import (
     CommandFailed,
@@ -26,6 +28,47 @@ from ortbundle.cli import (
     run_verify,
 )
 from ortbundle.plan import DEFAULT_PRODUCT, BuildOptions
+
+# One short flag per option name, the same in every task: -p is always --product, and no task
+# takes -h (it stays --help). An option not listed here has only its long form.
+SHORT_FLAGS: dict[str, str] = {
+    "product": "p",
+    "target": "t",
+    "channel": "c",
+    "component": "c",
+    "offline": "o",
+    "index_url": "i",
+    "jobs": "j",
+    "release": "r",
+    "dist": "d",
+    "verbose": "v",
+    "version": "V",
+    "source": "s",
+    "force": "f",
+    "manifest": "m",
+    "fast": "F",
+    "k": "k",
+}
+
+
+class _Task(Task[Any]):
+    """A task whose short flags come from SHORT_FLAGS, not from the order of its parameters."""
+
+    def arg_opts(self, name: str, default: str, taken_names: set[str]) -> dict[str, Any]:
+        opts = super().arg_opts(name, default, taken_names)
+        short = SHORT_FLAGS.get(name)
+        if short and short not in opts["names"]:
+            opts["names"].append(short)
+        return opts
+
+
+@overload
+def task(body: Callable[..., None], /) -> Task[Any]: ...
+@overload
+def task(**kwargs: Any) -> Callable[[Callable[..., None]], Task[Any]]: ...
+def task(*args: Any, **kwargs: Any) -> Any:
+    """invoke's @task with the short flags of SHORT_FLAGS (and no automatic ones)."""
+    return invoke_task(*args, klass=_Task, auto_shortflags=False, **kwargs)
 
 
 def _options(
@@ -56,6 +99,9 @@ _BUILD_HELP = {
     "dist": "output directory (default: dist/ in the repository)",
     "compare": "report.html compares with this earlier build (default: the newest older version "
     "in dist/<product>/)",
+    "verbose": "also print the detail tables: sizes, libraries, channel hints, licence audit",
+    "json": "print the build summary as JSON on stdout (progress goes to stderr); the same "
+    "document as dist/<product>/<version>/build-summary.json",
 }
 
 
@@ -70,6 +116,8 @@ def build(
     release: bool = False,
     dist: str | None = None,
     compare: str | None = None,
+    verbose: bool = False,
+    json: bool = False,
 ) -> None:
     """Fetch, prune, stage, audit and package a product into dist/<product>/<version>/."""
     try:
@@ -84,6 +132,8 @@ def build(
                 compare=Path(compare) if compare else None,
             ),
             dist=Path(dist) if dist else None,
+            verbose=verbose,
+            as_json=json,
         )
     except CommandFailed as exc:
         raise Exit(str(exc), code=exc.code) from None
@@ -129,7 +179,11 @@ def audit(
 
 @task(
     iterable=["target"],
-    help={k: v for k, v in _BUILD_HELP.items() if k not in ("release", "dist", "compare")},
+    help={
+        k: v
+        for k, v in _BUILD_HELP.items()
+        if k not in ("release", "dist", "compare", "verbose", "json")
+    },
 )
 def fetch(
     c: Context,
@@ -154,6 +208,7 @@ def fetch(
         "offline": "use the download cache only",
         "index-url": "Python package index to resolve wheels through",
         "release": "strict audit and a required signing key",
+        "verbose": _BUILD_HELP["verbose"],
     },
 )
 def package(
@@ -163,13 +218,14 @@ def package(
     offline: bool = False,
     index_url: str | None = None,
     release: bool = False,
+    verbose: bool = False,
 ) -> None:
     """Build the packages of some channels (with their stages, audit and signed manifest)."""
     options = _options(
         product, [], offline, index_url, 0, release=release, channels=tuple(channel or ())
     )
     try:
-        run_build(options)
+        run_build(options, verbose=verbose)
     except CommandFailed as exc:
         raise Exit(str(exc), code=exc.code) from None
 
@@ -297,20 +353,22 @@ def release(
         raise Exit(str(exc), code=exc.code) from None
 
 
-@task(help={"path": "the directory to export to"})
-def cache_export(c: Context, path: str) -> None:
+# `path` is an option, not a positional argument: invoke would take `--help` as its value and
+# export the cache into ./--help
+@task(help={"path": "the directory to export to (required)"})
+def cache_export(c: Context, path: str | None = None) -> None:
     """Copy every verified download into a plain directory (for CI caches, object stores)."""
     try:
-        run_cache_transfer("export", Path(path))
+        run_cache_transfer("export", path)
     except CommandFailed as exc:
         raise Exit(str(exc), code=exc.code) from None
 
 
-@task(help={"path": "a directory written by cache-export"})
-def cache_import(c: Context, path: str) -> None:
+@task(help={"path": "a directory written by cache-export (required)"})
+def cache_import(c: Context, path: str | None = None) -> None:
     """Seed the download cache from a directory, re-hashing every entry."""
     try:
-        run_cache_transfer("import", Path(path))
+        run_cache_transfer("import", path)
     except CommandFailed as exc:
         raise Exit(str(exc), code=exc.code) from None
 

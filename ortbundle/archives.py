@@ -25,7 +25,7 @@ from types import TracebackType
 from typing import IO, NoReturn, Protocol
 
 from ortbundle.errors import ArchiveError, DiskError, IntegrityError
-from ortbundle.oserrors import disk_error, writing
+from ortbundle.oserrors import FILESYSTEM_ERRNOS, disk_error, writing
 
 CHUNK = 1 << 20
 MAX_MEMBER_SIZE = 4 << 30  # 4 GiB: far above any runtime library
@@ -291,7 +291,8 @@ class ZipArchive:
             self._refuse(name, "member inflates past its declared size (zip bomb?)")
         except _ZIP_ERRORS as exc:
             dest.unlink(missing_ok=True)
-            if isinstance(exc, OSError) and exc.errno in _WRITE_ERRNOS:  # the copy, not the zip
+            if isinstance(exc, OSError) and exc.errno in FILESYSTEM_ERRNOS:
+                # the output's close (a full disk): the disk's error, never the archive's
                 raise disk_error(exc, what="an extracted archive member", path=dest) from None
             raise ArchiveError(
                 f"{self.label}: member {name!r} cannot be read ({exc})",

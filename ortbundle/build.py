@@ -6,7 +6,7 @@ import contextlib
 import os
 from collections.abc import Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -14,7 +14,7 @@ from ortbundle import __version__
 from ortbundle.archives import MemberReader, open_source
 from ortbundle.audit import AuditFailed, ChannelAudit, audit_summary, audit_targets
 from ortbundle.binaries.soname import patchelf_version
-from ortbundle.channels import ChannelOutput, ShippedFile
+from ortbundle.channels import ChannelOutput, ExternalLibrary, PackageInput, ShippedFile
 from ortbundle.closure_report import raise_collected
 from ortbundle.errors import ClosureError
 from ortbundle.fetch.artifacts import Artifact, Fetcher
@@ -55,7 +55,7 @@ from ortbundle.plan import (
 )
 from ortbundle.plugins import refuse_bundled_core
 from ortbundle.preflight import preflight
-from ortbundle.progress import Reporter
+from ortbundle.progress import Reporter, status
 from ortbundle.recipes import Recipe
 from ortbundle.record import InputInfo, write_evidence
 from ortbundle.report import check_compare, write_closures, write_report
@@ -74,6 +74,7 @@ from ortbundle.stage import (
     stage_tool_license,
     staged_file,
 )
+from ortbundle.summary import write_summary
 from ortbundle.targets import get_target, overlays
 
 
@@ -97,6 +98,8 @@ class BuildResult:
     packages: tuple[ChannelOutput, ...] = ()
     signed_by: str | None = None  # key id, None for an unsigned development build
     up_to_date: dict[str, Any] | None = None  # set when nothing changed: the earlier summary
+    # per target, what the user's machine must provide (the packages' PackageInput.externals)
+    requirements: Mapping[str, tuple[ExternalLibrary, ...]] = field(default_factory=dict)
 
 
 __all__ = [
@@ -199,6 +202,7 @@ def _stage_target(
     for recipe, ids in plan.sources_for(target_name):
         # the tool's data under the recipe's and the product's [[externals]]
         target = overlays(plan.product.externals, recipe.externals).apply(get_target(target_name))
+        status(f"{target_name}: {recipe.name}")  # the live line of the stage phase
         plan_t = recipe.for_target(target_name)
         take_ids = {take.source for take in plan_t.takes} | {p.source for p in plan_t.payloads}
         # what the pruned runtime depends on: its name, this target's recipe section, the bytes
@@ -297,11 +301,14 @@ def build(
     # ortbundle/preflight.py: free space and the policy, before any download
     preflight(project, plan, prepared.cache, prepared.version_dir)
     check_compare(options.compare, plan.product.name)  # a bad --compare fails before the work
+    reporter.begin("fetch")
     plan, artifacts = fetch(project, options, reporter, plan)  # the plan the key was made of
+    fetched = sum(1 for a in artifacts.values() if a.downloaded)
+    reporter.done(f"{len(artifacts)} artifacts verified, {fetched} downloaded")
     version_dir = prepared.version_dir
     lock = prepared.cache / "locks" / f"dist-{digest_of([str(version_dir.resolve())])}.lock"
     with locked(lock):  # one build at a time publishes a given dist/<product>/<version>
-        return _build_locked(project, options, prepared, plan, artifacts, key)
+        return _build_locked(project, options, prepared, plan, artifacts, key, reporter)
 
 
 def _build_locked(
@@ -311,10 +318,13 @@ def _build_locked(
     plan: Plan,
     artifacts: dict[str, Artifact],
     key: SecretKey | None,
+    reporter: Reporter,
 ) -> BuildResult:
     version_dir = prepared.version_dir
     scratch = scratch_dir(version_dir)
+    inputs: dict[str, PackageInput] = {}
     try:
+        reporter.begin("stage")
         with ThreadPoolExecutor(max_workers=min(options.workers, len(plan.targets))) as pool:
             futures = [
                 pool.submit(
@@ -338,8 +348,13 @@ def _build_locked(
                 except ClosureError as problem:
                     problems.append(problem)
             raise_collected(problems, str(plan.product.path))
+        runtimes = sum(len(t.runtimes) for t in staged)
+        reporter.done(f"{len(staged)} targets, {runtimes} runtimes pruned and staged")
+        reporter.begin("audit")
         licensing = [t.licensing for t in staged]
         audits = audit_targets(project, plan.product, licensing, options)
+        failed = sum(1 for a in audits if not a.passed)
+        reporter.done(f"{len(audits)} channels, " + (f"{failed} FAILED" if failed else "passed"))
         if options.audit_only:
             if not all(a.passed for a in audits):
                 raise AuditFailed(plan.product, audits, licensing)
@@ -348,7 +363,10 @@ def _build_locked(
         write_closures(scratch, [(t.target, t.runtimes) for t in staged])  # for report.html
         packages: tuple[ChannelOutput, ...] = ()
         if all(a.passed for a in audits) or not options.release:
-            packages = _package(plan, staged, prepared, options, scratch)
+            reporter.begin("package")
+            packages, inputs = _package(plan, staged, prepared, options, scratch)
+            reporter.done(f"{len(packages)} channels: {', '.join(p.channel for p in packages)}")
+        reporter.begin("evidence")
         finish_version(
             project,
             plan,
@@ -362,10 +380,26 @@ def _build_locked(
             options=options,
             digests=package_digests(packages),
         )
+        reporter.done("manifest, SBOM, provenance " + ("signed" if key else "UNSIGNED"))
     except BaseException:
         discard(scratch, up_to=project.dist)
         raise
+    targets = tuple(
+        TargetResult(t.target, version_dir / t.target, t.runtimes, t.texts, t.licensing, t.files)
+        for t in staged
+    )
+    result = BuildResult(
+        plan,
+        artifacts,
+        targets,
+        audits,
+        version_dir,
+        packages,
+        key.public_key().key_id_hex if key else None,
+        requirements={t: i.externals for t, i in inputs.items()},
+    )
     with contextlib.suppress(OSError):  # published all the same; the next one cannot be a no-op
+        write_summary(result, reporter.phases, options)  # build-summary.json, before the record
         record_build(
             prepared.cache,
             version_dir,
@@ -375,19 +409,7 @@ def _build_locked(
                 "audit": audit_summary(audits),
             },
         )
-    targets = tuple(
-        TargetResult(t.target, version_dir / t.target, t.runtimes, t.texts, t.licensing, t.files)
-        for t in staged
-    )
-    return BuildResult(
-        plan,
-        artifacts,
-        targets,
-        audits,
-        version_dir,
-        packages,
-        key.public_key().key_id_hex if key else None,
-    )
+    return result
 
 
 def _package(
@@ -396,8 +418,8 @@ def _package(
     prepared: PreparedBuild,
     options: BuildOptions,
     scratch: Path,
-) -> tuple[ChannelOutput, ...]:
-    """Every channel's packages, written into the scratch version directory."""
+) -> tuple[tuple[ChannelOutput, ...], dict[str, PackageInput]]:
+    """Every channel's packages, written into the scratch version directory (and their inputs)."""
     inputs = {
         t.target: package_input(
             plan.product,
@@ -413,7 +435,7 @@ def _package(
         for t in staged
     }
     packages = generate_all(plan.product.channels, inputs, scratch / "packaging", options.workers)
-    return tuple(packages)
+    return tuple(packages), inputs
 
 
 def package_digests(packages: Sequence[ChannelOutput]) -> dict[str, str]:

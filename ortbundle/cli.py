@@ -17,6 +17,7 @@ from ortbundle.locations import ENV_KEY, default_key_path
 from ortbundle.plan import BuildOptions, Project, load_plan
 
 if TYPE_CHECKING:
+    from ortbundle.audit import ChannelAudit
     from ortbundle.build import BuildResult
     from ortbundle.progress import Reporter
 
@@ -25,6 +26,9 @@ if TYPE_CHECKING:
 
 T = TypeVar("T")
 ROOT = Path(__file__).resolve().parent.parent
+
+
+USAGE_EXIT = 2  # a command called the wrong way (a missing or contradictory option)
 
 
 class CommandFailed(Exception):
@@ -79,41 +83,42 @@ def _build_or_report(
         raise
 
 
-def run_build(options: BuildOptions, *, root: Path = ROOT, dist: Path | None = None) -> None:
+def run_build(
+    options: BuildOptions,
+    *,
+    root: Path = ROOT,
+    dist: Path | None = None,
+    verbose: bool = False,
+    as_json: bool = False,
+) -> None:
+    """Build, then one summary: concise lines by default, the detail tables with `verbose`, the
+    JSON document (build-summary.json) on stdout with `as_json` (progress then goes to stderr)."""
     project = Project.at(root, dist)
     places = _places(project, options)
     prepared = _guard(lambda: prepare_build(project, options), places)
     if prepared.previous is not None:
-        _print_up_to_date(prepared.previous, project, options)
+        _print_up_to_date(prepared.previous, verbose=verbose, as_json=as_json)
         return
-    from ortbundle.audit import coverage_lines, print_report
+    from rich.console import Console
+
     from ortbundle.progress import Reporter
     from ortbundle.repairs import watching
-    from ortbundle.summary import externals_lines, size_table
 
-    with Reporter() as reporter, watching(lambda r: reporter.line(r.line())) as repairs:
+    console = Console(highlight=False, soft_wrap=True, stderr=as_json)
+    with Reporter(console) as reporter, watching(lambda r: reporter.line(r.line())) as repairs:
+        reporter.line(_plan_line(prepared, options))
         result = _guard(lambda: _build_or_report(project, options, reporter, prepared), places)
-        if result.up_to_date is not None:
-            _print_up_to_date(result.up_to_date, project, options)
+        if result.up_to_date is not None:  # another build published the same meanwhile
+            _print_up_to_date(result.up_to_date, verbose=verbose, as_json=as_json)
             return
-        downloaded = sum(1 for a in result.artifacts.values() if a.downloaded)
-        reporter.line(
-            f"{len(result.artifacts)} artifacts verified "
-            f"({downloaded} downloaded, {len(result.artifacts) - downloaded} from the cache)"
-        )
-        reporter.console.print(size_table(result))
-        for line in externals_lines(result):
-            reporter.line(line)
-        from ortbundle.system import summary_lines  # the oldest system each package runs on
+        from ortbundle.summary import read_summary, summary_document, summary_lines
 
-        runtimes = [(t.target, [(s.runtime, s) for s in t.runtimes]) for t in result.targets]
-        for line in summary_lines(result.plan.product.system, runtimes):
-            reporter.line(line)
-        for package in result.packages:  # what a packager must know (sizes, tools, next steps)
-            for note in package.notes:
-                reporter.line(f"{package.channel}: {note}")
-        print_report(reporter.console, result.audits)
-        for line in coverage_lines([t.licensing for t in result.targets]):
+        document = read_summary(result.version_dir) or summary_document(
+            result, reporter.phases, options
+        )
+        if verbose:
+            _print_details(reporter, result)
+        for line in summary_lines(document):
             reporter.line(line)
         if not all(a.passed for a in result.audits):
             reporter.line("LICENCE AUDIT FAILED: this build is not fit to ship (see above)")
@@ -122,18 +127,86 @@ def run_build(options: BuildOptions, *, root: Path = ROOT, dist: Path | None = N
                 f"cache: {len(repairs)} entries failed their hash and were fetched again: "
                 + ", ".join(r.path.name[:12] for r in repairs)
             )
-        reporter.line(f"staged: {result.version_dir}")
+    if as_json:
+        from ortbundle.summary import summary_json
+
+        sys.stdout.write(summary_json(document))
 
 
-def _print_up_to_date(summary: dict[str, object], project: Project, options: BuildOptions) -> None:
-    print(
-        "up to date: no input changed since the last build and its output is untouched; "
-        "nothing was rebuilt"
+def _plan_line(prepared: PreparedBuild, options: BuildOptions) -> str:
+    from ortbundle.fetch.cache import Cache
+    from ortbundle.summary import plan_line
+
+    plan = prepared.plan
+    cache = Cache(prepared.cache)
+    wanted = {source.sha256 for _, source in plan.all_sources()}
+    cached = sum(1 for sha256 in wanted if cache.blob_path(sha256).is_file())
+    channels = [c for c in plan.product.channels if not options.channels or c in options.channels]
+    return plan_line(
+        plan.product.name,
+        plan.product.version,
+        plan.targets,
+        plan.product.runtimes,
+        channels,
+        cached,
+        len(wanted),
     )
+
+
+def _print_details(reporter: Reporter, result: BuildResult) -> None:
+    """--verbose: the tables an auditor or packager reads (sizes, libraries, hints, licences)."""
+    from ortbundle.audit import coverage_lines, print_report
+    from ortbundle.summary import externals_lines, size_table
+    from ortbundle.system import summary_lines
+
+    reporter.console.print(size_table(result))
+    details = externals_lines(result)
+    runtimes = [(t.target, [(s.runtime, s) for s in t.runtimes]) for t in result.targets]
+    details += summary_lines(result.plan.product.system, runtimes)
+    for package in result.packages:  # what a packager must know (sizes, tools, next steps)
+        details += [f"{package.channel}: {note}" for note in package.notes]
+    for line in details:
+        reporter.line(line)
+    print_report(reporter.console, _distinct(result.audits))
+    for line in coverage_lines([t.licensing for t in result.targets]):
+        reporter.line(line)
+
+
+def _distinct(audits: tuple[ChannelAudit, ...]) -> list[ChannelAudit]:
+    """One table per verdict: channels that audit the same targets the same way share it."""
+    from dataclasses import replace
+
+    from ortbundle.summary import audit_groups
+
+    by_channel = {a.channel: a for a in audits}
+    return [
+        replace(by_channel[g["channels"][0]], channel=", ".join(g["channels"]))
+        for g in audit_groups(audits)
+    ]
+
+
+def _print_up_to_date(summary: dict[str, object], *, verbose: bool, as_json: bool) -> None:
+    """A no-op build: the earlier summary, read back from build-summary.json (json only: no
+    rich, no pipeline); without it, the verdicts the build record kept."""
+    from ortbundle.summary import read_summary, summary_json, summary_lines, terminal_width, wrap
+
+    version_dir = Path(str(summary.get("version_dir", "")))
+    document = read_summary(version_dir)
+    if as_json and document is not None:
+        sys.stdout.write(summary_json({**document, "up_to_date": True, "phases": []}))
+        return
+    out = sys.stderr if as_json else sys.stdout
+    print("up to date: no input and no output changed; nothing was rebuilt", file=out)
+    if document is not None:
+        lines = summary_lines(document, short=not verbose)
+        width = terminal_width(out.isatty())
+        for line in wrap(lines, width) if width else lines:
+            print(line, file=out)
+        return
     audit = summary.get("audit")
     for line in audit if isinstance(audit, list) else []:
-        print(line)
-    print(f"staged: {summary.get('version_dir', project.dist)}")
+        print(line, file=out)
+    print(f"staged: {version_dir}", file=out)
 
 
 def run_audit(
@@ -224,11 +297,15 @@ def run_verify(
         key_path = default if default.is_file() else None
         claimed = _manifest_product(tree, manifest, target)
         if claimed is not None and claimed != product:
+            # a usage error (exit 2), not a failed check: no file was hashed yet. Only a product
+            # of this project is suggested: a tampered tree may name anything ("../../evil").
+            known = claimed.isidentifier() or claimed.replace("-", "_").isidentifier()
+            mine = known and (Project.at(root).manifests / f"{claimed}.toml").is_file()
+            hint = f"pass --product {claimed}" if mine else "pass the right --product"
             raise CommandFailed(
-                f"ortbundle: integrity error: the manifest says product {claimed!r}, not "
-                f"{product!r}; pass --product {product} only for that product's trees, or "
-                "--public-key explicitly",
-                IntegrityError.exit_code,
+                f"ortbundle: usage error: the manifest says product {claimed!r}, not "
+                f"{product!r}; {hint} (its key verifies its trees), or --public-key explicitly",
+                USAGE_EXIT,
             )
     report = _guard(
         lambda: verify_tree(
@@ -333,7 +410,10 @@ def run_pin(
                 raise CommandFailed(headline, report.exit_code)
             return
         if not component:
-            raise CommandFailed("ortbundle: name the component to pin (or pass --check)", 2)
+            raise CommandFailed(
+                "ortbundle: usage error: name the component to pin (-c COMPONENT), or pass --check",
+                USAGE_EXIT,
+            )
         result = _guard(lambda: pin(project, component, options, reporter))
         for line in result.lines():
             reporter.line(line)
@@ -357,7 +437,9 @@ def run_release(
     from ortbundle.release import release
 
     if not sources:
-        raise CommandFailed("ortbundle: pass each runner's dist/ with --from", 2)
+        raise CommandFailed(
+            "ortbundle: usage error: pass each runner's dist/ with --from", USAGE_EXIT
+        )
     project = Project.at(root, dist)
     with Reporter() as reporter:
         try:
@@ -373,10 +455,13 @@ def run_release(
         reporter.line(f"released: {result.version_dir} ({signer})")
 
 
-def run_cache_transfer(direction: str, path: Path) -> None:
+def run_cache_transfer(direction: str, where: str | Path | None) -> None:
     """Export the download cache to a plain directory, or import (re-hashing) from one."""
     from ortbundle.fetch.cache import Cache, default_cache_dir, export_cache, import_cache
 
+    if not where:
+        raise CommandFailed(f"ortbundle: usage error: pass --path DIR to {direction}", USAGE_EXIT)
+    path = Path(where)
     cache = Cache(default_cache_dir())
     if not path.is_dir() and direction == "import":
         raise CommandFailed(f"ortbundle: configuration error: {path} is not a directory", 2)

@@ -27,14 +27,16 @@ from ortbundle.plan import source_date_epoch as source_date_epoch  # re-exported
 from ortbundle.provenance import PROVENANCE_NAME, build_context, envelope_json
 from ortbundle.recipes import Product, Recipe, origin_to_json
 from ortbundle.signing import SecretKey, sign
+from ortbundle.summary import SUMMARY_NAME
 
 MANIFEST_SCHEMA = "ortbundle.manifest/1"
 MANIFEST_NAME = "manifest.json"
 SIGNATURE_NAME = "manifest.json.minisig"
 SBOM_NAME = "sbom.cdx.json"
 AUDIT_NAME = "audit.json"
-# Files beside the manifest that it cannot list: itself, its signature, the provenance over it.
-UNLISTED = frozenset({MANIFEST_NAME, SIGNATURE_NAME, PROVENANCE_NAME})
+# Files beside the manifest that it cannot list: itself, its signature, the provenance over it,
+# and the build summary (written after it; it holds the build's timings).
+UNLISTED = frozenset({MANIFEST_NAME, SIGNATURE_NAME, PROVENANCE_NAME, SUMMARY_NAME})
 
 
 class InputInfo(Protocol):

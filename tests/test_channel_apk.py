@@ -426,7 +426,7 @@ def test_the_size_report_matches_the_files(both: dict[str, ChannelOutput]) -> No
     # The build's note says the same, in MB, per runtime.
     qnn = report["runtimes"][0]
     mb = f"{qnn['apk_bytes'] / (1 << 20):.1f}"
-    assert both[ARM].notes[0].startswith(f"arm64-v8a: {QNN} {mb} MB (4 libraries + 1 asset of ")
+    assert both[ARM].notes[0].startswith(f"arm64-v8a: {QNN} {mb} MiB (4 libraries + 1 asset of ")
 
 
 # --- what is refused ---------------------------------------------------------------------------
@@ -594,7 +594,7 @@ def test_deflate_estimates_are_memoised_by_content(tmp_path: Path) -> None:
     for memo in memos:
         memo.write_text(str(50 << 20), "ascii")
     second = ApkChannel().generate(package, out)
-    assert "(2 libraries, ≈100.0 MB deflated)" in second.notes[0]
+    assert "(2 libraries, ≈100.0 MiB deflated)" in second.notes[0]
     assert (out / "size-report.x86_64.json").read_bytes() == report
     # ... except by a release, which trusts no memo.
     third = ApkChannel().generate(replace(package, verify_cache=True), out)

@@ -536,7 +536,7 @@ def test_makensis_failure_names_the_script_and_shows_its_last_lines(
         NsisChannel().generate(package, out)
     message = str(caught.value)
     assert "installer.nsi" in message
-    assert "Error: boom in -WX -V2 -NOCONFIG -INPUTCHARSET UTF8 installer.nsi" in message
+    assert "Error: boom in -WX -V4 -NOCONFIG -INPUTCHARSET UTF8 installer.nsi" in message
     assert f"env SOURCE_DATE_EPOCH={package.source_date_epoch}" in message
     assert "noise 39" in message and "noise 5\n" not in message  # only the tail
     assert caught.value.file == str(out / "installer.nsi")

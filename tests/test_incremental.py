@@ -13,6 +13,7 @@ import ortbundle.stage
 from ortbundle.build import build
 from ortbundle.progress import Reporter
 from ortbundle.stage import StagedRuntime
+from ortbundle.summary import SUMMARY_NAME
 from tests.helpers.project import FakeProject
 from tests.helpers.toml_edit import set_key
 from tests.helpers.wheels import make_wheel, sha256_of
@@ -32,7 +33,7 @@ def contents(tree: Path) -> dict[str, bytes]:
             os.readlink(p).encode() if p.is_symlink() else p.read_bytes()
         )
         for p in sorted(tree.rglob("*"))
-        if p.is_file() or p.is_symlink()
+        if (p.is_file() or p.is_symlink()) and p.name != SUMMARY_NAME  # it holds timings
     }
 
 

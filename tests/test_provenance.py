@@ -39,6 +39,7 @@ from ortbundle.signing import (
     load_secret_key,
     sign_bytes,
 )
+from ortbundle.summary import SUMMARY_NAME
 from ortbundle.verify import verify_tree
 from tests.helpers.project import FakeProject
 
@@ -128,7 +129,7 @@ def test_the_statement_says_what_was_built_from_what(built: BuildResult) -> None
         for p in version_dir.rglob("*")
         if p.is_file() and not p.is_symlink()
     }
-    for unlisted in ("manifest.json", "manifest.json.minisig", PROVENANCE_NAME):
+    for unlisted in ("manifest.json", "manifest.json.minisig", PROVENANCE_NAME, SUMMARY_NAME):
         on_disk.pop(unlisted)
     assert subjects == on_disk  # every output file, by its digest
     build_definition = statement["predicate"]["buildDefinition"]

@@ -20,6 +20,7 @@ from ortbundle.errors import ConfigError, IntegrityError
 from ortbundle.progress import Reporter
 from ortbundle.record import source_date_epoch
 from ortbundle.signing import generate_keypair, write_public_key
+from ortbundle.summary import SUMMARY_NAME
 from ortbundle.verify import verify_tree
 from tests.helpers.project import FakeProject
 
@@ -51,7 +52,7 @@ def test_manifest_lists_every_input_and_output(built: BuildResult, fake: FakePro
         p.relative_to(version_dir).as_posix()
         for p in version_dir.rglob("*")
         if p.is_file() or p.is_symlink()
-    } - {"manifest.json", "manifest.json.minisig", "provenance.intoto.json"}
+    } - {"manifest.json", "manifest.json.minisig", "provenance.intoto.json", SUMMARY_NAME}
     outputs = {o["path"]: o for o in manifest["outputs"]}
     assert set(outputs) == on_disk
     assert outputs["linux-x86_64/runtimes/fake/libdep.so.2"]["component"] == "fake"
@@ -180,7 +181,7 @@ def _snapshot(tree: Path) -> dict[str, tuple[str, bytes, int, int]]:
     out = {}
     for path in sorted(tree.rglob("*")):
         info = path.lstat()
-        if stat.S_ISDIR(info.st_mode):
+        if stat.S_ISDIR(info.st_mode) or path.name == SUMMARY_NAME:  # a build's timings
             continue
         kind, data = (
             ("link", os.readlink(path).encode())
@@ -256,7 +257,9 @@ def test_invoke_verify_never_takes_the_key_a_tree_names(
             product="fakeproduct",
             root=fake.root,
         )
-    assert caught.value.code == 4 and "the manifest says product" in str(caught.value)
+    # a usage error (exit 2; #21): the tree's key is never taken, its name never suggested
+    assert caught.value.code == 2 and "the manifest says product" in str(caught.value)
+    assert "--product ../../evil" not in str(caught.value)
 
 
 def test_index_credentials_never_reach_the_cache_or_the_manifest(

@@ -167,14 +167,14 @@ def size_report(
     }
     data = (json.dumps(report, indent=2, sort_keys=True) + "\n").encode("ascii")
     parts = [
-        f"{owner.removeprefix('runtimes/')} {_mb(f.library_apk_bytes + f.asset_bytes)} MB "
+        f"{owner.removeprefix('runtimes/')} {_mb(f.library_apk_bytes + f.asset_bytes)} MiB "
         f"({count(f.libraries, 'library', 'libraries')}{_assets_text(f)}, "
-        f"≈{_mb(f.deflate_bytes)} MB deflated)"
+        f"≈{_mb(f.deflate_bytes)} MiB deflated)"
         for owner, f in owners.items()
     ]
     line = (
-        f"{abi}: {', '.join(parts)}; {_mb(total.library_apk_bytes + total.asset_bytes)} MB "
-        f"in the APK with the index, licences and models (≈{_mb(total.deflate_bytes)} MB "
+        f"{abi}: {', '.join(parts)}; {_mb(total.library_apk_bytes + total.asset_bytes)} MiB "
+        f"in the APK with the index, licences and models (≈{_mb(total.deflate_bytes)} MiB "
         f"deflated); size-report.{abi}.json"
     )
     return data, [line]
@@ -183,7 +183,7 @@ def size_report(
 def _assets_text(figures: _Figures) -> str:
     if not figures.assets:
         return ""
-    return f" + {count(figures.assets, 'asset', 'assets')} of {_mb(figures.asset_bytes)} MB"
+    return f" + {count(figures.assets, 'asset', 'assets')} of {_mb(figures.asset_bytes)} MiB"
 
 
 def count(n: int, one: str, many: str) -> str:

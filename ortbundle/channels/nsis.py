@@ -49,15 +49,17 @@ import re
 import shutil
 import subprocess
 import unicodedata
+from collections import deque
 from collections.abc import Iterable
 from pathlib import Path, PurePosixPath
-from typing import Any
+from typing import IO, Any
 
 from ortbundle.binaries.baseline import version_key, windows_name
 from ortbundle.channels import ChannelOutput, PackageInput, ShippedFile, check_staged
 from ortbundle.channels.memo import input_key, memoized
 from ortbundle.errors import ConfigError, PackagingError
 from ortbundle.oserrors import tool_ran_out
+from ortbundle.progress import mib, status
 from ortbundle.templating import render
 
 __all__ = ["NsisChannel", "nsis_string"]
@@ -185,17 +187,16 @@ class NsisChannel:
 def _compile(makensis: str, package: PackageInput, out: Path, exe_name: str) -> None:
     """Run makensis on the written script. Failure leaves no .exe."""
     env = dict(os.environ, SOURCE_DATE_EPOCH=str(package.source_date_epoch))
-    command = [makensis, "-WX", "-V2", "-NOCONFIG", "-INPUTCHARSET", "UTF8", SCRIPT_NAME]
+    # -V4: makensis names each file as it compresses it, which the live status shows
+    command = [makensis, "-WX", "-V4", "-NOCONFIG", "-INPUTCHARSET", "UTF8", SCRIPT_NAME]
     exe = out / exe_name
     try:
-        result = subprocess.run(
-            command,
-            cwd=out,
-            env=env,
-            stdout=subprocess.PIPE,
-            stderr=subprocess.STDOUT,
-            check=False,
-        )
+        with subprocess.Popen(
+            command, cwd=out, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT
+        ) as running:
+            assert running.stdout is not None
+            tail = _watch(running.stdout, sum(f.size for f in package.files))
+            returncode = running.wait()
     except OSError as exc:
         exe.unlink(missing_ok=True)
         raise PackagingError(
@@ -204,19 +205,36 @@ def _compile(makensis: str, package: PackageInput, out: Path, exe_name: str) -> 
             target=package.target,
             file=str(out / SCRIPT_NAME),
         ) from exc
-    if result.returncode != 0 or not exe.is_file():
+    if returncode != 0 or not exe.is_file():
         exe.unlink(missing_ok=True)
         if full := tool_ran_out("makensis", out, "the installer"):
             raise full
-        output = result.stdout.decode("utf-8", errors="replace").strip().splitlines()
-        tail = "\n".join(output[-_TAIL_LINES:]) or "(no output)"
+        last = "\n".join(tail) or "(no output)"
         raise PackagingError(
-            f"makensis failed on {SCRIPT_NAME} (exit {result.returncode}); last output:\n{tail}",
+            f"makensis failed on {SCRIPT_NAME} (exit {returncode}); last output:\n{last}",
             component=_COMPONENT,
             target=package.target,
             file=str(out / SCRIPT_NAME),
             fix="a warning fails the build too (-WX); fix the script's inputs, or report it",
         )
+
+
+_FILE_LINE = re.compile(r'File: "(?P<name>[^"]*)" (?P<size>\d+) bytes')
+
+
+def _watch(output: IO[bytes], total: int) -> list[str]:
+    """makensis's output, line by line: each file it compresses goes to the live status (name
+    and bytes so far); the last lines are kept for an error message."""
+    tail: deque[str] = deque(maxlen=_TAIL_LINES)
+    done = 0
+    for raw in output:
+        line = raw.decode("utf-8", errors="replace").rstrip()
+        if match := _FILE_LINE.search(line):
+            done += int(match["size"])
+            status(f"makensis {match['name']}: {mib(done)} of {mib(total)}")
+        if line.strip():
+            tail.append(line)
+    return list(tail)
 
 
 def _makensis_version(makensis: str, package: PackageInput) -> str:
