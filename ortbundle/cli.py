@@ -109,6 +109,16 @@ def run_build(options: BuildOptions, *, root: Path = ROOT, dist: Path | None = N
         runtimes = [(t.target, [(s.runtime, s) for s in t.runtimes]) for t in result.targets]
         for line in summary_lines(result.plan.product.system, runtimes):
             reporter.line(line)
+        from ortbundle.binaries.runtime_loads import warning_lines  # undeclared dlopen names
+
+        found = [
+            (t.target, s.runtime, s.directory, f)
+            for t in result.targets
+            for s in t.runtimes
+            for f in s.closure.load_findings
+        ]
+        for line in warning_lines(found):
+            reporter.line(line)
         for package in result.packages:  # what a packager must know (sizes, tools, next steps)
             for note in package.notes:
                 reporter.line(f"{package.channel}: {note}")

@@ -14,6 +14,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from ortbundle.binaries import BinaryInfo
+from ortbundle.binaries.runtime_loads import LoadFinding
 from ortbundle.errors import BinaryError, ClosureError, ConfigError
 from ortbundle.recipes import TargetRecipe
 from ortbundle.targets import Target
@@ -67,6 +68,7 @@ class ExternalNeed:
     kind: str
     note: str
     needed_by: tuple[str, ...]
+    via: str = "needed"  # or "loads": opened by name at run time, declared by the recipe
 
 
 @dataclass(frozen=True)
@@ -77,6 +79,7 @@ class Closure:
     externals: tuple[ExternalNeed, ...]
     entry: str
     unused: tuple[Path, ...]  # extracted only to learn a SONAME; the stage deletes them
+    load_findings: tuple[LoadFinding, ...] = ()  # kept files opening undeclared libraries
 
 
 Materialize = Callable[[Candidate], Materialized]

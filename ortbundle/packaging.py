@@ -64,7 +64,11 @@ def package_input(
             users = tuple(f"{staged.directory}/{n}" for n in ext.needed_by)
             if ext.name in externals:
                 users = tuple(sorted({*externals[ext.name].needed_by, *users}))
-            externals[ext.name] = ExternalLibrary(ext.name, ext.group, ext.kind, ext.note, users)
+            earlier = externals.get(ext.name)
+            via = "needed" if earlier is not None and earlier.via != ext.via else ext.via
+            externals[ext.name] = ExternalLibrary(
+                ext.name, ext.group, ext.kind, ext.note, users, via=via
+            )
     return PackageInput(
         product=product.name,
         version=product.version,

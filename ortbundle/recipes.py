@@ -13,6 +13,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from urllib.parse import quote
 
+from ortbundle.binaries.runtime_loads import IgnoreRule
 from ortbundle.errors import ConfigError
 from ortbundle.products import PackagingSettings as PackagingSettings
 from ortbundle.products import Product as Product
@@ -107,6 +108,8 @@ class TargetRecipe:
     licenses: tuple[LicenseRule, ...]
     payloads: tuple[Payload, ...] = ()
     renames: tuple[Rename, ...] = ()
+    loads: tuple[str, ...] = ()  # libraries its kept files open by name (dlopen, LoadLibrary)
+    ignore_loads: tuple[IgnoreRule, ...] = ()  # names they mention but need not, and why
 
     def shipped_name(self, name: str) -> str:
         """The name a kept library is staged under, after the recipe's renames."""
@@ -235,6 +238,14 @@ def _target_recipe(reader: TableReader, target: str, sources: dict[str, Source])
         renames
     ):
         raise reader._fail("each library is renamed at most once, each new name used once")
+    loads = reader.text_list("loads", required=False)
+    for name in loads:
+        if not PATH_WORD.match(name):
+            raise reader._fail(f"loads: {name!r} must be one library file name, as it is opened")
+    ignore_loads = tuple(
+        IgnoreRule(names=r.text_list("names"), reason=r.text("reason"))
+        for r in reader.subs("ignore_loads")
+    )
     return TargetRecipe(
         target=target,
         entry=reader.text("entry"),
@@ -244,6 +255,8 @@ def _target_recipe(reader: TableReader, target: str, sources: dict[str, Source])
         licenses=tuple(_license_rule(r, sources) for r in reader.subs("licenses")),
         payloads=tuple(payloads),
         renames=tuple(renames),
+        loads=loads,
+        ignore_loads=ignore_loads,
     )
 
 

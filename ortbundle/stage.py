@@ -19,6 +19,7 @@ from pathlib import Path
 
 from ortbundle.archives import MemberReader, ZipArchive
 from ortbundle.binaries import BinaryInfo, alignment_problem, inspect
+from ortbundle.binaries.runtime_loads import with_runtime_loads
 from ortbundle.closure import Candidate, Closure, Materialized, prune
 from ortbundle.errors import ArchiveError, BinaryError, ConfigError
 from ortbundle.fetch.cache import pid_alive, sha256_file
@@ -136,6 +137,15 @@ def stage_runtime(
         files.append(StagedFile(f"{relative}/{link}", kept.size, kept.sha256, link_to=points_to))
     files.extend(_stage_payloads(recipe, target, archives, runtime_dir, relative, files))
     shutil.rmtree(incoming)
+    closure = with_runtime_loads(  # what the kept files open by name (memoised with the stage)
+        closure,
+        component=recipe.name,
+        recipe_file=str(recipe.path),
+        target=target,
+        plan=plan,
+        runtime_dir=runtime_dir,
+        staged=(f.path.rsplit("/", 1)[-1] for f in files),
+    )
     return StagedRuntime(
         runtime=recipe.name,
         target=target.name,

@@ -47,6 +47,7 @@ class ExternalLibrary:
     kind: str  # system | toolchain | redist | driver
     note: str
     needed_by: tuple[str, ...]  # staged paths
+    via: str = "needed"  # "needed" (DT_NEEDED / import table) or "loads" (dlopen / LoadLibrary)
 
 
 @dataclass(frozen=True)
