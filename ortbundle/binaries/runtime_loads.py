@@ -33,17 +33,17 @@ ELF_LOADERS = frozenset({"dlopen", "dlmopen", "android_dlopen_ext"})
 PE_LOADERS = frozenset({"LoadLibraryA", "LoadLibraryW", "LoadLibraryExA", "LoadLibraryExW"})
 _PE_LOADER_DLLS = ("kernel32.dll", "kernelbase.dll", "api-ms-win-core-libraryloader-")
 
-# a library name as a NUL- or punctuation-bounded string: libcudnn.so.9, libfoo.so
-_ELF_NAME = re.compile(
-    rb"(?<![A-Za-z0-9_+.-])lib[A-Za-z0-9_+.-]*?\.so(?:\.[0-9]+)*(?![A-Za-z0-9_+-])"
-)
-_PE_CHAR = rb"[A-Za-z0-9_+-]"
+# a library name as a string of its own: after a NUL, a printable separator (a path's "/", a
+# space) or nothing, never after a name character or binary bytes (a table that happens to hold
+# "A" then "openvino.dll"); "libcudnn.so.9", "libfoo.so", "nvcuda.dll"
+_NAME_CHAR = rb"[A-Za-z0-9_+.-]"
+_START = rb"(?<![^\x00\x20-\x7e])(?<!" + _NAME_CHAR + rb")"
+_ELF_NAME = re.compile(_START + rb"lib" + _NAME_CHAR + rb"*?\.so(?:\.[0-9]+)*(?![A-Za-z0-9_+-])")
 _PE_NAME = re.compile(
-    rb"(?<![A-Za-z0-9_+.-])" + _PE_CHAR + rb"[A-Za-z0-9_+.-]*\.[dD][lL][lL](?![A-Za-z0-9_+.-])"
+    _START + rb"[A-Za-z0-9_+-]" + _NAME_CHAR + rb"*\.[dD][lL][lL](?!" + _NAME_CHAR + rb")"
 )
 _PE_WIDE = re.compile(
-    rb"(?<![A-Za-z0-9_+.-]\x00)(?:" + _PE_CHAR + rb"\x00)(?:[A-Za-z0-9_+.-]\x00)*"
-    rb"\.\x00[dD]\x00[lL]\x00[lL]\x00(?![A-Za-z0-9_+.-]\x00)"
+    rb"(?:[A-Za-z0-9_+.-]\x00)+\.\x00[dD]\x00[lL]\x00[lL]\x00(?![A-Za-z0-9_+.-]\x00)"
 )
 
 
@@ -174,10 +174,30 @@ def _scan_pe(path: Path) -> LoadScan:
                 continue
             data = section.get_data()
             found.update(m.decode("ascii") for m in _PE_NAME.findall(data))
-            found.update(m.decode("utf-16-le") for m in _PE_WIDE.findall(data))
+            found.update(_wide_names(data))
     finally:
         pe.close()
     return LoadScan(tuple(sorted(calls)), tuple(sorted(found, key=str.lower)))
+
+
+_NAME_BYTES = b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789_+.-"
+
+
+def _wide_names(data: bytes) -> set[str]:
+    """UTF-16LE library names, 2-aligned. A run whose first character follows a name
+    character's byte begins with the tail of an ASCII string ("…dll\\0" right before
+    L"nvcuda.dll" reads as L"lnvcuda.dll"): that character is cut off."""
+    found = set()
+    for match in _PE_WIDE.finditer(data):
+        start, end = match.span()
+        if start % 2:
+            continue
+        while start < end and start and _NAME_BYTES.count(data[start - 1]):
+            start += 2
+        name = data[start:end].decode("utf-16-le")
+        if len(name) > 4 and name[0] != ".":
+            found.add(name)
+    return found
 
 
 def runtime_loads(
