@@ -269,7 +269,8 @@ def test_a_warm_build_does_not_scan_again(
     )  # a changed product: the build runs, each runtime comes from the memo
     second = build(opening.project, opening.options(), reporter)
     assert second.up_to_date is None
-    assert _findings(second) == _findings(first) != {}
+    assert _findings(second) == _findings(first)
+    assert _findings(first)["linux-x86_64"] == {"libopener.so": CUDA_LINUX}
 
 
 def test_a_load_must_be_a_plain_file_name(opening: FakeProject, reporter: Reporter) -> None:
