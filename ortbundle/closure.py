@@ -14,7 +14,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from ortbundle.binaries import BinaryInfo
-from ortbundle.binaries.runtime_loads import LoadFinding
+from ortbundle.binaries.runtime_loads import FileScan, LoadFinding
 from ortbundle.errors import BinaryError, ClosureError, ConfigError
 from ortbundle.recipes import TargetRecipe
 from ortbundle.targets import Target
@@ -79,6 +79,7 @@ class Closure:
     externals: tuple[ExternalNeed, ...]
     entry: str
     unused: tuple[Path, ...]  # extracted only to learn a SONAME; the stage deletes them
+    load_scans: tuple[FileScan, ...] = ()  # what each kept file can open by name (memoised)
     load_findings: tuple[LoadFinding, ...] = ()  # kept files opening undeclared libraries
 
 

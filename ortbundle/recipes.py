@@ -9,7 +9,7 @@ up front, with the file it is in — not as a KeyError in the middle of a build.
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from urllib.parse import quote
 
@@ -108,8 +108,10 @@ class TargetRecipe:
     licenses: tuple[LicenseRule, ...]
     payloads: tuple[Payload, ...] = ()
     renames: tuple[Rename, ...] = ()
-    loads: tuple[str, ...] = ()  # libraries its kept files open by name (dlopen, LoadLibrary)
-    ignore_loads: tuple[IgnoreRule, ...] = ()  # names they mention but need not, and why
+    # libraries its kept files open by name (dlopen, LoadLibrary), and names they mention but
+    # need not: applied after the memoised stage, so kept out of the repr its key is made of
+    loads: tuple[str, ...] = field(default=(), repr=False)
+    ignore_loads: tuple[IgnoreRule, ...] = field(default=(), repr=False)
 
     def shipped_name(self, name: str) -> str:
         """The name a kept library is staged under, after the recipe's renames."""

@@ -25,7 +25,8 @@ from ortbundle.errors import BinaryError, ClosureError, ConfigError
 
 if TYPE_CHECKING:
     from ortbundle.closure import Closure
-    from ortbundle.recipes import TargetRecipe
+    from ortbundle.recipes import Recipe
+    from ortbundle.stage import StagedRuntime
     from ortbundle.targets import Target
 
 # the functions that open a library by a name the program chooses
@@ -53,6 +54,12 @@ class LoadScan:
 
     calls: tuple[str, ...]  # the loader functions it imports: dlopen, LoadLibraryExW
     names: tuple[str, ...]  # library names in its read-only data (only read when it has calls)
+
+
+@dataclass(frozen=True)
+class FileScan:
+    file: str  # staged file name
+    scan: LoadScan
 
 
 @dataclass(frozen=True)
@@ -286,29 +293,30 @@ def warning_lines(findings: Iterable[tuple[str, str, str, LoadFinding]]) -> list
     ]
 
 
-def with_runtime_loads(
-    closure: Closure,
-    *,
-    component: str,
-    recipe_file: str,
-    target: Target,
-    plan: TargetRecipe,
-    runtime_dir: Path,
-    staged: Iterable[str],
-) -> Closure:
-    """The stage's hook: scan the kept files in `runtime_dir`, add the declared loads to the
-    closure's externals (`via = "loads"`) and record the findings on it."""
+def scan_kept(closure: Closure, runtime_dir: Path, component: str) -> tuple[FileScan, ...]:
+    """The stage's hook: every kept file's scan, memoised with the pruned runtime."""
+    return tuple(
+        FileScan(
+            k.name, scan_binary(runtime_dir / k.name, k.info.format, f"{component}:{k.member}")
+        )
+        for k in closure.kept
+    )
+
+
+def with_runtime_loads(staged: StagedRuntime, recipe: Recipe, target: Target) -> StagedRuntime:
+    """The build's hook, on a fresh or a memoised runtime alike (no file is read): add the
+    declared loads to the closure's externals (`via = "loads"`) and record the findings. The
+    recipe's `loads` and `ignore_loads` are not part of the memo's key, so editing them never
+    prunes a runtime again."""
     from ortbundle.closure import ExternalNeed
 
-    scans = [
-        (k.name, scan_binary(runtime_dir / k.name, k.info.format, f"{component}:{k.member}"))
-        for k in closure.kept
-    ]
-    names = {*staged, *(k.name for k in closure.kept), *(n for pair in closure.links for n in pair)}
+    closure = staged.closure
+    plan = recipe.for_target(target.name)
+    names = {f.path.rsplit("/", 1)[-1] for f in staged.files}
     names |= {k.info.soname for k in closure.kept if k.info.soname}
     try:
         result = runtime_loads(
-            scans=scans,
+            scans=[(f.file, f.scan) for f in closure.load_scans],
             staged=names,
             loads=plan.loads,
             ignore=plan.ignore_loads,
@@ -319,17 +327,19 @@ def with_runtime_loads(
         )
     except UnresolvedLoad as exc:
         raise unresolved_error(
-            exc.names, component=component, target=target.name, file=recipe_file
+            exc.names, component=recipe.name, target=target.name, file=str(recipe.path)
         ) from None
     added = tuple(
         ExternalNeed(d.name, d.group, d.kind, d.note, d.needed_by, via="loads")
         for d in result.declared
     )
-    return dataclasses.replace(
+    externals = tuple(e for e in closure.externals if e.via != "loads") + added
+    closure = dataclasses.replace(
         closure,
-        externals=tuple(sorted(closure.externals + added, key=lambda e: (e.name, e.group))),
+        externals=tuple(sorted(externals, key=lambda e: (e.name, e.group))),
         load_findings=result.findings,
     )
+    return dataclasses.replace(staged, closure=closure)
 
 
 def refuse_undeclared(

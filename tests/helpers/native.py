@@ -109,7 +109,9 @@ def compile_pe_opener(
     the cross compiler is missing."""
     mingw = shutil.which("x86_64-w64-mingw32-gcc")
     if mingw is None:
-        pytest.skip("x86_64-w64-mingw32-gcc is not installed (Debian/Ubuntu: apt install gcc-mingw-w64-x86-64)")
+        pytest.skip(
+            "x86_64-w64-mingw32-gcc is not installed (Debian/Ubuntu: apt install gcc-mingw-w64-x86-64)"
+        )
     source = directory / f"{name}.c"
     text = _OPENER_PE % {"wide": _c_strings(wide, "L"), "narrow": _c_strings(narrow)}
     source.write_text(text, "utf-8")
