@@ -13,6 +13,7 @@ from typing import Any
 from ortbundle import __version__
 from ortbundle.archives import MemberReader, open_source
 from ortbundle.audit import AuditFailed, ChannelAudit, audit_summary, audit_targets
+from ortbundle.binaries.runtime_loads import refuse_undeclared, with_runtime_loads
 from ortbundle.binaries.soname import patchelf_version
 from ortbundle.channels import ChannelOutput, ExternalLibrary, PackageInput, ShippedFile
 from ortbundle.closure_report import raise_collected
@@ -234,6 +235,14 @@ def _stage_target(
                 if recipe.kind == "plugin-ep":
                     refuse_bundled_core(recipe, staged, target_name)
                 store_runtime(cache, key, tmp, staged)
+            staged = with_runtime_loads(staged, recipe, target)  # declared and found loads
+            if verify and staged.closure.load_findings:  # verify: a release build (strict)
+                raise refuse_undeclared(
+                    staged.closure.load_findings,
+                    component=recipe.name,
+                    target=target_name,
+                    file=str(recipe.path),
+                )
             runtimes.append((recipe, staged))
             texts.extend(stage_license_texts(recipe, target, archives, tmp, project.licenses))
         finally:

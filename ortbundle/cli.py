@@ -118,6 +118,16 @@ def run_build(
         )
         if verbose:
             _print_details(reporter, result)
+        from ortbundle.binaries.runtime_loads import warning_lines  # undeclared dlopen names
+
+        found = [
+            (t.target, s.runtime, s.directory, f)
+            for t in result.targets
+            for s in t.runtimes
+            for f in s.closure.load_findings
+        ]
+        for line in warning_lines(found):
+            reporter.line(line)
         for line in summary_lines(document):
             reporter.line(line)
         if not all(a.passed for a in result.audits):

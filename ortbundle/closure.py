@@ -14,6 +14,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from ortbundle.binaries import BinaryInfo
+from ortbundle.binaries.runtime_loads import FileScan, LoadFinding
 from ortbundle.errors import BinaryError, ClosureError, ConfigError
 from ortbundle.recipes import TargetRecipe
 from ortbundle.targets import ExternalGroup, Target
@@ -72,6 +73,7 @@ class ExternalNeed:
     version: str = ""
     install: str = ""
     sandbox: bool = True
+    via: str = "needed"  # or "loads": opened by name at run time, declared by the recipe
 
 
 class Unresolved(ClosureError):
@@ -100,6 +102,8 @@ class Closure:
     externals: tuple[ExternalNeed, ...]
     entry: str
     unused: tuple[Path, ...]  # extracted only to learn a SONAME; the stage deletes them
+    load_scans: tuple[FileScan, ...] = ()  # what each kept file can open by name (memoised)
+    load_findings: tuple[LoadFinding, ...] = ()  # kept files opening undeclared libraries
 
 
 Materialize = Callable[[Candidate], Materialized]

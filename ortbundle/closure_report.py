@@ -26,8 +26,8 @@ class ClosureProblems(ClosureError):
                 f"({manifest}) — never in ortbundle/data/ — for example (set kind, and the "
                 "channel packages):\n\n" + "\n\n".join(proposals(missing))
             )
-        elif len(self.problems) == 1:
-            fix = self.problems[0].fix
+        else:  # each distinct fix once (the same kind of problem on several targets)
+            fix = "; ".join(dict.fromkeys(p.fix for p in self.problems if p.fix)) or None
         super().__init__(
             "\n".join(lines),
             file=manifest,

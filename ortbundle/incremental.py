@@ -192,6 +192,7 @@ def _runtime_to_json(staged: StagedRuntime) -> dict[str, Any]:
             "links": [list(link) for link in closure.links],
             "dropped": [asdict(d) for d in closure.dropped],
             "externals": [asdict(e) for e in closure.externals],
+            "load_scans": [asdict(f) for f in closure.load_scans],
             "kept": [
                 {
                     "name": k.name,
@@ -210,6 +211,7 @@ def _runtime_to_json(staged: StagedRuntime) -> dict[str, Any]:
 
 def _runtime_from_json(data: dict[str, Any], runtime_dir: Path) -> StagedRuntime:
     from ortbundle.binaries import BinaryInfo, LoadSegment
+    from ortbundle.binaries.runtime_loads import FileScan, LoadScan
     from ortbundle.closure import Closure, Dropped, ExternalNeed, KeptLibrary
     from ortbundle.stage import StagedFile, StagedRuntime
 
@@ -241,6 +243,10 @@ def _runtime_from_json(data: dict[str, Any], runtime_dir: Path) -> StagedRuntime
         ),
         entry=c["entry"],
         unused=(),
+        load_scans=tuple(
+            FileScan(f["file"], LoadScan(tuple(f["scan"]["calls"]), tuple(f["scan"]["names"])))
+            for f in c["load_scans"]
+        ),
     )
     return StagedRuntime(
         runtime=data["runtime"],

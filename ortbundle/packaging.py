@@ -65,6 +65,8 @@ def package_input(
             users = tuple(f"{staged.directory}/{n}" for n in ext.needed_by)
             if ext.name in externals:
                 users = tuple(sorted({*externals[ext.name].needed_by, *users}))
+            earlier = externals.get(ext.name)
+            via = "needed" if earlier is not None and earlier.via != ext.via else ext.via
             externals[ext.name] = ExternalLibrary(
                 ext.name,
                 ext.group,
@@ -75,6 +77,7 @@ def package_input(
                 version=ext.version,
                 install=ext.install,
                 sandbox=ext.sandbox,
+                via=via,
             )
     overlay = overlays(product.externals, (s for r, _ in runtimes for s in r.externals))
     return PackageInput(

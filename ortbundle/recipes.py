@@ -8,10 +8,11 @@ up front, with the file it is in — not as a KeyError in the middle of a build.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from urllib.parse import quote
 
+from ortbundle.binaries.runtime_loads import IgnoreRule
 from ortbundle.errors import ConfigError
 from ortbundle.externals import read_externals
 from ortbundle.products import PackagingSettings as PackagingSettings
@@ -109,6 +110,10 @@ class TargetRecipe:
     licenses: tuple[LicenseRule, ...]
     payloads: tuple[Payload, ...] = ()
     renames: tuple[Rename, ...] = ()
+    # libraries its kept files open by name (dlopen, LoadLibrary), and names they mention but
+    # need not: applied after the memoised stage, so kept out of the repr its key is made of
+    loads: tuple[str, ...] = field(default=(), repr=False)
+    ignore_loads: tuple[IgnoreRule, ...] = field(default=(), repr=False)
 
     def shipped_name(self, name: str) -> str:
         """The name a kept library is staged under, after the recipe's renames."""
@@ -238,6 +243,14 @@ def _target_recipe(reader: TableReader, target: str, sources: dict[str, Source])
         renames
     ):
         raise reader._fail("each library is renamed at most once, each new name used once")
+    loads = reader.text_list("loads", required=False)
+    for name in loads:
+        if not PATH_WORD.match(name):
+            raise reader._fail(f"loads: {name!r} must be one library file name, as it is opened")
+    ignore_loads = tuple(
+        IgnoreRule(names=r.text_list("names"), reason=r.text("reason"))
+        for r in reader.subs("ignore_loads")
+    )
     return TargetRecipe(
         target=target,
         entry=reader.text("entry"),
@@ -247,6 +260,8 @@ def _target_recipe(reader: TableReader, target: str, sources: dict[str, Source])
         licenses=tuple(_license_rule(r, sources) for r in reader.subs("licenses")),
         payloads=tuple(payloads),
         renames=tuple(renames),
+        loads=loads,
+        ignore_loads=ignore_loads,
     )
 
 

@@ -19,6 +19,7 @@ from pathlib import Path
 
 from ortbundle.archives import MemberReader, ZipArchive
 from ortbundle.binaries import BinaryInfo, alignment_problem, inspect
+from ortbundle.binaries.runtime_loads import scan_kept
 from ortbundle.closure import Candidate, Closure, Materialized, prune
 from ortbundle.errors import ArchiveError, BinaryError, ConfigError
 from ortbundle.fetch.cache import pid_alive, sha256_file
@@ -136,6 +137,8 @@ def stage_runtime(
         files.append(StagedFile(f"{relative}/{link}", kept.size, kept.sha256, link_to=points_to))
     files.extend(_stage_payloads(recipe, target, archives, runtime_dir, relative, files))
     shutil.rmtree(incoming)
+    # what the kept files can open by name: read once here, memoised with the stage
+    closure = dataclasses.replace(closure, load_scans=scan_kept(closure, runtime_dir, recipe.name))
     return StagedRuntime(
         runtime=recipe.name,
         target=target.name,

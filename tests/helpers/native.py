@@ -60,3 +60,65 @@ def relink_section(path: Path, name: str, link: int) -> None:
     data = bytearray(path.read_bytes())
     struct.pack_into("<I", data, shoff + index * 64 + 40, link)
     path.write_bytes(bytes(data))
+
+
+# A library that opens others by name at run time, as an execution provider opens its vendor
+# stack: each name is a string literal in read-only data, passed to the platform's loader.
+_OPENER_ELF = r"""
+#include <dlfcn.h>
+static const char *const names[] = { %(names)s };
+void *ortbundle_open(int i) { return dlopen(names[i], RTLD_NOW | RTLD_LOCAL); }
+"""
+_OPENER_PE = r"""
+#include <windows.h>
+static const wchar_t *const wide[] = { %(wide)s };
+static const char *const narrow[] = { %(narrow)s };
+__declspec(dllexport) void *ortbundle_open(int i) {
+    return i < 0 ? (void *)LoadLibraryA(narrow[-i - 1]) : (void *)LoadLibraryExW(wide[i], 0, 0);
+}
+"""
+
+
+def _c_strings(names: tuple[str, ...], prefix: str = "") -> str:
+    return ", ".join(f'{prefix}"{n}"' for n in names) or "0"
+
+
+def compile_opener(directory: Path, name: str, opens: tuple[str, ...]) -> Path:
+    """`directory/name`: an ELF shared library for this machine (SONAME `name`) that imports
+    `dlopen` and names `opens` in .rodata. Skips when gcc is missing."""
+    gcc = shutil.which("gcc")
+    if gcc is None:
+        pytest.skip("gcc is not installed (Debian/Ubuntu: apt install gcc)")
+    source = directory / f"{name}.c"
+    source.write_text(_OPENER_ELF % {"names": _c_strings(opens)}, "utf-8")
+    library = directory / name
+    subprocess.run(
+        [gcc, "-shared", "-fPIC", "-O1", f"-Wl,-soname,{name}", "-o", str(library), str(source),
+         "-ldl"],
+        check=True, capture_output=True, timeout=120,
+    )  # fmt: skip
+    source.unlink()
+    return library
+
+
+def compile_pe_opener(
+    directory: Path, name: str, wide: tuple[str, ...], narrow: tuple[str, ...] = ()
+) -> Path:
+    """`directory/name`: a PE32+ DLL (MinGW-w64) importing LoadLibraryExW and LoadLibraryA from
+    KERNEL32.dll, with `wide` as UTF-16LE and `narrow` as ASCII strings in .rdata. Skips when
+    the cross compiler is missing."""
+    mingw = shutil.which("x86_64-w64-mingw32-gcc")
+    if mingw is None:
+        pytest.skip(
+            "x86_64-w64-mingw32-gcc is not installed (Debian/Ubuntu: apt install gcc-mingw-w64-x86-64)"
+        )
+    source = directory / f"{name}.c"
+    text = _OPENER_PE % {"wide": _c_strings(wide, "L"), "narrow": _c_strings(narrow)}
+    source.write_text(text, "utf-8")
+    library = directory / name
+    subprocess.run(
+        [mingw, "-shared", "-O1", "-s", "-o", str(library), str(source)],
+        check=True, capture_output=True, timeout=120,
+    )  # fmt: skip
+    source.unlink()
+    return library
