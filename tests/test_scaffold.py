@@ -133,6 +133,9 @@ def test_pypi_scaffold_writes_a_recipe_that_builds(
     text = result.recipe.read_text()
     assert "# guessed: the ONNX Runtime core library" in text
     assert "left out (a text of that file name is taken): onnxruntime/LICENSE" in text
+    lines = result.lines()
+    assert "    onnxruntime_pybind11_state.so: drop (Python binding)" in lines
+    assert "    libprovider.so: keep, needs libonnxruntime_shared.so" in lines
     assert set(result.kept["linux-x86_64"]) == {
         "libonnxruntime.so.1.0.0",
         "libdep.so.2",

@@ -75,10 +75,9 @@ class ScaffoldResult:
             out.append(f"  {p.target}: entry {p.entry}; roots {', '.join(p.roots)}")
             for lib in p.libraries:
                 needs = p.needs.get(lib.staged)
-                why = next((d.reason for d in p.drops if lib.staged in d.names), None)
                 state = (
-                    f"drop ({why})"
-                    if lib.staged not in p.needs
+                    f"drop ({p.dropped[lib.staged]})"
+                    if lib.staged in p.dropped
                     else f"keep, needs {', '.join(needs)}"
                     if needs
                     else "keep"

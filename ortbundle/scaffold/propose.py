@@ -56,7 +56,8 @@ class Proposal:
     drops: tuple[Drop, ...]
     licence: Licence
     libraries: tuple[Library, ...]
-    needs: dict[str, tuple[str, ...]]  # staged name → staged names of the libraries it needs
+    needs: dict[str, tuple[str, ...]]  # kept staged name → staged names of what it needs
+    dropped: dict[str, str]  # staged name → why it is dropped
     externals: tuple[tuple[str, str], ...]  # (needed name, group) the target allows
     unresolved: tuple[tuple[str, str], ...]  # (staged name, needed name) nothing provides
     candidates: tuple[Candidate, ...]  # for the closure check
@@ -230,6 +231,7 @@ def propose(
             licence=licence(archive, scratch, component),
             libraries=tuple(libraries),
             needs=needs,
+            dropped=drops,
             externals=tuple(sorted(externals)),
             unresolved=tuple(unresolved),
             candidates=candidates,

@@ -138,11 +138,7 @@ def recipe_text(
 ) -> str:
     doc = tomlkit.document()
     project = resolved.wanted.name
-    doc.add(
-        tomlkit.comment(
-            f"Scaffolded by `{command}`: {resolved.wanted.describe()} {resolved.version}."
-        )
-    )
+    doc.add(tomlkit.comment(f"Scaffolded by `{command}`: release {resolved.version}."))
     doc.add(tomlkit.comment("Comments marked 'guessed' are the scaffold's reading of the archive:"))
     doc.add(
         tomlkit.comment(
