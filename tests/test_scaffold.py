@@ -12,14 +12,15 @@ import pytest
 from ortbundle.build import build
 from ortbundle.cli import CommandFailed
 from ortbundle.errors import ConfigError, FetchError
-from ortbundle.locations import ENV_MAVEN_URL
+from ortbundle.locations import ENV_MAVEN_URL, ENV_NPM_REGISTRY
 from ortbundle.plan import BuildOptions, Project
 from ortbundle.progress import Reporter
 from ortbundle.scaffold import ScaffoldOptions, new_recipe, parse_coordinates, run_new_recipe
-from tests.helpers.android import BIONIC, K16
+from tests.helpers.android import BIONIC, K16, sha256_of
 from tests.helpers.elf import make_elf
 from tests.helpers.index_server import IndexServer
 from tests.helpers.maven_server import MavenServer
+from tests.helpers.npm_server import NpmServer, make_tarball
 from tests.helpers.project import FAST_RETRY, REPO_POLICY, linux_members, windows_members
 from tests.helpers.tarballs import make_aar
 from tests.helpers.wheels import make_wheel
@@ -219,6 +220,7 @@ def test_an_existing_recipe_is_refused_unless_forced(
 
 
 ORT = ("com.acme", "acme-ort-android")
+AAR = "Plugins/Android/acme.aar"
 
 
 def aar(version: str) -> bytes:
@@ -271,3 +273,48 @@ def test_maven_aar_scaffold_builds_android(tmp_path: Path, reporter: Reporter) -
     staged = root / "dist/phone/0.1.0/android-arm64-v8a/runtimes/acme-ort-android"
     assert (staged / "libonnxruntime.so").is_file()
     assert not (staged / "libonnxruntime4j_jni.so").exists()
+
+
+def test_npm_package_with_an_aar_inside(tmp_path: Path, reporter: Reporter) -> None:
+    """The AAR inside the tarball is pinned by its own SHA-256 and read; the build reads it."""
+    root = _root(tmp_path)
+    project = Project.at(root)
+    with NpmServer().running() as npm:
+        inner = {version: aar(version) for version in ("0.9.0", "1.0.0")}
+        for version, data in inner.items():
+            npm.add("acme-ort", version, make_tarball("acme-ort", version, {AAR: data}))
+        environ = {"HOME": str(tmp_path / "home"), ENV_NPM_REGISTRY: npm.url}
+        result = new_recipe(
+            project,
+            options(
+                tmp_path,
+                "npm:acme-ort",
+                product="phone",
+                targets=("android-x86_64",),
+                environ=environ,
+            ),
+            reporter,
+        )
+        recipe = tomllib.loads(result.recipe.read_text())
+        source = recipe["sources"]["aar"]
+        assert source["npm"] == {"package": "acme-ort", "version": "1.0.0"}
+        nested = [{"member": f"package/{AAR}", "sha256": sha256_of(inner["1.0.0"])}]
+        assert source["nested"] == nested
+        assert set(recipe["targets"]) == {"android-x86_64"}
+        build(
+            project,
+            build_options(tmp_path, "phone", environ={**environ, "SOURCE_DATE_EPOCH": "1"}),
+            reporter,
+        )
+    staged = root / "dist/phone/0.1.0/android-x86_64/runtimes/acme-ort"
+    assert (staged / "libonnxruntime.so").is_file()
+
+
+def test_an_aar_cannot_serve_a_desktop_target(tmp_path: Path) -> None:
+    with pytest.raises(CommandFailed) as failed:
+        run_new_recipe(
+            options(tmp_path, "maven:com.acme:x:1.0", targets=("linux-x86_64",)),
+            root=_root(tmp_path),
+        )
+    assert failed.value.code == 2
+    assert "an AAR serves Android targets only" in str(failed.value)

@@ -117,6 +117,14 @@ def new_recipe(project: Project, options: ScaffoldOptions, reporter: Reporter) -
         )
     for target in options.targets:
         get_target(target)
+    desktop = [t for t in options.targets if get_target(t).abi is None]
+    if wanted.kind != "pypi" and desktop:
+        raise ConfigError(
+            f"{wanted.describe()} is an Android archive: an AAR serves Android targets only, "
+            f"not {', '.join(desktop)}",
+            fix="leave out --target, or name Android targets "
+            f"({', '.join(t for t, v in all_targets().items() if v.abi)})",
+        )
     recipe_path = project.recipes / f"{name}.toml"
     product_path = project.manifests / f"{options.product}.toml" if options.product else None
     if options.product is not None and not NAME_WORD.match(options.product):
