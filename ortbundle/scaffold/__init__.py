@@ -29,7 +29,7 @@ from ortbundle.progress import Reporter
 from ortbundle.recipes import load_recipe
 from ortbundle.scaffold.propose import Proposal, materializer, propose
 from ortbundle.scaffold.render import product_text, recipe_text
-from ortbundle.scaffold.resolve import Resolved, Wanted, resolve
+from ortbundle.scaffold.resolve import Asking, Resolved, Wanted, resolve
 from ortbundle.scaffold.resolve import parse_coordinates as parse_coordinates
 from ortbundle.targets import all_targets, get_target
 from ortbundle.tomlreader import NAME_WORD
@@ -145,15 +145,8 @@ def new_recipe(project: Project, options: ScaffoldOptions, reporter: Reporter) -
     cache = Cache(options.cache_dir or default_cache_dir())
     ask = Lookups(pin_options, project.root)
     try:
-        resolved = resolve(
-            wanted,
-            options.targets,
-            ask,
-            cache,
-            reporter,
-            component=name,
-            jobs=options.jobs or os.cpu_count() or 1,
-        )
+        via = Asking(ask, cache, reporter, name, options.jobs or os.cpu_count() or 1)
+        resolved = resolve(wanted, options.targets, via)
     finally:
         ask.close()
     scratch = Path(tempfile.mkdtemp(prefix="ortbundle-scaffold-"))

@@ -18,7 +18,7 @@ from pathlib import Path
 from packaging.tags import Tag
 
 from ortbundle.archives import ZipArchive
-from ortbundle.errors import ConfigError, FetchError, IntegrityError
+from ortbundle.errors import ConfigError, FetchError
 from ortbundle.fetch.artifacts import Fetcher
 from ortbundle.fetch.cache import Cache
 from ortbundle.fetch.index import version_or_none
@@ -26,7 +26,7 @@ from ortbundle.fetch.nested import renest
 from ortbundle.pin.core import _download_new
 from ortbundle.pin.options import Lookups
 from ortbundle.pin.select import newest_release
-from ortbundle.pin.wheels import Listed, listed_files
+from ortbundle.pin.wheels import Listed, listed_files, published_sha256
 from ortbundle.progress import Reporter
 from ortbundle.recipes import (
     MavenCoordinates,
@@ -118,21 +118,23 @@ class Resolved:
     notes: tuple[str, ...]
 
 
-def resolve(
-    wanted: Wanted,
-    targets: Sequence[str],
-    ask: Lookups,
-    cache: Cache,
-    reporter: Reporter,
-    *,
-    component: str,
-    jobs: int,
-) -> Resolved:
+@dataclass(frozen=True)
+class Asking:
+    """Where one scaffold run asks and downloads, and for which recipe."""
+
+    ask: Lookups
+    cache: Cache
+    reporter: Reporter
+    component: str
+    jobs: int
+
+
+def resolve(wanted: Wanted, targets: Sequence[str], via: Asking) -> Resolved:
     """Pin every target the release publishes (of `targets`, or all) and download it."""
     targets = tuple(targets) or tuple(all_targets())
     if wanted.kind == "pypi":
-        return _pypi(wanted, targets, ask, cache, reporter, component=component, jobs=jobs)
-    return _registry(wanted, targets, ask, cache, reporter, component=component)
+        return _pypi(wanted, targets, via)
+    return _registry(wanted, targets, via)
 
 
 # --- PyPI ---------------------------------------------------------------------------------------
@@ -186,16 +188,17 @@ def wheels_for_targets(
     return chosen, note
 
 
-def _pypi(
-    wanted: Wanted,
-    targets: Sequence[str],
-    ask: Lookups,
-    cache: Cache,
-    reporter: Reporter,
-    *,
-    component: str,
-    jobs: int,
-) -> Resolved:
+def _unpublished(wanted: Wanted, versions: Sequence[str], via: Asking) -> FetchError:
+    return FetchError(
+        f"{wanted.name} {wanted.version} is not published "
+        f"(versions listed: {', '.join(versions[-12:])})",
+        component=via.component,
+        fix="pick a listed version, or leave the version out for the newest",
+    )
+
+
+def _pypi(wanted: Wanted, targets: Sequence[str], via: Asking) -> Resolved:
+    ask, component = via.ask, via.component
     files = listed_files(ask, wanted.name)
     if not files:
         raise FetchError(
@@ -214,12 +217,7 @@ def _pypi(
             f for f in files if f.version == version
         ]
         if not at:
-            listed = ", ".join(str(v) for v in sorted({f.version for f in files})[-12:])
-            raise FetchError(
-                f"{wanted.name} {wanted.version} is not published (versions listed: {listed})",
-                component=component,
-                fix="pick a listed version, or leave the version out for the newest",
-            )
+            raise _unpublished(wanted, [str(v) for v in sorted({f.version for f in files})], via)
         chosen, note = wheels_for_targets(at, targets)
     else:
         chosen, note = {}, ""
@@ -246,18 +244,11 @@ def _pypi(
         notes.append(note)
     sources = []
     for target, wheel in sorted(chosen.items()):
-        if wheel.sha256 is None:
-            raise IntegrityError(
-                f"the index publishes no sha256 for {wheel.filename}; the scaffold does not "
-                "pin a download it cannot check",
-                component=component,
-                file=wheel.filename,
-                fix="use an index that publishes digests (PEP 503 #sha256= or PEP 691 hashes)",
-            )
+        sha256 = published_sha256(wheel, component, "the scaffold")
         origin = PypiCoordinates(wanted.name, str(version), wheel.filename)
-        sources.append((target, Source(target, origin, wheel.sha256, wheel.size)))
-    fetcher = Fetcher(cache, reporter, registries=ask.registries)
-    got = fetcher.fetch_all(((component, s) for _, s in sources), jobs=max(1, jobs))
+        sources.append((target, Source(target, origin, sha256, wheel.size)))
+    fetcher = Fetcher(via.cache, via.reporter, registries=ask.registries)
+    got = fetcher.fetch_all(((component, s) for _, s in sources), jobs=max(1, via.jobs))
     pinned = tuple(
         Pinned(
             Source(s.id, s.origin, s.sha256, got[s.sha256].size),
@@ -272,15 +263,8 @@ def _pypi(
 # --- Maven and npm ------------------------------------------------------------------------------
 
 
-def _registry(
-    wanted: Wanted,
-    targets: Sequence[str],
-    ask: Lookups,
-    cache: Cache,
-    reporter: Reporter,
-    *,
-    component: str,
-) -> Resolved:
+def _registry(wanted: Wanted, targets: Sequence[str], via: Asking) -> Resolved:
+    ask, cache, component = via.ask, via.cache, via.component
     registry = ask.registry(wanted.kind)
     published = registry.versions(wanted.name)
     if published is None or not published.versions:
@@ -294,12 +278,7 @@ def _registry(
     notes: list[str] = []
     if wanted.version is not None:
         if wanted.version not in published.versions:
-            listed = ", ".join(published.versions[-12:])
-            raise FetchError(
-                f"{wanted.name} {wanted.version} is not published (versions listed: {listed})",
-                component=component,
-                fix="pick a listed version, or leave the version out for the newest",
-            )
+            raise _unpublished(wanted, published.versions, via)
         version = wanted.version
     else:
         newest, skipped = newest_release(registry, published.versions, [], {})
@@ -318,7 +297,7 @@ def _registry(
     else:
         origin = NpmCoordinates(wanted.name, version)
     placeholder = Source("aar", origin, "")
-    sha256 = _download_new(placeholder, origin, cache, reporter, ask)
+    sha256 = _download_new(placeholder, origin, cache, via.reporter, ask)
     entry = cache.get(sha256)
     assert entry is not None  # _download_new just adopted it
     nested: tuple[NestedMember, ...] = ()
