@@ -54,7 +54,8 @@ def index(tmp_path: Path) -> Iterator[IndexServer]:
     pure-Python wheel) and 3.0.0rc1: the scaffold takes 2.0.0."""
     where = tmp_path / "wheels"
     with IndexServer().running() as server:
-        linux = {**linux_members(), DIST_INFO_LICENSE: MIT}
+        script = b"INPUT(-lbroken)\n"  # a linker script named like a library
+        linux = {**linux_members(), DIST_INFO_LICENSE: MIT, "onnxruntime/capi/libbroken.so": script}
         windows = {**windows_members(), DIST_INFO_LICENSE: MIT}
         publish(server, where, "1.0.0", linux, "cp311-cp311-manylinux_2_28_x86_64")
         publish(server, where, "2.0.0", linux, "cp311-cp311-manylinux_2_28_x86_64")
@@ -122,7 +123,10 @@ def test_pypi_scaffold_writes_a_recipe_that_builds(
     assert linux["entry"] == "libonnxruntime.so.*.*.*"
     # nothing in the archive needs these; libdep and libonnxruntime_shared are needed
     assert linux["roots"] == ["libonnxruntime.so.*", "libprovider.so", "libunused.so"]
-    assert linux["drop"] == [{"names": ["onnxruntime_pybind11_state*"], "reason": "Python binding"}]
+    drops = {tuple(d["names"]): d["reason"] for d in linux["drop"]}
+    assert drops.pop(("onnxruntime_pybind11_state*",)) == "Python binding"
+    assert drops.pop(("libbroken.so",)).startswith("not a native library (")
+    assert drops == {}
     assert linux["licenses"][0]["expression"] == "MIT"  # read from the dist-info licence text
     # both texts are named LICENSE and would land on one path: the PEP 639 one is taken
     assert linux["licenses"][0]["texts"] == [

@@ -66,7 +66,7 @@ class Proposal:
 
 _ELF_LIB = ("*.so", "*.so.*")
 _PE_LIB = ("*.dll", "*.pyd")
-_PYTHON = re.compile(r"(\.pyd$|pybind|\.cpython-|\.abi3\.so$|^_)")
+_PYTHON = re.compile(r"(\.pyd$|pybind|\.cpython-|\.abi3\.so$)")
 _PYTHON_NEEDS = re.compile(r"^(libpython[0-9.]*\.so|python3[0-9]*\.dll)", re.IGNORECASE)
 _JAVA = re.compile(r"(_jni|4j)", re.IGNORECASE)
 _TEST = re.compile(r"(^|[_.-])tests?([_.-]|$)|^test", re.IGNORECASE)
@@ -147,27 +147,27 @@ def propose(
     target: Target, source: str, archive: ZipArchive, scratch: Path, *, component: str
 ) -> tuple[Proposal | None, tuple[str, ...]]:
     """One target's proposal (None when the archive holds no library for it) and notes."""
-    notes: list[str] = []
     library_members = sorted(m for m in archive.members if _is_library(m, target))
     by_sha: dict[str, list[tuple[str, Path, int]]] = {}
     for number, member in enumerate(library_members):
         got = archive.extract(member, scratch / f"{number}-{PurePosixPath(member).name}")
         by_sha.setdefault(got.sha256, []).append((member, got.path, got.size))
     libraries: list[Library] = []
+    unreadable: dict[str, str] = {}  # file name → why the build must not open it
     for sha256, found in sorted(by_sha.items()):
         members = tuple(m for m, _, _ in found)
+        names = tuple(sorted({PurePosixPath(m).name for m in members}))
         try:
             info = inspect(found[0][1], name=f"{source}:{members[0]}")
         except BinaryError as exc:
-            notes.append(f"{target.name}: {members[0]} left out: {exc.message}")
+            unreadable.update((n, f"not a native library ({exc.message})") for n in names)
             continue
-        names = tuple(sorted({PurePosixPath(m).name for m in members}))
         staged = (
             info.soname if info.soname in names else sorted(names, key=lambda n: (-len(n), n))[0]
         )
         libraries.append(Library(names, members, staged, found[0][2], sha256, found[0][1], info))
     if not libraries:
-        return None, tuple(notes)
+        return None, _left_out(target, unreadable)
     key = target.key
     by_name = {key(n): lib for lib in libraries for n in (*lib.names, lib.info.soname or "") if n}
     drops: dict[str, str] = {
@@ -213,7 +213,9 @@ def propose(
         )
         entry_why = "guessed: no library is named onnxruntime; took the one most others need"
     providers = _providers(kept)
-    drop_rules = _drop_rules(drops, target)
+    drop_rules = _drop_rules(
+        {n: r for lib in libraries if (r := drops.get(lib.staged)) for n in lib.names} | unreadable
+    )
     candidates = tuple(
         Candidate(source, m, PurePosixPath(m).name, lib.size, lib.sha256)
         for lib in libraries
@@ -237,8 +239,12 @@ def propose(
             candidates=candidates,
             providers=providers,
         ),
-        tuple(notes),
+        _left_out(target, unreadable),
     )
+
+
+def _left_out(target: Target, unreadable: dict[str, str]) -> tuple[str, ...]:
+    return tuple(f"{target.name}: {n} dropped: {r}" for n, r in sorted(unreadable.items()))
 
 
 def materializer(proposal: Proposal) -> Callable[[Candidate], Materialized]:
@@ -261,8 +267,9 @@ def _reach(start: set[str], needs: dict[str, tuple[str, ...]]) -> set[str]:
     return seen
 
 
-def _drop_rules(drops: dict[str, str], target: Target) -> tuple[Drop, ...]:
-    """One rule per reason; a Python binding's names by its glob."""
+def _drop_rules(drops: dict[str, str]) -> tuple[Drop, ...]:
+    """One rule per reason over every name of a dropped library; a Python binding's names by
+    its glob."""
     by_reason: dict[str, list[str]] = {}
     for name, reason in sorted(drops.items()):
         if reason == "Python binding" and name.endswith(".pyd"):
