@@ -322,3 +322,15 @@ def test_an_aar_cannot_serve_a_desktop_target(tmp_path: Path) -> None:
         )
     assert failed.value.code == 2
     assert "an AAR serves Android targets only" in str(failed.value)
+
+
+def test_a_target_the_release_does_not_publish_is_named(
+    tmp_path: Path, index: IndexServer, reporter: Reporter
+) -> None:
+    result = new_recipe(
+        Project.at(_root(tmp_path)),
+        options(tmp_path, PROJECT, index_url=index.url, targets=("windows-arm64", "linux-x86_64")),
+        reporter,
+    )
+    assert "windows-arm64: acme-inference 2.0.0 publishes nothing for it" in result.notes
+    assert set(tomllib.loads(result.recipe.read_text())["targets"]) == {"linux-x86_64"}

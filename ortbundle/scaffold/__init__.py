@@ -19,7 +19,7 @@ from pathlib import Path
 
 from ortbundle.archives import ZipArchive
 from ortbundle.closure import prune
-from ortbundle.errors import ConfigError, OrtbundleError
+from ortbundle.errors import ClosureError, ConfigError, OrtbundleError
 from ortbundle.fetch.cache import Cache, default_cache_dir
 from ortbundle.fetch.policy import RetryPolicy
 from ortbundle.fsio import atomic_write
@@ -34,7 +34,8 @@ from ortbundle.scaffold.resolve import parse_coordinates as parse_coordinates
 from ortbundle.targets import all_targets, get_target
 from ortbundle.tomlreader import NAME_WORD
 
-EXIT_NEEDS_CHOICE = 8  # the recipe is written, but an external is the user's choice (closure)
+# the recipe is written, but a library nothing provides is the user's choice: the closure's code
+EXIT_NEEDS_CHOICE = ClosureError.exit_code
 
 
 @dataclass(frozen=True)
@@ -183,6 +184,12 @@ def _read_check_write(
                     notes.append(f"{target}: {label} holds no library for it; left out")
                 else:
                     proposals.append(proposal)
+    served = {p.target for p in proposals}
+    notes += [
+        f"{t}: {resolved.wanted.name} {resolved.version} publishes nothing for it"
+        for t in options.targets
+        if t not in served
+    ]
     if not proposals:
         raise ConfigError(
             f"{resolved.wanted.describe()} {resolved.version}: no archive holds a native library "
@@ -247,7 +254,8 @@ def _only_used(resolved: Resolved, proposals: Sequence[Proposal]) -> Resolved:
 
 def run_new_recipe(options: ScaffoldOptions, *, root: Path | None = None) -> None:
     """The task: print what was found and written; exit codes as ortbundle/errors.py, and
-    EXIT_NEEDS_CHOICE (8) when the recipe is written but a choice is left to the user."""
+    EXIT_NEEDS_CHOICE (8, as an unresolved library in a build) when the recipe is written but a
+    choice is left to the user."""
     from ortbundle.cli import ROOT, CommandFailed, _guard
 
     project = Project.at(root or ROOT)
