@@ -140,11 +140,8 @@ def recipe_text(
     project = resolved.wanted.name
     doc.add(tomlkit.comment(f"Scaffolded by `{command}`: release {resolved.version}."))
     doc.add(tomlkit.comment("Comments marked 'guessed' are the scaffold's reading of the archive:"))
-    doc.add(
-        tomlkit.comment(
-            "check each, then `invoke build -p <product>` (README: Packaging your own)."
-        )
-    )
+    doc.add(tomlkit.comment("check each, then `invoke build -p <product>` (README: Packaging"))
+    doc.add(tomlkit.comment("your own application)."))
     for note in resolved.notes:
         doc.add(tomlkit.comment(note))
     doc.add(tomlkit.nl())
