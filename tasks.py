@@ -461,3 +461,45 @@ def smoke(
         )
     except CommandFailed as exc:
         raise Exit(str(exc), code=exc.code) from None
+
+
+@task(
+    iterable=["target"],
+    help={
+        "coordinates": "pypi:PROJECT[==VERSION] (or just PROJECT), maven:GROUP:ARTIFACT[:VERSION] "
+        "(an AAR) or npm:PACKAGE[@VERSION]",
+        "version": "the release (default: the newest final one)",
+        "name": "the recipe's name (default: from the coordinates)",
+        "product": "also write manifests/PRODUCT.toml, a minimal product that ships it",
+        "target": "only this target (repeatable; default: every target the release publishes)",
+        "force": "replace an existing recipe (and product)",
+        "index-url": "Python package index (default: pip's configuration)",
+    },
+)
+def new_recipe(
+    c: Context,
+    coordinates: str,
+    version: str | None = None,
+    name: str | None = None,
+    product: str | None = None,
+    target: list[str] | None = None,
+    force: bool = False,
+    index_url: str | None = None,
+) -> None:
+    """Scaffold recipes/<name>.toml from a wheel, an AAR or an npm package: pins, roots, drops,
+    licence texts; exit 8 when it is written but a choice is left to you."""
+    from ortbundle.scaffold import ScaffoldOptions, run_new_recipe
+
+    options = ScaffoldOptions(
+        coordinates,
+        version=version,
+        name=name,
+        product=product,
+        targets=tuple(target or ()),
+        force=force,
+        index_url=index_url,
+    )
+    try:
+        run_new_recipe(options)
+    except CommandFailed as exc:
+        raise Exit(str(exc), code=exc.code) from None

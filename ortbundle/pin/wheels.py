@@ -186,6 +186,19 @@ def tags_note(old: str, new: Listed) -> str | None:
     )
 
 
+def published_sha256(found: Listed, component: str, who: str = "pin") -> str:
+    """The digest the index publishes for a wheel: nothing is pinned that it cannot check."""
+    if found.sha256 is None:
+        raise IntegrityError(
+            f"the index publishes no sha256 for {found.filename}; {who} does not trust a "
+            "download it cannot check",
+            component=component,
+            file=found.filename,
+            fix="use an index that publishes digests (PEP 503 #sha256= or PEP 691 hashes)",
+        )
+    return found.sha256
+
+
 @dataclass(frozen=True)
 class Chosen:
     """The file a source moves to, with the digest the index publishes for it."""
@@ -227,16 +240,9 @@ def choose_wheels(
             raise no_file(s, str(version), files[s.id], component)
         if found.yanked:
             notes.append(f"{found.filename} is yanked; pinned because --version names it")
-        if found.sha256 is None:
-            raise IntegrityError(
-                f"the index publishes no sha256 for {found.filename}; pin does not trust a "
-                "download it cannot check",
-                component=component,
-                file=found.filename,
-                fix="use an index that publishes digests (PEP 503 #sha256= or PEP 691 hashes)",
-            )
+        sha256 = published_sha256(found, component)
         old = version_or_none(s.pypi.version)
         if old is not None and old > version:
             notes.append(f"{s.id}: a downgrade from {s.pypi.version}")
-        chosen.append((s, Chosen(found.filename, found.sha256, found.size, found)))
+        chosen.append((s, Chosen(found.filename, sha256, found.size, found)))
     return str(version), chosen, tuple(notes)

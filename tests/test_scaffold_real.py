@@ -1,0 +1,54 @@
+"""The scaffold on a real wheel: `onnxruntime` (CPU) at the version recipes/stock.toml pins,
+through pip's configured index and the shared download cache, for linux-x86_64 only; the recipe
+it writes builds in a project outside the repository."""
+
+from __future__ import annotations
+
+import tomllib
+from pathlib import Path
+
+import pytest
+
+from ortbundle.build import build
+from ortbundle.plan import BuildOptions, Project
+from ortbundle.progress import plain_reporter
+from ortbundle.scaffold import ScaffoldOptions, new_recipe
+from tests.helpers.project import REPO_POLICY
+from tests.helpers.real import ROOT
+
+pytestmark = pytest.mark.real
+
+
+def test_scaffold_on_the_real_onnxruntime_wheel_builds(tmp_path: Path) -> None:
+    stock = tomllib.loads((ROOT / "recipes/stock.toml").read_text("utf-8"))
+    version = stock["component"]["version"]
+    root = tmp_path / "app"
+    (root / "licenses").mkdir(parents=True)
+    (root / "licenses/policy.toml").write_text(REPO_POLICY.read_text("utf-8"))
+    project = Project.at(root)
+    reporter = plain_reporter()
+    result = new_recipe(
+        project,
+        ScaffoldOptions(f"pypi:onnxruntime=={version}", product="myapp", targets=("linux-x86_64",)),
+        reporter,
+    )
+    assert result.choices == ()
+    recipe = tomllib.loads(result.recipe.read_text("utf-8"))
+    linux = recipe["targets"]["linux-x86_64"]
+    assert linux["entry"] == "libonnxruntime.so.*.*.*"
+    assert linux["roots"] == ["libonnxruntime.so.*", "libonnxruntime_providers_shared.so"]
+    assert linux["drop"] == [{"names": ["onnxruntime_pybind11_state*"], "reason": "Python binding"}]
+    assert linux["licenses"][0]["expression"] == "MIT"
+    assert {t["member"] for t in linux["licenses"][0]["texts"]} >= {
+        "onnxruntime/LICENSE",
+        "onnxruntime/ThirdPartyNotices.txt",
+    }
+
+    built = build(project, BuildOptions(product="myapp"), reporter)
+    staged = root / "dist/myapp/0.1.0/linux-x86_64/runtimes/onnxruntime"
+    assert sorted(p.name for p in staged.iterdir()) == [
+        "libonnxruntime.so.1",
+        f"libonnxruntime.so.{version}",
+        "libonnxruntime_providers_shared.so",
+    ]
+    assert [t.target for t in built.targets] == ["linux-x86_64"]
