@@ -14,6 +14,7 @@ from invoke.tasks import Task
 from invoke.tasks import task as invoke_task
 
 from ortbundle.cli import (
+    USAGE_EXIT,
     CommandFailed,
     run_audit,
     run_build,
@@ -44,6 +45,7 @@ SHORT_FLAGS: dict[str, str] = {
     "verbose": "v",
     "version": "V",
     "source": "s",
+    "coordinates": "s",
     "force": "f",
     "manifest": "m",
     "fast": "F",
@@ -478,7 +480,7 @@ def smoke(
 )
 def new_recipe(
     c: Context,
-    coordinates: str,
+    coordinates: str = "",
     version: str | None = None,
     name: str | None = None,
     product: str | None = None,
@@ -490,6 +492,12 @@ def new_recipe(
     licence texts; exit 8 when it is written but a choice is left to you."""
     from ortbundle.scaffold import ScaffoldOptions, run_new_recipe
 
+    if not coordinates:  # an option, not a positional: `new-recipe --help` must stay help
+        raise Exit(
+            "ortbundle: usage error: name what to scaffold (-s pypi:PROJECT[==V], "
+            "maven:GROUP:ARTIFACT[:V] or npm:PACKAGE[@V])",
+            code=USAGE_EXIT,
+        )
     options = ScaffoldOptions(
         coordinates,
         version=version,
