@@ -67,6 +67,8 @@ class ExternalNeed:
     kind: str
     note: str
     needed_by: tuple[str, ...]
+    optional: bool = False  # the group's contract fields (CONTRACT §1), for runtimes.json
+    install: str = ""
 
 
 @dataclass(frozen=True)
@@ -306,7 +308,7 @@ def prune(
         links=tuple(sorted(links)),
         dropped=tuple(sorted(dropped, key=lambda d: (d.source, d.member))),
         externals=tuple(
-            ExternalNeed(name, group, kind, _note(target, group), tuple(sorted(set(by))))
+            _need(target, name, group, kind, tuple(sorted(set(by))))
             for name, group, kind, by in sorted(externals.values())
         ),
         entry=entries[0],
@@ -314,5 +316,8 @@ def prune(
     )
 
 
-def _note(target: Target, group: str) -> str:
-    return next((g.note for g in target.externals if g.group == group), "")
+def _need(target: Target, name: str, group: str, kind: str, by: tuple[str, ...]) -> ExternalNeed:
+    found = next((g for g in target.externals if g.group == group), None)
+    if found is None:
+        return ExternalNeed(name, group, kind, "", by)
+    return ExternalNeed(name, group, kind, found.note, by, found.optional, found.install)

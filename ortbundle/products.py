@@ -77,6 +77,7 @@ class Product:
     path: Path
     digest: str
     system: SystemSpec = SystemSpec()
+    addon_of: str = ""  # the main product whose loader ranks this add-on's runtimes (CONTRACT §5)
 
     def runtimes_for(self, target: str) -> tuple[str, ...]:
         return tuple(r for r in self.runtimes if target in self.runtime_targets[r])
@@ -140,6 +141,7 @@ def load_product(path: Path) -> Product:
         path=path,
         digest=digest,
         system=_system(TableReader(path, "system", top.table.get("system", {}))),
+        addon_of=product.opt_text("addon_of") or "",
     )
 
 

@@ -28,9 +28,13 @@ class ExternalGroup:
     """Libraries a kept file may need that the user's system provides."""
 
     group: str
-    kind: str  # system | toolchain | redist | driver
+    kind: str  # system | toolchain | redist | driver | toolkit
     names: tuple[str, ...]
     note: str = ""
+    optional: bool = False  # True: the runtime works without it (a rung/feature is lost)
+    version: str = ""  # a constraint where it matters, e.g. ">=13.0" ("" = any)
+    install: str = ""  # one sentence telling the user what to install
+    sandbox: bool = True  # False: a Flatpak sandbox cannot provide it
 
 
 @dataclass(frozen=True)
@@ -71,6 +75,10 @@ def _parse_target(name: str, raw: dict[str, Any]) -> Target:
                 kind=str(entry["kind"]),
                 names=tuple(str(n) for n in entry["names"]),
                 note=str(entry.get("note", "")),
+                optional=bool(entry.get("optional", False)),
+                version=str(entry.get("version", "")),
+                install=str(entry.get("install", "")),
+                sandbox=bool(entry.get("sandbox", True)),
             )
             for entry in raw.get("externals", [])
         )

@@ -47,6 +47,11 @@ class ExternalLibrary:
     kind: str  # system | toolchain | redist | driver
     note: str
     needed_by: tuple[str, ...]  # staged paths
+    optional: bool = False  # True: the runtime still works without it (a rung is lost)
+    version: str = ""  # a constraint where it matters, e.g. ">=13.0" ("" = any)
+    install: str = ""  # one sentence telling the user what to install
+    sandbox: bool = True  # False: a Flatpak sandbox cannot provide it
+    via: str = "needed"  # "needed" (DT_NEEDED / import table) or "loads" (dlopen / LoadLibrary)
 
 
 @dataclass(frozen=True)
