@@ -109,6 +109,10 @@ def run_build(options: BuildOptions, *, root: Path = ROOT, dist: Path | None = N
         runtimes = [(t.target, [(s.runtime, s) for s in t.runtimes]) for t in result.targets]
         for line in summary_lines(result.plan.product.system, runtimes):
             reporter.line(line)
+        from ortbundle.reachable import warning_lines  # a runtime no machine would get
+
+        for line in warning_lines([t.stage for t in result.targets]):
+            reporter.line(line)
         for package in result.packages:  # what a packager must know (sizes, tools, next steps)
             for note in package.notes:
                 reporter.line(f"{package.channel}: {note}")

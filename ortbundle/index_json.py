@@ -31,11 +31,14 @@ FRAGMENTS_DIR = "runtimes.d"
 # zlib, which a minimal system may lack); on Windows and Android the operating system's own
 # libraries (kernel32, API sets, bionic), which are not even files a search would find. Listed:
 # everything else — the VC++ redistributable, drivers (optional ones marked so), vendor toolkits.
-_BASE_SYSTEM = {
-    "linux": lambda group, name: group == "glibc" or name in ("libstdc++.so.6", "libgcc_s.so.1"),
-    "windows": lambda group, name: group == "windows",
-    "android": lambda group, name: group == "bionic",
-}
+_BASE_GROUPS = {"linux": "glibc", "windows": "windows", "android": "bionic"}
+_BASE_LINUX = frozenset({"libstdc++.so.6", "libgcc_s.so.1"})
+
+
+def _base_system(os: str, group: str, name: str) -> bool:
+    return group == _BASE_GROUPS.get(os) or (os == "linux" and name in _BASE_LINUX)
+
+
 GENERIC_GPU_PROVIDERS = frozenset({"WebGpuExecutionProvider", "DmlExecutionProvider"})
 # The copy an APK carries (assets/ortbundle/<abi>/runtimes.json) says so, and leaves out what
 # only a desktop loader reads: the override variable (Android's is a system property) and each
@@ -65,12 +68,12 @@ def requires_entries(
 
     A plugin EP is an optional accelerator: what only it needs is listed as optional, so its
     absence is reported and never costs the core runtime. Kinds `system`/`toolchain` of the base
-    system are left out (see _BASE_SYSTEM)."""
-    base = _BASE_SYSTEM.get(get_target(target).os, lambda group, name: False)
+    system are left out (see _base_system)."""
+    system = get_target(target).os
     found: dict[str, dict[str, Any]] = {}
     for owner, optional_owner in [(staged, False), *((p, True) for p in plugins)]:
         for ext in owner.closure.externals:
-            if ext.kind in ("system", "toolchain") and base(ext.group, ext.name):
+            if ext.kind in ("system", "toolchain") and _base_system(system, ext.group, ext.name):
                 continue
             optional = ext.optional or optional_owner
             if ext.name in found and (optional or not found[ext.name]["optional"]):

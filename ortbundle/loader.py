@@ -415,9 +415,9 @@ def system_libraries(
     machine = _machine(target)
     if windows:
         system_root = env.get("SystemRoot") or env.get("windir") or r"C:\Windows"
-        path = [p for p in env.get("PATH", "").split(";") if p]
+        search = [p for p in env.get("PATH", "").split(";") if p]
         return Libraries(
-            True, machine, after=(str(Path(system_root) / "System32"), system_root, *path)
+            True, machine, after=(str(Path(system_root) / "System32"), system_root, *search)
         )
     cache: list[tuple[str, str]] = []
     for name in ("etc/ld.so.cache",):
@@ -426,9 +426,9 @@ def system_libraries(
         except OSError:
             continue
         arch = _CACHE_ARCH.get(machine)
-        for entry, flags, path in read_ld_cache(data):
+        for entry, flags, where in read_ld_cache(data):
             if arch is None or flags & 0xFF00 == arch:
-                cache.append((entry, _rooted(root, path)))
+                cache.append((entry, _rooted(root, where)))
     triplet = _TRIPLET.get(machine, "")
     defaults = [f"lib/{triplet}", f"usr/lib/{triplet}"] if triplet else []
     defaults += ["lib64", "usr/lib64", "lib", "usr/lib"]
@@ -860,7 +860,8 @@ def open_best(
 ) -> tuple[Decision, str]:
     """Open the chosen runtime and trust what it reports over the index: one that cannot be
     loaded is skipped, and one whose GPU providers GetAvailableProviders() does not list is
-    ranked again as the CPU runtime it really is — either way the next best is opened."""
+    ranked again, as the CPU runtime it really is and after all the others — either way the
+    next best is opened (the one demoted only when nothing else runs here)."""
     skip: dict[str, str] = {}
     demoted: dict[str, dict[str, Any]] = {}
     while True:
@@ -884,9 +885,11 @@ def open_best(
                 "fits": {"gpu_vendors": [], "any_gpu": False, "soc_families": []},
                 "providers": offered,
                 "demoted": f"{lacking} not available (GetAvailableProviders: "
-                f"{', '.join(offered) or 'none'}): ranked as CPU",
+                f"{', '.join(offered) or 'none'}): ranked last, as CPU",
             }
-        ranked = {**index, "runtimes": [demoted.get(r["name"], r) for r in index["runtimes"]]}
+        # a demoted runtime is the last resort: the next runtime gets the machine first
+        kept = [r for r in index["runtimes"] if r["name"] not in demoted]
+        ranked = {**index, "runtimes": [*kept, *demoted.values()]}
         decision = choose(ranked, hardware, stage=stage, env=env, libraries=libraries, skip=skip)
     decision.candidates = _noted(decision.candidates, demoted)
     return decision, version
