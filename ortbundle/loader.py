@@ -631,8 +631,12 @@ def choose(
         if points >= ceiling:
             break  # a perfect fit ends the search
     if best is None and skipped:
-        what = "this system is too old for every runtime" if all_old else "no runtime can run here"
-        raise LoaderError(f"{what} of the package: " + "; ".join(skipped))
+        what = (
+            "this system is too old for every runtime of the package"
+            if all_old
+            else "no runtime of the package can run here"
+        )
+        raise LoaderError(f"{what}: " + "; ".join(skipped))
     if best is None:
         raise LoaderError("runtimes.json lists no runtime")
     best.candidates = candidates
