@@ -209,8 +209,10 @@ def write_stage(stage: Path, idx: dict[str, Any]) -> Path:
     stage.mkdir(parents=True, exist_ok=True)
     (stage / INDEX_NAME).write_text(json.dumps(idx))
     for rt in idx["runtimes"]:
-        (stage / rt["directory"]).mkdir(parents=True, exist_ok=True)
-        (stage / rt["directory"] / rt["entry"]).write_bytes(b"core")
+        entry = stage / rt["directory"] / rt["entry"]
+        if not entry.exists():
+            entry.parent.mkdir(parents=True, exist_ok=True)
+            entry.write_bytes(b"core")
     return stage
 
 
@@ -588,3 +590,104 @@ def test_the_build_warns_from_the_index_it_wrote(tmp_path: Path) -> None:
         [(_recipe("cpu", ()), cpu), (_recipe("cuda", ("nvidia",)), cuda)],
     )
     assert warning_lines([stage]) == []
+
+
+# --- --open trusts GetAvailableProviders over the index -----------------------------------------
+
+FAKE_CORE = r"""
+#include <stddef.h>
+static char *providers[] = { PROVIDERS };
+static int released = 0;
+static void *GetAvailableProviders(char ***out, int *count) {
+  *out = providers; *count = (int)(sizeof providers / sizeof *providers); return NULL;
+}
+static void *ReleaseAvailableProviders(char **list, int count) {
+  (void)list; (void)count; released++; return NULL;
+}
+static void *table[425];
+static const void *GetApi(unsigned version) {
+  if (version > 27) return NULL;
+  table[125] = (void *)GetAvailableProviders; table[126] = (void *)ReleaseAvailableProviders;
+  return table;
+}
+static const char *GetVersionString(void) { return "1.27.0"; }
+static struct { const void *(*GetApi)(unsigned); const char *(*GetVersionString)(void); } base =
+  { GetApi, GetVersionString };
+const void *OrtGetApiBase(void) { return &base; }
+"""
+
+
+def fake_core(path: Path, *providers: str) -> None:
+    """An ORT core whose GetAvailableProviders() lists `providers` (OrtApi indices 125/126)."""
+    gcc = shutil.which("gcc")
+    if gcc is None:
+        pytest.skip("gcc is not installed (Debian: apt-get install gcc)")
+    path.parent.mkdir(parents=True, exist_ok=True)
+    source = path.with_suffix(".c")
+    source.write_text(FAKE_CORE)
+    listed = ", ".join(f'"{p}"' for p in providers)
+    subprocess.run(
+        [gcc, "-shared", "-fPIC", "-O1", f"-DPROVIDERS={listed}", "-o", str(path), str(source)],
+        check=True,
+    )
+    source.unlink()
+
+
+def open_json(stage: Path, root: Path) -> dict[str, Any]:
+    """runtime_loader.py --open --json in a fresh process (a core, once loaded, stays)."""
+    shutil.copyfile(str(resources.files("ortbundle").joinpath("loader.py")), stage / LOADER_NAME)
+    out = subprocess.run(
+        [sys.executable, "-I", str(stage / LOADER_NAME), "--root", str(root), "--open", "--json"],
+        capture_output=True,
+        text=True,
+        check=True,
+    ).stdout
+    decision: dict[str, Any] = json.loads(out)
+    return decision
+
+
+OPEN_CUDA = runtime(
+    "cuda",
+    ["nvidia"],
+    ort_version="1.27.0",
+    providers=["CUDAExecutionProvider", "CPUExecutionProvider"],
+)
+OPEN_CPU = runtime("cpu", [], ort_version="1.27.0", providers=["CPUExecutionProvider"])
+
+
+@pytest.mark.tools
+def test_open_falls_through_when_the_gpu_provider_is_not_available(tmp_path: Path) -> None:
+    root = nvidia_machine(tmp_path / "root")
+    stage = write_stage(tmp_path / "stage", index(OPEN_CUDA, OPEN_CPU))
+    fake_core(stage / "runtimes/cpu/libonnxruntime.so.1", "CPUExecutionProvider")
+    fake_core(
+        stage / "runtimes/cuda/libonnxruntime.so.1", "CUDAExecutionProvider", "CPUExecutionProvider"
+    )
+    assert open_json(stage, root)["runtime"] == "cuda", "its CUDA provider is there"
+    # a CUDA build whose CUDA EP is not available (the index says it is)
+    fake_core(stage / "runtimes/cuda/libonnxruntime.so.1", "CPUExecutionProvider")
+    decision = open_json(stage, root)
+    assert (decision["runtime"], decision["why"], decision["loaded_version"]) == (
+        "cpu",
+        "CPU",
+        "1.27.0",
+    )
+    (cuda,) = [c for c in decision["candidates"] if c["name"] == "cuda"]
+    assert cuda["notes"] == [
+        "CUDAExecutionProvider not available (GetAvailableProviders: CPUExecutionProvider): "
+        "ranked last, as CPU"
+    ]
+    # alone, it is still the CPU runtime it really is
+    write_stage(stage, index(OPEN_CUDA))
+    alone = open_json(stage, root)
+    assert (alone["runtime"], alone["line"]) == ("cuda", "CPU · CUDA 1.27.0 · runtimes/cuda")
+
+
+@pytest.mark.tools
+def test_open_skips_a_runtime_that_does_not_load(tmp_path: Path) -> None:
+    root = nvidia_machine(tmp_path / "root")
+    stage = write_stage(tmp_path / "stage", index(OPEN_CUDA, OPEN_CPU))
+    fake_core(stage / "runtimes/cpu/libonnxruntime.so.1", "CPUExecutionProvider")
+    decision = open_json(stage, root)  # runtimes/cuda's "library" is 4 bytes of text
+    assert decision["runtime"] == "cpu"
+    assert decision["candidates"][0]["why"].startswith("cannot load ")
