@@ -624,7 +624,7 @@ def choose(
             candidates.append(Candidate(runtime["name"], runtime["directory"], 0, reason))
             continue
         points, why = score(runtime, hardware)
-        notes = [f"without {_absent(need)} (optional)" for need in optional]
+        notes = [f"optional {_absent(need)}" for need in optional]
         candidates.append(Candidate(runtime["name"], runtime["directory"], points, why, notes))
         if best is None or points > best.score:  # equal scores keep the search order
             best = Decision(runtime, points, why, False)

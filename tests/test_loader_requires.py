@@ -172,7 +172,7 @@ def test_what_ld_so_would_not_open_is_not_found(tmp_path: Path) -> None:
     # another machine's library in a default directory: ld.so skips it
     library(root, "usr/lib/libcudnn.so.9", machine="EM_AARCH64")
     # a cache entry for another architecture, and one whose file is gone
-    library(root, "/opt/arm/libcudnn.so.9", machine="EM_AARCH64")
+    library(root, "/opt/arm/libcudnn.so.9")  # ld.so goes by the entry's flags
     cache(
         root,
         ("libcudnn.so.9", "/opt/arm/libcudnn.so.9", FLAG_ELF_LIBC6 | FLAG_AARCH64_LIB64),
@@ -192,7 +192,7 @@ def test_a_missing_optional_library_is_reported_not_skipped(tmp_path: Path) -> N
     )
     assert decision.runtime["name"] == "cuda"
     assert decision.candidates[0].notes == [
-        "without libcufft.so.12 not found — Install NVIDIA cuFFT 12 (optional)"
+        "optional libcufft.so.12 not found — Install NVIDIA cuFFT 12"
     ]
     library(root, "usr/lib/x86_64-linux-gnu/libcufft.so.12")
     again = choose(
@@ -233,7 +233,7 @@ def test_explain_says_which_runtime_was_skipped_and_what_to_install(
     assert capsys.readouterr().out.splitlines() == [
         "NVIDIA GPU · CUDA 1.0 · runtimes/cuda",
         "  runtimes/cuda: score 4 (NVIDIA GPU)",
-        "    without libcufft.so.12 not found — Install NVIDIA cuFFT 12 (optional)",
+        "    optional libcufft.so.12 not found — Install NVIDIA cuFFT 12",
     ]
 
 
