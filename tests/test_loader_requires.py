@@ -40,7 +40,13 @@ from ortbundle.reachable import never_chosen, warning_lines
 from ortbundle.recipes import Product, Recipe
 from ortbundle.stage import StagedRuntime
 from tests.helpers.elf import make_elf
-from tests.helpers.ldcache import FLAG_AARCH64_LIB64, FLAG_ELF_LIBC6, ld_cache
+from tests.helpers.fakeroot import (
+    FLAG_AARCH64_LIB64,
+    FLAG_ELF_LIBC6,
+    ld_cache,
+    nvidia_machine,
+    run_loader,
+)
 from tests.helpers.packages import SETTINGS
 
 LINUX, WINDOWS = "linux-x86_64", "windows-x86_64"
@@ -89,16 +95,6 @@ def index(*runtimes: dict[str, Any], target: str = LINUX) -> dict[str, Any]:
         "override_env": "APP_ORT_DIR",
         "runtimes": list(runtimes),
     }
-
-
-def nvidia_machine(root: Path) -> Path:
-    device = root / "sys/bus/pci/devices/0000:01:00.0"
-    device.mkdir(parents=True)
-    (device / "class").write_text("0x030000\n")
-    (device / "vendor").write_text("0x10de\n")
-    (device / "device").write_text("0x2684\n")
-    (root / "proc/driver/nvidia").mkdir(parents=True)
-    return root
 
 
 def library(root: Path, path: str, machine: str = "EM_X86_64") -> Path:
@@ -634,16 +630,8 @@ def fake_core(path: Path, *providers: str) -> None:
 
 
 def open_json(stage: Path, root: Path) -> dict[str, Any]:
-    """runtime_loader.py --open --json in a fresh process (a core, once loaded, stays)."""
     shutil.copyfile(str(resources.files("ortbundle").joinpath("loader.py")), stage / LOADER_NAME)
-    out = subprocess.run(
-        [sys.executable, "-I", str(stage / LOADER_NAME), "--root", str(root), "--open", "--json"],
-        capture_output=True,
-        text=True,
-        check=True,
-    ).stdout
-    decision: dict[str, Any] = json.loads(out)
-    return decision
+    return run_loader(stage, "--root", str(root), "--open")
 
 
 OPEN_CUDA = runtime(

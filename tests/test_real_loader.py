@@ -6,15 +6,13 @@ from __future__ import annotations
 
 import json
 import shutil
-import subprocess
-import sys
 from pathlib import Path
-from typing import Any
 
 import pytest
 
 from ortbundle.build import DEFAULT_PRODUCT
 from ortbundle.loader import system_libraries
+from tests.helpers.fakeroot import nvidia_machine, run_loader
 from tests.helpers.real import build_product, target_result
 
 pytestmark = pytest.mark.real
@@ -27,17 +25,6 @@ def stage(tmp_path_factory: pytest.TempPathFactory) -> Path:
     return target_result(build_product(tmp_path_factory, DEFAULT_PRODUCT), LINUX).stage
 
 
-def loader(stage: Path, *args: str) -> dict[str, Any]:
-    out = subprocess.run(
-        [sys.executable, "-I", str(stage / "runtime_loader.py"), "--json", *args],
-        capture_output=True,
-        text=True,
-        check=True,
-    ).stdout
-    decision: dict[str, Any] = json.loads(out)
-    return decision
-
-
 def test_the_real_index_lists_what_the_base_system_may_lack(stage: Path) -> None:
     index = json.loads((stage / "runtimes.json").read_text())
     requires = {r["name"]: r["requires"] for r in index["runtimes"]}
@@ -48,7 +35,7 @@ def test_the_real_index_lists_what_the_base_system_may_lack(stage: Path) -> None
     names = {n["name"] for needs in requires.values() for n in needs}
     assert not names & {"libc.so.6", "libm.so.6", "libstdc++.so.6", "libgcc_s.so.1"}
     # this machine has what they require: nothing is skipped here
-    decision = loader(stage, "--explain")
+    decision = run_loader(stage, "--explain")
     assert all(c["score"] > 0 for c in decision["candidates"]), decision["candidates"]
 
 
@@ -64,13 +51,7 @@ def test_open_trusts_the_real_cores_over_the_index(stage: Path, tmp_path: Path) 
     openvino["fits"]["gpu_vendors"] = ["nvidia"]
     openvino["providers"] = ["CUDAExecutionProvider", "CPUExecutionProvider"]
     (copy / "runtimes.json").write_text(json.dumps(index))
-    root = tmp_path / "machine"
-    device = root / "sys/bus/pci/devices/0000:01:00.0"
-    device.mkdir(parents=True)
-    (device / "class").write_text("0x030000\n")
-    (device / "vendor").write_text("0x10de\n")
-    (device / "device").write_text("0x2684\n")
-    (root / "proc/driver/nvidia").mkdir(parents=True)
+    root = nvidia_machine(tmp_path / "machine")
     # the fake machine has this one's libraries, so only the providers decide
     here = system_libraries(LINUX, Path("/"), {}, windows=False)
     for need in (n for r in index["runtimes"] for n in r["requires"] if not n["optional"]):
@@ -79,9 +60,9 @@ def test_open_trusts_the_real_cores_over_the_index(stage: Path, tmp_path: Path) 
         link = root / "usr/lib/x86_64-linux-gnu" / need["name"]
         link.parent.mkdir(parents=True, exist_ok=True)
         link.symlink_to(found)
-    believed = loader(copy, "--root", str(root))
+    believed = run_loader(copy, "--root", str(root))
     assert (believed["runtime"], believed["why"]) == ("openvino", "NVIDIA GPU")
-    opened = loader(copy, "--root", str(root), "--open")
+    opened = run_loader(copy, "--root", str(root), "--open")
     assert (opened["runtime"], opened["loaded_version"]) == ("webgpu", "1.27.0")
     (demoted,) = [c for c in opened["candidates"] if c["name"] == "openvino"]
     assert demoted["score"] == 1

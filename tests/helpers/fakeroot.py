@@ -1,4 +1,5 @@
-"""Write /etc/ld.so.cache files as glibc's ldconfig does, for fake machine roots.
+"""Fake machine roots for the loader: an NVIDIA GPU with its driver, and /etc/ld.so.cache files
+written as glibc's ldconfig writes them.
 
 Three layouts: the current `glibc-ld.so.cache1.1` format alone (ldconfig's default since glibc
 2.32), the old `ld.so-1.7.0` table alone, and "compat": the old table followed, at the next
@@ -9,8 +10,13 @@ in tests/test_loader_requires.py.
 
 from __future__ import annotations
 
+import json
 import struct
+import subprocess
+import sys
 from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
 
 FLAG_ELF_LIBC6 = 0x0003
 FLAG_X8664_LIB64 = 0x0300
@@ -66,3 +72,27 @@ def _new(rows: list[tuple[str, str, int]]) -> bytes:
     for name, path, flags in rows:
         out += struct.pack("=iIIIQ", flags, base + offsets[name], base + offsets[path], 0, 0)
     return out + strings
+
+
+def nvidia_machine(root: Path) -> Path:
+    """A machine whose PCI bus has an NVIDIA display controller and whose driver is loaded."""
+    device = root / "sys/bus/pci/devices/0000:01:00.0"
+    device.mkdir(parents=True)
+    (device / "class").write_text("0x030000\n")
+    (device / "vendor").write_text("0x10de\n")
+    (device / "device").write_text("0x2684\n")
+    (root / "proc/driver/nvidia").mkdir(parents=True)
+    return root
+
+
+def run_loader(stage: Path, *args: str) -> dict[str, Any]:
+    """`runtime_loader.py --json` of a stage, in a fresh process as an application runs it (a
+    core, once loaded, stays in its process)."""
+    out = subprocess.run(
+        [sys.executable, "-I", str(stage / "runtime_loader.py"), "--json", *args],
+        capture_output=True,
+        text=True,
+        check=True,
+    ).stdout
+    decision: dict[str, Any] = json.loads(out)
+    return decision
