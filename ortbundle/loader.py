@@ -307,33 +307,32 @@ def read_ld_cache(data: bytes) -> list[tuple[str, int, str]]:
     Reads glibc's `glibc-ld.so.cache1.1` format, alone or behind the old `ld.so-1.7.0` table
     (the "compat" layout: the new table starts at the next 8-byte boundary after the old
     entries, its string offsets counted from its own start), and the old format alone (string
-    offsets counted from the end of its entries). Anything malformed yields what was readable.
+    offsets counted from the end of its entries). A cache whose table does not fit in the file
+    is ignored, as ld.so ignores it.
     """
-    entries: list[tuple[str, int, str]] = []
-    new = 0 if data.startswith(_CACHE_NEW) else -1
-    if new < 0 and data.startswith(_CACHE_OLD) and len(data) >= _OLD_HEADER:
+    start, header, entry, base = -1, _NEW_HEADER, _NEW_ENTRY, 0
+    if data.startswith(_CACHE_NEW) and len(data) >= _NEW_HEADER:
+        start = 0
+    elif data.startswith(_CACHE_OLD) and len(data) >= _OLD_HEADER:
         (count,) = struct.unpack_from("=I", data, 12)
         strings = _OLD_HEADER + count * _OLD_ENTRY.size
         aligned = (strings + 7) & ~7
-        if data[aligned : aligned + len(_CACHE_NEW)] == _CACHE_NEW:
-            new = aligned
-        else:
-            for i in range(count):
-                at = _OLD_HEADER + i * _OLD_ENTRY.size
-                if at + _OLD_ENTRY.size > len(data):
-                    break
-                flags, key, value = _OLD_ENTRY.unpack_from(data, at)
-                entries.append(
-                    (_cstring(data, strings + key), flags, _cstring(data, strings + value))
-                )
-    if new >= 0 and len(data) >= new + _NEW_HEADER:
-        (count,) = struct.unpack_from("=I", data, new + 20)
-        for i in range(count):
-            at = new + _NEW_HEADER + i * _NEW_ENTRY.size
-            if at + _NEW_ENTRY.size > len(data):
-                break
-            flags, key, value, _, _ = _NEW_ENTRY.unpack_from(data, at)
-            entries.append((_cstring(data, new + key), flags, _cstring(data, new + value)))
+        new = data[aligned : aligned + len(_CACHE_NEW)] == _CACHE_NEW
+        if new and len(data) >= aligned + _NEW_HEADER:
+            start = base = aligned
+        elif not new:
+            start, header, entry, base = 0, _OLD_HEADER, _OLD_ENTRY, strings
+    if start < 0:
+        return []
+    (count,) = struct.unpack_from("=I", data, start + (20 if entry is _NEW_ENTRY else 12))
+    if start + header + count * entry.size > len(data):
+        return []
+    entries = []
+    for i in range(count):
+        flags, key, value = entry.unpack_from(data, start + header + i * entry.size)[:3]
+        name, path = _cstring(data, base + key), _cstring(data, base + value)
+        if name and path:
+            entries.append((name, flags, path))
     return entries
 
 

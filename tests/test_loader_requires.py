@@ -679,3 +679,16 @@ def test_open_skips_a_runtime_that_does_not_load(tmp_path: Path) -> None:
     decision = open_json(stage, root)  # runtimes/cuda's "library" is 4 bytes of text
     assert decision["runtime"] == "cpu"
     assert decision["candidates"][0]["why"].startswith("cannot load ")
+
+
+@pytest.mark.parametrize("layout", ["new", "old", "compat"])
+def test_a_damaged_cache_is_ignored_as_ld_so_ignores_it(layout: str) -> None:
+    data = ld_cache([("libcudnn.so.9", "/opt/a/libcudnn.so.9")] * 3, layout=layout)
+    assert len(read_ld_cache(data)) == 3
+    for cut in range(len(data)):
+        assert len(read_ld_cache(data[:cut])) <= 3  # a truncated file never raises
+    huge = bytearray(data)
+    huge[12:16] = (0xFFFFFFF).to_bytes(4, "little")  # nlibs far beyond the file
+    if layout == "new":
+        huge[20:24], huge[12:16] = huge[12:16], data[12:16]
+    assert read_ld_cache(bytes(huge)) == []

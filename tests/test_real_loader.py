@@ -1,4 +1,4 @@
-"""The real tier: the shipped loader's checks on the default product's real Linux runtimes —
+"""The real tier: the shipped loader's checks on the default product's real runtimes —
 `requires` as the build writes it, and --open trusting GetAvailableProviders() of the real cores
 over an index that claims a provider they lack."""
 
@@ -6,18 +6,21 @@ from __future__ import annotations
 
 import json
 import shutil
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 
 from ortbundle.build import DEFAULT_PRODUCT
-from ortbundle.loader import system_libraries
+from ortbundle.loader import Hardware, choose, system_libraries
+from ortbundle.wine import Wine
 from tests.helpers.fakeroot import nvidia_machine, run_loader
 from tests.helpers.real import build_product, target_result
+from tests.helpers.windows import own_prefix
 
 pytestmark = pytest.mark.real
 
-LINUX = "linux-x86_64"
+LINUX, WINDOWS = "linux-x86_64", "windows-x86_64"
 
 
 @pytest.fixture(scope="module")
@@ -70,3 +73,32 @@ def test_open_trusts_the_real_cores_over_the_index(stage: Path, tmp_path: Path) 
         "CUDAExecutionProvider not available (GetAvailableProviders: "
         "OpenVINOExecutionProvider, CPUExecutionProvider): ranked last, as CPU"
     ) in demoted["notes"]
+
+
+@pytest.fixture
+def prefix(tmp_path: Path) -> Iterator[Wine]:
+    yield from own_prefix(tmp_path, makensis=False)
+
+
+@pytest.mark.windows
+def test_a_wine_prefix_has_what_the_windows_runtimes_require(
+    tmp_path_factory: pytest.TempPathFactory, prefix: Wine
+) -> None:
+    """The Windows search (System32, the Windows directory, PATH) over a fresh Wine prefix —
+    Wine's builtin VC++ runtime DLLs sit in its System32 — finds every required DLL of the real
+    Windows runtimes, and nothing a runtime does not require stops it. (The loader itself does
+    not run under Wine: the windows tier has no Windows Python, only the mingw probe.)"""
+    stage = target_result(build_product(tmp_path_factory, DEFAULT_PRODUCT), WINDOWS).stage
+    windows = prefix.prefix / "drive_c/windows"
+    env = {"SystemRoot": str(windows), "PATH": f"{windows / 'system32'};{windows}"}
+    libraries = system_libraries(WINDOWS, Path("/"), env, windows=True)
+    index = json.loads((stage / "runtimes.json").read_text())
+    found = {}
+    for runtime in index["runtimes"]:
+        for need in runtime["requires"]:
+            found[need["name"]] = libraries.find(need["name"], stage / runtime["directory"])
+    assert "MSVCP140.dll" in found
+    assert all(found[n] for n in found if n.lower().startswith(("msvcp", "vcruntime"))), found
+    hardware = Hardware(windows_version="10.0")
+    decision = choose(index, hardware, stage=stage, env={}, libraries=libraries)
+    assert all(c.score > 0 for c in decision.candidates), decision.candidates
