@@ -11,11 +11,12 @@ from pathlib import Path
 
 import pytest
 
-from ortbundle.build import DEFAULT_PRODUCT
+from ortbundle.build import DEFAULT_PRODUCT, BuildOptions, Project, build
 from ortbundle.loader import Hardware, choose, system_libraries
+from ortbundle.progress import plain_reporter
 from ortbundle.wine import Wine
 from tests.helpers.fakeroot import nvidia_machine, run_loader
-from tests.helpers.real import build_product, target_result
+from tests.helpers.real import ROOT, build_product, target_result
 from tests.helpers.windows import own_prefix
 
 pytestmark = pytest.mark.real
@@ -25,7 +26,10 @@ LINUX, WINDOWS = "linux-x86_64", "windows-x86_64"
 
 @pytest.fixture(scope="module")
 def stage(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    return target_result(build_product(tmp_path_factory, DEFAULT_PRODUCT), LINUX).stage
+    """The default product's Linux stage (its Arch package only: no installer to compile)."""
+    dist = tmp_path_factory.mktemp("dist")
+    options = BuildOptions(product=DEFAULT_PRODUCT, targets=(LINUX,), channels=("arch",))
+    return target_result(build(Project.at(ROOT, dist), options, plain_reporter()), LINUX).stage
 
 
 def test_the_real_index_lists_what_the_base_system_may_lack(stage: Path) -> None:
