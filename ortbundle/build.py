@@ -31,7 +31,7 @@ from ortbundle.incremental import (
     runtime_key,
     store_runtime,
 )
-from ortbundle.index_json import INDEX_NAME, LOADER_NAME, write_index
+from ortbundle.index_json import index_files, write_index
 from ortbundle.licensing import (
     NOTICE_NAME,
     TOOL_COMPONENT,
@@ -254,7 +254,7 @@ def _stage_target(
     plugins = [(r, s, plan.product.plugins[r.name]) for r, s in runtimes if r.kind == "plugin-ep"]
     write_index(tmp, plan.product, target_name, cores, plugins)
     tool_text = stage_tool_license(tmp, TOOL_COMPONENT, TOOL_LICENSE)
-    tool_files = [staged_file(tmp, name) for name in (INDEX_NAME, LOADER_NAME)]
+    tool_files = [staged_file(tmp, name) for name in index_files(plan.product)]
     if models:
         index = models_index(plan.product.name, plan.product.version, target_name, models)
         tool_files.append(write_models_index(tmp, index))

@@ -128,6 +128,10 @@ def run_build(
         ]
         for line in warning_lines(found):
             reporter.line(line)
+        from ortbundle.reachable import warning_lines as never_chosen  # a runtime no machine gets
+
+        for line in never_chosen([t.stage for t in result.targets]):
+            reporter.line(line)
         for line in summary_lines(document):
             reporter.line(line)
         if not all(a.passed for a in result.audits):

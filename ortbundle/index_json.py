@@ -1,7 +1,9 @@
 """runtimes.json: the contract between a package and any loader (the Python one here, the app's).
 
 Written into every target stage with the loader module beside it. Versioned by `schema`; the
-JSON Schema lives in ortbundle/data/runtimes.schema.json.
+JSON Schema lives in ortbundle/data/runtimes.schema.json. An add-on product (`addon_of`) writes
+no loader and no runtimes.json but a fragment, runtimes.d/<product>.json, that the main
+package's loader reads beside its own index (CONTRACT §5).
 """
 
 from __future__ import annotations
@@ -14,13 +16,29 @@ from pathlib import Path
 from typing import Any
 
 from ortbundle.fsio import atomic_write
-from ortbundle.loader import SCHEMA
+from ortbundle.loader import FRAGMENTS, SCHEMA
 from ortbundle.recipes import Product, Recipe
 from ortbundle.stage import StagedRuntime
 from ortbundle.system import check_runtime, runtime_system
+from ortbundle.targets import get_target
 
 INDEX_NAME = "runtimes.json"
 LOADER_NAME = "runtime_loader.py"
+FRAGMENTS_DIR = FRAGMENTS  # runtimes.d: add-ons' index fragments, read by the loader
+# What `requires` leaves out: what every machine of the platform has, which the loader finds
+# anyway and whose version the index's `system` already checks. On Linux that is the C library
+# and the C++ runtime of the base system (glibc's libraries, libstdc++, libgcc_s; not libgomp or
+# zlib, which a minimal system may lack); on Windows and Android the operating system's own
+# libraries (kernel32, API sets, bionic), which are not even files a search would find. Listed:
+# everything else — the VC++ redistributable, drivers (optional ones marked so), vendor toolkits.
+_BASE_GROUPS = {"linux": "glibc", "windows": "windows", "android": "bionic"}
+_BASE_LINUX = frozenset({"libstdc++.so.6", "libgcc_s.so.1"})
+
+
+def _base_system(os: str, group: str, name: str) -> bool:
+    return group == _BASE_GROUPS.get(os) or (os == "linux" and name in _BASE_LINUX)
+
+
 GENERIC_GPU_PROVIDERS = frozenset({"WebGpuExecutionProvider", "DmlExecutionProvider"})
 # The copy an APK carries (assets/ortbundle/<abi>/runtimes.json) says so, and leaves out what
 # only a desktop loader reads: the override variable (Android's is a system property) and each
@@ -43,8 +61,37 @@ def plugin_entry(recipe: Recipe, staged: StagedRuntime) -> dict[str, Any]:
     }
 
 
+def requires_entries(
+    target: str, staged: StagedRuntime, plugins: Sequence[StagedRuntime] = ()
+) -> list[dict[str, Any]]:
+    """The system libraries a runtime (and the plugin EPs paired with it) needs by name.
+
+    A plugin EP is an optional accelerator: what only it needs is listed as optional, so its
+    absence is reported and never costs the core runtime. Kinds `system`/`toolchain` of the base
+    system are left out (see _base_system)."""
+    system = get_target(target).os
+    found: dict[str, dict[str, Any]] = {}
+    for owner, optional_owner in [(staged, False), *((p, True) for p in plugins)]:
+        for ext in owner.closure.externals:
+            if ext.kind in ("system", "toolchain") and _base_system(system, ext.group, ext.name):
+                continue
+            optional = ext.optional or optional_owner
+            if ext.name in found and (optional or not found[ext.name]["optional"]):
+                continue  # a required entry beats an optional one of the same name
+            found[ext.name] = {
+                "name": ext.name,
+                "group": ext.group,
+                "optional": optional,
+                "install": ext.install,
+            }
+    return [found[name] for name in sorted(found, key=str.lower)]
+
+
 def runtime_entry(
-    recipe: Recipe, staged: StagedRuntime, plugins: list[dict[str, Any]] | None = None
+    recipe: Recipe,
+    staged: StagedRuntime,
+    plugins: list[dict[str, Any]] | None = None,
+    requires: list[dict[str, Any]] | None = None,
 ) -> dict[str, Any]:
     prefix = staged.directory + "/"
     files = []
@@ -77,6 +124,8 @@ def runtime_entry(
         "files": files,
         # the oldest system it runs on: a loader skips it on an older one
         "system": runtime_system(staged).as_json(),
+        # the libraries the user's system must provide: a loader skips it when one is absent
+        "requires": requires or [],
     }
 
 
@@ -87,7 +136,8 @@ def write_index(
     runtimes: list[tuple[Recipe, StagedRuntime]],
     plugins: Sequence[tuple[Recipe, StagedRuntime, tuple[str, ...]]] = (),
 ) -> dict[str, Any]:
-    """Write runtimes.json and the loader into a (scratch) target stage.
+    """Write runtimes.json and the loader into a (scratch) target stage — or, for an add-on
+    product, the fragment runtimes.d/<product>.json (index_files says which).
 
     Every runtime and plugin EP is first held against the product's `[system]`: one needing a
     newer system than the product supports stops the build here (on_newer = "error")."""
@@ -95,20 +145,31 @@ def write_index(
         check_runtime(
             product.system, staged, component=recipe.name, target=target, file=str(recipe.path)
         )
-    index = {
+    index: dict[str, Any] = {
         "schema": SCHEMA,
         "product": {"name": product.name, "version": product.version},
         "target": target,
-        "override_env": product.override_env,
         "runtimes": [
             runtime_entry(
                 recipe,
                 staged,
                 [plugin_entry(p, s) for p, s, pairs in plugins if recipe.name in pairs],
+                requires_entries(
+                    target, staged, [s for _, s, pairs in plugins if recipe.name in pairs]
+                ),
             )
             for recipe, staged in runtimes
         ],
     }
+    if product.addon_of:
+        # the main package's loader ranks these beside its own; its override variable rules
+        index["addon_of"] = product.addon_of.name
+        fragment = stage / index_files(product)[0]
+        fragment.parent.mkdir(exist_ok=True)
+        atomic_write(fragment, json.dumps(index, indent=2, sort_keys=True) + "\n")
+        fragment.chmod(0o644)
+        return index
+    index["override_env"] = product.override_env
     atomic_write(stage / INDEX_NAME, json.dumps(index, indent=2, sort_keys=True) + "\n")
     loader = resources.files("ortbundle").joinpath("loader.py")
     with resources.as_file(loader) as source:
@@ -116,6 +177,13 @@ def write_index(
     (stage / LOADER_NAME).chmod(0o755)
     (stage / INDEX_NAME).chmod(0o644)
     return index
+
+
+def index_files(product: Product) -> tuple[str, ...]:
+    """The stage paths write_index writes for this product (the tool's own files)."""
+    if product.addon_of:
+        return (f"{FRAGMENTS_DIR}/{product.name}.json",)
+    return (INDEX_NAME, LOADER_NAME)
 
 
 def apk_index(index: dict[str, Any]) -> dict[str, Any]:

@@ -15,7 +15,13 @@ outright. Hardware is read from files (sysfs, /dev/kfd, /proc) under a root dire
 can point at a fake machine; on Windows the display adapters come from SetupAPI. A runtime the
 system is too old for (its index entry's `system`: a symbol version the system's libc.so.6 or
 libstdc++.so.6 does not define, a newer Windows or Android API level) is skipped, and
-`--explain` says why.
+`--explain` says why. So is a runtime whose required system libraries (its entry's `requires`)
+the platform's loader would not find — searched as ld.so does (LD_LIBRARY_PATH, the runtime's
+directory, /etc/ld.so.cache, the default directories) or as Windows does (the runtime's
+directory, System32, the Windows directory, PATH); a missing optional one is reported. Add-on
+packages put their runtimes beside these and an index fragment in runtimes.d/*.json, ranked
+like the package's own. `--open` asks each runtime it opens for GetAvailableProviders() and
+trusts that over the index: a GPU runtime whose GPU provider is not available falls through.
 """
 
 from __future__ import annotations
@@ -27,13 +33,16 @@ import hashlib
 import json
 import os
 import shutil
+import struct
 import subprocess
 import sys
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
-SCHEMA = "ortbundle.runtimes/1"
+SCHEMA = "ortbundle.runtimes/2"
+READS = (SCHEMA, "ortbundle.runtimes/1")  # /1: no `requires`, no fragments
+FRAGMENTS = "runtimes.d"
 VENDORS = {0x8086: "intel", 0x10DE: "nvidia", 0x1002: "amd", 0x1022: "amd", 0x5143: "qualcomm"}
 VENDOR_LABEL = {"intel": "Intel", "nvidia": "NVIDIA", "amd": "AMD", "qualcomm": "Qualcomm"}
 SCORE_VENDOR, SCORE_INTEL, SCORE_GENERIC, SCORE_CPU = 4, 3, 2, 1
@@ -42,6 +51,10 @@ _OPENED: list[Any] = []  # losers and winners alike stay mapped: never unload a 
 
 class LoaderError(Exception):
     """A decision or a load that cannot go ahead; the message says what to do."""
+
+
+class _LoadFailed(LoaderError):
+    """The entry library did not load here (a library it needs is missing): try the next."""
 
 
 @dataclass(frozen=True)
@@ -269,12 +282,190 @@ def too_old(runtime: dict[str, Any], hardware: Hardware) -> str | None:
     return None
 
 
+# --- where the platform's loader finds a library by name -------------------------------------
+
+_CACHE_OLD, _CACHE_NEW = b"ld.so-1.7.0", b"glibc-ld.so.cache1.1"
+_OLD_HEADER, _OLD_ENTRY = 16, struct.Struct("=iII")  # magic[11] + pad, nlibs; flags, key, value
+_NEW_HEADER, _NEW_ENTRY = 48, struct.Struct("=iIIIQ")  # flags, key, value, osversion, hwcap
+_CACHE_ARCH = {"x86_64": 0x0300, "aarch64": 0x0A00, "arm64": 0x0A00}  # FLAG_*_LIB64
+_ELF_MACHINE = {"x86_64": 62, "aarch64": 183, "arm64": 183}
+_TRIPLET = {
+    "x86_64": "x86_64-linux-gnu",
+    "aarch64": "aarch64-linux-gnu",
+    "arm64": "aarch64-linux-gnu",
+}
+
+
+def _cstring(data: bytes, offset: int) -> str:
+    end = data.find(b"\0", offset)
+    return data[offset : end if end >= 0 else len(data)].decode("utf-8", errors="replace")
+
+
+def read_ld_cache(data: bytes) -> list[tuple[str, int, str]]:
+    """(name, flags, path) of every entry of an ld.so.cache, in the file's order.
+
+    Reads glibc's `glibc-ld.so.cache1.1` format, alone or behind the old `ld.so-1.7.0` table
+    (the "compat" layout: the new table starts at the next 8-byte boundary after the old
+    entries, its string offsets counted from its own start), and the old format alone (string
+    offsets counted from the end of its entries). A cache whose table does not fit in the file
+    is ignored, as ld.so ignores it.
+    """
+    start, header, entry, base = -1, _NEW_HEADER, _NEW_ENTRY, 0
+    if data.startswith(_CACHE_NEW) and len(data) >= _NEW_HEADER:
+        start = 0
+    elif data.startswith(_CACHE_OLD) and len(data) >= _OLD_HEADER:
+        (count,) = struct.unpack_from("=I", data, 12)
+        strings = _OLD_HEADER + count * _OLD_ENTRY.size
+        aligned = (strings + 7) & ~7
+        new = data[aligned : aligned + len(_CACHE_NEW)] == _CACHE_NEW
+        if new and len(data) >= aligned + _NEW_HEADER:
+            start = base = aligned
+        elif not new:
+            start, header, entry, base = 0, _OLD_HEADER, _OLD_ENTRY, strings
+    if start < 0:
+        return []
+    (count,) = struct.unpack_from("=I", data, start + (20 if entry is _NEW_ENTRY else 12))
+    if start + header + count * entry.size > len(data):
+        return []
+    entries = []
+    for i in range(count):
+        flags, key, value = entry.unpack_from(data, start + header + i * entry.size)[:3]
+        name, path = _cstring(data, base + key), _cstring(data, base + value)
+        if name and path:
+            entries.append((name, flags, path))
+    return entries
+
+
+def _machine(target: str) -> str:
+    """linux-x86_64 -> x86_64; windows-arm64 -> arm64."""
+    return target.split("-", 1)[1] if "-" in target else ""
+
+
+def _elf_of(path: Path, machine: str) -> bool:
+    """Is it an ELF file of the machine (64-bit)? ld.so skips one that is not and looks on."""
+    wanted = _ELF_MACHINE.get(machine)
+    try:
+        with path.open("rb") as stream:
+            head = stream.read(20)
+    except OSError:
+        return False
+    if head[:4] != b"\x7fELF":
+        return False
+    if wanted is None or len(head) < 20:
+        return True
+    order = "<" if head[5] == 1 else ">"
+    return head[4] == 2 and struct.unpack_from(order + "H", head, 18)[0] == wanted
+
+
+@dataclass(frozen=True)
+class Libraries:
+    """Where this machine's loader looks for a library by name, in its order."""
+
+    windows: bool
+    machine: str = ""  # x86_64 | aarch64 | arm64: a Linux library of another machine is skipped
+    before: tuple[str, ...] = ()  # Linux: LD_LIBRARY_PATH (searched before the runtime's own)
+    cache: tuple[tuple[str, str], ...] = ()  # Linux: ld.so.cache (name, path) of this machine
+    after: tuple[str, ...] = ()  # Linux: the default dirs; Windows: System32, Windows, PATH
+
+    def find(self, name: str, own: Path) -> str | None:
+        """The path the platform's loader would open for `name`, or None."""
+        if self.windows:
+            return _find_in([str(own), *self.after], name, windows=True)
+        found = _find_in([*self.before, str(own)], name, machine=self.machine)
+        for entry, path in () if found else self.cache:
+            if entry == name and _elf_of(Path(path), self.machine):
+                return path
+        return found or _find_in(self.after, name, machine=self.machine)
+
+
+_LISTINGS: dict[str, dict[str, str]] = {}  # directory -> {lower-case name: name}
+
+
+def _find_in(
+    directories: list[str] | tuple[str, ...], name: str, *, windows: bool = False, machine: str = ""
+) -> str | None:
+    for directory in directories:
+        if not directory:
+            continue
+        if windows:  # Windows compares names without regard to case
+            if directory not in _LISTINGS:
+                try:
+                    listing = Path(directory).iterdir()
+                    _LISTINGS[directory] = {p.name.lower(): p.name for p in listing}
+                except OSError:
+                    _LISTINGS[directory] = {}
+            actual = _LISTINGS[directory].get(name.lower())
+            if actual and (Path(directory) / actual).is_file():
+                return str(Path(directory) / actual)
+        elif _elf_of(Path(directory) / name, machine):
+            return str(Path(directory) / name)
+    return None
+
+
+def _rooted(root: Path, path: str) -> str:
+    return str(root / path.lstrip("/")) if path else ""
+
+
+def system_libraries(
+    target: str, root: Path = Path("/"), env: dict[str, str] | None = None, *, windows: bool
+) -> Libraries:
+    """The search a runtime of `target` meets on this machine (paths under `root` for tests)."""
+    env = dict(os.environ) if env is None else env
+    machine = _machine(target)
+    if windows:
+        system_root = env.get("SystemRoot") or env.get("windir") or r"C:\Windows"
+        search = [p for p in env.get("PATH", "").split(";") if p]
+        return Libraries(
+            True, machine, after=(str(Path(system_root) / "System32"), system_root, *search)
+        )
+    cache: list[tuple[str, str]] = []
+    for name in ("etc/ld.so.cache",):
+        try:
+            data = (root / name).read_bytes()
+        except OSError:
+            continue
+        arch = _CACHE_ARCH.get(machine)
+        for entry, flags, where in read_ld_cache(data):
+            if arch is None or flags & 0xFF00 == arch:
+                cache.append((entry, _rooted(root, where)))
+    triplet = _TRIPLET.get(machine, "")
+    defaults = [f"lib/{triplet}", f"usr/lib/{triplet}"] if triplet else []
+    defaults += ["lib64", "usr/lib64", "lib", "usr/lib"]
+    return Libraries(
+        False,
+        machine,
+        before=tuple(_rooted(root, p) for p in env.get("LD_LIBRARY_PATH", "").split(":") if p),
+        cache=tuple(cache),
+        after=tuple(str(root / d) for d in defaults),
+    )
+
+
+def missing_libraries(
+    runtime: dict[str, Any], libraries: Libraries, stage: Path
+) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
+    """The runtime's required and optional `requires` entries this machine lacks."""
+    own = stage / runtime.get("directory", "")
+    required: list[dict[str, Any]] = []
+    optional: list[dict[str, Any]] = []
+    for need in runtime.get("requires") or []:
+        if libraries.find(str(need["name"]), own) is None:
+            (optional if need.get("optional") else required).append(need)
+    return required, optional
+
+
+def _absent(need: dict[str, Any]) -> str:
+    """'libcudnn.so.9 not found — Install NVIDIA cuDNN 9 for CUDA 13'"""
+    why = f"{need['name']} not found"
+    return f"{why} — {need['install']}" if need.get("install") else f"{why} ({need['group']})"
+
+
 @dataclass
 class Candidate:
     name: str
     directory: str
-    score: int
+    score: int  # 0: skipped (why says so)
     why: str
+    notes: list[str] = field(default_factory=list)  # optional libraries absent, providers
 
 
 @dataclass
@@ -284,6 +475,7 @@ class Decision:
     why: str
     overridden: bool
     candidates: list[Candidate] = field(default_factory=list)
+    problems: list[str] = field(default_factory=list)  # bad fragments, never fatal
 
     def line(self) -> str:
         """The settings row: 'Intel GPU · OpenVINO 1.24.1 · runtimes/openvino'."""
@@ -313,22 +505,93 @@ def best_possible(hardware: Hardware) -> int:
 
 
 def load_index(stage: Path) -> dict[str, Any]:
+    """runtimes.json, then each add-on's runtimes.d/*.json appended to its runtimes.
+
+    A fragment that is unreadable, of an unknown schema, of another product or target, or whose
+    runtime is malformed, clashes with one already listed or is not installed is left out and
+    named in the returned index's `problems` — an add-on never stops the main package."""
     path = stage / "runtimes.json"
     try:
         index: dict[str, Any] = json.loads(path.read_text(encoding="utf-8"))
     except (OSError, ValueError) as exc:
         raise LoaderError(f"cannot read {path}: {exc}") from None
-    if index.get("schema") != SCHEMA:
+    if index.get("schema") not in READS:
         raise LoaderError(f"{path} has schema {index.get('schema')!r}, this loader reads {SCHEMA}")
+    problems: list[str] = []
+    fragments = stage / FRAGMENTS
+    for fragment in sorted(fragments.glob("*.json")) if fragments.is_dir() else []:
+        try:
+            problems.extend(_add_fragment(index, fragment, stage))
+        except (OSError, ValueError) as exc:
+            problems.append(f"{fragment}: cannot read it ({exc}); reinstall that add-on")
+    index["problems"] = problems
     return index
 
 
+_RUNTIME_KEYS = {
+    "name": str,
+    "label": str,
+    "directory": str,
+    "entry": str,
+    "ort_version": str,
+    "providers": list,
+    "fits": dict,
+    "files": list,
+}
+
+
+def _add_fragment(index: dict[str, Any], fragment: Path, stage: Path) -> list[str]:
+    data = json.loads(fragment.read_text(encoding="utf-8"))
+    main = (index.get("product") or {}).get("name")
+    if not isinstance(data, dict) or data.get("schema") not in READS:
+        schema = data.get("schema") if isinstance(data, dict) else None
+        return [f"{fragment}: schema {schema!r} is not one this loader reads ({SCHEMA})"]
+    if data.get("addon_of") != main:
+        return [f"{fragment}: an add-on of {data.get('addon_of')!r}, not of {main!r}"]
+    if data.get("target") != index.get("target"):
+        return [f"{fragment}: built for {data.get('target')!r}, this is {index.get('target')!r}"]
+    if not isinstance(data.get("runtimes"), list) or not data["runtimes"]:
+        return [f"{fragment}: lists no runtimes"]
+    problems = []
+    taken = {r["name"] for r in index["runtimes"]} | {r["directory"] for r in index["runtimes"]}
+    for runtime in data["runtimes"]:
+        bad = [
+            k
+            for k, kind in _RUNTIME_KEYS.items()
+            if not isinstance(runtime.get(k) if isinstance(runtime, dict) else None, kind)
+        ]
+        if bad:
+            problems.append(f"{fragment}: a runtime lacks {', '.join(bad)}")
+        elif runtime["name"] in taken or runtime["directory"] in taken:
+            problems.append(f"{fragment}: runtime {runtime['name']} clashes with one listed")
+        elif ".." in Path(runtime["directory"]).parts or Path(runtime["directory"]).is_absolute():
+            problems.append(f"{fragment}: runtime {runtime['name']} lies outside the package")
+        elif not (stage / runtime["directory"] / runtime["entry"]).is_file():
+            problems.append(
+                f"{fragment}: {runtime['directory']}/{runtime['entry']} is not installed"
+            )
+        else:
+            index["runtimes"].append({**runtime, "addon": data.get("product", {}).get("name")})
+            taken |= {runtime["name"], runtime["directory"]}
+    return problems
+
+
 def choose(
-    index: dict[str, Any], hardware: Hardware, *, stage: Path, env: dict[str, str] | None = None
+    index: dict[str, Any],
+    hardware: Hardware,
+    *,
+    stage: Path,
+    env: dict[str, str] | None = None,
+    libraries: Libraries | None = None,
+    skip: dict[str, str] | None = None,
 ) -> Decision:
+    """The best runtime for this machine. `libraries`: check each runtime's `requires` (None:
+    do not); `skip`: runtimes already ruled out (name -> why), e.g. by --open."""
     env = dict(os.environ) if env is None else env
+    skip = skip or {}
     variable = index.get("override_env", "")
     override = env.get(variable) if variable else None
+    problems = list(index.get("problems") or [])
     if override:
         wanted = Path(override) if Path(override).is_absolute() else stage / override
         if not wanted.is_dir():
@@ -338,7 +601,7 @@ def choose(
             )
         for runtime in index["runtimes"]:
             if (stage / runtime["directory"]).resolve() == wanted.resolve():
-                return Decision(runtime, 0, f"{variable} override", True)
+                return Decision(runtime, 0, f"{variable} override", True, problems=problems)
         raise LoaderError(
             f"{variable}={override} is not one of this package's runtimes: "
             + ", ".join(r["directory"] for r in index["runtimes"])
@@ -347,26 +610,36 @@ def choose(
     ceiling = best_possible(hardware)
     candidates = []
     skipped = []
+    all_old = True
     for runtime in index["runtimes"]:
         old = too_old(runtime, hardware)
-        if old is not None:
-            skipped.append(f"{runtime['directory']}: {old}")
-            why = f"skipped: {old}"
-            candidates.append(Candidate(runtime["name"], runtime["directory"], 0, why))
+        reason = skip.get(runtime["name"]) or old
+        all_old = all_old and reason is not None and reason == old
+        required, optional = missing_libraries(runtime, libraries, stage) if libraries else ([], [])
+        if reason is None and required:
+            reason = "; ".join(_absent(need) for need in required)
+        if reason is not None:
+            skipped.append(f"{runtime['name']}: {reason}")
+            candidates.append(Candidate(runtime["name"], runtime["directory"], 0, reason))
             continue
         points, why = score(runtime, hardware)
-        candidates.append(Candidate(runtime["name"], runtime["directory"], points, why))
+        notes = [f"optional {_absent(need)}" for need in optional]
+        candidates.append(Candidate(runtime["name"], runtime["directory"], points, why, notes))
         if best is None or points > best.score:  # equal scores keep the search order
             best = Decision(runtime, points, why, False)
         if points >= ceiling:
             break  # a perfect fit ends the search
     if best is None and skipped:
-        raise LoaderError(
-            "this system is too old for every runtime of the package: " + "; ".join(skipped)
+        what = (
+            "this system is too old for every runtime of the package"
+            if all_old
+            else "no runtime of the package can run here"
         )
+        raise LoaderError(f"{what}: " + "; ".join(skipped))
     if best is None:
         raise LoaderError("runtimes.json lists no runtime")
     best.candidates = candidates
+    best.problems = problems
     return best
 
 
@@ -407,7 +680,7 @@ def open_runtime(stage: Path, runtime: dict[str, Any], *, verify: bool = False) 
     try:
         library = ctypes.CDLL(str(entry), mode=getattr(os, "RTLD_NOW", 0) | ctypes.RTLD_GLOBAL)
     except OSError as exc:
-        raise LoaderError(f"cannot load {entry}: {exc}") from None
+        raise _LoadFailed(f"cannot load {entry}: {exc}") from None
     _OPENED.append(library)
     try:
         get_api_base = library.OrtGetApiBase
@@ -546,28 +819,130 @@ def register_plugins(
     return registered
 
 
+_GET_AVAILABLE_PROVIDERS, _RELEASE_AVAILABLE_PROVIDERS = 125, 126  # in every ORT since 1.4
+_CPU_PROVIDERS = {"CPUExecutionProvider", "XnnpackExecutionProvider"}
+
+
+def available_providers(runtime: dict[str, Any]) -> list[str]:
+    """GetAvailableProviders() of the (already opened) runtime: what it can really offer."""
+    base = _CORES.get(runtime["name"])
+    if base is None:
+        raise LoaderError(f"open {runtime['name']} before asking for its providers")
+    minor = _version_tuple(runtime["ort_version"])[1:2] or (4,)
+    table = base.contents.GetApi(max(4, minor[0]))
+    if not table:
+        raise LoaderError(f"{runtime['name']} offers no OrtApi for its own version")
+    api = ctypes.cast(table, ctypes.POINTER(ctypes.c_void_p))
+    names = ctypes.POINTER(ctypes.c_char_p)()
+    count = ctypes.c_int()
+    get = ctypes.CFUNCTYPE(
+        ctypes.c_void_p,
+        ctypes.POINTER(ctypes.POINTER(ctypes.c_char_p)),
+        ctypes.POINTER(ctypes.c_int),
+    )(api[_GET_AVAILABLE_PROVIDERS])
+    release = ctypes.CFUNCTYPE(ctypes.c_void_p, ctypes.POINTER(ctypes.c_char_p), ctypes.c_int)(
+        api[_RELEASE_AVAILABLE_PROVIDERS]
+    )
+    if get(ctypes.byref(names), ctypes.byref(count)):
+        raise LoaderError(f"{runtime['name']}: GetAvailableProviders failed")
+    found = [(names[i] or b"").decode("utf-8", errors="replace") for i in range(count.value)]
+    release(names, count)
+    return found
+
+
+def open_best(
+    stage: Path,
+    index: dict[str, Any],
+    hardware: Hardware,
+    decision: Decision,
+    *,
+    libraries: Libraries | None,
+    env: dict[str, str] | None = None,
+    verify: bool = False,
+    providers: bool = True,
+) -> tuple[Decision, str]:
+    """Open the chosen runtime and trust what it reports over the index: one that cannot be
+    loaded is skipped, and one whose GPU providers GetAvailableProviders() does not list is
+    ranked again, as the CPU runtime it really is and after all the others — either way the
+    next best is opened (the one demoted only when nothing else runs here)."""
+    skip: dict[str, str] = {}
+    demoted: dict[str, dict[str, Any]] = {}
+    while True:
+        runtime = decision.runtime
+        try:
+            version = open_runtime(stage, runtime, verify=verify)
+        except _LoadFailed as exc:
+            if decision.overridden:
+                raise
+            skip[runtime["name"]] = str(exc)
+        else:
+            if not providers or decision.overridden or runtime["name"] in demoted:
+                break
+            offered = available_providers(runtime)
+            claimed = [p for p in runtime.get("providers", []) if p not in _CPU_PROVIDERS]
+            if decision.score <= SCORE_CPU or not claimed or set(claimed) & set(offered):
+                break
+            lacking = ", ".join(claimed)
+            demoted[runtime["name"]] = {
+                **runtime,
+                "fits": {"gpu_vendors": [], "any_gpu": False, "soc_families": []},
+                "providers": offered,
+                "demoted": f"{lacking} not available (GetAvailableProviders: "
+                f"{', '.join(offered) or 'none'}): ranked last, as CPU",
+            }
+        # a demoted runtime is the last resort: the next runtime gets the machine first
+        kept = [r for r in index["runtimes"] if r["name"] not in demoted]
+        ranked = {**index, "runtimes": [*kept, *demoted.values()]}
+        decision = choose(ranked, hardware, stage=stage, env=env, libraries=libraries, skip=skip)
+    decision.candidates = _noted(decision.candidates, demoted)
+    return decision, version
+
+
+def _noted(candidates: list[Candidate], demoted: dict[str, dict[str, Any]]) -> list[Candidate]:
+    """The ranking, with what opening taught us noted on each runtime it demoted."""
+    for candidate in candidates:
+        if candidate.name in demoted:
+            candidate.notes.append(demoted[candidate.name]["demoted"])
+    return candidates
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0] if __doc__ else None)
     parser.add_argument("--stage", type=Path, default=Path(__file__).resolve().parent)
     parser.add_argument("--root", type=Path, default=Path("/"), help="machine root (tests)")
     parser.add_argument("--explain", action="store_true", help="each candidate's score and why")
     parser.add_argument("--json", action="store_true", help="machine-readable decision")
-    parser.add_argument("--open", action="store_true", help="load the winner, check its version")
+    parser.add_argument(
+        "--open", action="store_true", help="load the winner, check its version and providers"
+    )
     parser.add_argument("--verify", action="store_true", help="hash the winner's files first")
     args = parser.parse_args(argv)
     try:
         index = load_index(args.stage)
         hardware = detect(args.root)
-        decision = choose(index, hardware, stage=args.stage)
+        libraries = system_libraries(
+            str(index.get("target", "")), args.root, windows=sys.platform == "win32"
+        )
+        decision = choose(index, hardware, stage=args.stage, libraries=libraries)
         version = None
         plugins: list[Registered] = []
         if args.open or args.verify:
-            version = open_runtime(args.stage, decision.runtime, verify=args.verify)
+            decision, version = open_best(
+                args.stage,
+                index,
+                hardware,
+                decision,
+                libraries=libraries,
+                verify=args.verify,
+                providers=args.open,
+            )
         if args.open:
             plugins = register_plugins(args.stage, decision.runtime, hardware)
     except LoaderError as exc:
         print(f"runtime_loader: {exc}", file=sys.stderr)
         return 1
+    for problem in decision.problems:
+        print(f"runtime_loader: add-on skipped: {problem}", file=sys.stderr)
     if args.json:
         out = {
             "runtime": decision.runtime["name"],
@@ -580,6 +955,7 @@ def main(argv: list[str] | None = None) -> int:
             "plugins": [asdict(p) for p in plugins],
             "hardware": asdict(hardware),
             "candidates": [asdict(c) for c in decision.candidates],
+            "problems": decision.problems,
         }
         print(json.dumps(out, indent=2, sort_keys=True))
         return 0
@@ -587,9 +963,11 @@ def main(argv: list[str] | None = None) -> int:
     if args.explain:
         for c in decision.candidates:
             if c.score == 0:
-                print(f"  {c.directory}: {c.why}")
+                print(f"  skip {c.name}: {c.why}")
             else:
                 print(f"  {c.directory}: score {c.score} ({c.why})")
+            for note in c.notes:
+                print(f"    {note}")
     if version:
         print(f"  loaded ONNX Runtime {version}")
     for plugin in plugins:
