@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import contextlib
+import functools
 import os
 from collections.abc import Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
@@ -38,6 +39,7 @@ from ortbundle.licensing import (
     notice_text,
     with_tool_file,
 )
+from ortbundle.member_memo import MemoizedMembers
 from ortbundle.models import StagedModel, models_index, stage_model, write_models_index
 from ortbundle.packaging import generate_all, package_input
 from ortbundle.plan import (
@@ -62,6 +64,7 @@ from ortbundle.stage import (
     StagedRuntime,
     StagedText,
     discard,
+    memo_reader,
     open_archives,
     publish,
     scratch_dir,
@@ -139,6 +142,7 @@ def _stage_models(
     artifacts: dict[str, Artifact],
     tmp: Path,
     texts: list[StagedText],
+    memo: Path | None,
 ) -> list[StagedModel]:
     """Every model of the product, gated, under models/<name>/, with its licence texts."""
     staged = []
@@ -150,8 +154,14 @@ def _stage_models(
         archives: dict[str, MemberReader] = {}
         try:
             for sid in sorted(ids):
-                archives[sid] = open_source(
-                    paths[sid], label=model.sources[sid].archive_name, component=model.name
+                source = model.sources[sid]
+                archives[sid] = MemoizedMembers(
+                    source.archive_sha256,
+                    source.archive_name,
+                    memo,
+                    functools.partial(
+                        open_source, paths[sid], label=source.archive_name, component=model.name
+                    ),
                 )
             staged.append(
                 stage_model(
@@ -188,9 +198,11 @@ def _stage_target(
     cache: Path,
     code: str,
     verify: bool,
+    epoch: int,
 ) -> TargetResult:
     target = get_target(target_name)
     tmp.mkdir()
+    memo = cache / "outputs" / "members"
     runtimes: list[tuple[Recipe, StagedRuntime]] = []
     texts: list[StagedText] = []
     for recipe, ids in plan.sources_for(target_name):
@@ -210,23 +222,35 @@ def _stage_target(
         )
         # the pruned runtime of an earlier build; never for a release: a record stored beside
         # the memo cannot vouch for it, so a release prunes again from re-hashed wheels
-        staged = None if verify else restore_runtime(cache, key, tmp, recipe.directory)
-        needed = ids - take_ids if staged is not None else ids
-        needed |= {t.source for rule in plan_t.licenses for t in rule.texts if t.source}
-        paths = {sid: artifacts[recipe.sources[sid].archive_sha256].path for sid in needed}
-        archives = open_archives(recipe, needed, paths)
+        staged = None if verify else restore_runtime(cache, key, tmp, recipe.directory, epoch)
+        text_ids = {t.source for rule in plan_t.licenses for t in rule.texts if t.source}
+        # a restored runtime reads only its licence texts, through the member memo: the wheels
+        # are opened (and their member names checked) only for a text the memo lacks
+        opened = ids if staged is None else set()
+        paths = {
+            sid: artifacts[recipe.sources[sid].archive_sha256].path for sid in opened | text_ids
+        }
+        archives = open_archives(recipe, opened, paths)
+        readers = {
+            sid: memo_reader(recipe, sid, paths[sid], archives.get(sid), None if verify else memo)
+            for sid in text_ids
+        }
         try:
             if staged is None:
                 staged = stage_runtime(recipe, target, archives, tmp)
                 if recipe.kind == "plugin-ep":
                     refuse_bundled_core(recipe, staged, target_name)
-                store_runtime(cache, key, tmp, staged)
+                store_runtime(cache, key, tmp, staged, epoch)
             runtimes.append((recipe, staged))
-            texts.extend(stage_license_texts(recipe, target, archives, tmp, project.licenses))
+            texts.extend(stage_license_texts(recipe, target, readers, tmp, project.licenses))
         finally:
+            for reader in readers.values():
+                reader.close()
             for archive in archives.values():
                 archive.close()
-    models = _stage_models(project, plan, target_name, artifacts, tmp, texts)
+    models = _stage_models(
+        project, plan, target_name, artifacts, tmp, texts, None if verify else memo
+    )
     cores = [(r, s) for r, s in runtimes if r.kind == "runtime"]
     plugins = [(r, s, plan.product.plugins[r.name]) for r, s in runtimes if r.kind == "plugin-ep"]
     write_index(tmp, plan.product, target_name, cores, plugins)
@@ -316,6 +340,7 @@ def _build_locked(
                     prepared.cache,
                     prepared.code,
                     options.release,  # a release re-hashes every memoised input
+                    prepared.epoch,  # what publishing stamps: memo files carry it too
                 )
                 for t in plan.targets
             ]
