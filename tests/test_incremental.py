@@ -8,6 +8,7 @@ from pathlib import Path
 
 import pytest
 
+import ortbundle.archives
 import ortbundle.build
 import ortbundle.stage
 from ortbundle.build import build
@@ -247,7 +248,7 @@ def test_licence_texts_of_a_restored_runtime_do_not_open_its_wheel(
     first = build(written.project, written.options(), reporter)
     good = contents(first.version_dir)
     opened: list[Path] = []
-    real = ortbundle.stage.ZipArchive
+    real = ortbundle.archives.ZipArchive
 
     def spy(path: Path, *args: object, **kwargs: object) -> object:
         opened.append(path)
