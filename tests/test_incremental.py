@@ -278,3 +278,31 @@ def test_an_altered_member_memo_entry_is_read_from_the_wheel_again(
         written.project.__class__.at(written.root, tmp_path / "d2"), written.options(), reporter
     )
     assert contents(again.version_dir) == good
+
+
+def test_templates_are_compiled_once_per_source(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The second process renders from the compiled form kept under the cache."""
+    script = (
+        "import sys, jinja2\n"
+        "from ortbundle import templating\n"
+        "if sys.argv[1] == 'cached':\n"
+        "    def refuse(*args, **kwargs): raise AssertionError('compiled again')\n"
+        "    jinja2.Environment.compile = refuse\n"
+        "try:\n"
+        "    templating.render('NOTICE.j2', {})\n"
+        "except jinja2.UndefinedError:\n"
+        "    pass  # compiled (or loaded) before rendering: that is all this looks at\n"
+    )
+    env = {**os.environ, "ORTBUNDLE_CACHE_DIR": str(tmp_path / "cache")}
+    root = Path(__file__).resolve().parents[1]
+    import subprocess
+    import sys
+
+    for mode in ("first", "cached"):
+        run = subprocess.run(
+            [sys.executable, "-c", script, mode], cwd=root, env=env, capture_output=True, text=True
+        )
+        assert run.returncode == 0, run.stderr
+    assert list((tmp_path / "cache" / "templates").iterdir())
