@@ -20,7 +20,7 @@ from pathlib import Path
 
 from license_expression import ExpressionError, Licensing, get_spdx_licensing
 
-from ortbundle.channels import ShippedFile
+from ortbundle.channels import ShippedFile, file_stamp
 from ortbundle.errors import LicenseError
 from ortbundle.models import StagedModel
 from ortbundle.recipes import (
@@ -408,7 +408,11 @@ def list_stage(stage: Path, licensing: TargetLicensing) -> tuple[ShippedFile, ..
                 file=str(path),
                 fix="rebuild; nothing may write into a stage after attribution",
             )
-        shipped.append(ShippedFile(relative, entry.size, entry.sha256, stat.st_mode & 0o777))
+        shipped.append(
+            ShippedFile(
+                relative, entry.size, entry.sha256, stat.st_mode & 0o777, stamp=file_stamp(stat)
+            )
+        )
     missing = sorted(set(known) - {f.path for f in shipped})
     if missing:
         raise LicenseError(

@@ -306,3 +306,41 @@ def test_templates_are_compiled_once_per_source(
         )
         assert run.returncode == 0, run.stderr
     assert list((tmp_path / "cache" / "templates").iterdir())
+
+
+def test_a_listed_stage_file_is_not_hashed_again_until_it_changes(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Channels trust the stamp the build took when it listed the stage; a write (even one
+    that keeps the size and puts the mtime back) moves ctime, and the file is hashed again."""
+    import dataclasses
+
+    import ortbundle.channels as channels
+    from ortbundle.errors import IntegrityError
+    from tests.helpers.packages import make_package_input
+
+    package = make_package_input(tmp_path)
+    stamped = tuple(
+        dataclasses.replace(f, stamp=channels.file_stamp((package.stage / f.path).lstat()))
+        for f in package.files
+        if f.link_to is None
+    )
+    hashed: list[Path] = []
+    real = channels.sha256_file
+
+    def spy(path: Path) -> str:
+        hashed.append(path)
+        return real(path)
+
+    monkeypatch.setattr(channels, "sha256_file", spy)
+    for shipped in stamped:
+        channels.check_staged(package, shipped, None)
+    assert hashed == []
+    victim = stamped[0]
+    path = package.stage / victim.path
+    before = path.stat()
+    path.write_bytes(b"X" * victim.size)
+    os.utime(path, ns=(before.st_atime_ns, before.st_mtime_ns))
+    with pytest.raises(IntegrityError, match="changed or vanished"):
+        channels.check_staged(package, victim, None)
+    assert hashed == [path]
