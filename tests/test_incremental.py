@@ -10,6 +10,7 @@ import pytest
 
 import ortbundle.archives
 import ortbundle.build
+import ortbundle.fetch.cache
 import ortbundle.stage
 from ortbundle.build import build
 from ortbundle.progress import Reporter
@@ -326,7 +327,7 @@ def test_a_listed_stage_file_is_not_hashed_again_until_it_changes(
         if f.link_to is None
     )
     hashed: list[Path] = []
-    real = channels.sha256_file
+    real = ortbundle.fetch.cache.sha256_file
 
     def spy(path: Path) -> str:
         hashed.append(path)
