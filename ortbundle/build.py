@@ -11,7 +11,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from ortbundle import __version__
+from ortbundle import __version__, spdx
 from ortbundle.archives import MemberReader, open_source
 from ortbundle.audit import AuditFailed, ChannelAudit, audit_summary, audit_targets
 from ortbundle.binaries.soname import patchelf_version
@@ -310,6 +310,8 @@ def build(
     key = None if options.audit_only else signing_key(plan.product, options, environ)
     # ortbundle/preflight.py: free space and the policy, before any download
     preflight(project, plan, prepared.cache, prepared.version_dir)
+    # the facts of each licence expression, kept under the cache; a release parses them again
+    spdx.keep_in(None if options.release else prepared.cache / "outputs" / "spdx")
     plan, artifacts = fetch(project, options, reporter, plan)  # the plan the key was made of
     version_dir = prepared.version_dir
     lock = prepared.cache / "locks" / f"dist-{digest_of([str(version_dir.resolve())])}.lock"

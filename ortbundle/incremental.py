@@ -177,6 +177,8 @@ def unchanged_build(cache: Path, version_dir: Path, key: str) -> dict[str, Any] 
 
 
 def _runtime_to_json(staged: StagedRuntime) -> dict[str, Any]:
+    from ortbundle.binaries import info_to_json
+
     closure = staged.closure
     return {
         "runtime": staged.runtime,
@@ -197,7 +199,7 @@ def _runtime_to_json(staged: StagedRuntime) -> dict[str, Any]:
                     "size": k.size,
                     "sha256": k.sha256,
                     "why": k.why,
-                    "info": asdict(k.info),
+                    "info": info_to_json(k.info),
                 }
                 for k in closure.kept
             ],
@@ -206,17 +208,13 @@ def _runtime_to_json(staged: StagedRuntime) -> dict[str, Any]:
 
 
 def _runtime_from_json(data: dict[str, Any], runtime_dir: Path) -> StagedRuntime:
-    from ortbundle.binaries import BinaryInfo, LoadSegment
+    from ortbundle.binaries import info_from_json
     from ortbundle.closure import Closure, Dropped, ExternalNeed, KeptLibrary
     from ortbundle.stage import StagedFile, StagedRuntime
 
     c = data["closure"]
     kept = []
     for k in c["kept"]:
-        info = dict(k["info"])
-        for key in ("needed", "delay_needed", "runpath"):
-            info[key] = tuple(info[key])
-        info["loads"] = tuple(LoadSegment(**seg) for seg in info["loads"])
         kept.append(
             KeptLibrary(
                 name=k["name"],
@@ -225,7 +223,7 @@ def _runtime_from_json(data: dict[str, Any], runtime_dir: Path) -> StagedRuntime
                 path=runtime_dir / k["name"],
                 size=k["size"],
                 sha256=k["sha256"],
-                info=BinaryInfo(**info),
+                info=info_from_json(k["info"]),
                 why=k["why"],
             )
         )

@@ -345,3 +345,51 @@ def test_a_listed_stage_file_is_not_hashed_again_until_it_changes(
     with pytest.raises(IntegrityError, match="changed or vanished"):
         channels.check_staged(package, victim, None)
     assert hashed == [path]
+
+
+_WARM_PROBE = """
+import json, sys
+from pathlib import Path
+from ortbundle.cli import run_build
+from ortbundle.plan import BuildOptions
+root, dist, cache, index, environ = sys.argv[1:5] + [json.loads(sys.argv[5])]
+options = BuildOptions(
+    product="fakeproduct", index_url=index, cache_dir=Path(cache), environ=environ, jobs=2
+)
+run_build(options, root=Path(root), dist=Path(dist))
+print(json.dumps(sorted(sys.modules)))
+"""
+
+
+def test_a_warm_build_reads_no_library_and_parses_no_licence_again(
+    written: FakeProject, tmp_path: Path
+) -> None:
+    """Everything a warm build would parse (ELF and PE files, licence expressions) comes from
+    the cache: pyelftools, pefile and license_expression stay unimported."""
+    import json
+    import subprocess
+    import sys
+
+    def build_into(dist: Path) -> set[str]:
+        done = subprocess.run(
+            [
+                sys.executable,
+                "-c",
+                _WARM_PROBE,
+                str(written.root),
+                str(dist),
+                str(written.root / "cache"),
+                written.server.url,
+                json.dumps(written.environ),
+            ],
+            capture_output=True,
+            text=True,
+            check=True,
+            cwd=Path(__file__).resolve().parents[1],
+        )
+        return set(json.loads(done.stdout.strip().splitlines()[-1]))
+
+    cold = build_into(tmp_path / "first")
+    assert {"elftools", "pefile", "license_expression"} <= cold  # the probe can see them
+    warm = build_into(tmp_path / "second")
+    assert sorted(m for m in ("elftools", "pefile", "license_expression") if m in warm) == []
