@@ -17,17 +17,17 @@ from datetime import UTC, date, datetime
 from pathlib import Path
 from typing import Any, Literal
 
-from license_expression import Licensing
 from rich.console import Console
 from rich.table import Table
 
 from ortbundle.errors import AuditError, ConfigError
-from ortbundle.licensing import ComponentUse, TargetLicensing, spdx
+from ortbundle.licensing import ComponentUse, TargetLicensing
 from ortbundle.plan import POLICY_NAME, BuildOptions, Project
 from ortbundle.policy_overlay import with_overlay
 from ortbundle.recipes import Product, Waiver
 from ortbundle.schema import check_document, display_name
 from ortbundle.schema.choices import VERDICTS
+from ortbundle.spdx import NotAnExpression, Tree, facts
 from ortbundle.waivers import CoveredFile, WaiverUse, use_of
 
 Verdict = Literal["allow", "review", "refuse"]
@@ -67,17 +67,15 @@ class ChannelPolicy:
 
     def evaluate(self, expression: str) -> Verdict:
         """AND needs every part acceptable; OR takes the best alternative."""
-        with spdx() as licensing:
-            tree = licensing.parse(expression)
-            return self._walk(licensing, tree)
+        return self._walk(facts(expression).tree)
 
-    def _walk(self, licensing: Licensing, node: Any) -> Verdict:
-        if isinstance(node, licensing.AND):
-            return max((self._walk(licensing, a) for a in node.args), key=_RANK.__getitem__)
-        if isinstance(node, licensing.OR):
-            return min((self._walk(licensing, a) for a in node.args), key=_RANK.__getitem__)
-        symbol = getattr(node, "license_symbol", node)  # "X WITH exception": judged as X
-        return self.verdict_for_id(str(symbol.key))
+    def _walk(self, node: Tree) -> Verdict:
+        kind, value = node
+        if kind == "AND":
+            return max((self._walk(a) for a in value), key=_RANK.__getitem__)
+        if kind == "OR":
+            return min((self._walk(a) for a in value), key=_RANK.__getitem__)
+        return self.verdict_for_id(value)  # "X WITH exception": judged as X
 
 
 @dataclass(frozen=True)
@@ -312,11 +310,10 @@ def audit_channel(
 
 
 def _same_expression(a: str, b: str) -> bool:
-    with spdx() as licensing:
-        try:
-            return bool(licensing.parse(a).simplify() == licensing.parse(b).simplify())
-        except Exception:  # noqa: BLE001 - an unparsable waiver licence simply does not match
-            return False
+    try:
+        return facts(a).simplified == facts(b).simplified
+    except NotAnExpression:  # an unparsable waiver licence simply does not match
+        return False
 
 
 def _mib(size: int) -> str:

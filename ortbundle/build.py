@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import contextlib
+import functools
 import os
 from collections.abc import Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
@@ -10,7 +11,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from ortbundle import __version__
+from ortbundle import __version__, spdx
 from ortbundle.archives import MemberReader, open_source
 from ortbundle.audit import AuditFailed, ChannelAudit, audit_summary, audit_targets
 from ortbundle.binaries.runtime_loads import refuse_undeclared, with_runtime_loads
@@ -41,6 +42,7 @@ from ortbundle.licensing import (
     notice_text,
     with_tool_file,
 )
+from ortbundle.member_memo import MemoizedMembers
 from ortbundle.models import StagedModel, models_index, stage_model, write_models_index
 from ortbundle.packaging import generate_all, package_input
 from ortbundle.plan import (
@@ -66,6 +68,7 @@ from ortbundle.stage import (
     StagedRuntime,
     StagedText,
     discard,
+    memo_reader,
     open_archives,
     publish,
     scratch_dir,
@@ -146,6 +149,7 @@ def _stage_models(
     artifacts: dict[str, Artifact],
     tmp: Path,
     texts: list[StagedText],
+    memo: Path | None,
 ) -> list[StagedModel]:
     """Every model of the product, gated, under models/<name>/, with its licence texts."""
     staged = []
@@ -157,8 +161,14 @@ def _stage_models(
         archives: dict[str, MemberReader] = {}
         try:
             for sid in sorted(ids):
-                archives[sid] = open_source(
-                    paths[sid], label=model.sources[sid].archive_name, component=model.name
+                source = model.sources[sid]
+                archives[sid] = MemoizedMembers(
+                    source.archive_sha256,
+                    source.archive_name,
+                    memo,
+                    functools.partial(
+                        open_source, paths[sid], label=source.archive_name, component=model.name
+                    ),
                 )
             staged.append(
                 stage_model(
@@ -195,8 +205,10 @@ def _stage_target(
     cache: Path,
     code: str,
     verify: bool,
+    epoch: int,
 ) -> TargetResult:
     tmp.mkdir()
+    memo = cache / "outputs" / "members"
     runtimes: list[tuple[Recipe, StagedRuntime]] = []
     texts: list[StagedText] = []
     problems: list[ClosureError] = []  # every runtime is pruned; all problems reported at once
@@ -220,11 +232,19 @@ def _stage_target(
         )
         # the pruned runtime of an earlier build; never for a release: a record stored beside
         # the memo cannot vouch for it, so a release prunes again from re-hashed wheels
-        staged = None if verify else restore_runtime(cache, key, tmp, recipe.directory)
-        needed = ids - take_ids if staged is not None else ids
-        needed |= {t.source for rule in plan_t.licenses for t in rule.texts if t.source}
-        paths = {sid: artifacts[recipe.sources[sid].archive_sha256].path for sid in needed}
-        archives = open_archives(recipe, needed, paths)
+        staged = None if verify else restore_runtime(cache, key, tmp, recipe.directory, epoch)
+        text_ids = {t.source for rule in plan_t.licenses for t in rule.texts if t.source}
+        # a restored runtime reads only its licence texts, through the member memo: the wheels
+        # are opened (and their member names checked) only for a text the memo lacks
+        opened = ids if staged is None else set()
+        paths = {
+            sid: artifacts[recipe.sources[sid].archive_sha256].path for sid in opened | text_ids
+        }
+        archives = open_archives(recipe, opened, paths)
+        readers = {
+            sid: memo_reader(recipe, sid, paths[sid], archives.get(sid), None if verify else memo)
+            for sid in text_ids
+        }
         try:
             if staged is None:
                 try:
@@ -234,7 +254,7 @@ def _stage_target(
                     continue
                 if recipe.kind == "plugin-ep":
                     refuse_bundled_core(recipe, staged, target_name)
-                store_runtime(cache, key, tmp, staged)
+                store_runtime(cache, key, tmp, staged, epoch)
             staged = with_runtime_loads(staged, recipe, target)  # declared and found loads
             if verify and staged.closure.load_findings:  # verify: a release build (strict)
                 raise refuse_undeclared(
@@ -244,12 +264,16 @@ def _stage_target(
                     file=str(recipe.path),
                 )
             runtimes.append((recipe, staged))
-            texts.extend(stage_license_texts(recipe, target, archives, tmp, project.licenses))
+            texts.extend(stage_license_texts(recipe, target, readers, tmp, project.licenses))
         finally:
+            for reader in readers.values():
+                reader.close()
             for archive in archives.values():
                 archive.close()
     raise_collected(problems, str(plan.product.path))
-    models = _stage_models(project, plan, target_name, artifacts, tmp, texts)
+    models = _stage_models(
+        project, plan, target_name, artifacts, tmp, texts, None if verify else memo
+    )
     cores = [(r, s) for r, s in runtimes if r.kind == "runtime"]
     plugins = [(r, s, plan.product.plugins[r.name]) for r, s in runtimes if r.kind == "plugin-ep"]
     write_index(tmp, plan.product, target_name, cores, plugins)
@@ -311,6 +335,8 @@ def build(
     preflight(project, plan, prepared.cache, prepared.version_dir)
     check_compare(options.compare, plan.product.name)  # a bad --compare fails before the work
     reporter.begin("fetch")
+    # the facts of each licence expression, kept under the cache; a release parses them again
+    spdx.keep_in(None if options.release else prepared.cache / "outputs" / "spdx")
     plan, artifacts = fetch(project, options, reporter, plan)  # the plan the key was made of
     fetched = sum(1 for a in artifacts.values() if a.downloaded)
     reporter.done(f"{len(artifacts)} artifacts verified, {fetched} downloaded")
@@ -346,6 +372,7 @@ def _build_locked(
                     prepared.cache,
                     prepared.code,
                     options.release,  # a release re-hashes every memoised input
+                    prepared.epoch,  # what publishing stamps: memo files carry it too
                 )
                 for t in plan.targets
             ]

@@ -180,6 +180,8 @@ def unchanged_build(cache: Path, version_dir: Path, key: str) -> dict[str, Any] 
 
 
 def _runtime_to_json(staged: StagedRuntime) -> dict[str, Any]:
+    from ortbundle.binaries import info_to_json
+
     closure = staged.closure
     return {
         "runtime": staged.runtime,
@@ -201,7 +203,7 @@ def _runtime_to_json(staged: StagedRuntime) -> dict[str, Any]:
                     "size": k.size,
                     "sha256": k.sha256,
                     "why": k.why,
-                    "info": asdict(k.info),
+                    "info": info_to_json(k.info),
                 }
                 for k in closure.kept
             ],
@@ -210,7 +212,7 @@ def _runtime_to_json(staged: StagedRuntime) -> dict[str, Any]:
 
 
 def _runtime_from_json(data: dict[str, Any], runtime_dir: Path) -> StagedRuntime:
-    from ortbundle.binaries import BinaryInfo, LoadSegment
+    from ortbundle.binaries import info_from_json
     from ortbundle.binaries.runtime_loads import FileScan, LoadScan
     from ortbundle.closure import Closure, Dropped, ExternalNeed, KeptLibrary
     from ortbundle.stage import StagedFile, StagedRuntime
@@ -218,10 +220,6 @@ def _runtime_from_json(data: dict[str, Any], runtime_dir: Path) -> StagedRuntime
     c = data["closure"]
     kept = []
     for k in c["kept"]:
-        info = dict(k["info"])
-        for key in ("needed", "delay_needed", "runpath"):
-            info[key] = tuple(info[key])
-        info["loads"] = tuple(LoadSegment(**seg) for seg in info["loads"])
         kept.append(
             KeptLibrary(
                 name=k["name"],
@@ -230,7 +228,7 @@ def _runtime_from_json(data: dict[str, Any], runtime_dir: Path) -> StagedRuntime
                 path=runtime_dir / k["name"],
                 size=k["size"],
                 sha256=k["sha256"],
-                info=BinaryInfo(**info),
+                info=info_from_json(k["info"]),
                 why=k["why"],
             )
         )
@@ -287,15 +285,46 @@ def _check_names(staged: StagedRuntime, directory: str) -> None:
             raise ValueError(name)
 
 
-def restore_runtime(
-    cache: Path, key: str, stage_root: Path, expected_directory: str
-) -> StagedRuntime | None:
-    """Copy a memoised runtime into `stage_root`, or None if there is none (or it was altered).
+def _trusted_stamp(path: Path, stamp: Mapping[str, int], sha256: str) -> dict[str, int] | None:
+    """The file's stat record if it still holds what the memo stored, else None.
 
-    Each file is trusted while its stat record holds (size, mtime, ctime, inode). A release
-    does not call this: a record stored beside what it describes cannot vouch for it.
+    ctime is left out, as for the package memo: linking an entry into a stage (and deleting
+    that stage later) moves it. A write through dist/ moves mtime, so a file whose size, mtime
+    or inode differs from the record is re-hashed before it is trusted again."""
+    from ortbundle.fetch.cache import sha256_file, stat_record
+
+    current = stat_record(path.lstat())
+    if all(current[k] == stamp.get(k) for k in ("size", "mtime_ns", "ino")):
+        return current
+    if current["size"] != stamp.get("size") or sha256_file(path) != sha256:
+        return None
+    return current  # touched, not changed
+
+
+def _place(stored: Path, dest: Path, link: bool) -> None:
+    """A hard link when the entry carries the stamp this build gives dist/ (so publishing does
+    not move its mtime), else a copy."""
+    if link:
+        try:
+            os.link(stored, dest)
+        except OSError:
+            pass  # another file system, or too many links: copy
+        else:
+            return
+    shutil.copyfile(stored, dest)
+
+
+def restore_runtime(
+    cache: Path, key: str, stage_root: Path, expected_directory: str, epoch: int
+) -> StagedRuntime | None:
+    """Put a memoised runtime into `stage_root`, or None if there is none (or it was altered).
+
+    Each file is trusted while its stat record holds (size, mtime, inode), else re-hashed. Files
+    are hard-linked when they carry this build's `epoch` as mtime: 340 MB of runtimes are not
+    written again. A release does not call this: a record stored beside what it describes
+    cannot vouch for it.
     """
-    from ortbundle.fetch.cache import locked, stat_record
+    from ortbundle.fetch.cache import locked
 
     entry = cache / "stages" / key[:2] / key
     with locked(entry.with_name(f"{key}.lock")):
@@ -306,14 +335,23 @@ def restore_runtime(
             record = json.loads(meta.read_text("utf-8"))
             if record.get("format") != _FORMAT:
                 raise ValueError(record.get("format"))  # an older layout: prune again
-            stamps: dict[str, dict[str, int]] = record["stamps"]
-            for name, stamp in stamps.items():
-                if stat_record((entry / name).lstat()) != stamp:
-                    raise ValueError(name)
             staged = _runtime_from_json(
                 record["staged"], stage_root / record["staged"]["directory"]
             )
             _check_names(staged, expected_directory)
+            digests = {f.path: f.sha256 for f in staged.files}
+            stamps: dict[str, dict[str, int]] = record["stamps"]
+            if sorted(stamps) != sorted(_memo_names(staged)):
+                raise ValueError("stamps")
+            touched = False
+            for name, stamp in stamps.items():
+                current = _trusted_stamp(entry / name, stamp, digests[f"{staged.directory}/{name}"])
+                if current is None:
+                    raise ValueError(name)
+                touched |= current != stamp
+                stamps[name] = current
+            if touched:
+                atomic_write(meta, json.dumps(record, sort_keys=True))
         except (OSError, ValueError, KeyError, TypeError):
             shutil.rmtree(entry, ignore_errors=True)  # altered or half-written: rebuild
             return None
@@ -321,18 +359,26 @@ def restore_runtime(
 
         runtime_dir = stage_root / staged.directory
         runtime_dir.mkdir(parents=True)
+        stamp_ns = epoch * 1_000_000_000
         for relative in _memo_names(staged):
             dest = runtime_dir / relative
             dest.parent.mkdir(exist_ok=True)
-            shutil.copyfile(entry / relative, dest)
-            dest.chmod(LIBRARY_MODE)
+            _place(entry / relative, dest, stamps[relative]["mtime_ns"] == stamp_ns)
+            if dest.stat().st_mode & 0o7777 != LIBRARY_MODE:
+                dest.chmod(LIBRARY_MODE)
         for link, points_to in staged.closure.links:
             (runtime_dir / link).symlink_to(points_to)
         return staged
 
 
-def store_runtime(cache: Path, key: str, stage_root: Path, staged: StagedRuntime) -> None:
+def store_runtime(
+    cache: Path, key: str, stage_root: Path, staged: StagedRuntime, epoch: int
+) -> None:
+    """Keep a pruned runtime under the cache. Its files are the stage's own, hard-linked and
+    stamped with the build's epoch (as publishing would stamp them), so the next build of the
+    same runtime links them again instead of writing them."""
     from ortbundle.fetch.cache import locked, remove_dead_leftovers, stat_record
+    from ortbundle.stage import LIBRARY_MODE
 
     entry = cache / "stages" / key[:2] / key
     with locked(entry.with_name(f"{key}.lock")):
@@ -344,7 +390,11 @@ def store_runtime(cache: Path, key: str, stage_root: Path, staged: StagedRuntime
         names = _memo_names(staged)
         for relative in names:
             (partial / relative).parent.mkdir(exist_ok=True)
-            shutil.copyfile(stage_root / staged.directory / relative, partial / relative)
+            staged_path = stage_root / staged.directory / relative
+            if staged_path.stat().st_mode & 0o7777 != LIBRARY_MODE:
+                staged_path.chmod(LIBRARY_MODE)
+            os.utime(staged_path, (epoch, epoch))
+            _place(staged_path, partial / relative, link=True)
         # the directory is renamed into place below: a rename keeps each file's stat
         for relative in names:
             stamps[relative] = stat_record((partial / relative).lstat())

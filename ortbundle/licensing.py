@@ -8,19 +8,14 @@ anything is published.
 
 from __future__ import annotations
 
-import contextlib
 import fnmatch
 import json
 import re
-import threading
-from collections.abc import Iterable, Iterator
+from collections.abc import Iterable
 from dataclasses import dataclass, field, replace
-from functools import cache
 from pathlib import Path
 
-from license_expression import ExpressionError, Licensing, get_spdx_licensing
-
-from ortbundle.channels import ShippedFile
+from ortbundle.channels import ShippedFile, file_stamp
 from ortbundle.errors import LicenseError
 from ortbundle.models import StagedModel
 from ortbundle.recipes import (
@@ -31,6 +26,7 @@ from ortbundle.recipes import (
     source_from_json,
     source_to_json,
 )
+from ortbundle.spdx import NotAnExpression, facts
 from ortbundle.stage import StagedFile, StagedRuntime, StagedText
 from ortbundle.templating import render
 from ortbundle.versions import resolve_version
@@ -45,51 +41,31 @@ _COPYRIGHT = re.compile(
 )
 
 
-_LICENSING_LOCK = threading.Lock()
-
-
-@cache
-def _shared_licensing() -> Licensing:
-    return get_spdx_licensing()
-
-
-@contextlib.contextmanager
-def spdx() -> Iterator[Licensing]:
-    """The SPDX licensing object, one thread at a time: it builds its tokenizer lazily and is
-    not safe to share between the per-target threads without this lock."""
-    with _LICENSING_LOCK:
-        yield _shared_licensing()
-
-
 def normalize_expression(expression: str, *, where: str) -> tuple[str, tuple[str, ...]]:
     """Validate an SPDX expression; return it normalised and its licence ids (sorted).
 
     `LicenseRef-…` ids stand for terms SPDX does not list (a vendor EULA, unknown terms).
     """
-    with spdx() as licensing:
-        try:
-            parsed = licensing.parse(expression, validate=False)
-        except ExpressionError as exc:
-            raise LicenseError(
-                f"{expression!r} is not a licence expression: {exc}",
-                file=where,
-                fix="write an SPDX expression, e.g. 'MIT AND BSD-3-Clause'",
-            ) from None
-        if parsed is None:
+    try:
+        parsed = facts(expression)
+    except NotAnExpression as exc:
+        if str(exc) == "empty licence expression":
             raise LicenseError(
                 "empty licence expression", file=where, fix="write an SPDX expression"
-            )
-        symbols = sorted({str(s.key) for s in licensing.license_symbols(parsed)})
-        info = licensing.validate(expression, strict=True)
-    unknown = [s for s in info.invalid_symbols if not _LICENSE_REF.match(str(s))]
+            ) from None
+        raise LicenseError(
+            f"{expression!r} is not a licence expression: {exc}",
+            file=where,
+            fix="write an SPDX expression, e.g. 'MIT AND BSD-3-Clause'",
+        ) from None
+    unknown = [s for s in parsed.invalid if not _LICENSE_REF.match(s)]
     if unknown:
         raise LicenseError(
-            f"unknown licence id(s) {', '.join(map(str, unknown))} in {expression!r}",
+            f"unknown licence id(s) {', '.join(unknown)} in {expression!r}",
             file=where,
             fix="use SPDX ids (spdx.org/licenses) or LicenseRef-<name> for other terms",
         )
-    normalized = info.normalized_expression or str(parsed)
-    return normalized, tuple(symbols)
+    return parsed.normalized, parsed.ids
 
 
 @dataclass(frozen=True)
@@ -408,7 +384,11 @@ def list_stage(stage: Path, licensing: TargetLicensing) -> tuple[ShippedFile, ..
                 file=str(path),
                 fix="rebuild; nothing may write into a stage after attribution",
             )
-        shipped.append(ShippedFile(relative, entry.size, entry.sha256, stat.st_mode & 0o777))
+        shipped.append(
+            ShippedFile(
+                relative, entry.size, entry.sha256, stat.st_mode & 0o777, stamp=file_stamp(stat)
+            )
+        )
     missing = sorted(set(known) - {f.path for f in shipped})
     if missing:
         raise LicenseError(

@@ -7,6 +7,7 @@ Kept free of heavy imports: deciding that a build has nothing to do reads these.
 from __future__ import annotations
 
 import os
+import sys
 from collections.abc import Mapping
 from pathlib import Path
 
@@ -17,6 +18,7 @@ ENV_KEY_PASSWORD = "ORTBUNDLE_SIGNING_KEY_PASSWORD"  # noqa: S105 (a variable na
 ENV_MAVEN_URL = "ORTBUNDLE_MAVEN_URL"  # space-separated repository URLs, tried in order
 ENV_MAVEN_SETTINGS = "ORTBUNDLE_MAVEN_SETTINGS"  # a settings.xml in place of ~/.m2/settings.xml
 ENV_NPM_REGISTRY = "ORTBUNDLE_NPM_REGISTRY"  # the npm registry, over every .npmrc
+ENV_NO_BYTECODE = "ORTBUNDLE_NO_BYTECODE"  # 1: no compiled modules under the cache
 
 
 def default_cache_dir() -> Path:
@@ -24,6 +26,22 @@ def default_cache_dir() -> Path:
         return Path(explicit)
     base = os.environ.get("XDG_CACHE_HOME") or str(Path.home() / ".cache")
     return Path(base) / "ortbundle"
+
+
+def keep_bytecode_in_cache(environ: Mapping[str, str] = os.environ) -> None:
+    """Let Python keep the compiled form of the modules a task imports, under the cache.
+
+    With PYTHONDONTWRITEBYTECODE set (common in CI images and containers) every `invoke` run
+    compiled ortbundle's hundred-odd modules again: about 0.12 s of each warm build. The
+    bytecode goes under the cache directory (`bytecode/`), never beside the sources, which is
+    what that setting protects; ORTBUNDLE_NO_BYTECODE=1 keeps Python's default.
+    """
+    if not sys.dont_write_bytecode or sys.pycache_prefix is not None:
+        return  # Python writes bytecode already, or the user chose where
+    if environ.get(ENV_NO_BYTECODE, "").strip() not in ("", "0"):
+        return
+    sys.pycache_prefix = str(default_cache_dir() / "bytecode")
+    sys.dont_write_bytecode = False
 
 
 def default_key_path(product: str, environ: Mapping[str, str]) -> Path:

@@ -17,7 +17,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from ortbundle import __version__
+from ortbundle import __version__, spdx
 from ortbundle.audit import ChannelAudit, audit_targets
 from ortbundle.build import finish_version
 from ortbundle.channels import CHANNEL_TARGETS
@@ -136,6 +136,7 @@ def _outputs_under(manifest: dict[str, Any], prefix: str) -> dict[str, str]:
 def release(project: Project, runner_dirs: Sequence[Path], options: BuildOptions) -> ReleaseResult:
     """Merge, check, record and sign; publish dist/<product>/<version>/ only if all of it holds."""
     environ = os.environ if options.environ is None else options.environ
+    spdx.keep_in(None)  # a release parses every licence expression again
     plan = load_plan(project, BuildOptions(product=options.product))
     product = plan.product
     key = signing_key(product, options, environ)

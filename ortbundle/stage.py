@@ -23,6 +23,7 @@ from ortbundle.binaries.runtime_loads import scan_kept
 from ortbundle.closure import Candidate, Closure, Materialized, prune
 from ortbundle.errors import ArchiveError, BinaryError, ConfigError
 from ortbundle.fetch.cache import pid_alive, sha256_file
+from ortbundle.member_memo import MemoizedMembers
 from ortbundle.publish import publish as publish  # build.py and release.py publish through here
 from ortbundle.publish import recover
 from ortbundle.recipes import LicenseText, Recipe, Rename
@@ -78,6 +79,19 @@ def open_archives(
             archive.close()
         raise
     return archives
+
+
+def memo_reader(
+    recipe: Recipe, sid: str, path: Path, opened: ZipArchive | None, memo: Path | None
+) -> MemoizedMembers:
+    """Source `sid` read member by member through the member memo (None: no memo, a release);
+    `opened` is the archive when this build has it open already."""
+    source = recipe.sources[sid]
+
+    def open_one() -> MemberReader:
+        return opened if opened is not None else open_archives(recipe, {sid}, {sid: path})[sid]
+
+    return MemoizedMembers(source.archive_sha256, source.archive_name, memo, open_one)
 
 
 def stage_runtime(
@@ -316,7 +330,7 @@ def _stage_payloads(
 def stage_license_texts(
     recipe: Recipe,
     target: Target,
-    archives: dict[str, ZipArchive],
+    archives: Mapping[str, MemberReader],
     stage_root: Path,
     repo_licenses: Path,
 ) -> list[StagedText]:

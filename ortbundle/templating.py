@@ -11,6 +11,8 @@ from typing import Any
 
 import jinja2
 
+from ortbundle.locations import default_cache_dir
+
 _ENV = jinja2.Environment(
     loader=jinja2.PackageLoader("ortbundle", "templates"),
     undefined=jinja2.StrictUndefined,
@@ -21,12 +23,26 @@ _ENV = jinja2.Environment(
 )
 
 
+def _bytecode_cache() -> jinja2.BytecodeCache | None:
+    """Compiled templates under the cache, keyed by each template's source checksum: jinja
+    compiling NSIS, PKGBUILD and NOTICE templates again was a measurable part of a warm build.
+    jinja writes each entry atomically and ignores one it cannot read."""
+    directory = default_cache_dir() / "templates"
+    try:
+        directory.mkdir(parents=True, exist_ok=True)
+    except OSError:
+        return None  # a read-only cache: compile every time
+    return jinja2.FileSystemBytecodeCache(str(directory))
+
+
 def render(
     name: str,
     context: Mapping[str, Any],
     filters: Mapping[str, Callable[..., str]] | None = None,
 ) -> str:
     """Render ortbundle/templates/<name> with format-specific escaping filters."""
+    if _ENV.bytecode_cache is None:
+        _ENV.bytecode_cache = _bytecode_cache()
     env = _ENV.overlay()
     env.filters.update(filters or {})
     return env.get_template(name).render(**context)

@@ -21,7 +21,6 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 from pathlib import Path
 
-from ortbundle.binaries.pe import read_version_info
 from ortbundle.errors import LicenseError
 from ortbundle.fsio import atomic_write
 
@@ -87,6 +86,8 @@ _PE_EVIDENCE = "PE version resource"
 
 
 def _pe_version(path: Path, relative: str) -> FileVersion | None:
+    from ortbundle.binaries.pe import read_version_info  # pefile: only for a file not memoised
+
     info = read_version_info(path, relative)
     if info is None:
         return None

@@ -959,3 +959,31 @@ def test_java_loader_reads_the_installed_abi_and_honours_an_override(
     assert unknown["thrown"][0].startswith("java.lang.IllegalArgumentException: the app names")
     failing = _run_loader(jvm_loader, tmp_path / "d", override=QNN, libraries=())
     assert failing["thrown"][0].startswith("java.lang.UnsatisfiedLinkError: the app names")
+
+
+def test_each_library_is_parsed_once_per_content_not_once_per_build(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The alignment and machine checks read what pyelftools found in these bytes before;
+    a release (verify_cache) reads every library again."""
+    import ortbundle.binaries
+    import ortbundle.binaries.memo
+
+    parsed: list[Path] = []
+    real = ortbundle.binaries.inspect
+
+    def counting(path: Path, *, name: str | None = None) -> object:
+        parsed.append(path)
+        return real(path, name=name)
+
+    monkeypatch.setattr(ortbundle.binaries.memo, "inspect", counting)
+    package = replace(make_stage(tmp_path / "stages", X86), cache=tmp_path / "cache")
+    for n in (1, 2, 3):
+        (tmp_path / f"apk{n}").mkdir()
+    ApkChannel().generate(package, tmp_path / "apk1")
+    assert parsed
+    first = len(parsed)
+    ApkChannel().generate(package, tmp_path / "apk2")
+    assert len(parsed) == first  # from the memo
+    ApkChannel().generate(replace(package, verify_cache=True), tmp_path / "apk3")
+    assert len(parsed) == 2 * first

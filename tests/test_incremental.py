@@ -8,7 +8,9 @@ from pathlib import Path
 
 import pytest
 
+import ortbundle.archives
 import ortbundle.build
+import ortbundle.fetch.cache
 import ortbundle.stage
 from ortbundle.build import build
 from ortbundle.progress import Reporter
@@ -207,3 +209,188 @@ def test_a_no_op_build_imports_nothing_heavy(written: FakeProject, reporter: Rep
     assert "up to date" in done.stdout
     modules = set(json.loads(done.stdout.strip().splitlines()[-1]))
     assert sorted(m for m in _HEAVY if m in modules) == []
+
+
+def _memo_files(cache: Path, name: str) -> list[Path]:
+    return sorted((cache / "stages").rglob(name))
+
+
+def test_a_warm_build_links_its_runtimes_from_the_memo(
+    written: FakeProject, reporter: Reporter, tmp_path: Path
+) -> None:
+    build(written.project, written.options(), reporter)
+    again = build(
+        written.project.__class__.at(written.root, tmp_path / "d2"), written.options(), reporter
+    )
+    staged = again.version_dir / "linux-x86_64" / "runtimes/fake/libdep.so.2"
+    (stored,) = _memo_files(written.root / "cache", "libdep.so.2")
+    assert staged.samefile(stored)  # the same inode: no bytes written again
+
+
+def test_an_edit_through_dist_is_caught_before_the_memo_is_trusted(
+    written: FakeProject, reporter: Reporter, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    first = build(written.project, written.options(), reporter)
+    good = contents(first.version_dir)
+    shipped = first.version_dir / "linux-x86_64" / "runtimes/fake/libdep.so.2"
+    size = shipped.stat().st_size
+    with shipped.open("r+b") as stream:  # in place: the memo's inode sees the same bytes
+        stream.write(b"X" * size)
+    calls = count_staging(monkeypatch)
+    again = build(
+        written.project.__class__.at(written.root, tmp_path / "d2"), written.options(), reporter
+    )
+    assert ("fake", "linux-x86_64") in calls  # pruned again, not restored
+    assert contents(again.version_dir) == good
+
+
+def test_licence_texts_of_a_restored_runtime_do_not_open_its_wheel(
+    written: FakeProject, reporter: Reporter, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    first = build(written.project, written.options(), reporter)
+    good = contents(first.version_dir)
+    opened: list[Path] = []
+    real = ortbundle.archives.ZipArchive
+
+    def spy(path: Path, *args: object, **kwargs: object) -> object:
+        opened.append(path)
+        return real(path, *args, **kwargs)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(ortbundle.stage, "ZipArchive", spy)
+    again = build(
+        written.project.__class__.at(written.root, tmp_path / "d2"), written.options(), reporter
+    )
+    assert opened == []
+    assert contents(again.version_dir) == good
+
+
+def test_an_altered_member_memo_entry_is_read_from_the_wheel_again(
+    written: FakeProject, reporter: Reporter, tmp_path: Path
+) -> None:
+    first = build(written.project, written.options(), reporter)
+    good = contents(first.version_dir)
+    entries = [
+        p for p in (written.root / "cache" / "outputs" / "members").rglob("*") if p.is_file()
+    ]
+    texts = [p for p in entries if p.suffix != ".json"]
+    assert texts
+    for entry in texts:
+        entry.write_bytes(b"not the licence\n")
+    again = build(
+        written.project.__class__.at(written.root, tmp_path / "d2"), written.options(), reporter
+    )
+    assert contents(again.version_dir) == good
+
+
+def test_templates_are_compiled_once_per_source(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The second process renders from the compiled form kept under the cache."""
+    script = (
+        "import sys, jinja2\n"
+        "from ortbundle import templating\n"
+        "if sys.argv[1] == 'cached':\n"
+        "    def refuse(*args, **kwargs): raise AssertionError('compiled again')\n"
+        "    jinja2.Environment.compile = refuse\n"
+        "try:\n"
+        "    templating.render('NOTICE.j2', {})\n"
+        "except jinja2.UndefinedError:\n"
+        "    pass  # compiled (or loaded) before rendering: that is all this looks at\n"
+    )
+    env = {**os.environ, "ORTBUNDLE_CACHE_DIR": str(tmp_path / "cache")}
+    root = Path(__file__).resolve().parents[1]
+    import subprocess
+    import sys
+
+    for mode in ("first", "cached"):
+        run = subprocess.run(
+            [sys.executable, "-c", script, mode], cwd=root, env=env, capture_output=True, text=True
+        )
+        assert run.returncode == 0, run.stderr
+    assert list((tmp_path / "cache" / "templates").iterdir())
+
+
+def test_a_listed_stage_file_is_not_hashed_again_until_it_changes(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Channels trust the stamp the build took when it listed the stage; a write (even one
+    that keeps the size and puts the mtime back) moves ctime, and the file is hashed again."""
+    import dataclasses
+
+    import ortbundle.channels as channels
+    from ortbundle.errors import IntegrityError
+    from tests.helpers.packages import make_package_input
+
+    package = make_package_input(tmp_path)
+    stamped = tuple(
+        dataclasses.replace(f, stamp=channels.file_stamp((package.stage / f.path).lstat()))
+        for f in package.files
+        if f.link_to is None
+    )
+    hashed: list[Path] = []
+    real = ortbundle.fetch.cache.sha256_file
+
+    def spy(path: Path) -> str:
+        hashed.append(path)
+        return real(path)
+
+    monkeypatch.setattr(channels, "sha256_file", spy)
+    for shipped in stamped:
+        channels.check_staged(package, shipped, None)
+    assert hashed == []
+    victim = stamped[0]
+    path = package.stage / victim.path
+    before = path.stat()
+    path.write_bytes(b"X" * victim.size)
+    os.utime(path, ns=(before.st_atime_ns, before.st_mtime_ns))
+    with pytest.raises(IntegrityError, match="changed or vanished"):
+        channels.check_staged(package, victim, None)
+    assert hashed == [path]
+
+
+_WARM_PROBE = """
+import json, sys
+from pathlib import Path
+from ortbundle.cli import run_build
+from ortbundle.plan import BuildOptions
+root, dist, cache, index, environ = sys.argv[1:5] + [json.loads(sys.argv[5])]
+options = BuildOptions(
+    product="fakeproduct", index_url=index, cache_dir=Path(cache), environ=environ, jobs=2
+)
+run_build(options, root=Path(root), dist=Path(dist))
+print(json.dumps(sorted(sys.modules)))
+"""
+
+
+def test_a_warm_build_reads_no_library_and_parses_no_licence_again(
+    written: FakeProject, tmp_path: Path
+) -> None:
+    """Everything a warm build would parse (ELF and PE files, licence expressions) comes from
+    the cache: pyelftools, pefile and license_expression stay unimported."""
+    import json
+    import subprocess
+    import sys
+
+    def build_into(dist: Path) -> set[str]:
+        done = subprocess.run(
+            [
+                sys.executable,
+                "-c",
+                _WARM_PROBE,
+                str(written.root),
+                str(dist),
+                str(written.root / "cache"),
+                written.server.url,
+                json.dumps(written.environ),
+            ],
+            capture_output=True,
+            text=True,
+            check=True,
+            cwd=Path(__file__).resolve().parents[1],
+        )
+        return set(json.loads(done.stdout.strip().splitlines()[-1]))
+
+    cold = build_into(tmp_path / "first")
+    assert {"elftools", "pefile", "license_expression"} <= cold  # the probe can see them
+    warm = build_into(tmp_path / "second")
+    assert sorted(m for m in ("elftools", "pefile", "license_expression") if m in warm) == []

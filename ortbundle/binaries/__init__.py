@@ -2,8 +2,9 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import asdict, dataclass
 from pathlib import Path
+from typing import Any
 
 from ortbundle.errors import BinaryError
 
@@ -44,6 +45,19 @@ class BinaryInfo:
     @property
     def all_needed(self) -> tuple[str, ...]:
         return self.needed + self.delay_needed
+
+
+def info_to_json(info: BinaryInfo) -> dict[str, Any]:
+    return asdict(info)
+
+
+def info_from_json(data: dict[str, Any]) -> BinaryInfo:
+    """The inverse of `info_to_json`: JSON lists become the tuples the dataclass holds."""
+    fields = dict(data)
+    for key in ("needed", "delay_needed", "runpath"):
+        fields[key] = tuple(fields[key])
+    fields["loads"] = tuple(LoadSegment(**segment) for segment in fields["loads"])
+    return BinaryInfo(**fields)
 
 
 def alignment_problem(info: BinaryInfo, page_align: int) -> str | None:

@@ -26,12 +26,12 @@ import itertools
 import struct
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
-
-from elftools.common.exceptions import ELFError
-from elftools.elf.elffile import ELFFile
+from typing import TYPE_CHECKING, Any
 
 from ortbundle.errors import BinaryError
+
+if TYPE_CHECKING:  # pyelftools (48 modules) loads only when a library is checked
+    from elftools.elf.elffile import ELFFile
 
 __all__ = ["android_api_level", "check_loadable", "loadable_problems"]
 
@@ -66,6 +66,9 @@ def _round_up(value: int, page: int) -> int:
 
 def loadable_problems(path: Path, page_size: int) -> list[str]:
     """Everything the Android linker would refuse in `path`, one line each; [] when none."""
+    from elftools.common.exceptions import ELFError
+    from elftools.elf.elffile import ELFFile
+
     try:
         with path.open("rb") as stream:
             return _problems(ELFFile(stream), path.stat().st_size, page_size)
@@ -84,6 +87,8 @@ def check_loadable(path: Path, *, page_size: int, label: str, fix: str) -> None:
 
 def android_api_level(path: Path) -> int | None:
     """The API level `.note.android.ident` records (the NDK writes it), or None without one."""
+    from elftools.elf.elffile import ELFFile
+
     with path.open("rb") as stream:
         elf = ELFFile(stream)
         section = elf.get_section_by_name(_ANDROID_NOTE)

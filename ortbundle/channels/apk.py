@@ -53,7 +53,8 @@ from dataclasses import dataclass
 from pathlib import Path, PurePosixPath
 from typing import Any
 
-from ortbundle.binaries import alignment_problem, inspect, sniff_format
+from ortbundle.binaries import alignment_problem, sniff_format
+from ortbundle.binaries.memo import inspect_known
 from ortbundle.channels import ChannelOutput, PackageInput, ShippedFile, check_staged, stage_changed
 from ortbundle.channels.apk_size import count, deflate_estimates, size_report
 from ortbundle.errors import ClosureError, ConfigError, PackagingError
@@ -357,7 +358,10 @@ def _is_host_library(
             return False
     except OSError:
         raise stage_changed(package, path, _COMPONENT) from None
-    info = inspect(path, name=shipped.path)
+    # a release reads every library afresh; a build reuses what it read of these bytes before
+    cache = None if package.verify_cache else package.cache
+    memo = None if cache is None else cache / "outputs" / "binary-info"
+    info = inspect_known(path, source.sha256, name=shipped.path, memo=memo)
     if info.machine != target.machine:
         return False
     problem = alignment_problem(info, target.page_align) if target.page_align else None
