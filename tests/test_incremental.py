@@ -152,19 +152,46 @@ def test_a_memo_naming_a_file_outside_its_runtime_is_discarded(
     assert not list(result.version_dir.parent.rglob("escaped"))
 
 
-_NO_OP_PROBE = """
+# A build in a fresh process (so sys.modules says what this one build imported).
+_PROBE = """
 import json, sys
 from pathlib import Path
 from ortbundle.cli import run_build
 from ortbundle.plan import BuildOptions
-from ortbundle.fetch.policy import RetryPolicy
-root, cache, index, environ = sys.argv[1], sys.argv[2], sys.argv[3], json.loads(sys.argv[4])
+root, dist, cache, index = sys.argv[1:5]
 options = BuildOptions(
-    product="fakeproduct", index_url=index, cache_dir=Path(cache), environ=environ, jobs=2
+    product="fakeproduct", index_url=index, cache_dir=Path(cache),
+    environ=json.loads(sys.argv[5]), jobs=2,
 )
-run_build(options, root=Path(root))
+run_build(options, root=Path(root), dist=Path(dist))
 print(json.dumps(sorted(sys.modules)))
 """
+
+
+def _probe_build(written: FakeProject, dist: Path) -> tuple[str, set[str]]:
+    """(what the build printed, the modules it imported)."""
+    import json
+    import subprocess
+    import sys
+
+    done = subprocess.run(
+        [
+            sys.executable,
+            "-c",
+            _PROBE,
+            str(written.root),
+            str(dist),
+            str(written.root / "cache"),
+            written.server.url,
+            json.dumps(written.environ),
+        ],
+        capture_output=True,
+        text=True,
+        check=True,
+        cwd=Path(__file__).resolve().parents[1],
+    )
+    return done.stdout, set(json.loads(done.stdout.strip().splitlines()[-1]))
+
 
 # What a no-op build must not import: the HTTP stack, archives and binaries, the evidence and
 # presentation libraries, and every pipeline module (prepare_build decides from plan data alone).
@@ -186,28 +213,10 @@ _HEAVY = (
 
 
 def test_a_no_op_build_imports_nothing_heavy(written: FakeProject, reporter: Reporter) -> None:
-    import json
-    import subprocess
-    import sys
 
     build(written.project, written.options(), reporter)
-    done = subprocess.run(
-        [
-            sys.executable,
-            "-c",
-            _NO_OP_PROBE,
-            str(written.root),
-            str(written.root / "cache"),
-            written.server.url,
-            json.dumps(written.environ),
-        ],
-        capture_output=True,
-        text=True,
-        check=True,
-        cwd=Path(__file__).resolve().parents[1],
-    )
-    assert "up to date" in done.stdout
-    modules = set(json.loads(done.stdout.strip().splitlines()[-1]))
+    stdout, modules = _probe_build(written, written.root / "dist")
+    assert "up to date" in stdout
     assert sorted(m for m in _HEAVY if m in modules) == []
 
 
@@ -348,47 +357,14 @@ def test_a_listed_stage_file_is_not_hashed_again_until_it_changes(
     assert hashed == [path]
 
 
-_WARM_PROBE = """
-import json, sys
-from pathlib import Path
-from ortbundle.cli import run_build
-from ortbundle.plan import BuildOptions
-root, dist, cache, index, environ = sys.argv[1:5] + [json.loads(sys.argv[5])]
-options = BuildOptions(
-    product="fakeproduct", index_url=index, cache_dir=Path(cache), environ=environ, jobs=2
-)
-run_build(options, root=Path(root), dist=Path(dist))
-print(json.dumps(sorted(sys.modules)))
-"""
-
-
 def test_a_warm_build_reads_no_library_and_parses_no_licence_again(
     written: FakeProject, tmp_path: Path
 ) -> None:
     """Everything a warm build would parse (ELF and PE files, licence expressions) comes from
     the cache: pyelftools, pefile and license_expression stay unimported."""
-    import json
-    import subprocess
-    import sys
 
     def build_into(dist: Path) -> set[str]:
-        done = subprocess.run(
-            [
-                sys.executable,
-                "-c",
-                _WARM_PROBE,
-                str(written.root),
-                str(dist),
-                str(written.root / "cache"),
-                written.server.url,
-                json.dumps(written.environ),
-            ],
-            capture_output=True,
-            text=True,
-            check=True,
-            cwd=Path(__file__).resolve().parents[1],
-        )
-        return set(json.loads(done.stdout.strip().splitlines()[-1]))
+        return _probe_build(written, dist)[1]
 
     cold = build_into(tmp_path / "first")
     assert {"elftools", "pefile", "license_expression"} <= cold  # the probe can see them
