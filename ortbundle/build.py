@@ -205,7 +205,6 @@ def _stage_target(
     cache: Path,
     code: str,
     verify: bool,
-    epoch: int,
 ) -> TargetResult:
     tmp.mkdir()
     memo = cache / "outputs" / "members"
@@ -232,7 +231,7 @@ def _stage_target(
         )
         # the pruned runtime of an earlier build; never for a release: a record stored beside
         # the memo cannot vouch for it, so a release prunes again from re-hashed wheels
-        staged = None if verify else restore_runtime(cache, key, tmp, recipe.directory, epoch)
+        staged = None if verify else restore_runtime(cache, key, tmp, recipe.directory)
         text_ids = {t.source for rule in plan_t.licenses for t in rule.texts if t.source}
         # a restored runtime reads only its licence texts, through the member memo: the wheels
         # are opened (and their member names checked) only for a text the memo lacks
@@ -254,7 +253,7 @@ def _stage_target(
                     continue
                 if recipe.kind == "plugin-ep":
                     refuse_bundled_core(recipe, staged, target_name)
-                store_runtime(cache, key, tmp, staged, epoch)
+                store_runtime(cache, key, tmp, staged)
             staged = with_runtime_loads(staged, recipe, target)  # declared and found loads
             if verify and staged.closure.load_findings:  # verify: a release build (strict)
                 raise refuse_undeclared(
@@ -372,7 +371,6 @@ def _build_locked(
                     prepared.cache,
                     prepared.code,
                     options.release,  # a release re-hashes every memoised input
-                    prepared.epoch,  # what publishing stamps: memo files carry it too
                 )
                 for t in plan.targets
             ]

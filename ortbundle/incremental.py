@@ -285,46 +285,15 @@ def _check_names(staged: StagedRuntime, directory: str) -> None:
             raise ValueError(name)
 
 
-def _trusted_stamp(path: Path, stamp: Mapping[str, int], sha256: str) -> dict[str, int] | None:
-    """The file's stat record if it still holds what the memo stored, else None.
-
-    ctime is left out, as for the package memo: linking an entry into a stage (and deleting
-    that stage later) moves it. A write through dist/ moves mtime, so a file whose size, mtime
-    or inode differs from the record is re-hashed before it is trusted again."""
-    from ortbundle.fetch.cache import sha256_file, stat_record
-
-    current = stat_record(path.lstat())
-    if all(current[k] == stamp.get(k) for k in ("size", "mtime_ns", "ino")):
-        return current
-    if current["size"] != stamp.get("size") or sha256_file(path) != sha256:
-        return None
-    return current  # touched, not changed
-
-
-def _place(stored: Path, dest: Path, link: bool) -> None:
-    """A hard link when the entry carries the stamp this build gives dist/ (so publishing does
-    not move its mtime), else a copy."""
-    if link:
-        try:
-            os.link(stored, dest)
-        except OSError:
-            pass  # another file system, or too many links: copy
-        else:
-            return
-    shutil.copyfile(stored, dest)
-
-
 def restore_runtime(
-    cache: Path, key: str, stage_root: Path, expected_directory: str, epoch: int
+    cache: Path, key: str, stage_root: Path, expected_directory: str
 ) -> StagedRuntime | None:
-    """Put a memoised runtime into `stage_root`, or None if there is none (or it was altered).
+    """Copy a memoised runtime into `stage_root`, or None if there is none (or it was altered).
 
-    Each file is trusted while its stat record holds (size, mtime, inode), else re-hashed. Files
-    are hard-linked when they carry this build's `epoch` as mtime: 340 MB of runtimes are not
-    written again. A release does not call this: a record stored beside what it describes
-    cannot vouch for it.
+    Each file is trusted while its stat record holds (size, mtime, ctime, inode). A release
+    does not call this: a record stored beside what it describes cannot vouch for it.
     """
-    from ortbundle.fetch.cache import locked
+    from ortbundle.fetch.cache import locked, stat_record
 
     entry = cache / "stages" / key[:2] / key
     with locked(entry.with_name(f"{key}.lock")):
@@ -335,23 +304,14 @@ def restore_runtime(
             record = json.loads(meta.read_text("utf-8"))
             if record.get("format") != _FORMAT:
                 raise ValueError(record.get("format"))  # an older layout: prune again
+            stamps: dict[str, dict[str, int]] = record["stamps"]
+            for name, stamp in stamps.items():
+                if stat_record((entry / name).lstat()) != stamp:
+                    raise ValueError(name)
             staged = _runtime_from_json(
                 record["staged"], stage_root / record["staged"]["directory"]
             )
             _check_names(staged, expected_directory)
-            digests = {f.path: f.sha256 for f in staged.files}
-            stamps: dict[str, dict[str, int]] = record["stamps"]
-            if sorted(stamps) != sorted(_memo_names(staged)):
-                raise ValueError("stamps")
-            touched = False
-            for name, stamp in stamps.items():
-                current = _trusted_stamp(entry / name, stamp, digests[f"{staged.directory}/{name}"])
-                if current is None:
-                    raise ValueError(name)
-                touched |= current != stamp
-                stamps[name] = current
-            if touched:
-                atomic_write(meta, json.dumps(record, sort_keys=True))
         except (OSError, ValueError, KeyError, TypeError):
             shutil.rmtree(entry, ignore_errors=True)  # altered or half-written: rebuild
             return None
@@ -359,26 +319,18 @@ def restore_runtime(
 
         runtime_dir = stage_root / staged.directory
         runtime_dir.mkdir(parents=True)
-        stamp_ns = epoch * 1_000_000_000
         for relative in _memo_names(staged):
             dest = runtime_dir / relative
             dest.parent.mkdir(exist_ok=True)
-            _place(entry / relative, dest, stamps[relative]["mtime_ns"] == stamp_ns)
-            if dest.stat().st_mode & 0o7777 != LIBRARY_MODE:
-                dest.chmod(LIBRARY_MODE)
+            shutil.copyfile(entry / relative, dest)
+            dest.chmod(LIBRARY_MODE)
         for link, points_to in staged.closure.links:
             (runtime_dir / link).symlink_to(points_to)
         return staged
 
 
-def store_runtime(
-    cache: Path, key: str, stage_root: Path, staged: StagedRuntime, epoch: int
-) -> None:
-    """Keep a pruned runtime under the cache. Its files are the stage's own, hard-linked and
-    stamped with the build's epoch (as publishing would stamp them), so the next build of the
-    same runtime links them again instead of writing them."""
+def store_runtime(cache: Path, key: str, stage_root: Path, staged: StagedRuntime) -> None:
     from ortbundle.fetch.cache import locked, remove_dead_leftovers, stat_record
-    from ortbundle.stage import LIBRARY_MODE
 
     entry = cache / "stages" / key[:2] / key
     with locked(entry.with_name(f"{key}.lock")):
@@ -390,11 +342,7 @@ def store_runtime(
         names = _memo_names(staged)
         for relative in names:
             (partial / relative).parent.mkdir(exist_ok=True)
-            staged_path = stage_root / staged.directory / relative
-            if staged_path.stat().st_mode & 0o7777 != LIBRARY_MODE:
-                staged_path.chmod(LIBRARY_MODE)
-            os.utime(staged_path, (epoch, epoch))
-            _place(staged_path, partial / relative, link=True)
+            shutil.copyfile(stage_root / staged.directory / relative, partial / relative)
         # the directory is renamed into place below: a rename keeps each file's stat
         for relative in names:
             stamps[relative] = stat_record((partial / relative).lstat())

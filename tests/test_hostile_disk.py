@@ -62,7 +62,7 @@ def test_a_full_dist_disk_is_one_message_and_the_old_tree_stays(
     """The new tree is larger than the old one by more than the disk holds, which the
     preflight (a lower bound: the old tree's size) cannot know: the disk fills mid-build."""
     fake.write()
-    with tmpfs(tmp_path / "small", 1024) as small:  # the old tree takes ~400 KiB
+    with tmpfs(tmp_path / "small", 1280) as small:  # the old tree (report.html too) fits
         dist = small / "dist"
         build(fake.project.__class__.at(fake.root, dist), fake.options(), reporter)
         old = snapshot(version_dir(fake, dist))

@@ -224,35 +224,6 @@ def _memo_files(cache: Path, name: str) -> list[Path]:
     return sorted((cache / "stages").rglob(name))
 
 
-def test_a_warm_build_links_its_runtimes_from_the_memo(
-    written: FakeProject, reporter: Reporter, tmp_path: Path
-) -> None:
-    build(written.project, written.options(), reporter)
-    again = build(
-        written.project.__class__.at(written.root, tmp_path / "d2"), written.options(), reporter
-    )
-    staged = again.version_dir / "linux-x86_64" / "runtimes/fake/libdep.so.2"
-    (stored,) = _memo_files(written.root / "cache", "libdep.so.2")
-    assert staged.samefile(stored)  # the same inode: no bytes written again
-
-
-def test_an_edit_through_dist_is_caught_before_the_memo_is_trusted(
-    written: FakeProject, reporter: Reporter, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    first = build(written.project, written.options(), reporter)
-    good = contents(first.version_dir)
-    shipped = first.version_dir / "linux-x86_64" / "runtimes/fake/libdep.so.2"
-    size = shipped.stat().st_size
-    with shipped.open("r+b") as stream:  # in place: the memo's inode sees the same bytes
-        stream.write(b"X" * size)
-    calls = count_staging(monkeypatch)
-    again = build(
-        written.project.__class__.at(written.root, tmp_path / "d2"), written.options(), reporter
-    )
-    assert ("fake", "linux-x86_64") in calls  # pruned again, not restored
-    assert contents(again.version_dir) == good
-
-
 def test_licence_texts_of_a_restored_runtime_do_not_open_its_wheel(
     written: FakeProject, reporter: Reporter, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
