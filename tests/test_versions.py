@@ -145,7 +145,7 @@ def test_a_pe_version_is_read_once_per_sha256_with_a_memo(
         reads.append(label)
         return real(path, label)
 
-    monkeypatch.setattr(ortbundle.versions, "read_version_info", counting)
+    monkeypatch.setattr(ortbundle.binaries.pe, "read_version_info", counting)  # imported lazily
     memo = tmp_path / "memo"
     first = read_file_version(dll, "runtimes/x/dxcompiler.dll", sha256="ab" * 32, memo=memo)
     again = read_file_version(dll, "runtimes/y/dxcompiler.dll", sha256="ab" * 32, memo=memo)
