@@ -75,6 +75,24 @@ class ExternalNeed:
     sandbox: bool = True
     via: str = "needed"  # or "loads": opened by name at run time, declared by the recipe
 
+    @classmethod
+    def of(
+        cls, name: str, group: ExternalGroup, needed_by: tuple[str, ...], via: str = "needed"
+    ) -> ExternalNeed:
+        """`name` as the closure reports it: provided by `group`, with its requirement facts."""
+        return cls(
+            name,
+            group.group,
+            group.kind,
+            group.note,
+            needed_by,
+            optional=group.optional,
+            version=group.version,
+            install=group.install,
+            sandbox=group.sandbox,
+            via=via,
+        )
+
 
 class Unresolved(ClosureError):
     """Needed names that are neither kept nor an allowed external: the build collects these
@@ -324,17 +342,7 @@ def prune(
         links=tuple(sorted(links)),
         dropped=tuple(sorted(dropped, key=lambda d: (d.source, d.member))),
         externals=tuple(
-            ExternalNeed(
-                name,
-                g.group,
-                g.kind,
-                g.note,
-                tuple(sorted(set(by))),
-                optional=g.optional,
-                version=g.version,
-                install=g.install,
-                sandbox=g.sandbox,
-            )
+            ExternalNeed.of(name, g, tuple(sorted(set(by))))
             for name, g, by in sorted(externals.values(), key=lambda e: (e[0], e[1].group))
         ),
         entry=entries[0],

@@ -9,11 +9,15 @@ file and leaves the destination as it was.
 
 from __future__ import annotations
 
+import json
 import os
 import secrets
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager, suppress
 from pathlib import Path
+from typing import Any, TypeVar
+
+T = TypeVar("T")
 
 
 def fsync_dir(directory: Path) -> None:
@@ -71,3 +75,22 @@ def atomic_write(path: Path, data: bytes | str, *, mode: int | None = None) -> N
         fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o666 if mode is None else mode)
         with os.fdopen(fd, "wb") as handle:
             handle.write(content)
+
+
+def remembered(
+    entry: Path | None,
+    compute: Callable[[], T],
+    to_json: Callable[[T], Any],
+    from_json: Callable[[Any], T],
+) -> T:
+    """`compute()`, kept as JSON at `entry` (None: no memo). An entry that cannot be read or
+    does not parse is computed again; one that cannot be written only costs the next build."""
+    if entry is not None:
+        with suppress(OSError, ValueError, KeyError, TypeError):
+            return from_json(json.loads(entry.read_text("utf-8")))
+    value = compute()
+    if entry is not None:
+        with suppress(OSError):
+            entry.parent.mkdir(parents=True, exist_ok=True)
+            atomic_write(entry, json.dumps(to_json(value), sort_keys=True))
+    return value

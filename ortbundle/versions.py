@@ -14,15 +14,14 @@ an ELF library its full version in its real file name (libonnxruntime.so.1.24.1)
 
 from __future__ import annotations
 
-import contextlib
-import json
 import re
 from collections.abc import Iterable
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 from ortbundle.errors import LicenseError
-from ortbundle.fsio import atomic_write
+from ortbundle.fsio import remembered
 
 _NUMERIC = re.compile(r"^\d+(\.\d+)*")
 _ELF_NAME = re.compile(r"\.so\.(\d+\.\d+\.\d+(?:\.\d+)?)$")
@@ -60,26 +59,19 @@ def read_file_version(
     if magic[:2] != b"MZ":
         return None
     stored = memo / sha256[:2] / f"{sha256}.json" if memo is not None and sha256 else None
-    if stored is not None:
-        with contextlib.suppress(OSError, ValueError, KeyError, TypeError):
-            data = json.loads(stored.read_text("utf-8"))
-            if data is None:
-                return None
-            raw = tuple(str(v) for v in data["raw"])
-            return FileVersion(relative, data["version"], raw, data["publisher"], _PE_EVIDENCE)
-    found_pe = _pe_version(path, relative)
-    if stored is not None:
-        record = None
-        if found_pe is not None:
-            record = {
-                "version": found_pe.version,
-                "raw": list(found_pe.raw),
-                "publisher": found_pe.publisher,
-            }
-        with contextlib.suppress(OSError):  # a memo: not worth failing a build for
-            stored.parent.mkdir(parents=True, exist_ok=True)
-            atomic_write(stored, json.dumps(record))
-    return found_pe
+
+    def to_json(found: FileVersion | None) -> dict[str, Any] | None:
+        if found is None:
+            return None
+        return {"version": found.version, "raw": list(found.raw), "publisher": found.publisher}
+
+    def from_json(data: Any) -> FileVersion | None:
+        if data is None:
+            return None
+        raw = tuple(str(v) for v in data["raw"])
+        return FileVersion(relative, data["version"], raw, data["publisher"], _PE_EVIDENCE)
+
+    return remembered(stored, lambda: _pe_version(path, relative), to_json, from_json)
 
 
 _PE_EVIDENCE = "PE version resource"

@@ -9,28 +9,19 @@ again). A release passes no memo: it reads every file afresh.
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 
 from ortbundle.binaries import BinaryInfo, info_from_json, info_to_json, inspect
-from ortbundle.fsio import atomic_write
+from ortbundle.fsio import remembered
 from ortbundle.incremental import code_digest, digest_of
 
 
 def inspect_known(path: Path, sha256: str, *, name: str, memo: Path | None) -> BinaryInfo:
     """`inspect(path)` for a file already checked to have `sha256`; from `memo` when it has it."""
-    if memo is None:
-        return inspect(path, name=name)
-    key = digest_of([sha256, code_digest()])
-    entry = memo / key[:2] / f"{key}.json"
-    try:
-        return info_from_json(json.loads(entry.read_text("utf-8")))
-    except (OSError, ValueError, KeyError, TypeError):
-        pass  # none yet, or unreadable: read the file
-    info = inspect(path, name=name)
-    try:
-        entry.parent.mkdir(parents=True, exist_ok=True)
-        atomic_write(entry, json.dumps(info_to_json(info), sort_keys=True))
-    except OSError:
-        pass  # a memo that cannot be written is only slower
-    return info
+    key = digest_of([sha256, code_digest()]) if memo is not None else ""
+    return remembered(
+        memo / key[:2] / f"{key}.json" if memo is not None else None,
+        lambda: inspect(path, name=name),
+        info_to_json,
+        info_from_json,
+    )

@@ -24,10 +24,10 @@ from typing import TYPE_CHECKING, Protocol
 from ortbundle.errors import BinaryError, ClosureError, ConfigError
 
 if TYPE_CHECKING:
-    from ortbundle.closure import Closure, ExternalNeed
+    from ortbundle.closure import Closure
     from ortbundle.recipes import Recipe
     from ortbundle.stage import StagedRuntime
-    from ortbundle.targets import ExternalGroup, Target
+    from ortbundle.targets import Target
 
 # the functions that open a library by a name the program chooses
 ELF_LOADERS = frozenset({"dlopen", "dlmopen", "android_dlopen_ext"})
@@ -303,27 +303,6 @@ def scan_kept(closure: Closure, runtime_dir: Path, component: str) -> tuple[File
     )
 
 
-def _need(declared: DeclaredLoad, group: ExternalGroup | None) -> ExternalNeed:
-    """A declared load as the closure's external, with its group's requirement facts."""
-    from ortbundle.closure import ExternalNeed
-
-    d = declared
-    if group is None:
-        return ExternalNeed(d.name, d.group, d.kind, d.note, d.needed_by, via="loads")
-    return ExternalNeed(
-        d.name,
-        d.group,
-        d.kind,
-        d.note,
-        d.needed_by,
-        optional=group.optional,
-        version=group.version,
-        install=group.install,
-        sandbox=group.sandbox,
-        via="loads",
-    )
-
-
 def with_runtime_loads(staged: StagedRuntime, recipe: Recipe, target: Target) -> StagedRuntime:
     """The build's hook, on a fresh or a memoised runtime alike (no file is read): add the
     declared loads to the closure's externals (`via = "loads"`) and record the findings. The
@@ -349,7 +328,14 @@ def with_runtime_loads(staged: StagedRuntime, recipe: Recipe, target: Target) ->
         raise unresolved_error(
             exc.names, component=recipe.name, target=target.name, file=str(recipe.path)
         ) from None
-    added = tuple(_need(d, target.external_group(d.name)) for d in result.declared)
+    from ortbundle.closure import ExternalNeed
+
+    # a declared load resolved to its group through this same lookup: it is never None here
+    added = tuple(
+        ExternalNeed.of(d.name, group, d.needed_by, via="loads")
+        for d in result.declared
+        if (group := target.external_group(d.name)) is not None
+    )
     externals = tuple(e for e in closure.externals if e.via != "loads") + added
     closure = dataclasses.replace(
         closure,
