@@ -15,8 +15,9 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 
-from ortbundle.channels import ShippedFile, file_stamp
+from ortbundle.channels import ShippedFile
 from ortbundle.errors import LicenseError
+from ortbundle.fetch.cache import stat_record
 from ortbundle.models import StagedModel
 from ortbundle.recipes import (
     LicenseRule,
@@ -386,7 +387,7 @@ def list_stage(stage: Path, licensing: TargetLicensing) -> tuple[ShippedFile, ..
             )
         shipped.append(
             ShippedFile(
-                relative, entry.size, entry.sha256, stat.st_mode & 0o777, stamp=file_stamp(stat)
+                relative, entry.size, entry.sha256, stat.st_mode & 0o777, stamp=stat_record(stat)
             )
         )
     missing = sorted(set(known) - {f.path for f in shipped})

@@ -303,7 +303,9 @@ def test_a_listed_stage_file_is_not_hashed_again_until_it_changes(
 
     package = make_package_input(tmp_path)
     stamped = tuple(
-        dataclasses.replace(f, stamp=channels.file_stamp((package.stage / f.path).lstat()))
+        dataclasses.replace(
+            f, stamp=ortbundle.fetch.cache.stat_record((package.stage / f.path).lstat())
+        )
         for f in package.files
         if f.link_to is None
     )

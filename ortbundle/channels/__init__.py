@@ -9,7 +9,6 @@ builds of the same inputs produce the same bytes.
 
 from __future__ import annotations
 
-import os
 import stat
 from collections.abc import Mapping
 from dataclasses import dataclass, field
@@ -19,7 +18,7 @@ from typing import Protocol
 from ortbundle.binaries.baseline import SystemBaseline
 from ortbundle.binaries.baseline import render_dependency as render_dependency
 from ortbundle.errors import IntegrityError
-from ortbundle.fetch.cache import sha256_file
+from ortbundle.fetch.cache import sha256_file, stat_record
 from ortbundle.products import Addon
 
 # CHANNEL_TARGETS and PackagingSettings live with the data they describe (targets, product
@@ -39,9 +38,10 @@ class ShippedFile:
     sha256: str  # of the content (for a symlink: of the file it points to)
     mode: int  # 0o644 or 0o755
     link_to: str | None = None  # symlink target, relative to the link's own directory
-    # (size, mtime_ns, ctime_ns, inode) when the build listed the stage: a file that still has
-    # it is what the build hashed, and is not read again by every channel
-    stamp: tuple[int, int, int, int] | None = field(default=None, compare=False, repr=False)
+    # its stat record (fetch.cache.stat_record: size, mtime, ctime, inode) when the build
+    # listed the stage: a file that still has it is what the build hashed, and is not read
+    # again by every channel
+    stamp: Mapping[str, int] | None = field(default=None, compare=False, repr=False)
 
 
 @dataclass(frozen=True)
@@ -145,11 +145,6 @@ def stage_changed(package: PackageInput, path: Path, component: str | None) -> I
     )
 
 
-def file_stamp(info: os.stat_result) -> tuple[int, int, int, int]:
-    """What a write, a replacement or a restored mtime would change (ctime follows all three)."""
-    return (info.st_size, info.st_mtime_ns, info.st_ctime_ns, info.st_ino)
-
-
 def check_staged(package: PackageInput, shipped: ShippedFile, component: str | None) -> None:
     """The file is still the regular file of the size and SHA-256 the build staged."""
     path = package.stage / shipped.path
@@ -159,7 +154,7 @@ def check_staged(package: PackageInput, shipped: ShippedFile, component: str | N
         raise stage_changed(package, path, component) from None
     if not stat.S_ISREG(info.st_mode) or info.st_size != shipped.size:
         raise stage_changed(package, path, component)
-    if shipped.stamp is not None and shipped.stamp == file_stamp(info):
+    if shipped.stamp is not None and shipped.stamp == stat_record(info):
         return  # untouched since the build listed it (a write moves mtime and ctime)
     if sha256_file(path) != shipped.sha256:
         raise stage_changed(package, path, component)
