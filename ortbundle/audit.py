@@ -15,10 +15,7 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, date, datetime
 from pathlib import Path
-from typing import Any, Literal
-
-from rich.console import Console
-from rich.table import Table
+from typing import TYPE_CHECKING, Any, Literal
 
 from ortbundle.errors import AuditError, ConfigError
 from ortbundle.licensing import ComponentUse, TargetLicensing
@@ -29,6 +26,9 @@ from ortbundle.schema import check_document, display_name
 from ortbundle.schema.choices import VERDICTS
 from ortbundle.spdx import NotAnExpression, Tree, facts
 from ortbundle.waivers import CoveredFile, WaiverUse, use_of
+
+if TYPE_CHECKING:
+    from rich.console import Console
 
 Verdict = Literal["allow", "review", "refuse"]
 Status = Literal["ok", "waived", "review", "fail"]
@@ -325,6 +325,8 @@ _STYLE = {"ok": "green", "waived": "bold yellow", "review": "yellow", "fail": "b
 
 def print_report(console: Console, audits: Sequence[ChannelAudit]) -> None:
     """What an auditor reads: per channel, per component, then every waiver relied on."""
+    from rich.table import Table
+
     for audit in audits:
         title = f"licence audit — {audit.channel} ({', '.join(audit.targets)})"
         if audit.release:

@@ -12,13 +12,13 @@ from typing import TYPE_CHECKING, TypeVar
 
 from ortbundle.errors import IntegrityError, OrtbundleError
 from ortbundle.fsio import atomic_write
-from ortbundle.incremental import PreparedBuild, prepare_build
 from ortbundle.locations import ENV_KEY, default_key_path
-from ortbundle.plan import BuildOptions, Project, load_plan
+from ortbundle.project import BuildOptions, Project
 
 if TYPE_CHECKING:
     from ortbundle.audit import ChannelAudit
     from ortbundle.build import BuildResult
+    from ortbundle.incremental import PreparedBuild
     from ortbundle.progress import Reporter
 
 # The pipeline's modules (HTTP, archives, binaries, SBOM, licences, rich) are imported inside
@@ -93,19 +93,29 @@ def run_build(
 ) -> None:
     """Build, then one summary: concise lines by default, the detail tables with `verbose`, the
     JSON document (build-summary.json) on stdout with `as_json` (progress then goes to stderr)."""
+    from ortbundle.noop import quick_previous
+
     project = Project.at(root, dist)
     places = _places(project, options)
+    # nothing moved since the last build: said without planning (ortbundle/noop.py)
+    previous = _guard(lambda: quick_previous(project, options), places)
+    if previous is not None:
+        _print_up_to_date(previous, verbose=verbose, as_json=as_json)
+        return
+    from ortbundle.incremental import prepare_build
+
     prepared = _guard(lambda: prepare_build(project, options), places)
     if prepared.previous is not None:
         _print_up_to_date(prepared.previous, verbose=verbose, as_json=as_json)
         return
-    from rich.console import Console
-
     from ortbundle.progress import Reporter
     from ortbundle.repairs import watching
 
-    console = Console(highlight=False, soft_wrap=True, stderr=as_json)
-    with Reporter(console) as reporter, watching(lambda r: reporter.line(r.line())) as repairs:
+    stream = sys.stderr if as_json else sys.stdout
+    with (
+        Reporter(stream=stream) as reporter,
+        watching(lambda r: reporter.line(r.line())) as repairs,
+    ):
         reporter.line(_plan_line(prepared, options))
         result = _guard(lambda: _build_or_report(project, options, reporter, prepared), places)
         if result.up_to_date is not None:  # another build published the same meanwhile
@@ -298,6 +308,7 @@ def run_verify(
     root: Path = ROOT,
 ) -> None:
     """Re-hash a tree against the signed manifest; the exit code says whether it matched."""
+    from ortbundle.plan import load_plan
     from ortbundle.verify import verify_tree
 
     if tree is None:
@@ -529,6 +540,7 @@ def run_cache_verify() -> None:
 
 def run_ci_workflow(product: str, out: Path | None, *, root: Path = ROOT) -> None:
     from ortbundle.ci_workflow import workflow_yaml
+    from ortbundle.plan import load_plan
 
     plan = _guard(lambda: load_plan(Project.at(root), BuildOptions(product=product)))
     target = out or root / "ci" / f"{product}-github-actions.yml"

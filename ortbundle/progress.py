@@ -14,9 +14,11 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass
 from types import TracebackType
+from typing import TYPE_CHECKING, TextIO
 
-from rich.console import Console
-from rich.progress import BarColumn, Progress, TaskID, TextColumn, TimeElapsedColumn
+if TYPE_CHECKING:  # rich is imported only for a terminal's live bars or a table
+    from rich.console import Console
+    from rich.progress import Progress, TaskID
 
 MIB = 1 << 20
 
@@ -43,20 +45,47 @@ def status(text: str) -> None:
 
 
 class Reporter:
-    """One place for build output; safe to call from worker threads."""
+    """One place for build output; safe to call from worker threads.
 
-    def __init__(self, console: Console | None = None, *, interactive: bool | None = None) -> None:
-        self.console = console or Console(highlight=False, soft_wrap=True)
-        if not self.console.is_terminal:
-            self.console.width = max(self.console.width, 160)  # CI logs: keep table rows whole
-        self.interactive = self.console.is_terminal if interactive is None else interactive
+    Lines go straight to `stream` (stdout by default). rich is imported only when something
+    needs it: the live bars on a terminal, or a table printed through `console` — a build whose
+    output is a log (CI, a pipe) never pays for it.
+    """
+
+    def __init__(
+        self,
+        console: Console | None = None,
+        *,
+        interactive: bool | None = None,
+        stream: TextIO | None = None,
+    ) -> None:
+        self._console = console
+        self._stream = stream
+        self._terminal = console.is_terminal if console is not None else self._out().isatty()
+        self.interactive = self._terminal if interactive is None else interactive
         self._lock = threading.Lock()
         self._bars: Progress | None = None
         self.phases: list[Phase] = []  # every finished phase, for the summary
         self._phase: tuple[str, float, TaskID | None] | None = None
 
+    def _out(self) -> TextIO:
+        return self._stream or sys.stdout  # looked up late: tests capture sys.stdout
+
+    @property
+    def console(self) -> Console:
+        """A rich console on the same stream, made on first use (tables, live bars)."""
+        if self._console is None:
+            from rich.console import Console
+
+            self._console = Console(file=self._out(), highlight=False, soft_wrap=True)
+            if not self._console.is_terminal:
+                self._console.width = max(self._console.width, 160)  # CI: table rows whole
+        return self._console
+
     def __enter__(self) -> Reporter:
         if self.interactive:
+            from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn
+
             self._bars = Progress(
                 TextColumn("{task.description}"),
                 BarColumn(bar_width=20),
@@ -86,10 +115,15 @@ class Reporter:
         no COLUMNS) gets it on one line, whole for grep."""
         from ortbundle.summary import terminal_width, wrap
 
-        width = terminal_width(self.console.is_terminal)
+        width = terminal_width(self._terminal)
         text = "\n".join(wrap(message.splitlines() or [""], width)) if width else message
         with self._lock:
-            self.console.print(text, markup=False)
+            if self._console is not None:  # in use for tables or bars: keep one writer
+                self._console.print(text, markup=False, emoji=False)
+            else:
+                out = self._out()
+                out.write(text + "\n")
+                out.flush()
 
     def begin(self, name: str) -> None:
         """A phase starts: live on a terminal (with its elapsed time), silent in CI."""
@@ -161,4 +195,4 @@ def phase_line(phase: Phase) -> str:
 
 def plain_reporter() -> Reporter:
     """A reporter that never draws bars (tests, piped output)."""
-    return Reporter(Console(file=sys.stdout, highlight=False, soft_wrap=True), interactive=False)
+    return Reporter(interactive=False)

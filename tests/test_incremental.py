@@ -157,7 +157,7 @@ _PROBE = """
 import json, sys
 from pathlib import Path
 from ortbundle.cli import run_build
-from ortbundle.plan import BuildOptions
+from ortbundle.project import BuildOptions
 root, dist, cache, index = sys.argv[1:5]
 options = BuildOptions(
     product="fakeproduct", index_url=index, cache_dir=Path(cache),
@@ -343,3 +343,5 @@ def test_a_warm_build_reads_no_library_and_parses_no_licence_again(
     assert {"elftools", "pefile", "license_expression"} <= cold  # the probe can see them
     warm = build_into(tmp_path / "second")
     assert sorted(m for m in ("elftools", "pefile", "license_expression") if m in warm) == []
+    # output to a log (no terminal): plain lines, so rich (live bars, tables) is not imported
+    assert "rich" not in warm
