@@ -32,7 +32,7 @@ from ortbundle.cli import (  # noqa: E402
     run_release,
     run_verify,
 )
-from ortbundle.plan import DEFAULT_PRODUCT, BuildOptions  # noqa: E402
+from ortbundle.project import DEFAULT_PRODUCT, BuildOptions  # noqa: E402
 
 # One short flag per option name, the same in every task: -p is always --product, and no task
 # takes -h (it stays --help). An option not listed here has only its long form.

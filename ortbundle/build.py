@@ -443,6 +443,7 @@ def _build_locked(
                 "audit": audit_summary(audits),
             },
         )
+        prepared.remember(project, options)  # the next no-op need not plan
     return result
 
 

@@ -16,29 +16,29 @@ the stage, closure and binary modules are imported by the runtime-stage function
 
 from __future__ import annotations
 
-import functools
 import hashlib
 import json
 import os
 import shutil
-from collections.abc import Iterable, Mapping
-from dataclasses import asdict, dataclass
+from collections.abc import Iterable
+from dataclasses import asdict, dataclass, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from ortbundle import __version__
 from ortbundle.fsio import atomic_write
 from ortbundle.locations import default_cache_dir
-from ortbundle.plan import (
-    TOOL_LICENSE,
-    BuildOptions,
-    Plan,
-    Project,
-    load_plan,
-    signing_key_identity,
-    source_date_epoch,
+from ortbundle.noop import (
+    Environment,
+    QuickRecord,
+    environment_facts,
+    input_stats,
+    remember_quick,
+    unchanged_build,
 )
-from ortbundle.report import compare_identity
+from ortbundle.noop import code_digest as code_digest  # every memo key's part for the tool
+from ortbundle.noop import record_build as record_build
+from ortbundle.plan import TOOL_LICENSE, BuildOptions, Plan, Project, load_plan
 
 if TYPE_CHECKING:
     from ortbundle.stage import StagedRuntime
@@ -52,19 +52,6 @@ def digest_of(parts: Iterable[str]) -> str:
     digest = hashlib.sha256(f"{_DIGEST_FORMAT}\n{__version__}\n".encode())
     for part in parts:
         digest.update(hashlib.sha256(part.encode()).digest())
-    return digest.hexdigest()
-
-
-@functools.cache
-def code_digest() -> str:
-    """The tool's own code and data: a change to ortbundle itself invalidates every memo.
-    Read once per process (the manifest, the memo keys and each package's key ask for it)."""
-    root = Path(__file__).resolve().parent  # the ortbundle package
-    digest = hashlib.sha256()
-    for path in sorted(root.rglob("*")):
-        if path.suffix in (".py", ".toml", ".json", ".j2") and "__pycache__" not in path.parts:
-            digest.update(path.relative_to(root).as_posix().encode() + b"\0")
-            digest.update(path.read_bytes())
     return digest.hexdigest()
 
 
@@ -87,25 +74,32 @@ class PreparedBuild:
     code: str
     key: str
     previous: dict[str, Any] | None  # an identical earlier build's summary: nothing to do
+    quick: QuickRecord | None = None  # what the key was made of, for the next no-op
+
+    def remember(self, project: Project, options: BuildOptions) -> None:
+        """Keep the quick record of this build, once it is published (or found unchanged)."""
+        if self.quick is not None:
+            remember_quick(
+                self.cache,
+                project,
+                options,
+                product=self.plan.product.name,
+                version_dir=self.version_dir,
+                key=self.key,
+                record=self.quick,
+            )
 
 
 def build_inputs(
-    project: Project,
-    plan: Plan,
-    options: BuildOptions,
-    epoch: int,
-    key_identity: str,
-    code: str,
+    project: Project, plan: Plan, options: BuildOptions, facts: Environment
 ) -> list[str]:
-    """Everything a build's output depends on, as strings for the build key."""
-    parts = [code, plan.product.digest, str(epoch), repr(plan.targets), repr(plan.product.channels)]
+    """Everything a build's output depends on, as strings for the build key: the environment's
+    part (noop.Environment), then what the project's files say."""
+    parts = [*facts.lines(), plan.product.digest, repr(plan.targets), repr(plan.product.channels)]
     parts.append(repr(plan.product.addon_of))  # what an add-on reads of the main manifest
     digests = {n: r.digest for n, r in plan.recipes.items()} | plan.model_digests
     parts += [f"{n}:{d}" for n, d in sorted(digests.items())]
     parts += [repr((options.release, options.audit_channels))]
-    parts.append(key_identity)
-    parts.append(compare_identity(options.compare))  # report.html's comparison
-    parts.append(shutil.which("makensis") or "no makensis")
     for path in sorted(project.licenses.rglob("*")):
         if path.is_file():
             parts.append(f"{path.relative_to(project.licenses)}:{path.read_bytes().hex()}")
@@ -116,64 +110,25 @@ def build_inputs(
 def prepare_build(project: Project, options: BuildOptions) -> PreparedBuild:
     """Plan the build and compute its key; `previous` is set when it would change nothing.
 
-    Cheap on purpose: no pipeline module is imported and no model is parsed.
+    Cheap on purpose: no pipeline module is imported and no model is parsed. The stat of the
+    inputs is taken before the plan reads them, so an edit made meanwhile is seen next time.
     """
-    environ = os.environ if options.environ is None else options.environ
+    inputs = input_stats(project)
     plan = load_plan(project, options, parse_models=False)
-    identity = signing_key_identity(plan.product, options, environ)
-    epoch = source_date_epoch(project.root, environ)
-    code = code_digest()
+    facts = environment_facts(project, plan.product.name, options)
     version_dir = project.dist / plan.product.name / plan.product.version
     cache = options.cache_dir or default_cache_dir()
-    key = digest_of(["build", *build_inputs(project, plan, options, epoch, identity, code)])
+    key = digest_of(["build", *build_inputs(project, plan, options, facts)])
+    quick = QuickRecord(inputs, facts.lines())
     previous = None
     # an audit publishes nothing to compare with; an unsigned release is refused by the build
-    if not options.audit_only and not (options.release and identity == "unsigned"):
+    if not options.audit_only and not (options.release and facts.signing == "unsigned"):
         previous = unchanged_build(cache, version_dir, key)
+    prepared = PreparedBuild(plan, version_dir, cache, facts.epoch, facts.code, key, None, quick)
     if previous is not None:
-        previous = {**previous, "version_dir": str(version_dir)}
-    return PreparedBuild(plan, version_dir, cache, epoch, code, key, previous)
-
-
-def _state_file(cache: Path, version_dir: Path) -> Path:
-    where = hashlib.sha256(str(version_dir.resolve()).encode()).hexdigest()
-    return cache / "state" / "builds" / f"{where}.json"
-
-
-def _stat_tree(version_dir: Path) -> dict[str, list[int]]:
-    stats = {}
-    for path in sorted(version_dir.rglob("*")):
-        info = path.lstat()
-        stats[path.relative_to(version_dir).as_posix()] = [
-            info.st_size,
-            info.st_mtime_ns,
-            info.st_ino,
-            info.st_mode,
-        ]
-    return stats
-
-
-def record_build(cache: Path, version_dir: Path, key: str, summary: Mapping[str, Any]) -> None:
-    """Remember what this build published, to recognise the next identical build."""
-    state = _state_file(cache, version_dir)
-    state.parent.mkdir(parents=True, exist_ok=True)
-    document = {"key": key, "tree": _stat_tree(version_dir), "summary": dict(summary)}
-    atomic_write(state, json.dumps(document, sort_keys=True))
-
-
-def unchanged_build(cache: Path, version_dir: Path, key: str) -> dict[str, Any] | None:
-    """The previous build's summary if it had this key and its tree is untouched, else None."""
-    state = _state_file(cache, version_dir)
-    try:
-        document = json.loads(state.read_text("utf-8"))
-    except (OSError, ValueError):
-        return None
-    if not isinstance(document, dict) or document.get("key") != key:
-        return None
-    if not version_dir.is_dir() or _stat_tree(version_dir) != document.get("tree"):
-        return None
-    summary = document.get("summary")
-    return summary if isinstance(summary, dict) else None
+        prepared.remember(project, options)  # the next no-op need not plan
+        return replace(prepared, previous={**previous, "version_dir": str(version_dir)})
+    return prepared
 
 
 # --- runtime stages -------------------------------------------------------------------------

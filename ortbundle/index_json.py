@@ -16,7 +16,6 @@ from pathlib import Path
 from typing import Any
 
 from ortbundle.fsio import atomic_write
-from ortbundle.loader import FRAGMENTS, SCHEMA
 from ortbundle.recipes import Product, Recipe
 from ortbundle.stage import StagedRuntime
 from ortbundle.system import check_runtime, runtime_system
@@ -24,7 +23,10 @@ from ortbundle.targets import get_target
 
 INDEX_NAME = "runtimes.json"
 LOADER_NAME = "runtime_loader.py"
-FRAGMENTS_DIR = FRAGMENTS  # runtimes.d: add-ons' index fragments, read by the loader
+# The loader's own names (loader.SCHEMA, loader.FRAGMENTS), repeated so that writing the index
+# does not import the 1,000-line loader on every build; a test holds them equal.
+SCHEMA = "ortbundle.runtimes/2"
+FRAGMENTS_DIR = "runtimes.d"  # add-ons' index fragments, read by the loader
 # What `requires` leaves out: what every machine of the platform has, which the loader finds
 # anyway and whose version the index's `system` already checks. On Linux that is the C library
 # and the C++ runtime of the base system (glibc's libraries, libstdc++, libgcc_s; not libgomp or

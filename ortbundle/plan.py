@@ -8,22 +8,20 @@ no HTTP, archive, binary, SBOM or licence library.
 from __future__ import annotations
 
 import hashlib
-import os
-import subprocess
 from collections.abc import Mapping
 from dataclasses import dataclass, field, replace
-from pathlib import Path
 from typing import TYPE_CHECKING
 
 from ortbundle.errors import ConfigError, OrtbundleError
-from ortbundle.fetch.policy import RetryPolicy
-from ortbundle.locations import (
-    ENV_KEY,
-    ENV_KEY_FILE,
-    default_key_path,
-    signing_key_source,
-)
+from ortbundle.locations import ENV_KEY, ENV_KEY_FILE
 from ortbundle.model_recipes import ModelRecipe, load_model_recipe
+from ortbundle.project import DEFAULT_PRODUCT as DEFAULT_PRODUCT
+from ortbundle.project import TOOL_LICENSE as TOOL_LICENSE
+from ortbundle.project import BuildOptions as BuildOptions
+from ortbundle.project import Project as Project
+from ortbundle.project import key_path
+from ortbundle.project import signing_key_identity as signing_key_identity
+from ortbundle.project import source_date_epoch as source_date_epoch
 from ortbundle.recipes import (
     Product,
     Recipe,
@@ -36,59 +34,7 @@ from ortbundle.targets import CHANNEL_TARGETS, get_target
 if TYPE_CHECKING:
     from ortbundle.signing import SecretKey
 
-DEFAULT_PRODUCT = "darkroom"
 POLICY_NAME = "policy.toml"  # under the project's licenses/
-TOOL_LICENSE = Path(__file__).resolve().parent.parent / "LICENSE"  # ortbundle's own
-
-
-@dataclass(frozen=True)
-class Project:
-    """Where a project's inputs live and where its output goes."""
-
-    root: Path
-    dist: Path
-
-    @classmethod
-    def at(cls, root: Path, dist: Path | None = None) -> Project:
-        return cls(root=root, dist=dist or root / "dist")
-
-    @property
-    def recipes(self) -> Path:
-        return self.root / "recipes"
-
-    @property
-    def manifests(self) -> Path:
-        return self.root / "manifests"
-
-    @property
-    def licenses(self) -> Path:
-        return self.root / "licenses"
-
-    @property
-    def keys(self) -> Path:
-        return self.root / "keys"  # the products' public signing keys
-
-
-@dataclass(frozen=True)
-class BuildOptions:
-    product: str = DEFAULT_PRODUCT
-    targets: tuple[str, ...] = ()  # empty: every target of the product
-    offline: bool = False
-    index_url: str | None = None
-    jobs: int = 0  # 0: one per core
-    cache_dir: Path | None = None
-    retry: RetryPolicy = field(default_factory=RetryPolicy)
-    release: bool = False  # the audit gate is strict, a signing key is required
-    audit_only: bool = False  # stage aside, audit, and publish nothing
-    audit_channels: tuple[str, ...] = ()  # empty: the product's packaging channels
-    channels: tuple[str, ...] = ()  # package only these (and build only their targets)
-    signing_key: Path | None = None  # else $ORTBUNDLE_SIGNING_KEY(_FILE), else the keygen default
-    environ: Mapping[str, str] | None = None  # None: os.environ (tests pass their own)
-    compare: Path | None = None  # report.html compares with this earlier build (a version dir)
-
-    @property
-    def workers(self) -> int:
-        return self.jobs if self.jobs > 0 else (os.cpu_count() or 1)
 
 
 @dataclass(frozen=True)
@@ -245,60 +191,18 @@ def _channel_targets(product: Product) -> set[str]:
     return {t for c in product.channels for t in CHANNEL_TARGETS[c] if t in product.targets}
 
 
-def _key_path(product: Product, options: BuildOptions, environ: Mapping[str, str]) -> Path | None:
-    path = options.signing_key
-    if path is None and not (environ.get(ENV_KEY) or environ.get(ENV_KEY_FILE)):
-        default = default_key_path(product.name, environ)
-        path = default if default.is_file() else None
-    return path
-
-
-def signing_key_identity(
-    product: Product, options: BuildOptions, environ: Mapping[str, str]
-) -> str:
-    """Which key would sign, as a digest of its bytes: changes when the key does, loads nothing."""
-    raw = signing_key_source(_key_path(product, options, environ), environ)
-    return "unsigned" if raw is None else hashlib.sha256(raw).hexdigest()
-
-
 def signing_key(
     product: Product, options: BuildOptions, environ: Mapping[str, str]
 ) -> SecretKey | None:
     from ortbundle.signing import load_signing_key
 
-    key = load_signing_key(_key_path(product, options, environ), environ)
+    key = load_signing_key(key_path(product.name, options, environ), environ)
     if key is None and options.release:
         raise ConfigError(
             "a release build must be signed, and no signing key is configured",
             fix=f"run invoke keygen, pass --signing-key, or set {ENV_KEY} / {ENV_KEY_FILE}",
         )
     return key
-
-
-def source_date_epoch(root: Path, environ: Mapping[str, str] | None = None) -> int:
-    """SOURCE_DATE_EPOCH if set, else the commit time of the recipes, else 0 (never "now")."""
-    environ = os.environ if environ is None else environ
-    value = environ.get("SOURCE_DATE_EPOCH", "").strip()
-    if value:
-        if not value.isdigit():
-            raise ConfigError(
-                f"SOURCE_DATE_EPOCH={value!r} is not a count of seconds",
-                fix="set it to an integer such as the last commit's time (git log -1 --format=%ct)",
-            )
-        return int(value)
-    try:
-        found = subprocess.run(
-            ["git", "log", "-1", "--format=%ct", "--", "recipes", "manifests", "licenses"],
-            cwd=root,
-            capture_output=True,
-            text=True,
-            timeout=30,
-            check=False,
-        )
-    except (OSError, subprocess.SubprocessError):
-        return 0
-    text = found.stdout.strip()
-    return int(text) if found.returncode == 0 and text.isdigit() else 0
 
 
 def policy_digest(project: Project) -> str:

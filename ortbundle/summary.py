@@ -20,8 +20,6 @@ from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from ortbundle.targets import CHANNEL_TARGETS
-
 if TYPE_CHECKING:
     from rich.table import Table
 
@@ -188,6 +186,8 @@ def requirement_groups(externals: Iterable[ExternalLibrary]) -> list[dict[str, A
 def _package(package: Any, version_dir: Path) -> dict[str, Any]:
     """A channel's files where they were published (the channel wrote them in the scratch copy
     of the version directory, which then took its place)."""
+    from ortbundle.targets import CHANNEL_TARGETS  # (not imported by a no-op's summary)
+
     directory = version_dir / "packaging" / package.channel
     files = []
     for written in package.files:

@@ -41,7 +41,6 @@ class ExternalGroup:
     sandbox: bool = True  # False: a Flatpak sandbox cannot provide it (host-only stack)
 
 
-EXTERNAL_KINDS = ("system", "toolchain", "redist", "driver", "toolkit")
 # channels whose package names an [[externals]] entry may give (data/arch.toml,
 # data/linux-packages.toml give the tool's own)
 PACKAGE_CHANNELS = ("arch", "deb", "rpm")

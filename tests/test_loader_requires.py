@@ -697,3 +697,13 @@ def test_a_damaged_cache_is_ignored_as_ld_so_ignores_it(layout: str) -> None:
     if layout == "new":
         huge[20:24], huge[12:16] = huge[12:16], data[12:16]
     assert read_ld_cache(bytes(huge)) == []
+
+
+def test_the_index_writer_names_what_the_loader_reads() -> None:
+    """index_json repeats the loader's schema and fragment directory (so that writing an index
+    does not import the loader): the two must never drift apart."""
+    import ortbundle.index_json as index_json
+    import ortbundle.loader as loader
+
+    assert index_json.SCHEMA == loader.SCHEMA
+    assert index_json.FRAGMENTS_DIR == loader.FRAGMENTS

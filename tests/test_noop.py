@@ -1,0 +1,228 @@
+"""A no-op build is answered from the quick record (ortbundle/noop.py) without planning, and
+only while every input it stands for is unchanged: each kind of input, edited, is seen."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from collections.abc import Callable
+from dataclasses import fields, replace
+from pathlib import Path
+
+import pytest
+
+from ortbundle.build import build
+from ortbundle.cli import run_build
+from ortbundle.locations import default_cache_dir
+from ortbundle.noop import ASKED, NOT_ASKED, _tree_digest, input_stats
+from ortbundle.progress import Reporter
+from ortbundle.project import BuildOptions
+from tests.helpers.project import FakeProject
+from tests.helpers.toml_edit import set_key
+
+REPO = Path(__file__).resolve().parents[1]
+
+# run_build in a fresh process: what it printed, and whether it planned (loaded the recipes)
+_PROBE = """
+import json, sys
+from pathlib import Path
+from ortbundle.cli import run_build
+from ortbundle.project import BuildOptions
+root, dist, cache, index, environ = sys.argv[1:6]
+options = BuildOptions(
+    product="fakeproduct", index_url=index, cache_dir=Path(cache), environ=json.loads(environ)
+)
+run_build(options, root=Path(root), dist=Path(dist))
+print(json.dumps(sorted(sys.modules)))
+"""
+
+_PLANNING = ("ortbundle.plan", "ortbundle.recipes", "ortbundle.schema", "tomllib")
+
+
+def _probe(written: FakeProject) -> tuple[str, bool]:
+    """(what a fresh `invoke build` printed, whether it loaded the plan)."""
+    done = subprocess.run(
+        [
+            sys.executable,
+            "-c",
+            _PROBE,
+            str(written.root),
+            str(written.root / "dist"),
+            str(written.root / "cache"),
+            written.server.url,
+            json.dumps(written.environ),
+        ],
+        capture_output=True,
+        text=True,
+        check=True,
+        cwd=REPO,
+    )
+    lines = done.stdout.strip().splitlines()
+    modules = set(json.loads(lines[-1]))
+    return "\n".join(lines[:-1]), any(m in modules for m in _PLANNING)
+
+
+def test_a_no_op_is_answered_without_planning(written: FakeProject, reporter: Reporter) -> None:
+    # another jobs count and retry policy than the build's: they say how, not what, to build
+    build(written.project, written.options(), reporter)
+    printed, planned = _probe(written)
+    assert "up to date" in printed
+    assert not planned, "the quick record should have answered: nothing was edited"
+
+
+def test_an_input_touched_and_put_back_is_checked_in_full(
+    written: FakeProject, reporter: Reporter
+) -> None:
+    """Its bytes and mtime are as they were, its ctime moved: the quick record no longer
+    vouches for it, the full check finds the same key, and records the file anew."""
+    build(written.project, written.options(), reporter)
+    recipe = written.root / "recipes" / "fake.toml"
+    info = recipe.stat()
+    recipe.write_bytes(recipe.read_bytes())
+    os.utime(recipe, ns=(info.st_atime_ns, info.st_mtime_ns))
+    printed, planned = _probe(written)
+    assert "up to date" in printed and planned
+    printed, planned = _probe(written)
+    assert "up to date" in printed and not planned  # remembered by the full check
+
+
+def _edit_recipe(fake: FakeProject) -> None:
+    set_key(fake.root / "recipes" / "fake.toml", "component.description", "Edited")
+
+
+def _edit_product(fake: FakeProject) -> None:
+    set_key(fake.root / "manifests" / "fakeproduct.toml", "product.description", "Edited")
+
+
+def _add_licence_file(fake: FakeProject) -> None:
+    (fake.root / "licenses" / "extra.txt").write_text("a new text under licenses/\n")
+
+
+def _edit_policy(fake: FakeProject) -> None:
+    policy = fake.root / "licenses" / "policy.toml"
+    policy.write_text(policy.read_text("utf-8") + "\n# reviewed\n")
+
+
+EDITS: dict[str, Callable[[FakeProject], None]] = {
+    "recipe": _edit_recipe,
+    "product": _edit_product,
+    "licence file added": _add_licence_file,
+    "policy": _edit_policy,
+}
+
+
+@pytest.mark.parametrize("edit", sorted(EDITS))
+def test_an_edited_input_is_rebuilt(
+    written: FakeProject, reporter: Reporter, capsys: pytest.CaptureFixture[str], edit: str
+) -> None:
+    options = written.options()
+    run_build(options, root=written.root)
+    run_build(options, root=written.root)
+    assert "up to date" in capsys.readouterr().out  # the quick record stands for the inputs
+    EDITS[edit](written)
+    run_build(options, root=written.root)
+    assert "up to date" not in capsys.readouterr().out
+
+
+@pytest.mark.parametrize("fact", ["epoch", "signing key"])
+def test_a_changed_environment_is_rebuilt(
+    written: FakeProject, capsys: pytest.CaptureFixture[str], fact: str
+) -> None:
+    """The epoch and the signing key are not files of the project: the quick record keeps
+    them as facts, found again on every build."""
+    options = written.options()
+    run_build(options, root=written.root)
+    run_build(options, root=written.root)
+    assert "up to date" in capsys.readouterr().out
+    environ = dict(written.environ)
+    if fact == "epoch":
+        environ["SOURCE_DATE_EPOCH"] = "1700000001"
+    else:
+        del environ["ORTBUNDLE_SIGNING_KEY_FILE"]  # now unsigned
+    run_build(replace(options, environ=environ), root=written.root)
+    assert "up to date" not in capsys.readouterr().out
+
+
+def test_every_build_option_is_either_asked_or_not() -> None:
+    """A new BuildOptions field must say whether it changes what is built (then the quick record
+    is found by it) or only how: a field on neither side could make a stale no-op."""
+    names = {f.name for f in fields(BuildOptions)}
+    assert set(ASKED) | set(NOT_ASKED) == names
+    assert not set(ASKED) & set(NOT_ASKED)
+
+
+# Every file the full check opens while it plans: the quick record must stand for each.
+_OPENED = """
+import json, sys
+from pathlib import Path
+from ortbundle.incremental import prepare_build
+from ortbundle.plan import BuildOptions, Project
+root, cache, environ = sys.argv[1:4]
+opened = set()
+def hook(event, args):
+    if event == "open" and isinstance(args[0], (str, bytes)) and args[0]:
+        opened.add(str(Path(args[0] if isinstance(args[0], str) else args[0].decode())))
+sys.addaudithook(hook)
+options = BuildOptions(product="fakeproduct", cache_dir=Path(cache), environ=json.loads(environ))
+prepare_build(Project.at(Path(root)), options)
+print(json.dumps(sorted(opened)))
+"""
+
+
+def test_every_file_the_plan_reads_is_in_the_quick_record(
+    written: FakeProject, reporter: Reporter
+) -> None:
+    build(written.project, written.options(), reporter)
+    done = subprocess.run(
+        [
+            sys.executable,
+            "-c",
+            _OPENED,
+            str(written.root),
+            str(written.root / "cache"),
+            json.dumps(written.environ),
+        ],
+        capture_output=True,
+        text=True,
+        check=True,
+        cwd=REPO,
+    )
+    opened = [Path(p) for p in json.loads(done.stdout)]
+    recorded = set(input_stats(written.project))
+    package = REPO / "ortbundle"  # the tool's code: covered by code_digest
+    tool_state = default_cache_dir() / "state"  # the code digest's own record
+    others = (package, tool_state, written.root / "cache", Path(sys.prefix), Path(sys.base_prefix))
+    project_reads = [
+        p
+        for p in opened
+        if p.is_file() and not any(p.is_relative_to(o) for o in others) and p != written.secret_key
+    ]
+    assert project_reads, "the hook should have seen the recipe and product being read"
+    assert sorted(str(p) for p in project_reads if str(p) not in recorded) == []
+
+
+def test_the_code_digest_is_kept_by_stat_and_sees_an_edit_put_back(tmp_path: Path) -> None:
+    tree = tmp_path / "package"
+    (tree / "sub").mkdir(parents=True)
+    (tree / "a.py").write_text("A = 1\n")
+    (tree / "sub" / "b.toml").write_text("b = 2\n")
+    (tree / "notes.txt").write_text("not code\n")
+    memo = tmp_path / "memo"
+    first = _tree_digest(tree, memo)
+    assert _tree_digest(tree, memo) == first
+    # kept: answered again without reading a file (an unreadable one proves it)
+    (tree / "a.py").chmod(0)
+    if os.geteuid() != 0:  # root reads it anyway
+        assert _tree_digest(tree, memo) == first
+    (tree / "a.py").chmod(0o644)
+    info = (tree / "a.py").stat()
+    (tree / "a.py").write_text("A = 2\n")  # the same size
+    os.utime(tree / "a.py", ns=(info.st_atime_ns, info.st_mtime_ns))  # and the mtime put back
+    edited = _tree_digest(tree, memo)
+    assert edited != first
+    (tree / "notes.txt").write_text("still not code\n")
+    assert _tree_digest(tree, memo) == edited
+    (tree / "sub" / "c.j2").write_text("{{ x }}\n")
+    assert _tree_digest(tree, memo) != edited
