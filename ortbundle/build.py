@@ -21,7 +21,6 @@ from ortbundle.closure_report import raise_collected
 from ortbundle.errors import ClosureError
 from ortbundle.fetch.artifacts import Artifact, Fetcher
 from ortbundle.fetch.cache import Cache, default_cache_dir, locked
-from ortbundle.fetch.nested import unnest
 from ortbundle.fsio import atomic_write
 from ortbundle.incremental import (
     PreparedBuild,
@@ -136,6 +135,8 @@ def fetch(
     artifacts = fetcher.fetch_all(plan.all_sources(), jobs=options.workers)
     for component, source in plan.all_sources():
         if source.nested and source.archive_sha256 not in artifacts:
+            from ortbundle.fetch.nested import unnest  # tarfile, for an npm tarball's AAR
+
             artifacts[source.archive_sha256] = unnest(
                 cache, artifacts[source.sha256], component=component
             )
@@ -292,6 +293,7 @@ def _stage_target(
         models,
         # each bundled DLL's version resource, read once per SHA-256 (a release reads again)
         memo=None if verify else cache / "outputs" / "file-versions",
+        copyright_memo=None if verify else cache / "outputs" / "copyrights",
     )
     notice = tmp / NOTICE_NAME
     atomic_write(notice, notice_text(plan.product.name, plan.product.version, licensing))

@@ -14,6 +14,7 @@ import re
 from collections.abc import Iterable
 from dataclasses import dataclass, field, replace
 from pathlib import Path
+from typing import Any
 
 from ortbundle.channels import ShippedFile
 from ortbundle.errors import LicenseError
@@ -149,8 +150,12 @@ def attribute_target(
     tool_version: str,
     models: Iterable[StagedModel] = (),
     memo: Path | None = None,
+    copyright_memo: Path | None = None,
 ) -> TargetLicensing:
-    """Map every staged file to exactly one component; a file left over or claimed twice fails."""
+    """Map every staged file to exactly one component; a file left over or claimed twice fails.
+
+    `memo`: where each DLL's version resource is kept; `copyright_memo`: where each licence
+    text's copyright lines are (by SHA-256); None reads them again (a release)."""
     all_texts = list(texts)
     uses: dict[str, _Collected] = {}
     for recipe, staged in runtimes:
@@ -237,7 +242,7 @@ def attribute_target(
                 purl=purl,
                 files=tuple(sorted(entry.files, key=_by_path)),
                 texts=own_texts,
-                copyrights=_copyrights(stage, own_texts),
+                copyrights=_copyrights(stage, own_texts, copyright_memo),
                 sources=tuple(sorted(sources, key=lambda s: s.filename)),
                 publisher=resolved.publisher if resolved else "",
             )
@@ -267,7 +272,7 @@ def attribute_target(
                 purl=model.purl,
                 files=model.files,
                 texts=own_texts,
-                copyrights=_copyrights(stage, own_texts),
+                copyrights=_copyrights(stage, own_texts, copyright_memo),
                 sources=tuple(
                     sorted((model_recipe.sources[s] for s in used), key=lambda s: s.filename)
                 ),
@@ -292,7 +297,7 @@ def attribute_target(
             purl=generic_purl(TOOL_COMPONENT, tool_version),
             files=tuple(sorted(tool_files, key=_by_path)),
             texts=tool_texts,
-            copyrights=_copyrights(stage, tool_texts),
+            copyrights=_copyrights(stage, tool_texts, copyright_memo),
             sources=(),
         )
     )
@@ -311,12 +316,34 @@ def _by_path(item: StagedFile | StagedText) -> str:
     return item.path
 
 
-def _copyrights(stage: Path, texts: Iterable[StagedText]) -> tuple[str, ...]:
+def _copyrights(stage: Path, texts: Iterable[StagedText], memo: Path | None) -> tuple[str, ...]:
     lines: dict[str, None] = {}
     for text in texts:
-        for line in copyright_lines((stage / text.path).read_bytes()):
+        for line in _text_copyrights(stage / text.path, text.sha256, memo):
             lines.setdefault(line, None)
     return tuple(lines)
+
+
+def _text_copyrights(path: Path, sha256: str, memo: Path | None) -> tuple[str, ...]:
+    """copyright_lines of one staged text (whose SHA-256 the stage checked as it copied it),
+    kept by that SHA-256 and the tool's code: every target of a build quotes the same texts,
+    and a warm build quotes them again, line by line, for nothing."""
+    from ortbundle.fsio import remembered
+    from ortbundle.noop import code_digest
+
+    code = code_digest()
+
+    def from_json(kept: Any) -> tuple[str, ...]:
+        if kept["code"] != code:
+            raise ValueError("kept by another version of the tool")
+        return tuple(str(line) for line in kept["lines"])
+
+    return remembered(
+        None if memo is None else memo / sha256[:2] / f"{sha256}.json",
+        lambda: copyright_lines(path.read_bytes()),
+        lambda found: {"code": code, "lines": list(found)},
+        from_json,
+    )
 
 
 def notice_text(product: str, version: str, licensing: TargetLicensing) -> str:

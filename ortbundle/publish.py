@@ -10,8 +10,8 @@ anything else (`recover`). Each step is a fault point (ortbundle/faults.py) the 
 
 from __future__ import annotations
 
-import ctypes
 import errno
+import functools
 import os
 import shutil
 from collections.abc import Callable
@@ -25,7 +25,12 @@ RENAME_EXCHANGE = 1 << 1
 STEPS = ("start", "exchanged", "set-aside", "placed", "removing", "done")
 
 
+@functools.cache
 def _libc_renameat2() -> Callable[..., int] | None:
+    """glibc's renameat2, looked up on the first exchange: ctypes is not imported by a build
+    that publishes into a dist/ with no earlier version to swap."""
+    import ctypes
+
     try:
         function = ctypes.CDLL(None, use_errno=True).renameat2
     except (OSError, AttributeError):  # not glibc ≥ 2.28, or not Linux
@@ -41,16 +46,16 @@ def _libc_renameat2() -> Callable[..., int] | None:
     return function
 
 
-_RENAMEAT2 = _libc_renameat2()
-
-
 def exchange(a: Path, b: Path) -> bool:
     """Swap the names of `a` and `b` atomically; False where this system cannot (then nothing
     happened). Any other failure is the OSError it is."""
-    if _RENAMEAT2 is None or switched_on("no-exchange"):
+    renameat2 = _libc_renameat2()
+    if renameat2 is None or switched_on("no-exchange"):
         return False
-    if _RENAMEAT2(AT_FDCWD, os.fsencode(a), AT_FDCWD, os.fsencode(b), RENAME_EXCHANGE) == 0:
+    if renameat2(AT_FDCWD, os.fsencode(a), AT_FDCWD, os.fsencode(b), RENAME_EXCHANGE) == 0:
         return True
+    import ctypes
+
     number = ctypes.get_errno()
     if number in (errno.ENOSYS, errno.EINVAL, errno.ENOTSUP):
         return False

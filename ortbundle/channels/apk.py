@@ -60,8 +60,7 @@ from ortbundle.channels.apk_size import count, deflate_estimates, size_report
 from ortbundle.errors import ClosureError, ConfigError, PackagingError
 from ortbundle.fetch.cache import sha256_file
 from ortbundle.fsio import atomic_output, atomic_write
-from ortbundle.index_json import INDEX_NAME, LOADER_NAME, apk_index
-from ortbundle.loader import SCHEMA
+from ortbundle.index_json import INDEX_NAME, LOADER_NAME, SCHEMA, apk_index
 from ortbundle.targets import CHANNEL_TARGETS, ExternalGroup, Target, get_target
 from ortbundle.templating import render
 

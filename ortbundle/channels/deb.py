@@ -13,7 +13,6 @@ Depends/Recommends/Suggests come only from the externals the closure found
 
 from __future__ import annotations
 
-import gzip
 import io
 import re
 import unicodedata
@@ -190,6 +189,8 @@ def _dep5_value(text: str) -> str:
 
 def _changelog(package: PackageInput, name: str, version: str, maintainer: str) -> bytes:
     """changelog.Debian.gz (Debian Policy 12.7): one entry, gzip -9n, stamped with the epoch."""
+    import gzip
+
     when = datetime.fromtimestamp(package.source_date_epoch, tz=UTC)
     text = (
         f"{name} ({version}) unstable; urgency=medium\n\n"

@@ -90,7 +90,9 @@ def _name_problem(name: str) -> str | None:
     return None
 
 
-def check_manifest(manifest: object, base: Path | None = None) -> None:
+def check_manifest(
+    manifest: object, base: Path | None = None, known: Mapping[Path, str] | None = None
+) -> None:
     """Refuse any source not pinned by a well-formed sha256, in every module, however nested.
 
     `manifest` is an app manifest or a module file. Included files (a string in `modules` or
@@ -100,28 +102,33 @@ def check_manifest(manifest: object, base: Path | None = None) -> None:
     """
     if not isinstance(manifest, Mapping):
         raise _bad_manifest("a manifest must be a JSON object")
+    known = known or {}
     if "name" in manifest:
-        _check_module(manifest, base, "module file", 0)
+        _check_module(manifest, base, "module file", 0, known)
         return
     modules = manifest.get("modules")
     if not isinstance(modules, list):
         raise _bad_manifest("the manifest has no 'modules' list")
-    _check_modules(modules, base, "manifest", 0)
+    _check_modules(modules, base, "manifest", 0, known)
 
 
-def _check_modules(modules: list[Any], base: Path | None, where: str, depth: int) -> None:
+def _check_modules(
+    modules: list[Any], base: Path | None, where: str, depth: int, known: Mapping[Path, str]
+) -> None:
     for index, module in enumerate(modules):
         label = f"{where} → modules[{index}]"
         if isinstance(module, str):
             loaded, inner = _include(module, base, label, depth)
-            _check_module(loaded, inner, f"{label} ({module})", depth + 1)
+            _check_module(loaded, inner, f"{label} ({module})", depth + 1, known)
         elif isinstance(module, Mapping):
-            _check_module(module, base, label, depth)
+            _check_module(module, base, label, depth, known)
         else:
             raise _bad_manifest(f"{label} is neither a module object nor a file name")
 
 
-def _check_module(module: object, base: Path | None, where: str, depth: int) -> None:
+def _check_module(
+    module: object, base: Path | None, where: str, depth: int, known: Mapping[Path, str]
+) -> None:
     if not isinstance(module, Mapping):
         raise _bad_manifest(f"{where} is not a module object")
     name = module.get("name")
@@ -134,16 +141,16 @@ def _check_module(module: object, base: Path | None, where: str, depth: int) -> 
         if isinstance(source, str):
             loaded, inner = _include(source, base, source_label, depth)
             for sub_index, sub in enumerate(loaded if isinstance(loaded, list) else [loaded]):
-                _check_source(sub, inner, f"{source_label} ({source})[{sub_index}]")
+                _check_source(sub, inner, f"{source_label} ({source})[{sub_index}]", known)
         else:
-            _check_source(source, base, source_label)
+            _check_source(source, base, source_label, known)
     nested = module.get("modules", [])
     if not isinstance(nested, list):
         raise _bad_manifest(f"{label}: 'modules' is not a list")
-    _check_modules(nested, base, label, depth)
+    _check_modules(nested, base, label, depth, known)
 
 
-def _check_source(source: object, base: Path | None, where: str) -> None:
+def _check_source(source: object, base: Path | None, where: str, known: Mapping[Path, str]) -> None:
     if not isinstance(source, Mapping):
         raise _bad_manifest(f"{where} is not a source object")
     digest = source.get("sha256")
@@ -163,7 +170,8 @@ def _check_source(source: object, base: Path | None, where: str) -> None:
     if base is not None and isinstance(path, str) and "url" not in source:
         local = base / path
         try:
-            actual = sha256_file(local)
+            # a file the channel has just written and hashed while writing is not read again
+            actual = known.get(local) or sha256_file(local)
         except OSError as exc:
             raise IntegrityError(
                 f"Flatpak source {where} names a file that cannot be read",
@@ -232,7 +240,9 @@ class FlatpakChannel:
         atomic_write(module_file, _dumps(module))
         atomic_write(app_file, _dumps(app))
         # Check what is on disk, following the include to the module and the tarball.
-        check_manifest(json.loads(app_file.read_bytes()), base=out)
+        # The tarball's digest was computed as it was written (or is the memo's, trusted by
+        # its stat record): passed in, so the 100 MB archive is not read a second time.
+        check_manifest(json.loads(app_file.read_bytes()), base=out, known={tarball: digest})
         digests = {tarball.name: digest} | (dict([index]) if index else {})
         return ChannelOutput(
             channel=self.name,

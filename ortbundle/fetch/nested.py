@@ -8,7 +8,6 @@ pin` walks the same levels of a new download (`renest`), pinning each by what it
 from __future__ import annotations
 
 import os
-import tarfile
 import zipfile
 from pathlib import Path
 
@@ -122,6 +121,8 @@ def renest(
 
 def _member_names(path: Path) -> list[str] | None:
     """The member names of a zip or tarball, for an error message; None if unreadable."""
+    import tarfile  # (an error path: a warm build, which finds the inner archive, never needs it)
+
     try:
         if zipfile.is_zipfile(path):
             with zipfile.ZipFile(path) as archive:
