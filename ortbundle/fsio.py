@@ -12,7 +12,7 @@ from __future__ import annotations
 import json
 import os
 import secrets
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from contextlib import contextmanager, suppress
 from pathlib import Path
 from typing import Any, TypeVar
@@ -33,6 +33,12 @@ def fsync_dir(directory: Path) -> None:
         os.close(fd)
 
 
+def fsync_dirs(directories: Iterable[Path]) -> None:
+    """Flush each directory an atomic_output(synced=...) left to its caller."""
+    for directory in sorted(set(directories)):
+        fsync_dir(directory)
+
+
 def temp_name(path: Path, tag: str = "tmp") -> Path:
     """A hidden sibling of `path` no other writer will pick: same directory, same file system.
     It ends in the writer's pid, so a later run can tell a dead writer's leftover
@@ -41,9 +47,14 @@ def temp_name(path: Path, tag: str = "tmp") -> Path:
 
 
 @contextmanager
-def atomic_output(path: Path, *, mode: int | None = None, tag: str = "tmp") -> Iterator[Path]:
+def atomic_output(
+    path: Path, *, mode: int | None = None, tag: str = "tmp", synced: set[Path] | None = None
+) -> Iterator[Path]:
     """Yield a temporary path to write (by any means: a copy, a link, a tool's output); on a
-    clean exit it is flushed, given `mode`, and renamed over `path`. On an error it is removed."""
+    clean exit it is flushed, given `mode`, and renamed over `path`. On an error it is removed.
+
+    `synced`: a writer placing many files collects their directories there and flushes each
+    once (fsync_dirs) before it returns, instead of once per file."""
     tmp = temp_name(path, tag)
     try:
         try:
@@ -61,16 +72,21 @@ def atomic_output(path: Path, *, mode: int | None = None, tag: str = "tmp") -> I
             finally:
                 os.close(fd)
         os.replace(tmp, path)
-        fsync_dir(path.parent)
+        if synced is None:
+            fsync_dir(path.parent)
+        else:
+            synced.add(path.parent)
     finally:
         with suppress(FileNotFoundError):
             tmp.unlink()
 
 
-def atomic_write(path: Path, data: bytes | str, *, mode: int | None = None) -> None:
+def atomic_write(
+    path: Path, data: bytes | str, *, mode: int | None = None, synced: set[Path] | None = None
+) -> None:
     """Replace `path` with `data` (str is written as UTF-8, no newline translation)."""
     content = data.encode("utf-8") if isinstance(data, str) else data
-    with atomic_output(path, mode=mode) as tmp:
+    with atomic_output(path, mode=mode, synced=synced) as tmp:
         # without a mode, the kernel applies the umask to 0o666, as for any new file
         fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o666 if mode is None else mode)
         with os.fdopen(fd, "wb") as handle:

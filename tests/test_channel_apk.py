@@ -987,3 +987,27 @@ def test_each_library_is_parsed_once_per_content_not_once_per_build(
     assert len(parsed) == first  # from the memo
     ApkChannel().generate(replace(package, verify_cache=True), tmp_path / "apk3")
     assert len(parsed) == 2 * first
+
+
+def test_every_directory_written_into_is_flushed_once(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The module's files are renamed into place without a directory flush each; every
+    directory that received one is flushed once before generate returns."""
+    import ortbundle.channels.apk as apk
+    import ortbundle.fsio as fsio
+
+    flushed: list[Path] = []
+    real = fsio.fsync_dir
+
+    def recording(directory: Path) -> None:
+        flushed.append(directory)
+        real(directory)
+
+    monkeypatch.setattr(fsio, "fsync_dir", recording)
+    out = tmp_path / "apk"
+    out.mkdir()
+    output = apk.ApkChannel().generate(make_stage(tmp_path / "stages", ARM), out)
+    parents = {path.parent for path in output.files}
+    assert parents <= set(flushed)  # durable: each directory holding a new file was flushed
+    assert len(flushed) == len(set(flushed))  # and once, not once per file

@@ -59,7 +59,7 @@ from ortbundle.channels import ChannelOutput, PackageInput, ShippedFile, check_s
 from ortbundle.channels.apk_size import count, deflate_estimates, size_report
 from ortbundle.errors import ClosureError, ConfigError, PackagingError
 from ortbundle.fetch.cache import sha256_file
-from ortbundle.fsio import atomic_output, atomic_write
+from ortbundle.fsio import atomic_output, atomic_write, fsync_dirs
 from ortbundle.index_json import INDEX_NAME, LOADER_NAME, SCHEMA, apk_index
 from ortbundle.targets import CHANNEL_TARGETS, ExternalGroup, Target, get_target
 from ortbundle.templating import render
@@ -150,13 +150,14 @@ class ApkChannel:
 
         _clear_abi(out, abi)
         written: dict[str, str] = {}  # relative path -> SHA-256
+        placed: set[Path] = set()  # directories to flush once each, not once per file
         for placement in placements:
             dest = out / placement.dest
             _make_dirs(out, dest.parent)
             if placement.data is not None:
-                _write_bytes(dest, placement.data)
+                _write_bytes(dest, placement.data, placed)
             else:
-                _place((package.stage / placement.source.path), dest)
+                _place((package.stage / placement.source.path), dest, placed)
             written[placement.dest] = placement.source.sha256
         deflated = deflate_estimates(package, placements)
         report, notes = size_report(
@@ -172,7 +173,8 @@ class ApkChannel:
         for relative, data in generated.items():
             dest = out / relative
             _make_dirs(out, dest.parent)
-            written[relative] = _write_bytes(dest, data)
+            written[relative] = _write_bytes(dest, data, placed)
+        fsync_dirs(placed)
         return ChannelOutput(
             channel=self.name,
             directory=out,
@@ -485,12 +487,13 @@ def _make_dirs(out: Path, directory: Path) -> None:
         path.chmod(_DIR_MODE)
 
 
-def _place(source: Path, dest: Path) -> None:
+def _place(source: Path, dest: Path, placed: set[Path]) -> None:
     """A hard link to the staged file (its mode is already ours), else a copy; renamed into
     place so a reader never sees half a file."""
     if dest.is_file() and dest.samefile(source):
         return
-    with atomic_output(dest, tag="apk") as tmp:  # no mode: a link shares the stage's inode
+    # no mode: a link shares the stage's inode; the directory is flushed by the caller
+    with atomic_output(dest, tag="apk", synced=placed) as tmp:
         linked = False
         if stat.S_IMODE(source.stat().st_mode) == _FILE_MODE:
             try:
@@ -503,8 +506,8 @@ def _place(source: Path, dest: Path) -> None:
             tmp.chmod(_FILE_MODE)
 
 
-def _write_bytes(dest: Path, data: bytes) -> str:
-    atomic_write(dest, data, mode=_FILE_MODE)
+def _write_bytes(dest: Path, data: bytes, placed: set[Path] | None = None) -> str:
+    atomic_write(dest, data, mode=_FILE_MODE, synced=placed)
     return _sha256(data)
 
 
