@@ -396,13 +396,15 @@ def audit_summary(audits: Sequence[ChannelAudit]) -> list[str]:
 
 
 def coverage_lines(licensing: Sequence[TargetLicensing]) -> list[str]:
+    from ortbundle.progress import mib  # the one size unit of the tool's output
+
     lines = []
     for tl in licensing:
         files = [f for c in tl.components for f in c.files if f.link_to is None]
         texts = [t for c in tl.components for t in c.texts]
         size = sum(f.size for f in files) + sum(t.size for t in texts)
         lines.append(
-            f"{tl.target}: {len(files) + len(texts)} files, {size} bytes, 100% attributed to "
+            f"{tl.target}: {len(files) + len(texts)} files, {mib(size)}, 100% attributed to "
             f"{len(tl.components)} components"
         )
     return lines

@@ -18,13 +18,15 @@ from ortbundle.errors import ConfigError
 from ortbundle.provenance import PROVENANCE_NAME
 from ortbundle.recipes import Product
 from ortbundle.record import AUDIT_NAME, MANIFEST_NAME, SBOM_NAME, SIGNATURE_NAME
+from ortbundle.report import REPORT_NAME
 from ortbundle.schema import check_document
 from ortbundle.templating import render
 
 # Debian packages a runner needs to build (not test) a target's packages.
 BUILD_PACKAGES = {"windows-x86_64": ("nsis",)}
 # The evidence the publish job attaches to the GitHub release (and attests), beside release.tar.
-EVIDENCE = (MANIFEST_NAME, SIGNATURE_NAME, PROVENANCE_NAME, SBOM_NAME, AUDIT_NAME)
+# attached to the GitHub release beside release.tar: what an auditor reads without unpacking it
+EVIDENCE = (MANIFEST_NAME, SIGNATURE_NAME, PROVENANCE_NAME, SBOM_NAME, AUDIT_NAME, REPORT_NAME)
 ACTIONS_FILE = "data/actions.toml"
 _JOB_ID = re.compile(r"^[A-Za-z_][A-Za-z0-9_-]*$")
 _COMMIT = re.compile(r"^[0-9a-f]{40}$")

@@ -81,6 +81,9 @@ def test_verbose_adds_the_detail_tables(
     assert "licence audit —" in out and "needs from the system" in out
     assert "why dropped" in out
     assert not ANSI.search(out)
+    # the coverage lines too speak MiB, the one size unit
+    coverage = [line for line in out.splitlines() if "100% attributed" in line]
+    assert coverage and all(" MiB, " in line and "bytes" not in line for line in coverage)
 
 
 def test_an_unsigned_build_says_so(

@@ -9,13 +9,14 @@ import pytest
 import yaml
 
 from ortbundle.build import build
-from ortbundle.ci_workflow import workflow_yaml
+from ortbundle.ci_workflow import EVIDENCE, workflow_yaml
 from ortbundle.errors import ConfigError, IntegrityError, OfflineError
 from ortbundle.fetch.cache import Cache, export_cache, import_cache
 from ortbundle.plan import Project
 from ortbundle.progress import Reporter
 from ortbundle.recipes import load_product
 from ortbundle.release import release
+from ortbundle.report import REPORT_NAME
 from ortbundle.summary import SUMMARY_NAME
 from ortbundle.verify import verify_tree
 from tests.helpers.project import FakeProject
@@ -62,6 +63,9 @@ def test_merged_release_equals_a_single_machine_build(
     assert contents(merged.version_dir) == contents(single.version_dir)
     report = verify_tree(merged.version_dir, public_key=written.root / "keys" / "fakeproduct.pub")
     assert report.ok and report.signed_by is not None
+    # what the workflow's publish job attaches to the GitHub release, report.html included
+    assert sorted(n for n in EVIDENCE if not (merged.version_dir / n).is_file()) == []
+    assert REPORT_NAME in EVIDENCE
 
 
 def test_release_refuses_runners_built_from_other_recipes(
