@@ -343,5 +343,6 @@ def test_a_warm_build_reads_no_library_and_parses_no_licence_again(
     assert {"elftools", "pefile", "license_expression"} <= cold  # the probe can see them
     warm = build_into(tmp_path / "second")
     assert sorted(m for m in ("elftools", "pefile", "license_expression") if m in warm) == []
-    # output to a log (no terminal): plain lines, so rich (live bars, tables) is not imported
-    assert "rich" not in warm
+    # output to a log (no terminal): plain lines, so rich (live bars, tables) is not imported;
+    # every text file renders as the last build rendered it, so jinja2 is not imported either
+    assert "rich" not in warm and "jinja2" not in warm

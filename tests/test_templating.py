@@ -1,0 +1,127 @@
+"""Renderings kept by everything they depend on: reused exactly, never for another context."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import pytest
+
+from ortbundle import templating
+from ortbundle.templating import render, rendering_key
+
+REPO = Path(__file__).resolve().parents[1]
+
+
+@dataclass(frozen=True)
+class _Item:
+    name: str
+    size: int
+    tags: frozenset[str] = frozenset()
+    hidden: str = field(default="", repr=False)  # not in repr: the key must still see it
+
+
+def _shell(value: str) -> str:
+    return "'" + value.replace("'", "'\\''") + "'"
+
+
+@pytest.fixture
+def cache(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    monkeypatch.setenv("ORTBUNDLE_CACHE_DIR", str(tmp_path / "cache"))
+    return tmp_path / "cache"
+
+
+def test_the_key_sees_every_field_and_the_order_a_template_iterates(cache: Path) -> None:
+    base = {"items": [_Item("a", 1), _Item("b", 2)], "where": Path("/opt/x")}
+    key = rendering_key("PKGBUILD.j2", base, {"bash": _shell})
+    assert key == rendering_key("PKGBUILD.j2", dict(base), {"bash": _shell})
+    others = [
+        {**base, "items": [_Item("b", 2), _Item("a", 1)]},  # order
+        {**base, "items": [_Item("a", 1), _Item("b", 3)]},  # a field
+        {**base, "items": [_Item("a", 1, hidden="x"), _Item("b", 2)]},  # a field left out of repr
+        {**base, "where": Path("/opt/y")},
+        {**base, "where": "/opt/x"},  # a string is not a path
+        {**base, "extra": None},
+    ]
+    assert key not in {rendering_key("PKGBUILD.j2", c, {"bash": _shell}) for c in others}
+    assert key != rendering_key("NOTICE.j2", base, {"bash": _shell})
+    assert key != rendering_key("PKGBUILD.j2", base, {"q": _shell})
+    # sets are written sorted: the same set is the same key whatever its iteration order
+    assert rendering_key("N", {"s": _Item("a", 1, frozenset({"x", "y"}))}, {}) == rendering_key(
+        "N", {"s": _Item("a", 1, frozenset({"y", "x"}))}, {}
+    )
+
+
+def test_what_cannot_be_written_down_is_never_kept(cache: Path) -> None:
+    def closure(value: str) -> str:
+        return value + suffix
+
+    suffix = "!"
+    assert rendering_key("N", {"x": 1}, {"f": closure}) is None
+    assert rendering_key("N", {"x": 1}, {"f": lambda v: v}) is None
+    assert rendering_key("N", {"x": object()}, {}) is None
+    assert rendering_key("N", {"x": [1, {"y": object()}]}, {}) is None
+
+
+# the Android module's Gradle file: a template of plain names and one filter
+_GRADLE = {
+    "compile_sdk": 35,
+    "min_sdk": 24,
+    "namespace": "invalid.app.runtime",
+    "use_legacy_packaging": "true",
+    "no_compress": ["onnx", "ort"],
+}
+_TEMPLATE = "apk/build.gradle.kts.j2"
+
+
+def _kotlin(value: str) -> str:
+    return json.dumps(value)
+
+
+def test_a_kept_rendering_is_reused_and_an_altered_one_is_not(cache: Path) -> None:
+    first = render(_TEMPLATE, _GRADLE, {"kotlin_string": _kotlin})
+    assert '"invalid.app.runtime"' in first
+    entries = [p for p in (cache / "rendered").rglob("*") if p.is_file()]
+    assert len(entries) == 1, "the rendering was not kept"
+    assert render(_TEMPLATE, _GRADLE, {"kotlin_string": _kotlin}) == first
+    other = render(_TEMPLATE, {**_GRADLE, "min_sdk": 26}, {"kotlin_string": _kotlin})
+    assert "26" in other and other != first  # another context: rendered, not the kept one
+    # an entry altered on disk fails its recorded SHA-256: rendered again, and kept again
+    entries[0].write_bytes(entries[0].read_bytes().replace(b"invalid.app", b"evil.app"))
+    assert templating._kept(entries[0]) is None
+    assert render(_TEMPLATE, _GRADLE, {"kotlin_string": _kotlin}) == first
+    assert templating._kept(entries[0]) == first
+
+
+_RENDER = """
+import json, sys
+from ortbundle.templating import render
+from tests.test_templating import _GRADLE, _TEMPLATE, _kotlin
+text = render(_TEMPLATE, _GRADLE, {"kotlin_string": _kotlin})
+print(json.dumps([text, "jinja2" in sys.modules]))
+"""
+
+
+def _render_in_a_process(cache: Path) -> tuple[str, bool]:
+    done = subprocess.run(
+        [sys.executable, "-c", _RENDER],
+        capture_output=True,
+        text=True,
+        check=False,
+        cwd=REPO,
+        env={**os.environ, "ORTBUNDLE_CACHE_DIR": str(cache)},
+    )
+    assert done.returncode == 0, done.stderr
+    text, imported = json.loads(done.stdout)
+    return str(text), bool(imported)
+
+
+def test_a_second_process_renders_from_the_cache_without_jinja(cache: Path) -> None:
+    first, imported = _render_in_a_process(cache)
+    assert imported
+    second, imported = _render_in_a_process(cache)
+    assert second == first and not imported
