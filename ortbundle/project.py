@@ -98,16 +98,17 @@ def source_date_epoch(root: Path, environ: Mapping[str, str] | None = None) -> i
                 fix="set it to an integer such as the last commit's time (git log -1 --format=%ct)",
             )
         return int(value)
+    text = git_output(root, "log", "-1", "--format=%ct", "--", "recipes", "manifests", "licenses")
+    return int(text) if text is not None and text.isdigit() else 0
+
+
+def git_output(root: Path, *args: str) -> str | None:
+    """`git ARGS` run in `root`, its output stripped; None where git is missing or fails (not a
+    repository, no commit yet): the callers then fall back to what needs no history."""
     try:
         found = subprocess.run(
-            ["git", "log", "-1", "--format=%ct", "--", "recipes", "manifests", "licenses"],
-            cwd=root,
-            capture_output=True,
-            text=True,
-            timeout=30,
-            check=False,
+            ["git", *args], cwd=root, capture_output=True, text=True, timeout=30, check=False
         )
     except (OSError, subprocess.SubprocessError):
-        return 0
-    text = found.stdout.strip()
-    return int(text) if found.returncode == 0 and text.isdigit() else 0
+        return None
+    return found.stdout.strip() if found.returncode == 0 else None

@@ -17,7 +17,6 @@ import binascii
 import hashlib
 import json
 import os
-import subprocess
 from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
@@ -67,19 +66,10 @@ def build_context(root: Path, environ: Mapping[str, str] | None = None) -> Build
 
 
 def _git_head(root: Path) -> str | None:
-    try:
-        found = subprocess.run(
-            ["git", "rev-parse", "--verify", "-q", "HEAD"],
-            cwd=root,
-            capture_output=True,
-            text=True,
-            timeout=30,
-            check=False,
-        )
-    except (OSError, subprocess.SubprocessError):
-        return None
-    head = found.stdout.strip()
-    return head if found.returncode == 0 and len(head) in (40, 64) else None
+    from ortbundle.project import git_output
+
+    head = git_output(root, "rev-parse", "--verify", "-q", "HEAD")
+    return head if head is not None and len(head) in (40, 64) else None
 
 
 def _subjects(manifest: bytes, document: Mapping[str, Any]) -> list[dict[str, Any]]:

@@ -16,6 +16,7 @@ from ortbundle.build import build
 from ortbundle.progress import Reporter
 from ortbundle.stage import StagedRuntime
 from ortbundle.summary import SUMMARY_NAME
+from tests.helpers.probe import run_python
 from tests.helpers.project import FakeProject
 from tests.helpers.toml_edit import set_key
 from tests.helpers.wheels import make_wheel, sha256_of
@@ -171,26 +172,16 @@ print(json.dumps(sorted(sys.modules)))
 def _probe_build(written: FakeProject, dist: Path) -> tuple[str, set[str]]:
     """(what the build printed, the modules it imported)."""
     import json
-    import subprocess
-    import sys
 
-    done = subprocess.run(
-        [
-            sys.executable,
-            "-c",
-            _PROBE,
-            str(written.root),
-            str(dist),
-            str(written.root / "cache"),
-            written.server.url,
-            json.dumps(written.environ),
-        ],
-        capture_output=True,
-        text=True,
-        check=True,
-        cwd=Path(__file__).resolve().parents[1],
+    out = run_python(
+        _PROBE,
+        str(written.root),
+        str(dist),
+        str(written.root / "cache"),
+        written.server.url,
+        json.dumps(written.environ),
     )
-    return done.stdout, set(json.loads(done.stdout.strip().splitlines()[-1]))
+    return out, set(json.loads(out.strip().splitlines()[-1]))
 
 
 # What a no-op build must not import: the HTTP stack, archives and binaries, the evidence and

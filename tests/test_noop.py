@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import json
 import os
-import subprocess
 import sys
 from collections.abc import Callable
 from dataclasses import fields, replace
@@ -19,10 +18,9 @@ from ortbundle.locations import default_cache_dir
 from ortbundle.noop import ASKED, NOT_ASKED, _tree_digest, input_stats
 from ortbundle.progress import Reporter
 from ortbundle.project import BuildOptions
+from tests.helpers.probe import REPO, run_python
 from tests.helpers.project import FakeProject
 from tests.helpers.toml_edit import set_key
-
-REPO = Path(__file__).resolve().parents[1]
 
 # run_build in a fresh process: what it printed, and whether it planned (loaded the recipes)
 _PROBE = """
@@ -43,23 +41,15 @@ _PLANNING = ("ortbundle.plan", "ortbundle.recipes", "ortbundle.schema", "tomllib
 
 def _probe(written: FakeProject) -> tuple[str, bool]:
     """(what a fresh `invoke build` printed, whether it loaded the plan)."""
-    done = subprocess.run(
-        [
-            sys.executable,
-            "-c",
-            _PROBE,
-            str(written.root),
-            str(written.root / "dist"),
-            str(written.root / "cache"),
-            written.server.url,
-            json.dumps(written.environ),
-        ],
-        capture_output=True,
-        text=True,
-        check=True,
-        cwd=REPO,
+    out = run_python(
+        _PROBE,
+        str(written.root),
+        str(written.root / "dist"),
+        str(written.root / "cache"),
+        written.server.url,
+        json.dumps(written.environ),
     )
-    lines = done.stdout.strip().splitlines()
+    lines = out.strip().splitlines()
     modules = set(json.loads(lines[-1]))
     return "\n".join(lines[:-1]), any(m in modules for m in _PLANNING)
 
@@ -175,21 +165,10 @@ def test_every_file_the_plan_reads_is_in_the_quick_record(
     written: FakeProject, reporter: Reporter
 ) -> None:
     build(written.project, written.options(), reporter)
-    done = subprocess.run(
-        [
-            sys.executable,
-            "-c",
-            _OPENED,
-            str(written.root),
-            str(written.root / "cache"),
-            json.dumps(written.environ),
-        ],
-        capture_output=True,
-        text=True,
-        check=True,
-        cwd=REPO,
+    out = run_python(
+        _OPENED, str(written.root), str(written.root / "cache"), json.dumps(written.environ)
     )
-    opened = [Path(p) for p in json.loads(done.stdout)]
+    opened = [Path(p) for p in json.loads(out)]
     recorded = set(input_stats(written.project))
     package = REPO / "ortbundle"  # the tool's code: covered by code_digest
     tool_state = default_cache_dir() / "state"  # the code digest's own record

@@ -3,9 +3,6 @@
 from __future__ import annotations
 
 import json
-import os
-import subprocess
-import sys
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -13,8 +10,7 @@ import pytest
 
 from ortbundle import templating
 from ortbundle.templating import render, rendering_key
-
-REPO = Path(__file__).resolve().parents[1]
+from tests.helpers.probe import run_python
 
 
 @dataclass(frozen=True)
@@ -107,16 +103,7 @@ print(json.dumps([text, "jinja2" in sys.modules]))
 
 
 def _render_in_a_process(cache: Path) -> tuple[str, bool]:
-    done = subprocess.run(
-        [sys.executable, "-c", _RENDER],
-        capture_output=True,
-        text=True,
-        check=False,
-        cwd=REPO,
-        env={**os.environ, "ORTBUNDLE_CACHE_DIR": str(cache)},
-    )
-    assert done.returncode == 0, done.stderr
-    text, imported = json.loads(done.stdout)
+    text, imported = json.loads(run_python(_RENDER, environ={"ORTBUNDLE_CACHE_DIR": str(cache)}))
     return str(text), bool(imported)
 
 
