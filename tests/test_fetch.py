@@ -199,6 +199,32 @@ def test_index_url_comes_from_pip_configuration(monkeypatch: pytest.MonkeyPatch)
     assert explicit.index_urls == ("http://127.0.0.1:2/other/simple",)
 
 
+def test_pip_is_asked_for_its_settings_and_its_default_side_by_side(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """Each question is a Python start and a pip import: both are started before either is
+    waited for, so a cold fetch pays for one, not two in a row."""
+    import ortbundle.fetch.config.pip as pip_config
+
+    events: list[str] = []
+    start, finish = pip_config._start_pip, pip_config._finish_pip
+
+    def started(args: tuple[str, ...]) -> subprocess.Popen[str]:
+        events.append(f"start {args[0]}")
+        return start(args)
+
+    def finished(args: tuple[str, ...], process: subprocess.Popen[str]) -> str:
+        events.append(f"finish {args[0]}")
+        return finish(args, process)
+
+    monkeypatch.setattr(pip_config, "_start_pip", started)
+    monkeypatch.setattr(pip_config, "_finish_pip", finished)
+    monkeypatch.setenv("PIP_NO_INPUT", "1")  # another environment: asked afresh, not memoised
+    monkeypatch.delenv("PIP_INDEX_URL", raising=False)
+    assert index_config().index_urls  # pip's configured index, else its default
+    assert events == ["start config", "start download", "finish config", "finish download"]
+
+
 def test_project_missing_from_index_says_where_it_looked(
     fake: FakeProject, reporter: Reporter
 ) -> None:

@@ -32,34 +32,63 @@ class IndexConfig:
 
 def _ask_pip(*args: str) -> str:
     """pip's standard output for `python -m pip <args>`, memoised per process and environment."""
+    return _ask_pip_all([args])[0]
+
+
+def _ask_pip_all(commands: list[tuple[str, ...]]) -> list[str]:
+    """pip's standard output for each `python -m pip <args>`, memoised per process and
+    environment. The ones not asked yet run side by side: each is a Python start and a pip
+    import (about half a second), which a cold fetch otherwise paid twice in a row."""
     env = tuple(
         sorted((k, v) for k, v in os.environ.items() if k.startswith("PIP_") or k in _ASKED_ENV)
     )
-    key = (" ".join(args), env)
+    keys = [(" ".join(args), env) for args in commands]
     with _lock:
-        if key not in _answers:
-            try:
-                answer = subprocess.run(
-                    [sys.executable, "-m", "pip", *args],
-                    capture_output=True,
-                    text=True,
-                    timeout=120,
-                    check=True,
-                )
-            except subprocess.CalledProcessError as exc:
-                raise ConfigError(
-                    f"pip's configuration cannot be read: `pip {' '.join(args)}` failed "
-                    f"({exc.stderr.strip().splitlines()[-1:] or exc.returncode})",
-                    fix="fix pip's configuration (`python -m pip config debug` shows its files)",
-                ) from None
-            except (OSError, subprocess.SubprocessError) as exc:
-                from ortbundle.oserrors import is_disk_error
+        asked = zip(keys, commands, strict=True)
+        missing = [(key, args) for key, args in asked if key not in _answers]
+        running: list[subprocess.Popen[str]] = []
+        try:
+            running += [_start_pip(args) for _, args in missing]
+            for (key, args), process in zip(missing, running, strict=True):
+                _answers[key] = _finish_pip(args, process)
+        finally:
+            for process in running:  # one failed: the others are not left running
+                if process.poll() is None:
+                    process.kill()
+                    process.communicate()
+        return [_answers[key] for key in keys]
 
-                if isinstance(exc, OSError) and is_disk_error(exc):
-                    raise  # the machine's limit (no descriptors, no space), said as such
-                raise ConfigError(f"pip's configuration cannot be read: {exc}") from None
-            _answers[key] = answer.stdout
-        return _answers[key]
+
+def _start_pip(args: tuple[str, ...]) -> subprocess.Popen[str]:
+    try:
+        return subprocess.Popen(
+            [sys.executable, "-m", "pip", *args],
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
+        )
+    except OSError as exc:
+        from ortbundle.oserrors import is_disk_error
+
+        if is_disk_error(exc):
+            raise  # the machine's limit (no descriptors, no space), said as such
+        raise ConfigError(f"pip's configuration cannot be read: {exc}") from None
+
+
+def _finish_pip(args: tuple[str, ...], process: subprocess.Popen[str]) -> str:
+    try:
+        out, err = process.communicate(timeout=120)
+    except subprocess.TimeoutExpired:
+        raise ConfigError(
+            f"pip's configuration cannot be read: `pip {' '.join(args)}` did not answer in 120 s"
+        ) from None
+    if process.returncode != 0:
+        raise ConfigError(
+            f"pip's configuration cannot be read: `pip {' '.join(args)}` failed "
+            f"({err.strip().splitlines()[-1:] or process.returncode})",
+            fix="fix pip's configuration (`python -m pip config debug` shows its files)",
+        )
+    return out
 
 
 def pip_settings() -> dict[str, str]:
@@ -92,6 +121,8 @@ def pip_default_index() -> str:
 
 def index_config(explicit_index_url: str | None = None) -> IndexConfig:
     """The index URLs to resolve wheels through, as pip itself would use them."""
+    if not explicit_index_url:  # pip's default is asked beside its settings, not after them
+        _ask_pip_all([("config", "list"), ("download", "--help")])
     settings = pip_settings()
     cert = os.environ.get("REQUESTS_CA_BUNDLE") or settings.get("cert")
     if explicit_index_url:
