@@ -132,14 +132,8 @@ def fetch(
         project_root=project.root,  # the project's own .npmrc
         environ=options.environ,
     )
+    # a nested source's inner archive comes back too, under its own SHA-256
     artifacts = fetcher.fetch_all(plan.all_sources(), jobs=options.workers)
-    for component, source in plan.all_sources():
-        if source.nested and source.archive_sha256 not in artifacts:
-            from ortbundle.fetch.nested import unnest  # tarfile, for an npm tarball's AAR
-
-            artifacts[source.archive_sha256] = unnest(
-                cache, artifacts[source.sha256], component=component
-            )
     return plan, artifacts
 
 

@@ -179,3 +179,20 @@ def test_a_hostile_nested_member_path_is_refused_up_front(tmp_path: Path) -> Non
     path.write_text(RECIPE.format(zero="0" * 64, levels=level))
     with pytest.raises(ConfigError, match="climbs out"):
         load_recipe(path)
+
+
+def test_the_fetcher_hands_back_the_inner_archive_with_the_outer(tmp_path: Path) -> None:
+    """fetch_all unpacks a nested source in the worker that fetched it: the build finds the
+    AAR under its own SHA-256 beside the tarball, with no step of its own after the downloads."""
+    from ortbundle.fetch.artifacts import Fetcher
+    from ortbundle.progress import plain_reporter
+
+    cache = Cache(tmp_path / "cache")
+    aar = make_aar({"jni/arm64-v8a/libx.so": b"z" * 300})
+    outer = make_tarball({"package/LICENSE": b"MIT", AAR_MEMBER: aar})
+    stored(cache, tmp_path, outer)  # in the cache already: no registry is asked
+    source = source_for(outer, (AAR_MEMBER, aar))
+    artifacts = Fetcher(cache, plain_reporter(), offline=True).fetch_all([("c", source)], jobs=2)
+    assert set(artifacts) == {source.sha256, source.archive_sha256}
+    assert artifacts[source.archive_sha256].path.read_bytes() == aar
+    assert artifacts[source.sha256].path.read_bytes() == outer

@@ -122,13 +122,29 @@ class Fetcher:
             finish()
 
     def fetch_all(self, wanted: Iterable[tuple[str, Source]], *, jobs: int) -> dict[str, Artifact]:
-        """Fetch every (component, source) once, in parallel; keyed by SHA-256."""
-        unique: dict[str, tuple[str, Source]] = {}
+        """Fetch every (component, source) once, in parallel; keyed by SHA-256.
+
+        A nested source's inner archive (an AAR inside an npm tarball) is unpacked by the same
+        worker as soon as the outer one is in, beside the other downloads, and keyed by its own
+        SHA-256: walking a 400 MB tarball was a second-long step after all of them."""
+        unique: dict[tuple[str, str], tuple[str, Source]] = {}
         for component, source in wanted:
-            unique.setdefault(source.sha256, (component, source))
+            unique.setdefault((source.sha256, source.archive_sha256), (component, source))
         with ThreadPoolExecutor(max_workers=max(1, jobs)) as pool:
-            futures = {
-                sha: pool.submit(self.fetch, source, component=component)
-                for sha, (component, source) in sorted(unique.items())
-            }
-            return {sha: future.result() for sha, future in futures.items()}
+            # the largest first (a nested one also waits for its unpacking): no big download
+            # is left to start last while the other worker idles
+            order = sorted(unique.items(), key=lambda i: (-(i[1][1].size or 0), i[0]))
+            futures = [
+                pool.submit(self._fetch_unnested, source, component)
+                for _, (component, source) in order
+            ]
+            return {sha: artifact for future in futures for sha, artifact in future.result()}
+
+    def _fetch_unnested(self, source: Source, component: str) -> list[tuple[str, Artifact]]:
+        outer = self.fetch(source, component=component)
+        if not source.nested:
+            return [(source.sha256, outer)]
+        from ortbundle.fetch.nested import unnest  # tarfile: only for a nested source
+
+        inner = unnest(self.cache, outer, component=component)
+        return [(source.sha256, outer), (source.archive_sha256, inner)]
