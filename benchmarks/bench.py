@@ -11,10 +11,13 @@ that child's os.wait4 rusage, i.e. the largest resident set of any one process i
   pair baseline   the unzip baseline of only linux-x86_64 and windows-x86_64
   pair warm       invoke build --target linux-x86_64 --target windows-x86_64, cache warm,
                   empty dist/                                    (target ≤ 0.40 x pair baseline)
-  pip download    pip download --no-deps of exactly the pinned wheels, no pip cache
-  cold fetch      invoke fetch into an empty cache                        (throughput ≥ pip's)
-  cold build      invoke build, empty cache, empty dist/       (informational: a ratio to pip
-                  download + the unzip baseline, i.e. to fetching and extracting by hand)
+  by hand         the same artifacts fetched with the ecosystems' own tools, no tool cache:
+                  pip download --no-deps of exactly the pinned wheels, npm pack of the pinned
+                  npm packages, and tar -x of the archive a recipe reads inside one (the AAR)
+  cold fetch      invoke fetch into an empty cache              (throughput ≥ by hand's, over
+                  the same bytes)
+  cold build      invoke build, empty cache, empty dist/       (informational: a ratio to by
+                  hand + the unzip baseline, i.e. to fetching and extracting by hand)
 
 Every ortbundle run must stay under 200 MiB peak. Standard library only; run from anywhere:
 ``python3 benchmarks/bench.py --runs 3 --cold-runs 1``. Exits 0 whatever it measured, 1 if a
@@ -83,17 +86,26 @@ for target in result.targets:
             members.setdefault(str(wheel), []).append([kept.member, size])
         trees.append({"tree": f"{target.target}/{staged.runtime}", "members": members})
 wheels = {}
+npm = {}
 for _, source in result.plan.all_sources():
-    if source.origin.kind != "pypi":
-        continue  # pip cannot download it: the cold scenarios compare PyPI wheels only
     artifact = result.artifacts[source.sha256]
+    if source.origin.kind == "npm":  # npm pack fetches it by hand
+        npm[source.sha256] = {
+            "package": source.origin.package, "version": source.origin.version,
+            "sha256": source.sha256, "size": artifact.size,
+            "nested": [[level.member, level.sha256] for level in source.nested],
+        }
+        continue
+    if source.origin.kind != "pypi":
+        continue  # no tool of its ecosystem to compare with (a plain URL, a project file)
     wheels[source.sha256] = {
         "project": source.pypi.project, "version": source.pypi.version,
         "filename": source.filename, "sha256": source.sha256, "size": artifact.size,
         "path": str(artifact.path),
     }
 meta = {"product": result.plan.product.name, "version": result.plan.product.version}
-Path(out).write_text(json.dumps({"meta": meta, "trees": trees, "wheels": list(wheels.values())}))
+found = {"meta": meta, "trees": trees, "wheels": list(wheels.values()), "npm": list(npm.values())}
+Path(out).write_text(json.dumps(found))
 """
 
 # The same code path as `invoke build` (tasks.build → ortbundle.cli.run_build), with a dist/ of
@@ -167,6 +179,7 @@ class Inputs:
     version: str
     trees: list[dict[str, Any]]
     wheels: list[dict[str, Any]]
+    npm: list[dict[str, Any]]  # npm packages: npm pack fetches them by hand
 
     @property
     def kept_files(self) -> int:
@@ -179,6 +192,11 @@ class Inputs:
     @property
     def wheel_bytes(self) -> int:
         return sum(int(w["size"]) for w in self.wheels)
+
+    @property
+    def fetched_bytes(self) -> int:
+        """What both sides of the cold comparison download: the wheels and the npm tarballs."""
+        return self.wheel_bytes + sum(int(p["size"]) for p in self.npm)
 
 
 class Runner:
@@ -255,7 +273,8 @@ def probe(runner: Runner, work: Path, product: str, index_url: str | None) -> In
     runner.run("probe", [*argv, index_url or ""])
     shutil.rmtree(work / "probe-dist", ignore_errors=True)
     data = json.loads(out.read_text("utf-8"))
-    return Inputs(data["meta"]["product"], data["meta"]["version"], data["trees"], data["wheels"])
+    meta = data["meta"]
+    return Inputs(meta["product"], meta["version"], data["trees"], data["wheels"], data["npm"])
 
 
 def write_member_list(inputs: Inputs, path: Path, targets: Sequence[str] = ()) -> None:
@@ -343,19 +362,53 @@ def _sha256(path: Path) -> str:
     return digest.hexdigest()
 
 
-def check_pip(inputs: Inputs, dest: Path) -> str | None:
-    """None if pip fetched exactly the pinned files, else what differs."""
+def npm_commands(inputs: Inputs, dest: Path, npm_cache: Path) -> list[list[str]]:
+    """`npm pack` of each pinned npm package into `dest`, through npm's own configuration
+    (.npmrc: the registry is never named here), with an empty npm cache; then `tar -x` of the
+    archive a recipe reads inside it, as a person unpacks it by hand."""
+    commands = []
+    for package in inputs.npm:
+        spec = f"{package['package']}@{package['version']}"
+        commands.append(
+            ["npm", "pack", spec, "--pack-destination", str(dest), "--cache", str(npm_cache)]
+        )
+        tarball = dest / _npm_tarball_name(str(package["package"]), str(package["version"]))
+        for member, _ in package["nested"][:1]:  # one level: the AAR inside the tarball
+            commands.append(["tar", "-xzf", str(tarball), "-C", str(dest / "inner"), member])
+    return commands
+
+
+def _npm_tarball_name(package: str, version: str) -> str:
+    """npm pack's file name: the scope's @ dropped and its / made a -."""
+    return f"{package.removeprefix('@').replace('/', '-')}-{version}.tgz"
+
+
+def check_by_hand(inputs: Inputs, dest: Path) -> str | None:
+    """None if the tools fetched exactly the pinned files (and the inner archives), else what
+    differs."""
     got = {p.name: _sha256(p) for p in dest.iterdir() if p.is_file()}
     want = {str(w["filename"]): str(w["sha256"]) for w in inputs.wheels}
-    return None if got == want else f"pip fetched {sorted(got)}, the pins are {sorted(want)}"
+    for package in inputs.npm:
+        want[_npm_tarball_name(str(package["package"]), str(package["version"]))] = str(
+            package["sha256"]
+        )
+        for member, sha256 in package["nested"][:1]:
+            if _sha256(dest / "inner" / member) != sha256:
+                return f"tar -x of {member} does not match its pin"
+    return None if got == want else f"fetched {sorted(got)}, the pins are {sorted(want)}"
 
 
 def check_cache(inputs: Inputs, cache: Path) -> None:
-    """The cold cache holds every pinned wheel (under ortbundle's sha256/<hh>/<hash> layout)."""
+    """The cold cache holds every pinned wheel and npm tarball, and each archive read inside
+    one (under ortbundle's sha256/<hh>/<hash> layout)."""
+    pinned = [(w["filename"], w["sha256"]) for w in inputs.wheels]
+    for package in inputs.npm:
+        pinned.append((package["package"], package["sha256"]))
+        pinned += [(member, sha256) for member, sha256 in package["nested"]]
     missing = [
-        w["filename"]
-        for w in inputs.wheels
-        if not (cache / "sha256" / str(w["sha256"])[:2] / str(w["sha256"])).is_file()
+        name
+        for name, sha256 in pinned
+        if not (cache / "sha256" / str(sha256)[:2] / str(sha256)).is_file()
     ]
     if missing:
         raise CheckFailed(f"the cold cache lacks {missing}")
@@ -503,14 +556,14 @@ def measure(
         PAIR_TARGET,
         True,
     )
-    pip = Scenario("pip download", "pip download --no-deps --no-cache-dir")
+    pip = Scenario("by hand", "pip download --no-deps --no-cache-dir, npm pack, tar -x")
     fetch = Scenario(
-        "cold fetch", "invoke fetch, empty cache", "pip download", "throughput", COLD_TARGET, True
+        "cold fetch", "invoke fetch, empty cache", "by hand", "throughput", COLD_TARGET, True
     )
     cold = Scenario(
         "cold build",
         f"{build_form}, empty cache",
-        "pip download+unzip baseline",
+        "by hand+unzip baseline",
         "time",
         None,
         True,
@@ -553,15 +606,18 @@ def measure(
             check_dist(inputs, dist)
             shutil.rmtree(dist)
 
-    notes: dict[str, Any] = {"pip_mismatch": None}
+    notes: dict[str, Any] = {"mismatch": None}
     for n in range(1, args.cold_runs + 1):
-        _progress(f"cold {n}/{args.cold_runs}: pip download, invoke fetch, cold build")
-        dest = _fresh(work / "pip-dest")
-        samples = [runner.run("pip", argv) for argv in pip_commands(inputs, dest, args.index_url)]
+        _progress(f"cold {n}/{args.cold_runs}: by hand (pip, npm, tar), invoke fetch, cold build")
+        dest = _fresh(work / "by-hand")
+        (dest / "inner").mkdir()
+        argvs = pip_commands(inputs, dest, args.index_url)
+        argvs += npm_commands(inputs, dest, _fresh(work / "npm-cache"))
+        samples = [runner.run("by-hand", argv) for argv in argvs]
         pip.samples.append(
             Sample(sum(s.seconds for s in samples), max(s.peak_kib for s in samples))
         )
-        notes["pip_mismatch"] = notes["pip_mismatch"] or check_pip(inputs, dest)
+        notes["mismatch"] = notes["mismatch"] or check_by_hand(inputs, dest)
         shutil.rmtree(dest)
 
         cache = _fresh(work / "cold-cache")
@@ -589,6 +645,8 @@ def measure(
         kept_mib=round(inputs.kept_bytes / MIB, 1),
         wheels=[w["filename"] for w in inputs.wheels],
         wheel_mib=round(inputs.wheel_bytes / MIB, 1),
+        fetched_mib=round(inputs.fetched_bytes / MIB, 1),
+        npm=[f"{p['package']}@{p['version']}" for p in inputs.npm],
         build_command=build_form,
         pip_calls=len(pip_commands(inputs, work, args.index_url)),
     )
@@ -607,26 +665,28 @@ def report(scenarios: list[Scenario], notes: dict[str, Any]) -> str:
         table(scenarios),
         "",
         "ratio: median ÷ the unzip baseline's median (warm, no-op; pair warm ÷ pair baseline; "
-        "cold build ÷ (pip download + unzip baseline)); 'thrpt': throughput over the same "
-        "bytes as pip download's (its median s ÷ this median s)",
+        "cold build ÷ (by hand + unzip baseline)); 'thrpt': throughput over the same bytes "
+        "as by hand's (its median s ÷ this median s)",
         f"peak: largest resident set of any one process of a run, max over runs; ortbundle "
         f"runs must stay < {PEAK_TARGET_MIB:.0f} MiB",
     ]
     by_name = {s.name: s for s in scenarios}
-    for name in ("pip download", "cold fetch"):
+    for name in ("by hand", "cold fetch"):
         if by_name[name].samples:
-            rate = notes["wheel_mib"] / by_name[name].median
+            rate = notes["fetched_mib"] / by_name[name].median
             lines.append(
-                f"{name}: {notes['wheel_mib']} MiB in {by_name[name].median:.1f} s "
+                f"{name}: {notes['fetched_mib']} MiB in {by_name[name].median:.1f} s "
                 f"= {rate:.1f} MiB/s"
             )
-    if by_name["pip download"].samples:
+    if by_name["by hand"].samples:
         lines.append(
-            f"pip download: {notes['pip_calls']} calls (one per OS family), "
-            "--no-cache-dir, resolved through pip's own configuration"
+            f"by hand: pip download in {notes['pip_calls']} calls (one per OS family), "
+            f"--no-cache-dir, through pip's own configuration; npm pack of "
+            f"{', '.join(notes['npm']) or 'nothing'} through npm's, an empty npm cache; tar -x "
+            "of the archive read inside each"
         )
-    if notes["pip_mismatch"]:
-        lines.append(f"WARNING: {notes['pip_mismatch']}: the cold comparison is not like for like")
+    if notes["mismatch"]:
+        lines.append(f"WARNING: {notes['mismatch']}: the cold comparison is not like for like")
     return "\n".join(lines)
 
 
