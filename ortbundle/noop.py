@@ -10,6 +10,8 @@ for (project, dist, options): the stat of every file a plan can read, and the en
 of the key (the epoch, the signing key, the tool's code, makensis). While every stat and every
 fact still holds, the key is the one recorded, and nothing heavier than this module is imported.
 Any difference, even a file touched and put back, falls through to the full check.
+
+The tool's own part of every key, code_digest, lives here too: a no-op needs it first.
 """
 
 from __future__ import annotations
@@ -38,9 +40,7 @@ _QUICK_FORMAT = "ortbundle-quick/1"
 _Found = dict[str, tuple[os.DirEntry[str], os.stat_result]]
 
 
-def _scan(
-    top: Path, *, skip: str | None = None
-) -> dict[str, tuple[os.DirEntry[str], os.stat_result]]:
+def _scan(top: Path, *, skip: str | None = None) -> _Found:
     """Everything under `top` by relative path, with its lstat: os.scandir, whose entries carry
     their type, not pathlib's rglob (which cost a third of a no-op). `skip`: a directory name
     not entered (__pycache__)."""
