@@ -79,6 +79,7 @@ from ortbundle.stage import (
 )
 from ortbundle.summary import write_summary
 from ortbundle.targets import get_target, overlays
+from ortbundle.templating import keep_in as keep_renderings
 
 
 @dataclass(frozen=True)
@@ -332,6 +333,8 @@ def build(
     reporter.begin("fetch")
     # the facts of each licence expression, kept under the cache; a release parses them again
     spdx.keep_in(None if options.release else prepared.cache / "outputs" / "spdx")
+    # the text files rendered from templates, kept by their whole context (not for a release)
+    keep_renderings(None if options.release else prepared.cache / "outputs" / "rendered")
     plan, artifacts = fetch(project, options, reporter, plan)  # the plan the key was made of
     fetched = sum(1 for a in artifacts.values() if a.downloaded)
     reporter.done(f"{len(artifacts)} artifacts verified, {fetched} downloaded")

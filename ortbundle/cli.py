@@ -140,9 +140,8 @@ def run_build(
             reporter.line(line)
         from ortbundle.reachable import warning_lines as never_chosen  # a runtime no machine gets
 
-        for line in never_chosen(
-            [t.stage for t in result.targets], prepared.cache / "outputs" / "reachable"
-        ):
+        verdicts = None if options.release else prepared.cache / "outputs" / "reachable"
+        for line in never_chosen([t.stage for t in result.targets], verdicts):
             reporter.line(line)
         for line in summary_lines(document):
             reporter.line(line)

@@ -35,6 +35,7 @@ from ortbundle.plan import (
 from ortbundle.record import MANIFEST_NAME, RECORDS_DIR
 from ortbundle.report import copy_closures
 from ortbundle.stage import discard, scratch_dir
+from ortbundle.templating import keep_in as keep_renderings
 from ortbundle.verify import verify_tree
 
 
@@ -137,6 +138,7 @@ def release(project: Project, runner_dirs: Sequence[Path], options: BuildOptions
     """Merge, check, record and sign; publish dist/<product>/<version>/ only if all of it holds."""
     environ = os.environ if options.environ is None else options.environ
     spdx.keep_in(None)  # a release parses every licence expression again
+    keep_renderings(None)  # and renders every text file afresh
     plan = load_plan(project, BuildOptions(product=options.product))
     product = plan.product
     key = signing_key(product, options, environ)

@@ -3,11 +3,12 @@
 Strict: an undefined name is an error, not an empty string, and nothing is auto-escaped —
 each format escapes with its own filter (shell quoting, NSIS strings), passed by the caller.
 
-A rendering is kept under the cache, keyed by the tool's code (templates included), the
-template, its filters and its whole context: a warm build renders the same NOTICE, PKGBUILD and
-installer script as the last one, and then jinja2 is not even imported. A context holding
-anything this module cannot write down exactly (an object that is not data, a filter that is a
-closure) is rendered every time, never keyed loosely.
+A build keeps each rendering under its cache (keep_in), keyed by the tool's code (templates
+included), the template, its filters and its whole context: a warm build renders the same
+NOTICE, PKGBUILD and installer script as the last one, and then jinja2 is not even imported. A
+context holding anything this module cannot write down exactly (an object that is not data, a
+filter that is a closure) is rendered every time, never keyed loosely. A release, and anything
+that is not a build, renders afresh.
 """
 
 from __future__ import annotations
@@ -26,6 +27,13 @@ if TYPE_CHECKING:
     import jinja2
 
 _ENV: list[jinja2.Environment] = []  # made on the first rendering the cache does not hold
+_KEPT: list[Path] = []  # where renderings are kept: set by a build (keep_in), else nowhere
+
+
+def keep_in(directory: Path | None) -> None:
+    """Keep renderings under `directory` (a build's cache), or nowhere: a release renders
+    afresh, as it re-reads every memoised input."""
+    _KEPT[:] = [] if directory is None else [directory]
 
 
 def _environment() -> jinja2.Environment:
@@ -65,8 +73,8 @@ def render(
     filters: Mapping[str, Callable[..., str]] | None = None,
 ) -> str:
     """Render ortbundle/templates/<name> with format-specific escaping filters."""
-    key = rendering_key(name, context, filters or {})
-    entry = None if key is None else default_cache_dir() / "rendered" / key[:2] / key
+    key = rendering_key(name, context, filters or {}) if _KEPT else None
+    entry = None if key is None else _KEPT[0] / key[:2] / key
     if entry is not None and (kept := _kept(entry)) is not None:
         return kept
     environment = _environment().overlay()

@@ -3,14 +3,18 @@
 from __future__ import annotations
 
 import json
+from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 
 import pytest
 
 from ortbundle import templating
+from ortbundle.build import build
+from ortbundle.progress import Reporter
 from ortbundle.templating import render, rendering_key
 from tests.helpers.probe import run_python
+from tests.helpers.project import FakeProject
 
 
 @dataclass(frozen=True)
@@ -26,9 +30,11 @@ def _shell(value: str) -> str:
 
 
 @pytest.fixture
-def cache(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
-    monkeypatch.setenv("ORTBUNDLE_CACHE_DIR", str(tmp_path / "cache"))
-    return tmp_path / "cache"
+def cache(tmp_path: Path) -> Iterator[Path]:
+    """Renderings kept under a build's cache, as build() asks; nowhere again afterwards."""
+    templating.keep_in(tmp_path / "cache" / "rendered")
+    yield tmp_path / "cache"
+    templating.keep_in(None)
 
 
 def test_the_key_sees_every_field_and_the_order_a_template_iterates(cache: Path) -> None:
@@ -95,16 +101,41 @@ def test_a_kept_rendering_is_reused_and_an_altered_one_is_not(cache: Path) -> No
 
 _RENDER = """
 import json, sys
-from ortbundle.templating import render
+from pathlib import Path
+from ortbundle.templating import keep_in, render
 from tests.test_templating import _GRADLE, _TEMPLATE, _kotlin
+keep_in(Path(sys.argv[1]) / "rendered")
 text = render(_TEMPLATE, _GRADLE, {"kotlin_string": _kotlin})
 print(json.dumps([text, "jinja2" in sys.modules]))
 """
 
 
 def _render_in_a_process(cache: Path) -> tuple[str, bool]:
-    text, imported = json.loads(run_python(_RENDER, environ={"ORTBUNDLE_CACHE_DIR": str(cache)}))
+    text, imported = json.loads(run_python(_RENDER, str(cache)))
     return str(text), bool(imported)
+
+
+def test_nothing_is_kept_unless_a_build_asks(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("ORTBUNDLE_CACHE_DIR", str(tmp_path))
+    templating.keep_in(None)  # `invoke docs`, `invoke ci-workflow`: no build's cache
+    first = render(_TEMPLATE, _GRADLE, {"kotlin_string": _kotlin})
+    assert render(_TEMPLATE, _GRADLE, {"kotlin_string": _kotlin}) == first
+    kept = [p for p in tmp_path.rglob("*") if p.is_file() and "templates" not in p.parts]
+    assert kept == []  # (jinja's compiled templates aside)
+
+
+def test_a_release_renders_afresh_and_a_build_keeps(
+    written: FakeProject, reporter: Reporter
+) -> None:
+    """A release re-reads every memoised input: it neither uses nor leaves kept renderings."""
+    kept = written.root / "cache" / "outputs" / "rendered"
+    build(written.project, written.options(release=True), reporter)
+    assert not kept.exists()
+    build(written.project, written.options(), reporter)
+    assert [p for p in kept.rglob("*") if p.is_file()]
+    templating.keep_in(None)
 
 
 def test_a_second_process_renders_from_the_cache_without_jinja(cache: Path) -> None:
