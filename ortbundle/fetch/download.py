@@ -39,6 +39,7 @@ from ortbundle.oserrors import writing
 MAX_UNPINNED = 16 << 30  # a download with no pinned size stops here, not when the disk fills
 
 ProgressFn = Callable[[int, int | None], None]  # (bytes so far, total or None)
+_MIRROR_FIX = "the mirror serves a different file; fix the mirror or the pin"
 
 
 class _Hashes:
@@ -51,7 +52,7 @@ class _Hashes:
         self.sha256 = hashlib.sha256()
         self.extra = {name: hashlib.new(name) for name in sorted(set(extra) - {"sha256"})}
 
-    def update(self, chunk: bytes) -> None:
+    def update(self, chunk: bytes | bytearray) -> None:
         self.sha256.update(chunk)
         for digest in self.extra.values():
             digest.update(chunk)
@@ -136,35 +137,42 @@ def download(
                     raise IntegrityError(
                         f"{what}: the server announces {total} bytes, the pin says {expected_size}",
                         file=redact(url),
-                        fix="the mirror serves a different file; fix the mirror or the pin",
+                        fix=_MIRROR_FIX,
                     )
                 need = None if total is None else total - have  # for a full disk's message
                 with writing(f"the download of {what}", partial, need=need):
                     out = partial.open("ab" if have else "wb")
+                pending = bytearray()  # written as it arrives, hashed a megabyte at a time
                 with out:
-                    for chunk in chunks(resp):
-                        have += len(chunk)
-                        if have > limit:
-                            raise IntegrityError(
-                                f"{what}: more bytes than the pinned size {expected_size}"
-                                if expected_size is not None
-                                else f"{what}: more than {limit >> 30} GiB and still sending",
-                                file=redact(url),
-                                fix="the mirror serves a different file; fix the mirror or the pin",
-                            )
-                        if time.monotonic() > deadline:
-                            raise FetchError(
-                                f"{what}: still downloading after {policy.deadline:.0f} s "
-                                f"({have} bytes); {have} bytes kept for resuming",
-                                file=redact(url),
-                                fix="the server is too slow: build again to resume, or use a "
-                                "nearer mirror",
-                            )
-                        with writing(f"the download of {what}", partial, need=need):
-                            out.write(chunk)
-                        digest.update(chunk)
-                        if progress is not None:
-                            progress(have, total)
+                    try:
+                        for chunk in chunks(resp):
+                            have += len(chunk)
+                            if have > limit:
+                                raise IntegrityError(
+                                    f"{what}: more bytes than the pinned size {expected_size}"
+                                    if expected_size is not None
+                                    else f"{what}: more than {limit >> 30} GiB and still sending",
+                                    file=redact(url),
+                                    fix=_MIRROR_FIX,
+                                )
+                            if time.monotonic() > deadline:
+                                raise FetchError(
+                                    f"{what}: still downloading after {policy.deadline:.0f} s "
+                                    f"({have} bytes); {have} bytes kept for resuming",
+                                    file=redact(url),
+                                    fix="the server is too slow: build again to resume, or use a "
+                                    "nearer mirror",
+                                )
+                            with writing(f"the download of {what}", partial, need=need):
+                                out.write(chunk)
+                            pending += chunk
+                            if len(pending) >= CHUNK:
+                                digest.update(pending)
+                                pending.clear()
+                            if progress is not None:
+                                progress(have, total)
+                    finally:
+                        digest.update(pending)  # every byte written is in the digest
                 if total is None and expected_size is not None:
                     total = expected_size  # no Content-Length: the pin still says how long
                 if total is not None and have < total:

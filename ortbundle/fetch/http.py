@@ -203,21 +203,8 @@ def unusable(exc: requests.RequestException, what: str, url: str) -> FetchError:
 
 
 def chunks(response: requests.Response) -> Iterator[bytes]:
-    """Bytes as they arrive, in batches of up to CHUNK: over TLS a read returns one 16 KiB
-    record, and writing and hashing each one cost a cold fetch more than its decryption.
-
-    A batch is handed on before a failure is: a dropped connection loses nothing received."""
+    """Bytes as they arrive (read1), so a dropped connection, or a build killed while the
+    server stalls, loses nothing already received: each is handed on before the next read."""
     raw = response.raw
-    batch = bytearray()
-    try:
-        while chunk := raw.read1(CHUNK, decode_content=True):
-            batch += chunk
-            if len(batch) >= CHUNK:
-                yield bytes(batch)
-                batch.clear()
-    except Exception:
-        if batch:
-            yield bytes(batch)  # what arrived before the failure, then the failure itself
-        raise
-    if batch:
-        yield bytes(batch)
+    while chunk := raw.read1(CHUNK, decode_content=True):
+        yield chunk
