@@ -43,21 +43,41 @@ _MIRROR_FIX = "the mirror serves a different file; fix the mirror or the pin"
 
 
 class _Hashes:
-    """SHA-256 and the extra digests asked for, fed the same chunks."""
+    """SHA-256 and the extra digests asked for, fed the same bytes a megabyte at a time: over
+    TLS each read is one 16 KiB record, and hashing each one apart cost a cold fetch more than
+    its decryption. The digests are read only through sha256_hex() and hexdigests()."""
 
     def __init__(self, extra: Collection[str]) -> None:
         unknown = set(extra) - DIGESTS
         if unknown:
             raise ValueError(f"unsupported digests: {sorted(unknown)}")
-        self.sha256 = hashlib.sha256()
+        self._sha256 = hashlib.sha256()
         self.extra = {name: hashlib.new(name) for name in sorted(set(extra) - {"sha256"})}
+        self._pending = bytearray()
 
-    def update(self, chunk: bytes | bytearray) -> None:
-        self.sha256.update(chunk)
+    def update(self, chunk: bytes) -> None:
+        if not self._pending and len(chunk) >= CHUNK:
+            self._feed(chunk)  # a whole megabyte already (a file read back): no copy
+            return
+        self._pending += chunk
+        if len(self._pending) >= CHUNK:
+            self._flush()
+
+    def _flush(self) -> None:
+        self._feed(self._pending)
+        self._pending.clear()
+
+    def _feed(self, data: bytes | bytearray) -> None:
+        self._sha256.update(data)
         for digest in self.extra.values():
-            digest.update(chunk)
+            digest.update(data)
+
+    def sha256_hex(self) -> str:
+        self._flush()
+        return self._sha256.hexdigest()
 
     def hexdigests(self) -> dict[str, str]:
+        self._flush()
         return {name: digest.hexdigest() for name, digest in self.extra.items()}
 
 
@@ -142,37 +162,30 @@ def download(
                 need = None if total is None else total - have  # for a full disk's message
                 with writing(f"the download of {what}", partial, need=need):
                     out = partial.open("ab" if have else "wb")
-                pending = bytearray()  # written as it arrives, hashed a megabyte at a time
-                with out:
-                    try:
-                        for chunk in chunks(resp):
-                            have += len(chunk)
-                            if have > limit:
-                                raise IntegrityError(
-                                    f"{what}: more bytes than the pinned size {expected_size}"
-                                    if expected_size is not None
-                                    else f"{what}: more than {limit >> 30} GiB and still sending",
-                                    file=redact(url),
-                                    fix=_MIRROR_FIX,
-                                )
-                            if time.monotonic() > deadline:
-                                raise FetchError(
-                                    f"{what}: still downloading after {policy.deadline:.0f} s "
-                                    f"({have} bytes); {have} bytes kept for resuming",
-                                    file=redact(url),
-                                    fix="the server is too slow: build again to resume, or use a "
-                                    "nearer mirror",
-                                )
-                            with writing(f"the download of {what}", partial, need=need):
-                                out.write(chunk)
-                            pending += chunk
-                            if len(pending) >= CHUNK:
-                                digest.update(pending)
-                                pending.clear()
-                            if progress is not None:
-                                progress(have, total)
-                    finally:
-                        digest.update(pending)  # every byte written is in the digest
+                with out:  # each read reaches the file before the next one
+                    for chunk in chunks(resp):
+                        have += len(chunk)
+                        if have > limit:
+                            raise IntegrityError(
+                                f"{what}: more bytes than the pinned size {expected_size}"
+                                if expected_size is not None
+                                else f"{what}: more than {limit >> 30} GiB and still sending",
+                                file=redact(url),
+                                fix=_MIRROR_FIX,
+                            )
+                        if time.monotonic() > deadline:
+                            raise FetchError(
+                                f"{what}: still downloading after {policy.deadline:.0f} s "
+                                f"({have} bytes); {have} bytes kept for resuming",
+                                file=redact(url),
+                                fix="the server is too slow: build again to resume, or use a "
+                                "nearer mirror",
+                            )
+                        with writing(f"the download of {what}", partial, need=need):
+                            out.write(chunk)
+                        digest.update(chunk)
+                        if progress is not None:
+                            progress(have, total)
                 if total is None and expected_size is not None:
                     total = expected_size  # no Content-Length: the pin still says how long
                 if total is not None and have < total:
@@ -197,7 +210,7 @@ def download(
             fix="build again to resume, or check the network or the mirror",
         )
     # `digest` covers the resumed prefix and every byte written since: no second read.
-    actual = digest.sha256.hexdigest()
+    actual = digest.sha256_hex()
     if actual != sha256 and resumed_stale:
         # An earlier build left bytes that were never verified (a captive portal, another
         # file): they are not evidence against the server. Start over, once, from byte 0.
