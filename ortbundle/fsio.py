@@ -20,6 +20,17 @@ from typing import Any, TypeVar
 T = TypeVar("T")
 
 
+def stat_record(stat: os.stat_result) -> dict[str, int]:
+    """What must not change for a stored file to be trusted without re-hashing: writing it, or
+    putting its mtime back afterwards (which moves ctime), or replacing it (a new inode)."""
+    return {
+        "size": stat.st_size,
+        "mtime_ns": stat.st_mtime_ns,
+        "ctime_ns": stat.st_ctime_ns,
+        "ino": stat.st_ino,
+    }
+
+
 def fsync_dir(directory: Path) -> None:
     """Flush a directory entry (a rename or link into it); a no-op where the OS cannot."""
     try:

@@ -30,7 +30,6 @@ from ortbundle.fsio import atomic_write
 from ortbundle.locations import default_cache_dir
 from ortbundle.noop import (
     Environment,
-    QuickRecord,
     environment_facts,
     input_stats,
     remember_quick,
@@ -70,24 +69,31 @@ class PreparedBuild:
     plan: Plan  # models hashed, not parsed (build() parses them when it runs)
     version_dir: Path
     cache: Path
-    epoch: int
-    code: str
     key: str
-    previous: dict[str, Any] | None  # an identical earlier build's summary: nothing to do
-    quick: QuickRecord | None = None  # what the key was made of, for the next no-op
+    facts: Environment  # the environment's part of the key: the code, the epoch, …
+    inputs: dict[str, dict[str, int]]  # the stat of the project's inputs, before planning
+    previous: dict[str, Any] | None = None  # an identical earlier build's summary: nothing to do
+
+    @property
+    def epoch(self) -> int:
+        return self.facts.epoch
+
+    @property
+    def code(self) -> str:
+        return self.facts.code
 
     def remember(self, project: Project, options: BuildOptions) -> None:
         """Keep the quick record of this build, once it is published (or found unchanged)."""
-        if self.quick is not None:
-            remember_quick(
-                self.cache,
-                project,
-                options,
-                product=self.plan.product.name,
-                version_dir=self.version_dir,
-                key=self.key,
-                record=self.quick,
-            )
+        remember_quick(
+            self.cache,
+            project,
+            options,
+            product=self.plan.product.name,
+            version_dir=self.version_dir,
+            key=self.key,
+            inputs=self.inputs,
+            facts=self.facts,
+        )
 
 
 def build_inputs(
@@ -119,12 +125,11 @@ def prepare_build(project: Project, options: BuildOptions) -> PreparedBuild:
     version_dir = project.dist / plan.product.name / plan.product.version
     cache = options.cache_dir or default_cache_dir()
     key = digest_of(["build", *build_inputs(project, plan, options, facts)])
-    quick = QuickRecord(inputs, facts.lines())
     previous = None
     # an audit publishes nothing to compare with; an unsigned release is refused by the build
     if not options.audit_only and not (options.release and facts.signing == "unsigned"):
         previous = unchanged_build(cache, version_dir, key)
-    prepared = PreparedBuild(plan, version_dir, cache, facts.epoch, facts.code, key, None, quick)
+    prepared = PreparedBuild(plan, version_dir, cache, key, facts, inputs)
     if previous is not None:
         prepared.remember(project, options)  # the next no-op need not plan
         return replace(prepared, previous={**previous, "version_dir": str(version_dir)})

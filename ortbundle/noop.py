@@ -24,9 +24,10 @@ import shutil
 from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
+from stat import S_ISDIR
 from typing import Any
 
-from ortbundle.fsio import atomic_write
+from ortbundle.fsio import atomic_write, stat_record
 from ortbundle.locations import default_cache_dir
 from ortbundle.project import (
     TOOL_LICENSE,
@@ -85,7 +86,7 @@ def code_digest() -> str:
 
 def _tree_digest(root: Path, memo_dir: Path) -> str:
     files = {
-        name: [info.st_size, info.st_mtime_ns, info.st_ctime_ns, info.st_ino]
+        name: stat_record(info)
         for name, (entry, info) in _scan(root, skip="__pycache__").items()
         if entry.name.endswith(_CODE_SUFFIXES) and not entry.is_dir(follow_symlinks=False)
     }
@@ -140,33 +141,24 @@ def unchanged_build(cache: Path, version_dir: Path, key: str) -> dict[str, Any] 
 # --- the quick record -----------------------------------------------------------------------
 
 
-@dataclass(frozen=True)
-class QuickRecord:
-    """What a build key was made of, in the form a stat or a cheap call can check again."""
-
-    inputs: dict[str, list[int]]  # input_stats(), taken before the plan read the files
-    facts: list[str]  # environment_facts().lines()
-
-
-def input_stats(project: Project) -> dict[str, list[int]]:
-    """(size, mtime, ctime, inode) of every file and directory a plan can read: the project's
-    recipes/, manifests/ and licenses/ trees, and ortbundle's LICENSE.
+def input_stats(project: Project) -> dict[str, dict[str, int]]:
+    """The stat record (size, mtime, ctime, inode) of every file and directory a plan can read:
+    the project's recipes/, manifests/ and licenses/ trees, and ortbundle's LICENSE.
 
     A superset of what one product reads (any recipe edited sends every product through the
     full check), so that no read can be missed. Directories count: adding a file moves its
     directory's record. ctime is kept: an edit with the mtime put back still moves it.
     """
-    stats: dict[str, list[int]] = {}
-    pending = [project.recipes, project.manifests, project.licenses, TOOL_LICENSE]
-    while pending:
-        path = pending.pop()
+    stats: dict[str, dict[str, int]] = {}
+    for top in (project.recipes, project.manifests, project.licenses, TOOL_LICENSE):
         try:
-            info = path.lstat()
+            info = top.lstat()
         except OSError:
             continue  # absent (no licenses/): absent next time too, or the record differs
-        stats[os.fspath(path)] = [info.st_size, info.st_mtime_ns, info.st_ctime_ns, info.st_ino]
-        if path.is_dir() and not path.is_symlink():
-            pending.extend(Path(entry.path) for entry in os.scandir(path))
+        stats[os.fspath(top)] = stat_record(info)
+        if S_ISDIR(info.st_mode):
+            for name, (_, inner) in _scan(top).items():
+                stats[f"{os.fspath(top)}/{name}"] = stat_record(inner)
     return stats
 
 
@@ -229,17 +221,19 @@ def remember_quick(
     product: str,
     version_dir: Path,
     key: str,
-    record: QuickRecord,
+    inputs: dict[str, dict[str, int]],
+    facts: Environment,
 ) -> None:
-    """Keep the quick record of a build just published or found unchanged. A record that
-    cannot be written costs only the next no-op its speed."""
+    """Keep the quick record of a build just published or found unchanged: what its key was
+    made of (`inputs` taken before the plan read them), in the form a stat or a cheap call
+    checks again. A record that cannot be written costs only the next no-op its speed."""
     document = {
         "format": _QUICK_FORMAT,
         "product": product,
         "version_dir": str(version_dir),
         "key": key,
-        "inputs": record.inputs,
-        "facts": record.facts,
+        "inputs": inputs,
+        "facts": facts.lines(),
     }
     path = _quick_file(cache, project, options)
     try:

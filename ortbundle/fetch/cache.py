@@ -22,6 +22,7 @@ from pathlib import Path
 from ortbundle.archives import copy_hashing
 from ortbundle.fetch.config.urls import redact
 from ortbundle.fsio import atomic_output, atomic_write, fsync_dir
+from ortbundle.fsio import stat_record as stat_record  # re-exported: every cache trust uses it
 from ortbundle.locations import ENV_CACHE_DIR as ENV_CACHE_DIR  # re-exported
 from ortbundle.locations import default_cache_dir as default_cache_dir  # re-exported
 from ortbundle.repairs import Repair, report_repair
@@ -92,17 +93,6 @@ def remove_dead_leftovers(paths: Iterable[Path]) -> None:
                 shutil.rmtree(path, ignore_errors=True)
             else:
                 path.unlink(missing_ok=True)
-
-
-def stat_record(stat: os.stat_result) -> dict[str, int]:
-    """What must not change for a stored file to be trusted without re-hashing: writing it, or
-    putting its mtime back afterwards (which moves ctime), or replacing it (a new inode)."""
-    return {
-        "size": stat.st_size,
-        "mtime_ns": stat.st_mtime_ns,
-        "ctime_ns": stat.st_ctime_ns,
-        "ino": stat.st_ino,
-    }
 
 
 class Cache:
