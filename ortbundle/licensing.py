@@ -9,12 +9,12 @@ anything is published.
 from __future__ import annotations
 
 import fnmatch
+import hashlib
 import json
 import re
 from collections.abc import Iterable
 from dataclasses import dataclass, field, replace
 from pathlib import Path
-from typing import Any
 
 from ortbundle.channels import ShippedFile
 from ortbundle.errors import LicenseError
@@ -331,18 +331,12 @@ def _text_copyrights(path: Path, sha256: str, memo: Path | None) -> tuple[str, .
     from ortbundle.fsio import remembered
     from ortbundle.noop import code_digest
 
-    code = code_digest()
-
-    def from_json(kept: Any) -> tuple[str, ...]:
-        if kept["code"] != code:
-            raise ValueError("kept by another version of the tool")
-        return tuple(str(line) for line in kept["lines"])
-
+    key = hashlib.sha256(f"{code_digest()}\0{sha256}".encode()).hexdigest()
     return remembered(
-        None if memo is None else memo / sha256[:2] / f"{sha256}.json",
+        None if memo is None else memo / key[:2] / f"{key}.json",
         lambda: copyright_lines(path.read_bytes()),
-        lambda found: {"code": code, "lines": list(found)},
-        from_json,
+        list,
+        lambda kept: tuple(str(line) for line in kept),
     )
 
 
