@@ -13,7 +13,7 @@ from invoke.exceptions import Exit
 from invoke.tasks import Task
 from invoke.tasks import task as invoke_task
 
-from ortbundle.locations import keep_bytecode_in_cache
+from ortbundle._core.locations import keep_bytecode_in_cache
 
 keep_bytecode_in_cache()  # before the imports below: they are most of a warm build's start-up
 
@@ -32,7 +32,7 @@ from ortbundle.cli import (  # noqa: E402
     run_release,
     run_verify,
 )
-from ortbundle.project import DEFAULT_PRODUCT, BuildOptions  # noqa: E402
+from ortbundle.config.project import DEFAULT_PRODUCT, BuildOptions  # noqa: E402
 
 # One short flag per option name, the same in every task: -p is always --product, and no task
 # takes -h (it stays --help). An option not listed here has only its long form.
@@ -405,7 +405,7 @@ def ci_workflow(c: Context, product: str = DEFAULT_PRODUCT, out: str | None = No
 @task(help={"check": "only check: exit 1 when docs/configuration.md is stale"})
 def docs(c: Context, check: bool = False) -> None:
     """Write docs/configuration.md (every key of every input file) from ortbundle/schema/."""
-    from ortbundle.schema.docs import REFERENCE, is_current, write
+    from ortbundle.config.schema.docs import REFERENCE, is_current, write
 
     root = Path(__file__).resolve().parent
     if check:
@@ -455,7 +455,7 @@ def smoke(
 ) -> None:
     """Install each built package with its own tool (pacman, the installer under Wine) and run
     every runtime and model it ships; one PASS/FAIL/NOT RUN line per runtime."""
-    from ortbundle.smoke import run_smoke
+    from ortbundle.tools.smoke.run import run_smoke
 
     try:
         run_smoke(
@@ -494,7 +494,7 @@ def new_recipe(
 ) -> None:
     """Scaffold recipes/<name>.toml from a wheel, an AAR or an npm package: pins, roots, drops,
     licence texts; exit 8 when it is written but a choice is left to you."""
-    from ortbundle.scaffold import ScaffoldOptions, run_new_recipe
+    from ortbundle.tools.scaffold import ScaffoldOptions, run_new_recipe
 
     if not coordinates:  # an option, not a positional: `new-recipe --help` must stay help
         raise Exit(

@@ -65,11 +65,11 @@ from pathlib import Path
 root, dist, out, product, index_url = sys.argv[1:6]
 sys.path.insert(0, root)
 try:
-    from ortbundle.plan import BuildOptions, Project
+    from ortbundle.config.plan import BuildOptions, Project
 except ImportError:
-    from ortbundle.build import BuildOptions, Project
-from ortbundle.build import build
-from ortbundle.progress import Reporter
+    from ortbundle.pipeline.build import BuildOptions, Project
+from ortbundle.pipeline.build import build
+from ortbundle._core.progress import Reporter
 options = BuildOptions(product=product, index_url=index_url or None)
 with Reporter() as reporter:
     result = build(Project.at(Path(root), Path(dist)), options, reporter)
@@ -116,9 +116,9 @@ from pathlib import Path
 root, dist, product, index_url = sys.argv[1:5]
 sys.path.insert(0, root)
 try:
-    from ortbundle.plan import BuildOptions
+    from ortbundle.config.plan import BuildOptions
 except ImportError:
-    from ortbundle.build import BuildOptions
+    from ortbundle.pipeline.build import BuildOptions
 from ortbundle.cli import CommandFailed, run_build
 try:
     run_build(BuildOptions(product=product, index_url=index_url or None), dist=Path(dist))

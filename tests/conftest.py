@@ -5,7 +5,7 @@ from pathlib import Path
 
 import pytest
 
-from ortbundle.progress import Reporter, plain_reporter
+from ortbundle._core.progress import Reporter, plain_reporter
 from tests.helpers.index_server import IndexServer
 from tests.helpers.project import FakeProject
 

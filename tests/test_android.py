@@ -10,12 +10,12 @@ from pathlib import Path
 
 import pytest
 
-from ortbundle.binaries import alignment_problem, inspect
-from ortbundle.build import build
+from ortbundle._core.locations import ENV_MAVEN_URL, ENV_NPM_REGISTRY
+from ortbundle._core.progress import plain_reporter
 from ortbundle.cli import CommandFailed, run_build
 from ortbundle.fetch.cache import Cache
-from ortbundle.locations import ENV_MAVEN_URL, ENV_NPM_REGISTRY
-from ortbundle.progress import plain_reporter
+from ortbundle.pipeline.build import build
+from ortbundle.stage.binaries import alignment_problem, inspect
 from tests.helpers.android import (
     AAR_MEMBER,
     AndroidProject,

@@ -24,10 +24,10 @@ from typing import Any
 
 import pytest
 
-from ortbundle.binaries.loadable import android_api_level
-from ortbundle.build import DEFAULT_PRODUCT, BuildOptions, BuildResult, Project, build
+from ortbundle._core.progress import plain_reporter
 from ortbundle.channels.apk import NO_COMPRESS, aligned_apk_command
-from ortbundle.progress import plain_reporter
+from ortbundle.pipeline.build import DEFAULT_PRODUCT, BuildOptions, BuildResult, Project, build
+from ortbundle.stage.binaries.loadable import android_api_level
 from tests.helpers.android import AndroidProject
 from tests.helpers.apk import PAGE, Assembled, Tools, assemble, badging, find_tools
 from tests.helpers.maven_server import MavenServer

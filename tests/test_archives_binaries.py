@@ -9,9 +9,9 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from ortbundle.archives import ZipArchive, check_member_name
-from ortbundle.binaries import inspect
-from ortbundle.errors import ArchiveError, BinaryError, IntegrityError
+from ortbundle._core.errors import ArchiveError, BinaryError, IntegrityError
+from ortbundle.fetch.archives import ZipArchive, check_member_name
+from ortbundle.stage.binaries import inspect
 from tests.helpers.elf import make_elf
 from tests.helpers.pe import make_pe
 from tests.helpers.wheels import make_wheel

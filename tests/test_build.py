@@ -7,10 +7,10 @@ from pathlib import Path
 
 import pytest
 
-from ortbundle.build import build, fetch
-from ortbundle.errors import ClosureError, ConfigError, IntegrityError, OfflineError
+from ortbundle._core.errors import ClosureError, ConfigError, IntegrityError, OfflineError
+from ortbundle._core.progress import Reporter
 from ortbundle.fetch.cache import Cache
-from ortbundle.progress import Reporter
+from ortbundle.pipeline.build import build, fetch
 from tests.helpers.elf import make_elf
 from tests.helpers.pe import make_pe
 from tests.helpers.project import FakeProject

@@ -9,10 +9,10 @@ from pathlib import Path
 
 import pytest
 
-from ortbundle.build import build
+from ortbundle._core.progress import Reporter
 from ortbundle.cli import CommandFailed, run_build, run_cache_verify
 from ortbundle.fetch.cache import Cache
-from ortbundle.progress import Reporter
+from ortbundle.pipeline.build import build
 from tests.helpers.project import FakeProject
 from tests.test_hostile_bytes import _flip_keep_stat, _meta_lies
 

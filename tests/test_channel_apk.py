@@ -24,13 +24,13 @@ from pathlib import Path
 import jsonschema
 import pytest
 
+from ortbundle._core.errors import ConfigError, IntegrityError, PackagingError
 from ortbundle.channels import ChannelOutput, PackageInput, ShippedFile, ShippedRuntime
 from ortbundle.channels.apk import ApkChannel, override_property
-from ortbundle.closure import Closure
-from ortbundle.errors import ConfigError, IntegrityError, PackagingError
-from ortbundle.index_json import INDEX_NAME, LOADER_NAME, write_index
-from ortbundle.recipes import Product, Recipe
-from ortbundle.stage import StagedFile, StagedRuntime
+from ortbundle.config.recipes import Product, Recipe
+from ortbundle.stage.closure import Closure
+from ortbundle.stage.index_json import INDEX_NAME, LOADER_NAME, write_index
+from ortbundle.stage.staging import StagedFile, StagedRuntime
 from tests.helpers.elf import make_elf
 from tests.helpers.packages import EPOCH, SETTINGS, make_package_input
 
@@ -966,17 +966,17 @@ def test_each_library_is_parsed_once_per_content_not_once_per_build(
 ) -> None:
     """The alignment and machine checks read what pyelftools found in these bytes before;
     a release (verify_cache) reads every library again."""
-    import ortbundle.binaries
-    import ortbundle.binaries.memo
+    import ortbundle.stage.binaries
+    import ortbundle.stage.binaries.memo
 
     parsed: list[Path] = []
-    real = ortbundle.binaries.inspect
+    real = ortbundle.stage.binaries.inspect
 
     def counting(path: Path, *, name: str | None = None) -> object:
         parsed.append(path)
         return real(path, name=name)
 
-    monkeypatch.setattr(ortbundle.binaries.memo, "inspect", counting)
+    monkeypatch.setattr(ortbundle.stage.binaries.memo, "inspect", counting)
     package = replace(make_stage(tmp_path / "stages", X86), cache=tmp_path / "cache")
     for n in (1, 2, 3):
         (tmp_path / f"apk{n}").mkdir()
@@ -994,8 +994,8 @@ def test_every_directory_written_into_is_flushed_once(
 ) -> None:
     """The module's files are renamed into place without a directory flush each; every
     directory that received one is flushed once before generate returns."""
+    import ortbundle._core.fsio as fsio
     import ortbundle.channels.apk as apk
-    import ortbundle.fsio as fsio
 
     flushed: list[Path] = []
     real = fsio.fsync_dir

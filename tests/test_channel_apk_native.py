@@ -10,10 +10,10 @@ from pathlib import Path
 
 import pytest
 
+from ortbundle._core.errors import ConfigError
 from ortbundle.channels import ChannelOutput, ExternalLibrary, PackageInput
 from ortbundle.channels.apk import ApkChannel
-from ortbundle.errors import ConfigError
-from ortbundle.targets import ExternalGroup, get_target
+from ortbundle.config.targets import ExternalGroup, get_target
 from tests.helpers.apk import assemble, find_tools
 from tests.test_channel_apk import ARM, MAIN, QNN, X86, make_stage
 

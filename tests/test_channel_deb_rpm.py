@@ -14,11 +14,11 @@ from pathlib import Path
 
 import pytest
 
+from ortbundle._core.errors import ConfigError, OrtbundleError
 from ortbundle.channels import ChannelOutput, ExternalLibrary, PackageInput, ShippedFile
 from ortbundle.channels.deb import DebChannel, copyright_text
 from ortbundle.channels.nfpm import render_dependencies
 from ortbundle.channels.rpm import RpmChannel
-from ortbundle.errors import ConfigError, OrtbundleError
 from tests.helpers.linux_packages import (
     OVERRIDE_ENV,
     RUNTIMES,
@@ -77,7 +77,7 @@ def test_relations_come_from_the_externals_and_a_hard_one_is_not_repeated() -> N
 
 
 def test_relations_carry_the_versions_the_binaries_need() -> None:
-    from ortbundle.binaries.baseline import Minimum, SystemBaseline, VersionNeed
+    from ortbundle.stage.binaries.baseline import Minimum, SystemBaseline, VersionNeed
 
     system = SystemBaseline(
         needs=(

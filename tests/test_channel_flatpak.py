@@ -22,9 +22,9 @@ from typing import Any
 import jsonschema
 import pytest
 
+from ortbundle._core.errors import ConfigError, IntegrityError
 from ortbundle.channels import ChannelOutput, PackageInput, PackagingSettings, ShippedRuntime
 from ortbundle.channels.flatpak import FlatpakChannel, check_app_id, check_manifest
-from ortbundle.errors import ConfigError, IntegrityError
 from tests.helpers.packages import SETTINGS, make_package_input
 
 SCHEMA = json.loads(

@@ -12,9 +12,9 @@ from pathlib import Path
 
 import pytest
 
+from ortbundle._core.errors import ConfigError
 from ortbundle.channels import ChannelOutput, ExternalLibrary, PackageInput, ShippedFile
 from ortbundle.channels.flatpak import FlatpakChannel, check_manifest
-from ortbundle.errors import ConfigError
 from tests.helpers.packages import SETTINGS, make_package_input
 from tests.test_channel_flatpak import (
     APP,

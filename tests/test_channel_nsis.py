@@ -15,10 +15,10 @@ from pathlib import Path, PurePosixPath
 import pefile
 import pytest
 
+from ortbundle._core.errors import ConfigError, IntegrityError, PackagingError
 from ortbundle.channels import ExternalLibrary, PackageInput, ShippedFile
 from ortbundle.channels.nsis import NsisChannel, _version_quad, nsis_string
-from ortbundle.errors import ConfigError, IntegrityError, PackagingError
-from ortbundle.products import Addon
+from ortbundle.config.products import Addon
 from tests.helpers.packages import SETTINGS, make_package_input
 
 HAVE_MAKENSIS = shutil.which("makensis") is not None

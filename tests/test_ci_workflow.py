@@ -14,9 +14,9 @@ from typing import Any
 import pytest
 import yaml
 
-from ortbundle.ci_workflow import load_action_pins, workflow_yaml
-from ortbundle.errors import ConfigError
-from ortbundle.recipes import load_product
+from ortbundle._core.errors import ConfigError
+from ortbundle.config.recipes import load_product
+from ortbundle.tools.ci_workflow import load_action_pins, workflow_yaml
 
 ROOT = Path(__file__).resolve().parent.parent
 COMMITTED = ROOT / "ci" / "darkroom-github-actions.yml"

@@ -11,15 +11,21 @@ from pathlib import Path
 
 import pytest
 
-from ortbundle.build import build
+from ortbundle._core.errors import ClosureError, ConfigError
+from ortbundle._core.progress import Reporter
 from ortbundle.channels import ExternalLibrary
 from ortbundle.channels.arch import ArchChannel
 from ortbundle.channels.nfpm import render_dependencies
-from ortbundle.errors import ClosureError, ConfigError
-from ortbundle.externals import read_externals
-from ortbundle.progress import Reporter
-from ortbundle.targets import ChannelPackages, ExternalGroup, ExternalSpec, get_target, overlays
-from ortbundle.tomlreader import TableReader
+from ortbundle.config.externals import read_externals
+from ortbundle.config.targets import (
+    ChannelPackages,
+    ExternalGroup,
+    ExternalSpec,
+    get_target,
+    overlays,
+)
+from ortbundle.config.tomlreader import TableReader
+from ortbundle.pipeline.build import build
 from tests.helpers.elf import make_elf
 from tests.helpers.packages import make_package_input
 from tests.helpers.pe import make_pe
@@ -127,8 +133,8 @@ def test_without_the_policy_overlay_the_vendor_class_needs_review(
 
 
 def test_the_policy_overlay_cannot_loosen_a_refusal(tmp_path: Path) -> None:
-    from ortbundle.audit import load_policy
-    from ortbundle.policy_overlay import read_policy, with_overlay
+    from ortbundle.config.policy_overlay import read_policy, with_overlay
+    from ortbundle.licensing.audit import load_policy
 
     policy = load_policy(TOOL.parent / "licenses" / "policy.toml")
     manifest = tmp_path / "p.toml"
@@ -211,7 +217,7 @@ def test_an_addon_installs_into_the_main_package_and_depends_on_it(
 
 
 def test_addon_of_names_a_product_with_a_manifest(fake: FakeProject) -> None:
-    from ortbundle.recipes import load_product
+    from ortbundle.config.recipes import load_product
 
     fake.product_extra = 'addon_of = "nosuchproduct"\n'
     fake.write()

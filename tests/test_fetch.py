@@ -14,12 +14,12 @@ from pathlib import Path
 import pytest
 import requests
 
-from ortbundle.build import build, fetch
-from ortbundle.errors import FetchError, IntegrityError
+from ortbundle._core.errors import FetchError, IntegrityError
+from ortbundle._core.progress import Reporter
 from ortbundle.fetch.cache import Cache
 from ortbundle.fetch.config.pip import index_config
 from ortbundle.fetch.download import RetryPolicy, download
-from ortbundle.progress import Reporter
+from ortbundle.pipeline.build import build, fetch
 from tests.helpers.index_server import IndexServer
 from tests.helpers.project import FAST_RETRY, FakeProject
 from tests.helpers.wheels import sha256_of
@@ -243,8 +243,8 @@ def test_a_warm_build_imports_no_http_stack(fake: FakeProject, reporter: Reporte
     state.write_bytes(pickle.dumps((fake.project, fake.options(targets=LINUX))))
     script = (
         "import pickle, sys\n"
-        "from ortbundle.build import build\n"
-        "from ortbundle.progress import Reporter\n"
+        "from ortbundle.pipeline.build import build\n"
+        "from ortbundle._core.progress import Reporter\n"
         "from rich.console import Console\n"
         f"project, options = pickle.loads(open({str(state)!r}, 'rb').read())\n"
         "build(project, options, Reporter(Console(quiet=True)))\n"

@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 import requests
 
-from ortbundle.errors import FetchError, IntegrityError
+from ortbundle._core.errors import FetchError, IntegrityError
 from ortbundle.fetch import download as download_module
 from ortbundle.fetch import http as http_module
 from ortbundle.fetch.download import download, request_with_retries

@@ -160,7 +160,7 @@ def test_zip_member_that_is_no_regular_file_is_refused_wherever_it_sits(
 def test_zip_mode_bits_of_a_non_unix_zip_are_not_read_as_a_mode(tmp_path: Path) -> None:
     """Only a zip made on Unix carries st_mode in external_attr: the same bits from another
     host system (MS-DOS attributes) are no link."""
-    from ortbundle.archives import ZipArchive
+    from ortbundle.fetch.archives import ZipArchive
 
     path = tmp_path / "dos.zip"
     info = zipfile.ZipInfo("a/b.so")

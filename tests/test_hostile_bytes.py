@@ -17,10 +17,10 @@ from pathlib import Path
 
 import pytest
 
-from ortbundle.build import build
+from ortbundle._core.progress import Reporter
+from ortbundle.config.plan import Project
 from ortbundle.fetch.cache import Cache
-from ortbundle.plan import Project
-from ortbundle.progress import Reporter
+from ortbundle.pipeline.build import build
 from tests.helpers.faults import assert_published_and_verified, unverified_in_cache
 from tests.helpers.project import FakeProject
 

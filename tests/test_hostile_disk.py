@@ -19,13 +19,13 @@ from pathlib import Path
 
 import pytest
 
-from ortbundle.build import build
+from ortbundle._core.errors import DiskError
+from ortbundle._core.faults import ENV as FAULT_ENV
+from ortbundle._core.oserrors import disk_error
+from ortbundle._core.progress import Reporter
 from ortbundle.cli import CommandFailed, run_build, run_keygen
-from ortbundle.errors import DiskError
-from ortbundle.faults import ENV as FAULT_ENV
 from ortbundle.fetch.cache import Cache
-from ortbundle.oserrors import disk_error
-from ortbundle.progress import Reporter
+from ortbundle.pipeline.build import build
 from tests.helpers.disks import cli_build, read_only, tmpfs
 from tests.helpers.faults import (
     assert_published_and_verified,
@@ -83,7 +83,7 @@ def test_a_full_dist_disk_is_one_message_and_the_old_tree_stays(
 def test_a_packaging_tool_failing_on_a_full_disk_is_a_disk_error(tmp_path: Path) -> None:
     """makensis says "fwrite failed" in its own words: a failed tool on an all-but-full
     filesystem is reported as the full disk it is; on a roomy one it is the tool's failure."""
-    from ortbundle.oserrors import tool_ran_out
+    from ortbundle._core.oserrors import tool_ran_out
 
     assert tool_ran_out("makensis", tmp_path, "the installer") is None
     with tmpfs(tmp_path / "small", 64) as small:

@@ -19,9 +19,9 @@ from pathlib import Path, PurePosixPath
 from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 
-from ortbundle.archives import ZipArchive, check_member_name
-from ortbundle.binaries import inspect
-from ortbundle.errors import ArchiveError, BinaryError, IntegrityError
+from ortbundle._core.errors import ArchiveError, BinaryError, IntegrityError
+from ortbundle.fetch.archives import ZipArchive, check_member_name
+from ortbundle.stage.binaries import inspect
 from tests.helpers.elf import make_elf
 from tests.helpers.pe import make_pe
 

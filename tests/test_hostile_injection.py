@@ -23,9 +23,9 @@ from pathlib import Path
 import pefile
 import pytest
 
-from ortbundle.build import BuildResult, build
+from ortbundle._core.progress import Reporter
 from ortbundle.cli import CommandFailed, run_build
-from ortbundle.progress import Reporter
+from ortbundle.pipeline.build import BuildResult, build
 from tests.helpers.elf import make_elf
 from tests.helpers.faults import (
     assert_published_and_verified,

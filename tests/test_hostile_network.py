@@ -22,10 +22,10 @@ from pathlib import Path
 
 import pytest
 
-from ortbundle.build import build
+from ortbundle._core.progress import Reporter
 from ortbundle.cli import CommandFailed, run_build, run_fetch
 from ortbundle.fetch.policy import RetryPolicy
-from ortbundle.progress import Reporter
+from ortbundle.pipeline.build import build
 from tests.helpers.faults import (
     FaultServer,
     assert_published_and_verified,

@@ -17,9 +17,9 @@ from pathlib import Path
 
 import pytest
 
-from ortbundle.build import build
-from ortbundle.plan import Project
-from ortbundle.progress import Reporter
+from ortbundle._core.progress import Reporter
+from ortbundle.config.plan import Project
+from ortbundle.pipeline.build import build
 from tests.helpers.faults import (
     FaultServer,
     assert_published_and_verified,
@@ -144,6 +144,6 @@ def test_two_builds_sharing_one_cache_at_once_are_both_correct(
 
 
 def _quiet() -> Reporter:
-    from ortbundle.progress import plain_reporter
+    from ortbundle._core.progress import plain_reporter
 
     return plain_reporter()

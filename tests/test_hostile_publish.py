@@ -1,7 +1,7 @@
 """Hostile conditions, publishing: a build killed at every step of putting its tree in place.
 
-The tool's own fault points (ortbundle/faults.py, set by ORTBUNDLE_FAULT) SIGKILL the build
-at each step of ortbundle/publish.py. After each kill, `invoke verify` on the version
+The tool's own fault points (ortbundle/_core/faults.py, set by ORTBUNDLE_FAULT) SIGKILL the build
+at each step of ortbundle/_core/publish.py. After each kill, `invoke verify` on the version
 directory passes — it holds the old tree or the new one, complete — and the next build
 publishes one verified tree and removes what the dead one left. The fallback for systems
 without renameat2(RENAME_EXCHANGE) has one step where the name is missing (between its two
@@ -15,11 +15,11 @@ from pathlib import Path
 
 import pytest
 
-from ortbundle.build import build
+from ortbundle._core.progress import Reporter
+from ortbundle._core.publish import STEPS, exchange
 from ortbundle.cli import run_verify
-from ortbundle.progress import Reporter
-from ortbundle.publish import STEPS, exchange
-from ortbundle.stage import scratch_dir
+from ortbundle.pipeline.build import build
+from ortbundle.stage.staging import scratch_dir
 from tests.helpers.faults import (
     assert_published_and_verified,
     public_key,

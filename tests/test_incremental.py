@@ -8,14 +8,14 @@ from pathlib import Path
 
 import pytest
 
-import ortbundle.archives
-import ortbundle.build
+import ortbundle.fetch.archives
 import ortbundle.fetch.cache
-import ortbundle.stage
-from ortbundle.build import build
-from ortbundle.progress import Reporter
-from ortbundle.stage import StagedRuntime
-from ortbundle.summary import SUMMARY_NAME
+import ortbundle.pipeline.build
+import ortbundle.stage.staging
+from ortbundle._core.progress import Reporter
+from ortbundle.pipeline.build import build
+from ortbundle.pipeline.summary import SUMMARY_NAME
+from ortbundle.stage.staging import StagedRuntime
 from tests.helpers.probe import run_python
 from tests.helpers.project import FakeProject
 from tests.helpers.toml_edit import set_key
@@ -42,13 +42,13 @@ def contents(tree: Path) -> dict[str, bytes]:
 
 def count_staging(monkeypatch: pytest.MonkeyPatch) -> list[tuple[str, str]]:
     calls: list[tuple[str, str]] = []
-    real = ortbundle.stage.stage_runtime
+    real = ortbundle.stage.staging.stage_runtime
 
     def spy(recipe: object, target: object, *args: object, **kwargs: object) -> StagedRuntime:
         calls.append((recipe.name, target.name))  # type: ignore[attr-defined]
         return real(recipe, target, *args, **kwargs)  # type: ignore[arg-type]
 
-    monkeypatch.setattr(ortbundle.build, "stage_runtime", spy)
+    monkeypatch.setattr(ortbundle.pipeline.build, "stage_runtime", spy)
     return calls
 
 
@@ -158,7 +158,7 @@ _PROBE = """
 import json, sys
 from pathlib import Path
 from ortbundle.cli import run_build
-from ortbundle.project import BuildOptions
+from ortbundle.config.project import BuildOptions
 root, dist, cache, index = sys.argv[1:5]
 options = BuildOptions(
     product="fakeproduct", index_url=index, cache_dir=Path(cache),
@@ -194,9 +194,9 @@ _HEAVY = (
     "jinja2",
     "cryptography",
     "license_expression",
-    "ortbundle.build",
-    "ortbundle.stage",
-    "ortbundle.closure",
+    "ortbundle.pipeline.build",
+    "ortbundle.stage.staging",
+    "ortbundle.stage.closure",
     "ortbundle.fetch.cache",
     "ortbundle.fetch.config",
     "ortbundle.fetch.download",
@@ -221,13 +221,13 @@ def test_licence_texts_of_a_restored_runtime_do_not_open_its_wheel(
     first = build(written.project, written.options(), reporter)
     good = contents(first.version_dir)
     opened: list[Path] = []
-    real = ortbundle.archives.ZipArchive
+    real = ortbundle.fetch.archives.ZipArchive
 
     def spy(path: Path, *args: object, **kwargs: object) -> object:
         opened.append(path)
         return real(path, *args, **kwargs)  # type: ignore[arg-type]
 
-    monkeypatch.setattr(ortbundle.stage, "ZipArchive", spy)
+    monkeypatch.setattr(ortbundle.stage.staging, "ZipArchive", spy)
     again = build(
         written.project.__class__.at(written.root, tmp_path / "d2"), written.options(), reporter
     )
@@ -259,7 +259,7 @@ def test_templates_are_compiled_once_per_source(
     """The second process renders from the compiled form kept under the cache."""
     script = (
         "import sys, jinja2\n"
-        "from ortbundle import templating\n"
+        "from ortbundle._core import templating\n"
         "if sys.argv[1] == 'cached':\n"
         "    def refuse(*args, **kwargs): raise AssertionError('compiled again')\n"
         "    jinja2.Environment.compile = refuse\n"
@@ -289,7 +289,7 @@ def test_a_listed_stage_file_is_not_hashed_again_until_it_changes(
     import dataclasses
 
     import ortbundle.channels as channels
-    from ortbundle.errors import IntegrityError
+    from ortbundle._core.errors import IntegrityError
     from tests.helpers.packages import make_package_input
 
     package = make_package_input(tmp_path)

@@ -9,12 +9,12 @@ from pathlib import Path
 import pytest
 from rich.console import Console
 
-from ortbundle.audit import ChannelPolicy, load_policy, print_report
-from ortbundle.build import AuditFailed, build
+from ortbundle._core.errors import ConfigError, LicenseError
+from ortbundle._core.progress import Reporter
 from ortbundle.cli import CommandFailed, run_audit
-from ortbundle.errors import ConfigError, LicenseError
-from ortbundle.licensing import copyright_lines, normalize_expression
-from ortbundle.progress import Reporter
+from ortbundle.licensing.attribution import copyright_lines, normalize_expression
+from ortbundle.licensing.audit import ChannelPolicy, load_policy, print_report
+from ortbundle.pipeline.build import AuditFailed, build
 from tests.helpers.project import REPO_POLICY, FakeProject
 from tests.helpers.toml_edit import edit_toml
 

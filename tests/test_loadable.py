@@ -10,9 +10,9 @@ from pathlib import Path
 import pytest
 from elftools.elf.elffile import ELFFile
 
-from ortbundle.binaries.loadable import android_api_level, check_loadable, loadable_problems
-from ortbundle.binaries.soname import find_patchelf, rename_library
-from ortbundle.errors import BinaryError
+from ortbundle._core.errors import BinaryError
+from ortbundle.stage.binaries.loadable import android_api_level, check_loadable, loadable_problems
+from ortbundle.stage.binaries.soname import find_patchelf, rename_library
 from tests.helpers.elf import make_elf
 from tests.helpers.native import compile_library, move_segment, relink_section
 

@@ -12,9 +12,9 @@ from typing import Any
 import jsonschema
 import pytest
 
-from ortbundle.build import build
-from ortbundle.loader import Hardware, LoaderError, choose, detect
-from ortbundle.progress import Reporter
+from ortbundle._core.progress import Reporter
+from ortbundle.payload.loader import Hardware, LoaderError, choose, detect
+from ortbundle.pipeline.build import build
 from tests.helpers.project import FakeProject
 
 INTEL, NVIDIA, AMD = "0x8086", "0x10de", "0x1002"

@@ -14,8 +14,8 @@ from typing import Any
 
 import pytest
 
-from ortbundle import loader
-from ortbundle.loader import Hardware, LoaderError, open_runtime, register_plugins
+from ortbundle.payload import loader
+from ortbundle.payload.loader import Hardware, LoaderError, open_runtime, register_plugins
 
 pytestmark = pytest.mark.tools
 

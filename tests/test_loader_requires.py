@@ -17,15 +17,9 @@ from typing import Any
 import jsonschema
 import pytest
 
-from ortbundle.closure import Closure, ExternalNeed
-from ortbundle.index_json import (
-    FRAGMENTS_DIR,
-    INDEX_NAME,
-    LOADER_NAME,
-    requires_entries,
-    write_index,
-)
-from ortbundle.loader import (
+from ortbundle.config.products import Addon
+from ortbundle.config.recipes import Product, Recipe
+from ortbundle.payload.loader import (
     SCHEMA,
     Gpu,
     Hardware,
@@ -36,10 +30,16 @@ from ortbundle.loader import (
     read_ld_cache,
     system_libraries,
 )
-from ortbundle.products import Addon
-from ortbundle.reachable import never_chosen, warning_lines
-from ortbundle.recipes import Product, Recipe
-from ortbundle.stage import StagedRuntime
+from ortbundle.pipeline.reachable import never_chosen, warning_lines
+from ortbundle.stage.closure import Closure, ExternalNeed
+from ortbundle.stage.index_json import (
+    FRAGMENTS_DIR,
+    INDEX_NAME,
+    LOADER_NAME,
+    requires_entries,
+    write_index,
+)
+from ortbundle.stage.staging import StagedRuntime
 from tests.helpers.elf import make_elf
 from tests.helpers.fakeroot import (
     FLAG_AARCH64_LIB64,
@@ -238,7 +238,7 @@ def test_no_runnable_runtime_names_every_reason(tmp_path: Path) -> None:
     root = nvidia_machine(tmp_path / "root")
     stage = write_stage(tmp_path / "stage", index(CUDA))
     # the loader as a package ships it: standalone, beside its index
-    shutil.copyfile(str(resources.files("ortbundle").joinpath("loader.py")), stage / LOADER_NAME)
+    shutil.copyfile(str(resources.files("ortbundle").joinpath("payload/loader.py")), stage / LOADER_NAME)
     out = subprocess.run(
         [sys.executable, "-I", str(stage / LOADER_NAME), "--root", str(root)],
         capture_output=True,
@@ -635,7 +635,7 @@ def fake_core(path: Path, *providers: str) -> None:
 
 
 def open_json(stage: Path, root: Path) -> dict[str, Any]:
-    shutil.copyfile(str(resources.files("ortbundle").joinpath("loader.py")), stage / LOADER_NAME)
+    shutil.copyfile(str(resources.files("ortbundle").joinpath("payload/loader.py")), stage / LOADER_NAME)
     return run_loader(stage, "--root", str(root), "--open")
 
 
@@ -702,8 +702,8 @@ def test_a_damaged_cache_is_ignored_as_ld_so_ignores_it(layout: str) -> None:
 def test_the_index_writer_names_what_the_loader_reads() -> None:
     """index_json repeats the loader's schema and fragment directory (so that writing an index
     does not import the loader): the two must never drift apart."""
-    import ortbundle.index_json as index_json
-    import ortbundle.loader as loader
+    import ortbundle.payload.loader as loader
+    import ortbundle.stage.index_json as index_json
 
     assert index_json.SCHEMA == loader.SCHEMA
     assert index_json.FRAGMENTS_DIR == loader.FRAGMENTS

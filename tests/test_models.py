@@ -11,10 +11,10 @@ from pathlib import Path
 
 import pytest
 
-from ortbundle.build import build
-from ortbundle.errors import ArchiveError, BinaryError, ConfigError, IntegrityError
-from ortbundle.model_recipes import load_model_recipe
-from ortbundle.progress import Reporter
+from ortbundle._core.errors import ArchiveError, BinaryError, ConfigError, IntegrityError
+from ortbundle._core.progress import Reporter
+from ortbundle.config.model_recipes import load_model_recipe
+from ortbundle.pipeline.build import build
 from tests.helpers.onnx_models import detector
 from tests.helpers.project import FakeProject
 from tests.helpers.toml_edit import edit_toml, set_key
@@ -152,7 +152,7 @@ def test_a_backend_the_product_lacks_is_refused(fake: FakeProject, reporter: Rep
 
 
 def test_model_recipe_rules(tmp_path: Path) -> None:
-    from ortbundle.model_recipes import load_model_recipe
+    from ortbundle.config.model_recipes import load_model_recipe
 
     path = tmp_path / "yolo.toml"
     text = model_recipe("a" * 64, "b" * 64).replace("{linux_pin}", "c" * 64)

@@ -10,12 +10,12 @@ from pathlib import Path
 
 import pytest
 
-from ortbundle.archives import extract_member
-from ortbundle.errors import ArchiveError, ConfigError, IntegrityError
+from ortbundle._core.errors import ArchiveError, ConfigError, IntegrityError
+from ortbundle.config.recipes import NestedMember, NpmCoordinates, Source, load_recipe
+from ortbundle.fetch.archives import extract_member
 from ortbundle.fetch.artifacts import Artifact
 from ortbundle.fetch.cache import Cache
 from ortbundle.fetch.nested import unnest
-from ortbundle.recipes import NestedMember, NpmCoordinates, Source, load_recipe
 from tests.helpers.tarballs import make_aar, make_tarball
 
 AAR_MEMBER = "package/Plugins/Android/onnxruntime.aar"
@@ -184,8 +184,8 @@ def test_a_hostile_nested_member_path_is_refused_up_front(tmp_path: Path) -> Non
 def test_the_fetcher_hands_back_the_inner_archive_with_the_outer(tmp_path: Path) -> None:
     """fetch_all unpacks a nested source in the worker that fetched it: the build finds the
     AAR under its own SHA-256 beside the tarball, with no step of its own after the downloads."""
+    from ortbundle._core.progress import plain_reporter
     from ortbundle.fetch.artifacts import Fetcher
-    from ortbundle.progress import plain_reporter
 
     cache = Cache(tmp_path / "cache")
     aar = make_aar({"jni/arm64-v8a/libx.so": b"z" * 300})

@@ -1,4 +1,4 @@
-"""A no-op build is answered from the quick record (ortbundle/noop.py) without planning, and
+"""A no-op build is answered from the quick record (ortbundle/pipeline/noop.py) without planning, and
 only while every input it stands for is unchanged: each kind of input, edited, is seen."""
 
 from __future__ import annotations
@@ -12,12 +12,12 @@ from pathlib import Path
 
 import pytest
 
-from ortbundle.build import build
+from ortbundle._core.locations import default_cache_dir
+from ortbundle._core.progress import Reporter
 from ortbundle.cli import run_build
-from ortbundle.locations import default_cache_dir
-from ortbundle.noop import ASKED, NOT_ASKED, _tree_digest, input_stats
-from ortbundle.progress import Reporter
-from ortbundle.project import BuildOptions
+from ortbundle.config.project import BuildOptions
+from ortbundle.pipeline.build import build
+from ortbundle.pipeline.noop import ASKED, NOT_ASKED, _tree_digest, input_stats
 from tests.helpers.probe import REPO, run_python
 from tests.helpers.project import FakeProject
 from tests.helpers.toml_edit import set_key
@@ -27,7 +27,7 @@ _PROBE = """
 import json, sys
 from pathlib import Path
 from ortbundle.cli import run_build
-from ortbundle.project import BuildOptions
+from ortbundle.config.project import BuildOptions
 root, dist, cache, index, environ = sys.argv[1:6]
 options = BuildOptions(
     product="fakeproduct", index_url=index, cache_dir=Path(cache), environ=json.loads(environ)
@@ -36,7 +36,12 @@ run_build(options, root=Path(root), dist=Path(dist))
 print(json.dumps(sorted(sys.modules)))
 """
 
-_PLANNING = ("ortbundle.plan", "ortbundle.recipes", "ortbundle.schema", "tomllib")
+_PLANNING = (
+    "ortbundle.config.plan",
+    "ortbundle.config.recipes",
+    "ortbundle.config.schema",
+    "tomllib",
+)
 
 
 def _probe(written: FakeProject) -> tuple[str, bool]:
@@ -147,8 +152,8 @@ def test_every_build_option_is_either_asked_or_not() -> None:
 _OPENED = """
 import json, sys
 from pathlib import Path
-from ortbundle.incremental import prepare_build
-from ortbundle.plan import BuildOptions, Project
+from ortbundle.pipeline.incremental import prepare_build
+from ortbundle.config.plan import BuildOptions, Project
 root, cache, environ = sys.argv[1:4]
 opened = set()
 def hook(event, args):

@@ -19,8 +19,8 @@ import pytest
 from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 
-from ortbundle.errors import BinaryError, ConfigError
-from ortbundle.onnx_model import (
+from ortbundle._core.errors import BinaryError, ConfigError
+from ortbundle.stage.onnx_model import (
     DATA_TYPES,
     MAX_TYPE_DEPTH,
     IOGate,

@@ -14,7 +14,7 @@ import jsonschema
 import pytest
 
 from ortbundle.cli import run_build
-from ortbundle.summary import SUMMARY_NAME
+from ortbundle.pipeline.summary import SUMMARY_NAME
 from tests.helpers.project import FakeProject
 
 SCHEMA = Path(__file__).resolve().parents[1] / "ortbundle" / "data" / "build-summary.schema.json"
@@ -132,7 +132,7 @@ def test_the_schema_refuses_what_it_does_not_know(
 def test_requirements_say_required_optional_and_how_to_install() -> None:
     """The summary renders each package's requirements from the CONTRACT §1 fields."""
     from ortbundle.channels import ExternalLibrary
-    from ortbundle.summary import requirement_groups, summary_lines
+    from ortbundle.pipeline.summary import requirement_groups, summary_lines
 
     externals = [
         ExternalLibrary(
@@ -214,7 +214,7 @@ def test_a_terminal_shows_the_running_phase_live_and_keeps_its_line() -> None:
     phase's line stays; status() reaches the reporter in use from anywhere."""
     from rich.console import Console
 
-    from ortbundle.progress import Reporter, status
+    from ortbundle._core.progress import Reporter, status
 
     screen = io.StringIO()
     console = Console(file=screen, force_terminal=True, width=120, highlight=False)

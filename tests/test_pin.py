@@ -10,9 +10,10 @@ from pathlib import Path
 
 import pytest
 
-from ortbundle.errors import FetchError, IntegrityError
+from ortbundle._core.errors import FetchError, IntegrityError
+from ortbundle._core.progress import Reporter
 from ortbundle.fetch.cache import Cache
-from ortbundle.pin import (
+from ortbundle.tools.pin import (
     PinOptions,
     PinResult,
     SourceMove,
@@ -21,7 +22,6 @@ from ortbundle.pin import (
     pin,
     rewrite_recipe,
 )
-from ortbundle.progress import Reporter
 from tests.helpers.elf import make_elf
 from tests.helpers.index_server import IndexServer
 from tests.helpers.pe import make_pe

@@ -12,10 +12,12 @@ from typing import Any
 
 import pytest
 
-from ortbundle.errors import ConfigError, FetchError, IntegrityError
+from ortbundle._core.errors import ConfigError, FetchError, IntegrityError
+from ortbundle._core.locations import ENV_MAVEN_SETTINGS, ENV_MAVEN_URL, ENV_NPM_REGISTRY
+from ortbundle._core.progress import Reporter
+from ortbundle.config.recipes import NestedMember
 from ortbundle.fetch.cache import Cache
-from ortbundle.locations import ENV_MAVEN_SETTINGS, ENV_MAVEN_URL, ENV_NPM_REGISTRY
-from ortbundle.pin import (
+from ortbundle.tools.pin import (
     PinOptions,
     PinResult,
     SourceMove,
@@ -25,8 +27,6 @@ from ortbundle.pin import (
     pin,
     rewrite_recipe,
 )
-from ortbundle.progress import Reporter
-from ortbundle.recipes import NestedMember
 from tests.helpers.android import AAR_MEMBER, BIONIC, K16, AndroidProject, sha256_of
 from tests.helpers.elf import make_elf
 from tests.helpers.maven_server import MavenServer

@@ -7,9 +7,9 @@ import json
 import jsonschema
 import pytest
 
-from ortbundle.build import build
-from ortbundle.errors import ConfigError
-from ortbundle.progress import Reporter
+from ortbundle._core.errors import ConfigError
+from ortbundle._core.progress import Reporter
+from ortbundle.pipeline.build import build
 from tests.helpers.elf import make_elf
 from tests.helpers.pe import make_pe
 from tests.helpers.project import FakeProject

@@ -20,10 +20,9 @@ from securesystemslib.dsse import Envelope
 from securesystemslib.exceptions import VerificationError
 from securesystemslib.signer._key import SSlibKey
 
-from ortbundle.build import BuildResult, build
-from ortbundle.errors import IntegrityError
-from ortbundle.progress import Reporter
-from ortbundle.provenance import (
+from ortbundle._core.errors import IntegrityError
+from ortbundle._core.progress import Reporter
+from ortbundle.evidence.provenance import (
     LOCAL_BUILDER,
     PAYLOAD_TYPE,
     PREDICATE_TYPE,
@@ -32,15 +31,16 @@ from ortbundle.provenance import (
     build_context,
     pae,
 )
-from ortbundle.signing import (
+from ortbundle.evidence.signing import (
     PublicKey,
     generate_keypair,
     load_public_key,
     load_secret_key,
     sign_bytes,
 )
-from ortbundle.summary import SUMMARY_NAME
-from ortbundle.verify import verify_tree
+from ortbundle.evidence.verify import verify_tree
+from ortbundle.pipeline.build import BuildResult, build
+from ortbundle.pipeline.summary import SUMMARY_NAME
 from tests.helpers.project import FakeProject
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -196,7 +196,7 @@ def test_verify_refuses_a_missing_or_foreign_signed_provenance(
 ) -> None:
     version_dir = built.version_dir
     original = (version_dir / PROVENANCE_NAME).read_bytes()
-    from ortbundle.signing import write_secret_key
+    from ortbundle.evidence.signing import write_secret_key
 
     write_secret_key(tmp_path / "other.key", generate_keypair()[0])
     _resign(version_dir, payload(json.loads(original)), tmp_path / "other.key")

@@ -13,10 +13,10 @@ from pathlib import Path
 
 import pytest
 
-from ortbundle.binaries import inspect
-from ortbundle.build import DEFAULT_PRODUCT, BuildResult
-from ortbundle.system import runtime_system
-from ortbundle.targets import get_target
+from ortbundle.config.targets import get_target
+from ortbundle.pipeline.build import DEFAULT_PRODUCT, BuildResult
+from ortbundle.stage.binaries import inspect
+from ortbundle.stage.system import runtime_system
 from tests.helpers.real import (
     KEPT_FILES,
     assert_every_needed_library_resolves,
@@ -118,7 +118,7 @@ def test_loader_refuses_a_version_the_index_does_not_claim(
 ) -> None:
     import json
 
-    from ortbundle.loader import LoaderError, open_runtime
+    from ortbundle.payload.loader import LoaderError, open_runtime
 
     stage = target_result(real_build, "linux-x86_64").stage
     (tmp_path / "runtimes").symlink_to(stage / "runtimes")
@@ -200,7 +200,7 @@ def test_the_default_product_ships_real_models_gated_and_indexed(real_build: Bui
 def test_android_stock_runtime_is_renamed_with_its_soname_and_stays_16k_aligned(
     real_build: BuildResult, target_name: str, abi: str
 ) -> None:
-    from ortbundle.binaries import alignment_problem
+    from ortbundle.stage.binaries import alignment_problem
 
     result = target_result(real_build, target_name)
     target = get_target(target_name)

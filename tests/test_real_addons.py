@@ -9,10 +9,10 @@ from pathlib import Path
 
 import pytest
 
-from ortbundle.build import BuildOptions, BuildResult, Project, build
-from ortbundle.progress import plain_reporter
-from ortbundle.recipes import load_product, load_recipe
-from ortbundle.targets import get_target, overlays
+from ortbundle._core.progress import plain_reporter
+from ortbundle.config.recipes import load_product, load_recipe
+from ortbundle.config.targets import get_target, overlays
+from ortbundle.pipeline.build import BuildOptions, BuildResult, Project, build
 from tests.helpers.real import target_result
 
 pytestmark = pytest.mark.real

@@ -9,15 +9,15 @@ from pathlib import Path
 
 import pytest
 
-from ortbundle.archives import ZipArchive
-from ortbundle.binaries import inspect
-from ortbundle.binaries.runtime_loads import LoadFinding, runtime_loads, scan_binary
+from ortbundle._core.locations import default_cache_dir
+from ortbundle._core.progress import plain_reporter
+from ortbundle.config.sources import load_sources
+from ortbundle.config.targets import get_target
+from ortbundle.fetch.archives import ZipArchive
 from ortbundle.fetch.artifacts import Fetcher
 from ortbundle.fetch.cache import Cache
-from ortbundle.locations import default_cache_dir
-from ortbundle.progress import plain_reporter
-from ortbundle.sources import load_sources
-from ortbundle.targets import get_target
+from ortbundle.stage.binaries import inspect
+from ortbundle.stage.runtime_loads import LoadFinding, runtime_loads, scan_binary
 from tests.helpers.real import build_product
 
 pytestmark = pytest.mark.real

@@ -18,10 +18,10 @@ import jsonschema
 import pefile
 import pytest
 
-from ortbundle.archives import ZipArchive
-from ortbundle.binaries import inspect
-from ortbundle.build import BuildResult
-from ortbundle.errors import IntegrityError
+from ortbundle._core.errors import IntegrityError
+from ortbundle.fetch.archives import ZipArchive
+from ortbundle.pipeline.build import BuildResult
+from ortbundle.stage.binaries import inspect
 from tests.helpers.real import (
     KEPT_FILES,
     assert_every_needed_library_resolves,

@@ -8,9 +8,9 @@ from pathlib import Path
 
 import pytest
 
-from ortbundle.errors import ConfigError
-from ortbundle.plan import DEFAULT_PRODUCT, BuildOptions, Project, load_plan
-from ortbundle.recipes import load_recipe
+from ortbundle._core.errors import ConfigError
+from ortbundle.config.plan import DEFAULT_PRODUCT, BuildOptions, Project, load_plan
+from ortbundle.config.recipes import load_recipe
 
 ROOT = Path(__file__).resolve().parent.parent
 

@@ -15,13 +15,13 @@ import pytest
 from cyclonedx.schema import SchemaVersion
 from cyclonedx.validation.json import JsonStrictValidator
 
-from ortbundle.build import BuildResult, build
-from ortbundle.errors import ConfigError, IntegrityError
-from ortbundle.progress import Reporter
-from ortbundle.record import source_date_epoch
-from ortbundle.signing import generate_keypair, write_public_key
-from ortbundle.summary import SUMMARY_NAME
-from ortbundle.verify import verify_tree
+from ortbundle._core.errors import ConfigError, IntegrityError
+from ortbundle._core.progress import Reporter
+from ortbundle.evidence.record import source_date_epoch
+from ortbundle.evidence.signing import generate_keypair, write_public_key
+from ortbundle.evidence.verify import verify_tree
+from ortbundle.pipeline.build import BuildResult, build
+from ortbundle.pipeline.summary import SUMMARY_NAME
 from tests.helpers.project import FakeProject
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -164,8 +164,8 @@ _BUILD_SCRIPT = textwrap.dedent(
     """
     import sys
     from pathlib import Path
-    from ortbundle.build import BuildOptions, Project, build
-    from ortbundle.progress import plain_reporter
+    from ortbundle.pipeline.build import BuildOptions, Project, build
+    from ortbundle._core.progress import plain_reporter
     root, index, key = Path(sys.argv[1]), sys.argv[2], sys.argv[3]
     options = BuildOptions(
         product="fakeproduct", index_url=index, cache_dir=root / "cache", jobs=2,

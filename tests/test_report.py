@@ -17,12 +17,12 @@ from pathlib import Path
 
 import pytest
 
-from ortbundle.build import BuildResult, build
-from ortbundle.errors import ConfigError
-from ortbundle.plan import Project
-from ortbundle.progress import Reporter
-from ortbundle.report.treemap import Node, group, layout, squarify
-from ortbundle.verify import verify_tree
+from ortbundle._core.errors import ConfigError
+from ortbundle._core.progress import Reporter
+from ortbundle.config.plan import Project
+from ortbundle.evidence.report.treemap import Node, group, layout, squarify
+from ortbundle.evidence.verify import verify_tree
+from ortbundle.pipeline.build import BuildResult, build
 from tests.helpers.faults import set_roots
 from tests.helpers.png import distinct_colours
 from tests.helpers.project import FakeProject
@@ -416,10 +416,10 @@ def test_chromium_dom_has_every_package_component_and_closure(
 def test_requirements_say_required_or_optional_and_how_to_install(tmp_path: Path) -> None:
     """CONTRACT §1 fields in a closure record reach the page: required/optional per group, the
     install sentence, a run-time load, a host-only stack."""
-    from ortbundle.report.closures import CLOSURES_SCHEMA
-    from ortbundle.report.collect import closures
-    from ortbundle.report.model import Report
-    from ortbundle.report.render import render_html
+    from ortbundle.evidence.report.closures import CLOSURES_SCHEMA
+    from ortbundle.evidence.report.collect import closures
+    from ortbundle.evidence.report.render import render_html
+    from ortbundle.evidence.report.views import Report
 
     def external(name: str, group: str, **more: object) -> dict[str, object]:
         return {
@@ -503,9 +503,9 @@ def test_models_and_their_gates_are_shown(fake: FakeProject, reporter: Reporter)
 def test_a_package_of_several_targets_and_a_stage_no_package_carries(tmp_path: Path) -> None:
     """The Android module carries both ABIs: one picture, a box per target; a target no
     channel carries still gets its picture, as a stage."""
-    from ortbundle.licensing import ComponentUse, TargetLicensing
-    from ortbundle.report.collect import packages
-    from ortbundle.stage import StagedFile
+    from ortbundle.evidence.report.collect import packages
+    from ortbundle.licensing.attribution import ComponentUse, TargetLicensing
+    from ortbundle.stage.staging import StagedFile
 
     def target(name: str, sizes: dict[str, int]) -> TargetLicensing:
         files = tuple(StagedFile(p, n, "0" * 64) for p, n in sorted(sizes.items()))

@@ -9,19 +9,19 @@ from typing import Any
 import pytest
 import tomlkit
 
-from ortbundle.binaries import runtime_loads
-from ortbundle.binaries.runtime_loads import (
+from ortbundle._core.errors import ClosureError, ConfigError
+from ortbundle._core.progress import Reporter
+from ortbundle.channels.registry import package_input
+from ortbundle.config.targets import get_target
+from ortbundle.pipeline.build import build
+from ortbundle.stage import runtime_loads
+from ortbundle.stage.runtime_loads import (
     IgnoreRule,
     LoadScan,
     UnresolvedLoad,
     scan_binary,
     warning_lines,
 )
-from ortbundle.build import build
-from ortbundle.errors import ClosureError, ConfigError
-from ortbundle.packaging import package_input
-from ortbundle.progress import Reporter
-from ortbundle.targets import get_target
 from tests.helpers.native import compile_opener, compile_pe_opener
 from tests.helpers.pe import make_pe
 from tests.helpers.project import FakeProject

@@ -9,10 +9,10 @@ from pathlib import Path
 
 import pytest
 
-from ortbundle.build import build
-from ortbundle.plan import BuildOptions, Project
-from ortbundle.progress import plain_reporter
-from ortbundle.scaffold import ScaffoldOptions, new_recipe
+from ortbundle._core.progress import plain_reporter
+from ortbundle.config.plan import BuildOptions, Project
+from ortbundle.pipeline.build import build
+from ortbundle.tools.scaffold import ScaffoldOptions, new_recipe
 from tests.helpers.project import REPO_POLICY
 from tests.helpers.real import ROOT
 

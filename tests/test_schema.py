@@ -10,16 +10,16 @@ from typing import Any
 import pytest
 import tomlkit
 
-from ortbundle.ci_workflow import load_action_pins
+from ortbundle._core.errors import ConfigError
 from ortbundle.cli import CommandFailed, run_build
-from ortbundle.errors import ConfigError
-from ortbundle.model_recipes import load_model_recipe
-from ortbundle.plan import BuildOptions, Project, load_plan
-from ortbundle.products import load_product
-from ortbundle.recipes import load_recipe
-from ortbundle.schema import ConfigProblems, problems_in
-from ortbundle.schema.docs import REFERENCE, is_current, render
-from ortbundle.sources import load_sources
+from ortbundle.config.model_recipes import load_model_recipe
+from ortbundle.config.plan import BuildOptions, Project, load_plan
+from ortbundle.config.products import load_product
+from ortbundle.config.recipes import load_recipe
+from ortbundle.config.schema import ConfigProblems, problems_in
+from ortbundle.config.schema.docs import REFERENCE, is_current, render
+from ortbundle.config.sources import load_sources
+from ortbundle.tools.ci_workflow import load_action_pins
 
 ROOT = Path(__file__).resolve().parent.parent
 SHA = "ab" * 32
@@ -161,7 +161,7 @@ def test_each_loader_checks_its_file(tmp_path: Path) -> None:
     data["sources"]["wheel"]["sha265"] = SHA
     path = write(tmp_path / "recipes/y.toml", data)
     assert "did you mean `sha256`?" in str(refused(load_sources, path))
-    from ortbundle.audit import load_policy
+    from ortbundle.licensing.audit import load_policy
 
     policy = tomllib.loads((ROOT / "licenses/policy.toml").read_text("utf-8"))
     policy["channels"]["arch"]["unknwon"] = "review"
@@ -330,10 +330,10 @@ def test_a_config_error_is_still_a_config_error() -> None:
 @pytest.mark.parametrize(
     ("module", "reader", "name"),
     [
-        ("ortbundle.targets", "all_targets", "targets"),
+        ("ortbundle.config.targets", "all_targets", "targets"),
         ("ortbundle.channels.arch", "_mapping", "arch"),
         ("ortbundle.channels.nfpm", "_mapping", "linux-packages"),
-        ("ortbundle.binaries.baseline", "_data", "baselines"),
+        ("ortbundle.stage.binaries.baseline", "_data", "baselines"),
     ],
 )
 def test_the_tool_data_readers_check_their_file(

@@ -14,9 +14,9 @@ from pathlib import Path
 import pytest
 from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
 
-from ortbundle import signing
-from ortbundle.errors import ConfigError, IntegrityError
-from ortbundle.signing import (
+from ortbundle._core.errors import ConfigError, IntegrityError
+from ortbundle.evidence import signing
+from ortbundle.evidence.signing import (
     ENV_KEY,
     ENV_KEY_FILE,
     ENV_KEY_PASSWORD,

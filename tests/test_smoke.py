@@ -8,9 +8,9 @@ from pathlib import Path
 
 import pytest
 
-from ortbundle.errors import SmokeError
-from ortbundle.probe import input_values, parse_probe
-from ortbundle.smoke import smoke
+from ortbundle._core.errors import SmokeError
+from ortbundle.tools.smoke.probe import input_values, parse_probe
+from ortbundle.tools.smoke.run import smoke
 from tests.helpers.real import ROOT
 
 

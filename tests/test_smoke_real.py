@@ -16,10 +16,10 @@ from pathlib import Path
 
 import pytest
 
-from ortbundle.build import BuildResult
-from ortbundle.probe import c_api_headers
-from ortbundle.probe.checks import ProbeRunner, check_tree
-from ortbundle.smoke import SmokeReport, smoke
+from ortbundle.pipeline.build import BuildResult
+from ortbundle.tools.smoke.probe import c_api_headers
+from ortbundle.tools.smoke.probe.checks import ProbeRunner, check_tree
+from ortbundle.tools.smoke.run import SmokeReport, smoke
 from tests.helpers.real import ROOT, build_product
 from tests.helpers.windows import probes, skip_without_wine
 
@@ -97,7 +97,7 @@ def test_the_checks_catch_a_wrong_version_and_wrong_numbers(
 def test_the_shipped_loaders_ortapi_indices_match_the_c_header(tmp_path: Path) -> None:
     """runtime_loader.py calls OrtApi by index; the header from the pinned AAR says where each
     function is (offsetof / sizeof(void *)), for the loader's Linux and Windows builds alike."""
-    from ortbundle import loader
+    from ortbundle.payload import loader
 
     if shutil.which("gcc") is None:
         pytest.skip("gcc not installed (Debian/Ubuntu: apt-get install gcc)")

@@ -14,21 +14,21 @@ from pathlib import Path
 import jsonschema
 import pytest
 
-from ortbundle.binaries import BinaryInfo, inspect
-from ortbundle.binaries.baseline import (
+from ortbundle._core.errors import ClosureError, ConfigError
+from ortbundle._core.progress import Reporter
+from ortbundle.channels import PackageInput
+from ortbundle.channels.apk import ApkChannel
+from ortbundle.channels.nsis import NsisChannel
+from ortbundle.config.recipes import SystemSpec, load_product
+from ortbundle.payload.loader import Hardware, choose, detect, main, too_old
+from ortbundle.pipeline.build import build
+from ortbundle.stage.binaries import BinaryInfo, inspect
+from ortbundle.stage.binaries.baseline import (
     SystemBaseline,
     baseline,
     render_dependency,
     version_maxima,
 )
-from ortbundle.build import build
-from ortbundle.channels import PackageInput
-from ortbundle.channels.apk import ApkChannel
-from ortbundle.channels.nsis import NsisChannel
-from ortbundle.errors import ClosureError, ConfigError
-from ortbundle.loader import Hardware, choose, detect, main, too_old
-from ortbundle.progress import Reporter
-from ortbundle.recipes import SystemSpec, load_product
 from tests.helpers.elf import make_elf
 from tests.helpers.packages import make_package_input
 from tests.helpers.pe import make_pe
@@ -322,7 +322,7 @@ def test_the_baseline_reaches_every_output(fake: FakeProject, reporter: Reporter
 
     notes = [n for p in result.packages for n in p.notes]
     assert any(n.startswith("runs on glibc ≥ 2.34 (manylinux_2_34)") for n in notes)
-    from ortbundle.system import summary_lines
+    from ortbundle.stage.system import summary_lines
 
     lines = summary_lines(
         result.plan.product.system,

@@ -9,10 +9,10 @@ from pathlib import Path
 
 import pytest
 
-from ortbundle import templating
-from ortbundle.build import build
-from ortbundle.progress import Reporter
-from ortbundle.templating import render, rendering_key
+from ortbundle._core import templating
+from ortbundle._core.progress import Reporter
+from ortbundle._core.templating import render, rendering_key
+from ortbundle.pipeline.build import build
 from tests.helpers.probe import run_python
 from tests.helpers.project import FakeProject
 
@@ -102,7 +102,7 @@ def test_a_kept_rendering_is_reused_and_an_altered_one_is_not(cache: Path) -> No
 _RENDER = """
 import json, sys
 from pathlib import Path
-from ortbundle.templating import keep_in, render
+from ortbundle._core.templating import keep_in, render
 from tests.test_templating import _GRADLE, _TEMPLATE, _kotlin
 keep_in(Path(sys.argv[1]) / "rendered")
 text = render(_TEMPLATE, _GRADLE, {"kotlin_string": _kotlin})

@@ -7,10 +7,10 @@ from pathlib import Path
 
 import pytest
 
-from ortbundle.build import build
-from ortbundle.errors import LicenseError
-from ortbundle.progress import Reporter
-from ortbundle.versions import agrees, read_file_version
+from ortbundle._core.errors import LicenseError
+from ortbundle._core.progress import Reporter
+from ortbundle.pipeline.build import build
+from ortbundle.stage.versions import agrees, read_file_version
 from tests.helpers.elf import make_elf
 from tests.helpers.pe import make_pe
 from tests.helpers.project import FakeProject, windows_members
@@ -131,21 +131,23 @@ def test_a_stated_version_the_file_confirms_builds(fake: FakeProject, reporter: 
 def test_a_pe_version_is_read_once_per_sha256_with_a_memo(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    import ortbundle.binaries.pe
-    import ortbundle.versions
+    import ortbundle.stage.binaries.pe
+    import ortbundle.stage.versions
 
     dll = tmp_path / "dxcompiler.dll"
     dll.write_bytes(make_pe(imports=("KERNEL32.dll",), version=DXC))
     bare = tmp_path / "bare.dll"
     bare.write_bytes(make_pe(imports=("KERNEL32.dll",)))
     reads: list[str] = []
-    real = ortbundle.binaries.pe.read_version_info
+    real = ortbundle.stage.binaries.pe.read_version_info
 
     def counting(path: Path, label: str) -> object:
         reads.append(label)
         return real(path, label)
 
-    monkeypatch.setattr(ortbundle.binaries.pe, "read_version_info", counting)  # imported lazily
+    monkeypatch.setattr(
+        ortbundle.stage.binaries.pe, "read_version_info", counting
+    )  # imported lazily
     memo = tmp_path / "memo"
     first = read_file_version(dll, "runtimes/x/dxcompiler.dll", sha256="ab" * 32, memo=memo)
     again = read_file_version(dll, "runtimes/y/dxcompiler.dll", sha256="ab" * 32, memo=memo)

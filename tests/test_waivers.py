@@ -10,18 +10,18 @@ from pathlib import Path
 
 import pytest
 
-from ortbundle.audit import audit_channel, load_policy
-from ortbundle.build import AuditFailed, build
-from ortbundle.errors import ConfigError
-from ortbundle.progress import Reporter
-from ortbundle.recipes import Waiver, load_product
-from ortbundle.verify import verify_tree
-from ortbundle.waivers import (
+from ortbundle._core.errors import ConfigError
+from ortbundle._core.progress import Reporter
+from ortbundle.config.recipes import Waiver, load_product
+from ortbundle.evidence.verify import verify_tree
+from ortbundle.licensing.audit import audit_channel, load_policy
+from ortbundle.licensing.waivers import (
     CoveredFile,
     is_placeholder,
     signoff_problems,
     waivers_a_release_drops,
 )
+from ortbundle.pipeline.build import AuditFailed, build
 from tests.helpers.pe import make_pe
 from tests.helpers.project import FakeProject, windows_members
 
@@ -242,8 +242,8 @@ def test_the_default_products_dxil_waivers_stay_unsigned_and_say_what_to_do() ->
     assert len(dxil) == 2 and all(is_placeholder(w.reviewer) for w in dxil)
     policy = load_policy(ROOT / "licenses" / "policy.toml")
     # The audit of a stage that ships dxil.dll under the default product's waiver, at release.
-    from ortbundle.licensing import ComponentUse, TargetLicensing
-    from ortbundle.stage import StagedFile
+    from ortbundle.licensing.attribution import ComponentUse, TargetLicensing
+    from ortbundle.stage.staging import StagedFile
 
     shipped = StagedFile(
         "runtimes/webgpu/dxil.dll", 1, dxil[0].sha256[0] if dxil[0].sha256 else SHA

@@ -18,9 +18,14 @@ import pytest
 
 from ortbundle.channels import PackageInput, ShippedFile
 from ortbundle.channels.nsis import NsisChannel
-from ortbundle.installs import run_setup, run_uninstaller, tree_digests, windows_install_dir
-from ortbundle.probe import MINGW_CC
-from ortbundle.wine import Wine
+from ortbundle.tools.smoke.installs import (
+    run_setup,
+    run_uninstaller,
+    tree_digests,
+    windows_install_dir,
+)
+from ortbundle.tools.smoke.probe import MINGW_CC
+from ortbundle.tools.smoke.wine import Wine
 from tests.helpers.packages import SETTINGS, make_package_input
 from tests.helpers.windows import UNINSTALL_KEY, own_prefix
 

@@ -16,9 +16,14 @@ import pytest
 
 from ortbundle.channels import ExternalLibrary, PackageInput, ShippedRuntime
 from ortbundle.channels.nsis import NsisChannel
-from ortbundle.installs import run_setup, run_uninstaller, tree_digests, windows_install_dir
-from ortbundle.products import Addon
-from ortbundle.wine import Wine
+from ortbundle.config.products import Addon
+from ortbundle.tools.smoke.installs import (
+    run_setup,
+    run_uninstaller,
+    tree_digests,
+    windows_install_dir,
+)
+from ortbundle.tools.smoke.wine import Wine
 from tests.helpers.packages import SETTINGS, make_package_input, write_stage_files
 from tests.helpers.pe import make_pe
 from tests.helpers.windows import UNINSTALL_KEY, own_prefix

@@ -15,18 +15,18 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Protocol
 
-from ortbundle.binaries.baseline import SystemBaseline
-from ortbundle.binaries.baseline import render_dependency as render_dependency
-from ortbundle.errors import IntegrityError
-from ortbundle.fetch.cache import sha256_file, stat_record
-from ortbundle.products import Addon
+from ortbundle._core.errors import IntegrityError
+from ortbundle.config.products import Addon
 
 # CHANNEL_TARGETS and PackagingSettings live with the data they describe (targets, product
 # manifests), so reading a product does not import the channels; re-exported here.
-from ortbundle.recipes import PackagingSettings as PackagingSettings
-from ortbundle.recipes import SystemSpec
-from ortbundle.targets import CHANNEL_TARGETS as CHANNEL_TARGETS
-from ortbundle.targets import ChannelPackages, ExternalGroup
+from ortbundle.config.recipes import PackagingSettings as PackagingSettings
+from ortbundle.config.recipes import SystemSpec
+from ortbundle.config.targets import CHANNEL_TARGETS as CHANNEL_TARGETS
+from ortbundle.config.targets import ChannelPackages, ExternalGroup
+from ortbundle.fetch.cache import sha256_file, stat_record
+from ortbundle.stage.binaries.baseline import SystemBaseline
+from ortbundle.stage.binaries.baseline import render_dependency as render_dependency
 
 
 @dataclass(frozen=True)

@@ -14,9 +14,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from ortbundle._core.fsio import atomic_write
 from ortbundle.channels import PackageInput, ShippedFile
-from ortbundle.fsio import atomic_write
-from ortbundle.targets import Target
+from ortbundle.config.targets import Target
 
 if TYPE_CHECKING:
     from ortbundle.channels.apk import _Placement

@@ -20,14 +20,14 @@ from importlib import resources
 from pathlib import Path, PurePosixPath
 from typing import Any
 
+from ortbundle._core.errors import ConfigError, OrtbundleError
+from ortbundle._core.fsio import atomic_write
+from ortbundle._core.templating import render
 from ortbundle.channels import ChannelOutput, PackageInput, ShippedFile, render_dependency
 from ortbundle.channels.tarball import write_stage_tarball
-from ortbundle.errors import ConfigError, OrtbundleError
-from ortbundle.externals import constraints, snippet
-from ortbundle.fsio import atomic_write
-from ortbundle.products import Addon
-from ortbundle.schema import check_document
-from ortbundle.templating import render
+from ortbundle.config.externals import constraints, snippet
+from ortbundle.config.products import Addon
+from ortbundle.config.schema import check_document
 
 _DATA_FILE = "ortbundle/data/arch.toml"
 _COMPONENT = "packaging:arch"

@@ -22,9 +22,9 @@ from pathlib import Path
 from typing import Any
 
 from ortbundle import __version__
+from ortbundle._core.templating import render
 from ortbundle.channels import Attribution, ChannelOutput, PackageInput
 from ortbundle.channels import nfpm as common
-from ortbundle.templating import render
 
 _PACKAGER = "deb"
 _FORMAT = "https://www.debian.org/doc/packaging-manuals/copyright-format/1.0/"

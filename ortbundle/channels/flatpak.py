@@ -32,12 +32,12 @@ from dataclasses import replace
 from pathlib import Path, PurePosixPath
 from typing import Any
 
+from ortbundle._core.errors import ConfigError, IntegrityError
+from ortbundle._core.fsio import atomic_write
 from ortbundle.channels import ChannelOutput, ExternalLibrary, PackageInput
 from ortbundle.channels.tarball import write_stage_tarball
-from ortbundle.errors import ConfigError, IntegrityError
 from ortbundle.fetch.cache import sha256_file
-from ortbundle.fsio import atomic_write
-from ortbundle.index_json import INDEX_NAME
+from ortbundle.stage.index_json import INDEX_NAME
 
 __all__ = ["FlatpakChannel", "check_app_id", "check_manifest"]
 

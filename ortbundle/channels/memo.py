@@ -16,10 +16,10 @@ import shutil
 from collections.abc import Callable, Iterable
 from pathlib import Path
 
+from ortbundle._core.fsio import atomic_output, atomic_write
 from ortbundle.channels import PackageInput
 from ortbundle.fetch.cache import locked, remove_dead_leftovers, sha256_file, stat_record
-from ortbundle.fsio import atomic_output, atomic_write
-from ortbundle.incremental import code_digest
+from ortbundle.pipeline.incremental import code_digest
 
 _CHUNK = 1 << 20
 

@@ -34,15 +34,15 @@ from pathlib import Path
 from typing import Any
 from urllib.parse import urlsplit
 
-from ortbundle.binaries.baseline import SystemBaseline, render_dependency
+from ortbundle._core.errors import ConfigError, OrtbundleError, PackagingError
+from ortbundle._core.fsio import atomic_write
 from ortbundle.channels import ExternalLibrary, PackageInput, check_staged
 from ortbundle.channels.arch import _check_path, _directories, _resolve
 from ortbundle.channels.memo import input_key, memoized
-from ortbundle.errors import ConfigError, OrtbundleError, PackagingError
-from ortbundle.externals import constraints, snippet
-from ortbundle.fsio import atomic_write
-from ortbundle.schema import check_document
-from ortbundle.targets import ChannelPackages, get_target
+from ortbundle.config.externals import constraints, snippet
+from ortbundle.config.schema import check_document
+from ortbundle.config.targets import ChannelPackages, get_target
+from ortbundle.stage.binaries.baseline import SystemBaseline, render_dependency
 
 CONFIG_NAME = "nfpm.yaml"
 GENERATED_DIR = "generated"  # files the channel writes for the package (copyright, SBOM, …)

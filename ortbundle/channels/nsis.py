@@ -54,13 +54,13 @@ from collections.abc import Iterable
 from pathlib import Path, PurePosixPath
 from typing import IO, Any
 
-from ortbundle.binaries.baseline import version_key, windows_name
+from ortbundle._core.errors import ConfigError, PackagingError
+from ortbundle._core.oserrors import tool_ran_out
+from ortbundle._core.progress import mib, status
+from ortbundle._core.templating import render
 from ortbundle.channels import ChannelOutput, PackageInput, ShippedFile, check_staged
 from ortbundle.channels.memo import input_key, memoized
-from ortbundle.errors import ConfigError, PackagingError
-from ortbundle.oserrors import tool_ran_out
-from ortbundle.progress import mib, status
-from ortbundle.templating import render
+from ortbundle.stage.binaries.baseline import version_key, windows_name
 
 __all__ = ["NsisChannel", "nsis_string"]
 

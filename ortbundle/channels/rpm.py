@@ -18,9 +18,9 @@ from pathlib import Path
 from typing import Any
 
 from ortbundle import __version__
+from ortbundle._core.fsio import atomic_write
 from ortbundle.channels import ChannelOutput, PackageInput
 from ortbundle.channels import nfpm as common
-from ortbundle.fsio import atomic_write
 
 _PACKAGER = "rpm"
 _BUILDHOST = "reproducible"  # nfpm writes the machine's host name otherwise

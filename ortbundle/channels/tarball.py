@@ -12,10 +12,10 @@ import io
 from pathlib import Path, PurePosixPath
 from typing import TYPE_CHECKING
 
+from ortbundle._core.fsio import atomic_output
+from ortbundle._core.oserrors import writing
 from ortbundle.channels import PackageInput, stage_changed
 from ortbundle.channels.memo import input_key, memoized
-from ortbundle.fsio import atomic_output
-from ortbundle.oserrors import writing
 
 if TYPE_CHECKING:  # tarfile and gzip are imported by the writer: a memoised tarball needs neither
     import tarfile

@@ -14,16 +14,16 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from ortbundle.errors import OfflineError, OrtbundleError
+from ortbundle._core.errors import OfflineError, OrtbundleError
+from ortbundle.config.recipes import LocalCoordinates, Source
 from ortbundle.fetch.cache import Cache
 from ortbundle.fetch.config.urls import redact
 from ortbundle.fetch.policy import RetryPolicy
 from ortbundle.fetch.registry import Fetched, Registries
-from ortbundle.recipes import LocalCoordinates, Source
 
 if TYPE_CHECKING:
+    from ortbundle._core.progress import Reporter
     from ortbundle.fetch.download import ProgressFn
-    from ortbundle.progress import Reporter
 
 # The HTTP stack (requests, urllib3, the index, Maven, npm and download code) is imported only
 # when an artifact is missing from the cache (Registries makes a registry on first use): a warm

@@ -19,13 +19,15 @@ from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
-from ortbundle.archives import copy_hashing
+from ortbundle._core.fsio import atomic_output, atomic_write, fsync_dir
+from ortbundle._core.fsio import (
+    stat_record as stat_record,  # re-exported: every cache trust uses it
+)
+from ortbundle._core.locations import ENV_CACHE_DIR as ENV_CACHE_DIR  # re-exported
+from ortbundle._core.locations import default_cache_dir as default_cache_dir  # re-exported
+from ortbundle._core.repairs import Repair, report_repair
+from ortbundle.fetch.archives import copy_hashing
 from ortbundle.fetch.config.urls import redact
-from ortbundle.fsio import atomic_output, atomic_write, fsync_dir
-from ortbundle.fsio import stat_record as stat_record  # re-exported: every cache trust uses it
-from ortbundle.locations import ENV_CACHE_DIR as ENV_CACHE_DIR  # re-exported
-from ortbundle.locations import default_cache_dir as default_cache_dir  # re-exported
-from ortbundle.repairs import Repair, report_repair
 
 CHUNK = 1 << 20  # read size when hashing
 

@@ -15,7 +15,8 @@ from pathlib import Path
 
 import requests
 
-from ortbundle.errors import FetchError, IntegrityError
+from ortbundle._core.errors import FetchError, IntegrityError
+from ortbundle._core.oserrors import writing
 from ortbundle.fetch.config.urls import redact
 from ortbundle.fetch.http import CHUNK as CHUNK  # re-exported
 from ortbundle.fetch.http import (
@@ -34,7 +35,6 @@ from ortbundle.fetch.http import NotFound as NotFound  # re-exported
 from ortbundle.fetch.http import request_with_retries as request_with_retries  # re-exported
 from ortbundle.fetch.policy import RetryPolicy as RetryPolicy  # re-exported
 from ortbundle.fetch.registry import Downloaded as Downloaded  # re-exported
-from ortbundle.oserrors import writing
 
 MAX_UNPINNED = 16 << 30  # a download with no pinned size stops here, not when the disk fills
 

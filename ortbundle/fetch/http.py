@@ -15,7 +15,7 @@ from urllib.parse import urlsplit
 import requests
 import urllib3
 
-from ortbundle.errors import FetchError
+from ortbundle._core.errors import FetchError
 from ortbundle.fetch.config.urls import redact
 from ortbundle.fetch.policy import RetryPolicy
 

@@ -24,7 +24,8 @@ from packaging.utils import (
 )
 from packaging.version import InvalidVersion, Version
 
-from ortbundle.errors import FetchError, IntegrityError
+from ortbundle._core.errors import FetchError, IntegrityError
+from ortbundle.config.recipes import Coordinates, PypiCoordinates
 from ortbundle.fetch.config.urls import redact
 from ortbundle.fetch.download import ProgressFn, download
 from ortbundle.fetch.http import NotFound, request_with_retries
@@ -36,7 +37,6 @@ from ortbundle.fetch.registry import (
     RegistryBase,
     _ignore,
 )
-from ortbundle.recipes import Coordinates, PypiCoordinates
 
 ACCEPT = (
     "application/vnd.pypi.simple.v1+json, "

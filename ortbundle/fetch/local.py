@@ -7,8 +7,10 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from ortbundle.archives import copy_hashing
-from ortbundle.errors import ConfigError, FetchError, IntegrityError
+from ortbundle._core.errors import ConfigError, FetchError, IntegrityError
+from ortbundle._core.oserrors import writing
+from ortbundle.config.recipes import Coordinates, LocalCoordinates
+from ortbundle.fetch.archives import copy_hashing
 from ortbundle.fetch.cache import sha256_file
 from ortbundle.fetch.registry import (
     Downloaded,
@@ -17,8 +19,6 @@ from ortbundle.fetch.registry import (
     RegistryBase,
     _ignore,
 )
-from ortbundle.oserrors import writing
-from ortbundle.recipes import Coordinates, LocalCoordinates
 
 if TYPE_CHECKING:
     from ortbundle.fetch.download import ProgressFn

@@ -16,7 +16,9 @@ from pathlib import Path
 
 import requests
 
-from ortbundle.errors import FetchError, IntegrityError
+from ortbundle._core.errors import FetchError, IntegrityError
+from ortbundle._core.locations import ENV_MAVEN_URL
+from ortbundle.config.recipes import Coordinates, MavenCoordinates
 from ortbundle.fetch.config.maven import MavenRepository
 from ortbundle.fetch.config.urls import redact, split_credentials
 from ortbundle.fetch.config.xmldoc import parse_xml, xml_child, xml_children, xml_text
@@ -24,8 +26,6 @@ from ortbundle.fetch.download import ProgressFn, check_published, download
 from ortbundle.fetch.http import NotFound, exists, request_with_retries
 from ortbundle.fetch.policy import RetryPolicy
 from ortbundle.fetch.registry import Fetched, Location, Published, RegistryBase, _ignore
-from ortbundle.locations import ENV_MAVEN_URL
-from ortbundle.recipes import Coordinates, MavenCoordinates
 
 # The sidecars looked for, in order, with their hex length. Maven Central always has .sha1;
 # .sha256 is optional, and only consulted when .sha1 is missing.

@@ -11,11 +11,11 @@ import os
 import zipfile
 from pathlib import Path
 
-from ortbundle.archives import extract_member
-from ortbundle.errors import ArchiveError, FetchError, IntegrityError
+from ortbundle._core.errors import ArchiveError, FetchError, IntegrityError
+from ortbundle.config.recipes import NestedMember, Source
+from ortbundle.fetch.archives import extract_member
 from ortbundle.fetch.artifacts import Artifact
 from ortbundle.fetch.cache import Cache, CacheEntry
-from ortbundle.recipes import NestedMember, Source
 
 
 def _extract(

@@ -20,15 +20,15 @@ from urllib.parse import quote, urljoin, urlsplit
 
 import requests
 
-from ortbundle.errors import FetchError, IntegrityError
+from ortbundle._core.errors import FetchError, IntegrityError
+from ortbundle._core.locations import ENV_NPM_REGISTRY
+from ortbundle.config.recipes import Coordinates, NpmCoordinates
 from ortbundle.fetch.config.npm import NpmConfig
 from ortbundle.fetch.config.urls import redact
 from ortbundle.fetch.download import ProgressFn, check_published, download
 from ortbundle.fetch.http import DIGESTS, NotFound, request_with_retries
 from ortbundle.fetch.policy import RetryPolicy
 from ortbundle.fetch.registry import Fetched, Location, Published, RegistryBase, _ignore
-from ortbundle.locations import ENV_NPM_REGISTRY
-from ortbundle.recipes import Coordinates, NpmCoordinates
 
 # The abbreviated ("corgi") document is much smaller and carries everything an install needs.
 ACCEPT = "application/vnd.npm.install-v1+json; q=1.0, application/json; q=0.8, */*"

@@ -15,18 +15,18 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Generic, Protocol, TypeVar
 
-from ortbundle.errors import ConfigError
+from ortbundle._core.errors import ConfigError
 from ortbundle.fetch.policy import RetryPolicy
 
 if TYPE_CHECKING:
     import requests
 
+    from ortbundle.config.recipes import Coordinates
     from ortbundle.fetch.config.maven import MavenConfig
     from ortbundle.fetch.config.npm import NpmConfig
     from ortbundle.fetch.config.pip import IndexConfig
     from ortbundle.fetch.download import ProgressFn
     from ortbundle.fetch.index import IndexFile
-    from ortbundle.recipes import Coordinates
 
 T = TypeVar("T")
 Digests = Mapping[str, frozenset[str]]  # algorithm → the hex values a registry accepts for it

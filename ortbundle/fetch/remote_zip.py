@@ -15,7 +15,7 @@ import zipfile
 from collections.abc import Mapping
 from typing import TYPE_CHECKING
 
-from ortbundle.errors import FetchError
+from ortbundle._core.errors import FetchError
 from ortbundle.fetch.http import request_with_retries
 
 if TYPE_CHECKING:

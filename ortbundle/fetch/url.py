@@ -8,7 +8,8 @@ from __future__ import annotations
 from collections.abc import Callable
 from pathlib import Path
 
-from ortbundle.errors import IntegrityError
+from ortbundle._core.errors import IntegrityError
+from ortbundle.config.recipes import Coordinates, UrlCoordinates
 from ortbundle.fetch.download import ProgressFn, download
 from ortbundle.fetch.http import exists
 from ortbundle.fetch.registry import (
@@ -17,7 +18,6 @@ from ortbundle.fetch.registry import (
     RegistryBase,
     _ignore,
 )
-from ortbundle.recipes import Coordinates, UrlCoordinates
 
 
 class UrlRegistry(RegistryBase[UrlCoordinates]):

@@ -9,7 +9,7 @@ import textwrap
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from ortbundle.plan import BuildOptions, Project
+from ortbundle.config.plan import BuildOptions, Project
 from tests.helpers.elf import make_elf
 from tests.helpers.project import FAST_RETRY, REPO_POLICY
 from tests.helpers.tarballs import make_aar, make_tarball

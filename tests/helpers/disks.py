@@ -73,7 +73,7 @@ _SCRIPT = textwrap.dedent(
     from pathlib import Path
     from ortbundle.cli import CommandFailed, run_build
     from ortbundle.fetch.policy import RetryPolicy
-    from ortbundle.plan import BuildOptions
+    from ortbundle.config.plan import BuildOptions
 
     args = json.loads(sys.argv[1])
     options = BuildOptions(

@@ -30,7 +30,7 @@ from cryptography.hazmat.primitives.asymmetric import ec
 from cryptography.x509.oid import NameOID
 
 from ortbundle.fetch.cache import sha256_file
-from ortbundle.summary import SUMMARY_NAME
+from ortbundle.pipeline.summary import SUMMARY_NAME
 from tests.helpers.index_server import IndexServer
 from tests.helpers.project import FakeProject
 
@@ -183,11 +183,11 @@ _SCRIPT = textwrap.dedent(
     """
     import sys, time
     from pathlib import Path
-    import ortbundle.build as b
+    import ortbundle.pipeline.build as b
     import ortbundle.channels.arch as arch
-    import ortbundle.incremental as incremental
+    import ortbundle.pipeline.incremental as incremental
     from ortbundle.fetch.policy import RetryPolicy
-    from ortbundle.progress import plain_reporter
+    from ortbundle._core.progress import plain_reporter
 
     root, index, key, cache, dist, hook, marker = sys.argv[1:8]
 
@@ -275,7 +275,7 @@ def version_dir(fake: FakeProject, dist: Path | None = None) -> Path:
 
 def assert_published_and_verified(fake: FakeProject, dist: Path | None = None) -> None:
     """dist holds exactly one complete, signed version tree and no scratch or old tree."""
-    from ortbundle.verify import verify_tree
+    from ortbundle.evidence.verify import verify_tree
 
     product_dir = version_dir(fake, dist).parent
     assert sorted(p.name for p in product_dir.iterdir()) == ["1.2.3"]

@@ -26,7 +26,7 @@ from ortbundle.channels import (
     ShippedFile,
     ShippedRuntime,
 )
-from ortbundle.loader import SCHEMA
+from ortbundle.payload.loader import SCHEMA
 from tests.helpers.packages import EPOCH, SETTINGS, write_stage_files
 
 OVERRIDE_ENV = "DEMO_ORT_DIR"
@@ -105,7 +105,7 @@ def make_loadable_package(root: Path, **description: str) -> PackageInput:
         "runtimes": entries,
     }
     contents["runtimes.json"] = (json.dumps(index, indent=2, sort_keys=True) + "\n").encode()
-    contents["runtime_loader.py"] = resources.files("ortbundle").joinpath("loader.py").read_bytes()
+    contents["runtime_loader.py"] = resources.files("ortbundle").joinpath("payload/loader.py").read_bytes()
     files = write_stage_files(stage, contents)
     for name, version in RUNTIMES.items():
         (stage / f"runtimes/{name}/libonnxruntime.so.1").symlink_to(f"libonnxruntime.so.{version}")

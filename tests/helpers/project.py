@@ -7,9 +7,9 @@ import textwrap
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from ortbundle.build import BuildOptions, Project
+from ortbundle.evidence.signing import generate_keypair, write_public_key, write_secret_key
 from ortbundle.fetch.policy import RetryPolicy
-from ortbundle.signing import generate_keypair, write_public_key, write_secret_key
+from ortbundle.pipeline.build import BuildOptions, Project
 from tests.helpers.elf import make_elf
 from tests.helpers.index_server import IndexServer
 from tests.helpers.pe import make_pe

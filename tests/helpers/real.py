@@ -9,11 +9,11 @@ from pathlib import Path
 
 import pytest
 
-from ortbundle.binaries import inspect
-from ortbundle.build import BuildOptions, BuildResult, Project, TargetResult, build
-from ortbundle.progress import plain_reporter
-from ortbundle.stage import StagedRuntime
-from ortbundle.targets import get_target
+from ortbundle._core.progress import plain_reporter
+from ortbundle.config.targets import get_target
+from ortbundle.pipeline.build import BuildOptions, BuildResult, Project, TargetResult, build
+from ortbundle.stage.binaries import inspect
+from ortbundle.stage.staging import StagedRuntime
 
 ROOT = Path(__file__).resolve().parents[2]
 

@@ -9,9 +9,9 @@ from pathlib import Path
 
 import pytest
 
-from ortbundle.probe import build_probe
-from ortbundle.probe.checks import ProbeRunner
-from ortbundle.wine import Wine, missing_wine, wine_session
+from ortbundle.tools.smoke.probe import build_probe
+from ortbundle.tools.smoke.probe.checks import ProbeRunner
+from ortbundle.tools.smoke.wine import Wine, missing_wine, wine_session
 from tests.helpers.real import ROOT
 
 UNINSTALL_KEY = "Software\\Microsoft\\Windows\\CurrentVersion\\Uninstall\\"

@@ -11,10 +11,10 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from ortbundle.errors import ConfigError
+from ortbundle._core.errors import ConfigError
+from ortbundle._core.locations import ENV_MAVEN_SETTINGS, ENV_MAVEN_URL, maven_user_settings
 from ortbundle.fetch.config.urls import basic_auth, require_http, split_credentials
 from ortbundle.fetch.config.xmldoc import parse_xml, xml_child, xml_children, xml_text
-from ortbundle.locations import ENV_MAVEN_SETTINGS, ENV_MAVEN_URL, maven_user_settings
 
 SUPER_POM = "org/apache/maven/model/pom-4.0.0.xml"  # inside maven-model-builder-*.jar
 CENTRAL = "central"  # the id of Maven's default repository, which mirrors are matched against

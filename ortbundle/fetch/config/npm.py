@@ -13,9 +13,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from urllib.parse import urlsplit
 
-from ortbundle.errors import ConfigError
+from ortbundle._core.errors import ConfigError
+from ortbundle._core.locations import ENV_NPM_REGISTRY, npm_env, npm_user_config
 from ortbundle.fetch.config.urls import basic_auth, require_http
-from ortbundle.locations import ENV_NPM_REGISTRY, npm_env, npm_user_config
 
 _NPM_EXPR = re.compile(r"\$\{([^${}?]+)(\?)?\}")
 _AUTH_FIELDS = ("_authToken", "_auth", "username", "_password")

@@ -13,7 +13,7 @@ import sys
 import threading
 from dataclasses import dataclass
 
-from ortbundle.errors import ConfigError
+from ortbundle._core.errors import ConfigError
 
 # pip reads its configuration in this order; the later scope wins (`:env:` is PIP_* variables).
 _SCOPES = ("global", "download", "install", ":env:")
@@ -68,7 +68,7 @@ def _start_pip(args: tuple[str, ...]) -> subprocess.Popen[str]:
             text=True,
         )
     except OSError as exc:
-        from ortbundle.oserrors import is_disk_error
+        from ortbundle._core.oserrors import is_disk_error
 
         if is_disk_error(exc):
             raise  # the machine's limit (no descriptors, no space), said as such

@@ -5,7 +5,7 @@ from __future__ import annotations
 import base64
 from urllib.parse import unquote, urlsplit, urlunsplit
 
-from ortbundle.errors import ConfigError
+from ortbundle._core.errors import ConfigError
 
 
 def redact(url: str) -> str:

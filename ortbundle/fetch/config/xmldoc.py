@@ -6,7 +6,7 @@ from __future__ import annotations
 from collections.abc import Iterator
 from typing import TYPE_CHECKING
 
-from ortbundle.errors import ConfigError, OrtbundleError
+from ortbundle._core.errors import ConfigError, OrtbundleError
 
 if TYPE_CHECKING:
     from xml.etree.ElementTree import Element

@@ -1,0 +1,157 @@
+"""Jinja2 templates for the text formats we generate (PKGBUILD, NSIS, NOTICE).
+
+Strict: an undefined name is an error, not an empty string, and nothing is auto-escaped —
+each format escapes with its own filter (shell quoting, NSIS strings), passed by the caller.
+
+A build keeps each rendering under its cache (keep_in), keyed by the tool's code (templates
+included), the template, its filters and its whole context: a warm build renders the same
+NOTICE, PKGBUILD and installer script as the last one, and then jinja2 is not even imported. A
+context holding anything this module cannot write down exactly (an object that is not data, a
+filter that is a closure) is rendered every time, never keyed loosely. A release, and anything
+that is not a build, renders afresh.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import datetime
+import enum
+import hashlib
+from collections.abc import Callable, Mapping
+from pathlib import Path, PurePath
+from typing import TYPE_CHECKING, Any
+
+from ortbundle._core.locations import default_cache_dir
+
+if TYPE_CHECKING:
+    import jinja2
+
+_ENV: list[jinja2.Environment] = []  # made on the first rendering the cache does not hold
+_KEPT: list[Path] = []  # where renderings are kept: set by a build (keep_in), else nowhere
+
+
+def keep_in(directory: Path | None) -> None:
+    """Keep renderings under `directory` (a build's cache), or nowhere: a release renders
+    afresh, as it re-reads every memoised input."""
+    _KEPT[:] = [] if directory is None else [directory]
+
+
+def _environment() -> jinja2.Environment:
+    if not _ENV:
+        import jinja2
+
+        environment = jinja2.Environment(
+            loader=jinja2.PackageLoader("ortbundle", "templates"),
+            undefined=jinja2.StrictUndefined,
+            autoescape=False,  # noqa: S701 - not HTML; every format escapes with its own filter
+            keep_trailing_newline=True,
+            trim_blocks=True,
+            lstrip_blocks=True,
+        )
+        environment.bytecode_cache = _bytecode_cache()
+        _ENV.append(environment)
+    return _ENV[0]
+
+
+def _bytecode_cache() -> jinja2.BytecodeCache | None:
+    """Compiled templates under the cache, keyed by each template's source checksum: jinja
+    compiling NSIS, PKGBUILD and NOTICE templates again was a measurable part of a warm build.
+    jinja writes each entry atomically and ignores one it cannot read."""
+    import jinja2
+
+    directory = default_cache_dir() / "templates"
+    try:
+        directory.mkdir(parents=True, exist_ok=True)
+    except OSError:
+        return None  # a read-only cache: compile every time
+    return jinja2.FileSystemBytecodeCache(str(directory))
+
+
+def render(
+    name: str,
+    context: Mapping[str, Any],
+    filters: Mapping[str, Callable[..., str]] | None = None,
+) -> str:
+    """Render ortbundle/templates/<name> with format-specific escaping filters."""
+    key = rendering_key(name, context, filters or {}) if _KEPT else None
+    entry = None if key is None else _KEPT[0] / key[:2] / key
+    if entry is not None and (kept := _kept(entry)) is not None:
+        return kept
+    environment = _environment().overlay()
+    environment.filters.update(filters or {})
+    text = environment.get_template(name).render(**context)
+    if entry is not None:
+        _keep(entry, text)
+    return text
+
+
+class _Unkeyed(Exception):
+    """A value the key cannot write down exactly."""
+
+
+def rendering_key(
+    name: str, context: Mapping[str, Any], filters: Mapping[str, Callable[..., str]]
+) -> str | None:
+    """What a rendering depends on, hashed; None when part of it cannot be written down."""
+    from ortbundle.pipeline.noop import code_digest
+
+    parts = [code_digest(), name]
+    for filter_name, function in sorted(filters.items()):
+        qualname = getattr(function, "__qualname__", "<none>")
+        # a closure or a lambda is not named by where it is defined: render every time
+        if getattr(function, "__closure__", None) or "<" in qualname:
+            return None
+        parts.append(f"{filter_name}={getattr(function, '__module__', '')}.{qualname}")
+    try:
+        parts.append(_canonical(context))
+    except _Unkeyed:
+        return None
+    return hashlib.sha256("\0".join(parts).encode("utf-8", "surrogatepass")).hexdigest()
+
+
+def _canonical(value: Any) -> str:
+    """`value` written down exactly: its type and every field, mappings in their order (a
+    template iterates in it), sets sorted. Anything else raises _Unkeyed."""
+    if isinstance(value, enum.Enum):
+        return f"E{type(value).__module__}.{type(value).__qualname__}.{value.name}"
+    if value is None or isinstance(value, (bool, int, float, str)):
+        return f"{type(value).__name__}:{value!r}"
+    if isinstance(value, PurePath):
+        return f"{type(value).__name__}:{str(value)!r}"
+    if isinstance(value, (datetime.date, datetime.time)):  # datetime is a date
+        return f"{type(value).__name__}:{value.isoformat()}"
+    if dataclasses.is_dataclass(value) and not isinstance(value, type):
+        fields = ",".join(
+            f"{f.name}={_canonical(getattr(value, f.name))}" for f in dataclasses.fields(value)
+        )
+        return f"{type(value).__module__}.{type(value).__qualname__}({fields})"
+    if isinstance(value, Mapping):
+        items = ",".join(f"{_canonical(k)}:{_canonical(v)}" for k, v in value.items())
+        return f"{{{items}}}"
+    if isinstance(value, (list, tuple)):
+        return f"{type(value).__name__}[{','.join(_canonical(v) for v in value)}]"
+    if isinstance(value, (set, frozenset)):
+        return f"set[{','.join(sorted(_canonical(v) for v in value))}]"
+    raise _Unkeyed(type(value).__qualname__)
+
+
+def _kept(entry: Path) -> str | None:
+    """A kept rendering whose recorded SHA-256 still matches its text, else None."""
+    try:
+        recorded, _, text = entry.read_bytes().partition(b"\n")
+    except OSError:
+        return None
+    if hashlib.sha256(text).hexdigest().encode() != recorded:
+        return None  # truncated or altered: render again
+    return text.decode("utf-8")
+
+
+def _keep(entry: Path, text: str) -> None:
+    from ortbundle._core.fsio import atomic_write
+
+    data = text.encode("utf-8")
+    try:
+        entry.parent.mkdir(parents=True, exist_ok=True)
+        atomic_write(entry, hashlib.sha256(data).hexdigest().encode() + b"\n" + data)
+    except OSError:
+        pass  # not kept: the next build renders again

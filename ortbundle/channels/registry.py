@@ -1,0 +1,170 @@
+"""The channels step: turn each finished target stage into the packages the product ships."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
+
+from ortbundle.channels import (
+    CHANNEL_TARGETS,
+    Attribution,
+    Channel,
+    ChannelOutput,
+    ExternalLibrary,
+    PackageInput,
+    ShippedFile,
+    ShippedRuntime,
+)
+from ortbundle.channels.arch import ArchChannel
+from ortbundle.channels.deb import DebChannel
+from ortbundle.channels.flatpak import FlatpakChannel
+from ortbundle.channels.nsis import NsisChannel
+from ortbundle.channels.rpm import RpmChannel
+from ortbundle.config.recipes import Product, Recipe
+from ortbundle.config.targets import PACKAGE_CHANNELS, get_target, overlays
+from ortbundle.evidence.record import cached_sbom_json
+from ortbundle.licensing.attribution import TargetLicensing
+from ortbundle.stage.index_json import GENERIC_GPU_PROVIDERS
+from ortbundle.stage.staging import StagedRuntime
+from ortbundle.stage.system import package_system
+
+
+def _apk() -> Channel:
+    from ortbundle.channels.apk import ApkChannel
+
+    return ApkChannel()
+
+
+CHANNELS: dict[str, Callable[[], Channel]] = {
+    "arch": ArchChannel,
+    "flatpak": FlatpakChannel,
+    "nsis": NsisChannel,
+    "apk": _apk,
+    "deb": DebChannel,
+    "rpm": RpmChannel,
+}
+assert set(CHANNELS) == set(CHANNEL_TARGETS)
+
+
+def package_input(
+    product: Product,
+    target: str,
+    stage: Path,
+    files: tuple[ShippedFile, ...],
+    licensing: TargetLicensing,
+    runtimes: Sequence[tuple[Recipe, StagedRuntime]],
+    epoch: int,
+    cache: Path | None,
+    verify_cache: bool = False,
+) -> PackageInput:
+    """The hand-off: everything a channel may know about one target stage."""
+    externals: dict[str, ExternalLibrary] = {}
+    for _recipe, staged in runtimes:
+        for ext in staged.closure.externals:
+            users = tuple(f"{staged.directory}/{n}" for n in ext.needed_by)
+            if ext.name in externals:
+                users = tuple(sorted({*externals[ext.name].needed_by, *users}))
+            earlier = externals.get(ext.name)
+            via = "needed" if earlier is not None and earlier.via != ext.via else ext.via
+            externals[ext.name] = ExternalLibrary(
+                ext.name,
+                ext.group,
+                ext.kind,
+                ext.note,
+                users,
+                optional=ext.optional,
+                version=ext.version,
+                install=ext.install,
+                sandbox=ext.sandbox,
+                via=via,
+            )
+    overlay = overlays(product.externals, (s for r, _ in runtimes for s in r.externals))
+    return PackageInput(
+        product=product.name,
+        version=product.version,
+        description=product.description,
+        url=product.url,
+        target=target,
+        stage=stage,
+        files=files,
+        licenses=licensing.license_ids,
+        externals=tuple(sorted(externals.values(), key=lambda e: e.name.lower())),
+        runtimes=tuple(
+            ShippedRuntime(
+                name=recipe.name,
+                label=recipe.label,
+                directory=staged.directory,
+                needs_gpu=bool(recipe.gpu_vendors)
+                or bool(GENERIC_GPU_PROVIDERS & set(recipe.providers)),
+            )
+            for recipe, staged in runtimes
+        ),
+        settings=product.packaging,
+        source_date_epoch=epoch,
+        cache=cache,
+        verify_cache=verify_cache,
+        attribution=tuple(
+            Attribution(
+                c.name,
+                c.version,
+                c.expression,
+                c.copyrights,
+                tuple(f.path for f in c.files),
+                tuple(t.path for t in c.texts),
+            )
+            for c in licensing.components
+        ),
+        sbom=_target_sbom(product, licensing, epoch, cache),
+        system=package_system(staged for _, staged in runtimes),
+        supports=product.system,
+        packages=tuple(
+            p for channel in PACKAGE_CHANNELS for p in overlay.packages(target, channel).values()
+        ),
+        manifest=str(product.path),
+        addon_of=product.addon_of,
+        # the module's manifest is shared by every ABI: every Android target's groups, overlaid
+        android_groups=tuple(
+            g for t in CHANNEL_TARGETS["apk"] for g in overlay.apply(get_target(t)).externals
+        )
+        if target in CHANNEL_TARGETS["apk"]
+        else (),
+    )
+
+
+def _target_sbom(
+    product: Product, licensing: TargetLicensing, epoch: int, cache: Path | None
+) -> str:
+    """The target's own SBOM (the .deb and .rpm carry it); the release SBOM covers every target."""
+    return cached_sbom_json(cache, product, [licensing], {}, epoch)
+
+
+def generate_all(
+    channels: Sequence[str], inputs: dict[str, PackageInput], out: Path, workers: int
+) -> list[ChannelOutput]:
+    """Run every channel into out/<channel>/, in parallel (makensis and gzip are CPU-bound).
+
+    A channel that packages several targets (the Android module: one ABI each) runs once per
+    target into the same directory, in order; the files the targets share are identical."""
+
+    def one(name: str) -> ChannelOutput:
+        directory = out / name
+        directory.mkdir(parents=True)
+        outputs = [
+            CHANNELS[name]().generate(inputs[target], directory)
+            for target in CHANNEL_TARGETS[name]
+            if target in inputs
+        ]
+        if len(outputs) == 1:
+            return outputs[0]
+        return ChannelOutput(
+            channel=name,
+            directory=directory,
+            files=tuple(sorted({f for o in outputs for f in o.files})),
+            notes=tuple(dict.fromkeys(n for o in outputs for n in o.notes)),
+            digests={k: v for o in outputs for k, v in o.digests.items()},
+        )
+
+    wanted = [c for c in channels if any(t in inputs for t in CHANNEL_TARGETS[c])]
+    with ThreadPoolExecutor(max_workers=max(1, min(workers, len(wanted)))) as pool:
+        return list(pool.map(one, wanted))

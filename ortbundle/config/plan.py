@@ -1,0 +1,210 @@
+"""Planning a build, with nothing heavy imported: which product, recipes and targets, which key
+signs it, and which epoch stamps it.
+
+`invoke build` with nothing changed reads only this and `incremental.py`, so this module imports
+no HTTP, archive, binary, SBOM or licence library.
+"""
+
+from __future__ import annotations
+
+import hashlib
+from collections.abc import Mapping
+from dataclasses import dataclass, field, replace
+from typing import TYPE_CHECKING
+
+from ortbundle._core.errors import ConfigError, OrtbundleError
+from ortbundle._core.locations import ENV_KEY, ENV_KEY_FILE
+from ortbundle.config.model_recipes import ModelRecipe, load_model_recipe
+from ortbundle.config.project import DEFAULT_PRODUCT as DEFAULT_PRODUCT
+from ortbundle.config.project import TOOL_LICENSE as TOOL_LICENSE
+from ortbundle.config.project import BuildOptions as BuildOptions
+from ortbundle.config.project import Project as Project
+from ortbundle.config.project import key_path
+from ortbundle.config.project import signing_key_identity as signing_key_identity
+from ortbundle.config.project import source_date_epoch as source_date_epoch
+from ortbundle.config.recipes import (
+    Product,
+    Recipe,
+    Source,
+    load_product,
+    load_recipe,
+)
+from ortbundle.config.targets import CHANNEL_TARGETS, get_target
+
+if TYPE_CHECKING:
+    from ortbundle.evidence.signing import SecretKey
+
+POLICY_NAME = "policy.toml"  # under the project's licenses/
+
+
+@dataclass(frozen=True)
+class Plan:
+    product: Product
+    recipes: dict[str, Recipe]
+    targets: tuple[str, ...]
+    models: dict[str, ModelRecipe] = field(default_factory=dict)
+    model_digests: dict[str, str] = field(default_factory=dict)  # known even when not parsed
+
+    def model_sources(self, model: ModelRecipe) -> set[str]:
+        ids = {f.source for f in model.forms}
+        return ids | {t.source for t in model.texts if t.source}
+
+    @property
+    def all_recipes(self) -> dict[str, Recipe | ModelRecipe]:
+        """Runtime and model recipes: what the manifest records and the build key covers."""
+        return {**self.recipes, **self.models}
+
+    def plugins_for(self, target: str) -> list[str]:
+        """Plugin EPs shipped on `target`: those paired with a runtime shipped there."""
+        shipped = set(self.product.runtimes_for(target))
+        return [p for p, pairs in self.product.plugins.items() if shipped & set(pairs)]
+
+    def sources_for(self, target: str) -> list[tuple[Recipe, set[str]]]:
+        """Per runtime (then plugin EP) on `target`: the source ids it reads."""
+        result = []
+        for runtime in [*self.product.runtimes_for(target), *self.plugins_for(target)]:
+            recipe = self.recipes[runtime]
+            plan = recipe.for_target(target)
+            ids = {take.source for take in plan.takes} | {p.source for p in plan.payloads}
+            ids |= {t.source for rule in plan.licenses for t in rule.texts if t.source}
+            result.append((recipe, ids))
+        return result
+
+    def all_sources(self) -> list[tuple[str, Source]]:
+        wanted: list[tuple[str, Source]] = []
+        for target in self.targets:
+            for recipe, ids in self.sources_for(target):
+                wanted.extend((recipe.name, recipe.sources[sid]) for sid in sorted(ids))
+        for model in self.models.values():
+            ids = self.model_sources(model)
+            wanted.extend((model.name, model.sources[sid]) for sid in sorted(ids))
+        return wanted
+
+
+def load_plan(project: Project, options: BuildOptions, *, parse_models: bool = True) -> Plan:
+    """The product, its recipes and targets. `parse_models=False` only hashes the model recipes
+    (enough for the build key): a no-op build does not load the ONNX reader."""
+    from ortbundle.config.schema.inputs_of_build import check_build_inputs  # every problem, at once
+
+    check_build_inputs(project.root, options.product, project.licenses / POLICY_NAME)
+    product = load_product(project.manifests / f"{options.product}.toml")
+    for channel in options.channels:
+        if channel not in product.channels:
+            raise ConfigError(
+                f"product {product.name} has no {channel} channel",
+                file=str(product.path),
+                fix=f"use one of: {', '.join(product.channels)}",
+            )
+    if options.channels:
+        product = replace(product, channels=options.channels)
+    targets = options.targets or tuple(
+        t for t in product.targets if not options.channels or t in _channel_targets(product)
+    )
+    if options.channels:
+        orphans = [t for t in targets if t not in _channel_targets(product)]
+        if orphans:
+            raise ConfigError(
+                f"no selected channel packages {', '.join(orphans)}: its stage would be "
+                "published without a licence audit",
+                file=str(product.path),
+                fix="drop --target, or add a channel that packages that target",
+            )
+    for target in targets:
+        get_target(target)
+        if target not in product.targets:
+            raise OrtbundleError(
+                f"product {product.name} does not ship target {target}",
+                target=target,
+                file=str(product.path),
+                fix=f"use one of: {', '.join(product.targets)}",
+            )
+    names = [*product.runtimes, *product.plugins]
+    recipes = {name: load_recipe(project.recipes / f"{name}.toml") for name in names}
+    for name in product.runtimes:
+        if recipes[name].kind != "runtime":
+            raise ConfigError(
+                f"{name} is a {recipes[name].kind}, not a runtime",
+                file=str(product.path),
+                fix="list plugin EPs under [plugin.<name>], runtimes in runtimes = [...]",
+            )
+    for name, pairs in product.plugins.items():
+        _check_plugin(recipes[name], [recipes[r] for r in pairs], product)
+    for target in targets:
+        for runtime in product.runtimes_for(target):
+            recipes[runtime].for_target(target)
+    model_paths = {name: project.recipes / f"{name}.toml" for name in product.models}
+    digests = {}
+    for name, path in model_paths.items():
+        try:
+            digests[name] = hashlib.sha256(path.read_bytes()).hexdigest()
+        except OSError:
+            raise ConfigError(f"{path.name} does not exist", file=str(path)) from None
+    models = {n: load_model_recipe(p) for n, p in model_paths.items()} if parse_models else {}
+    return Plan(
+        product=product,
+        recipes=recipes,
+        targets=tuple(targets),
+        models=models,
+        model_digests=digests,
+    )
+
+
+def with_models(project: Project, plan: Plan) -> Plan:
+    """The plan with its model recipes parsed (a plan made with `parse_models=False`)."""
+    if plan.models or not plan.model_digests:
+        return plan
+    parsed = {n: load_model_recipe(project.recipes / f"{n}.toml") for n in plan.model_digests}
+    return replace(plan, models=parsed)
+
+
+def _check_plugin(plugin: Recipe, cores: list[Recipe], product: Product) -> None:
+    """A plugin EP registers only with a core at least as new as the one it was built for."""
+    from packaging.version import InvalidVersion, Version
+
+    if plugin.kind != "plugin-ep" or plugin.min_core is None:
+        raise ConfigError(
+            f"{plugin.name} is not a plugin-ep recipe",
+            file=str(plugin.path),
+            fix='give it kind = "plugin-ep", ep_name and min_core',
+        )
+    for core in cores:
+        try:
+            too_old = Version(core.version) < Version(plugin.min_core)
+        except InvalidVersion:
+            raise ConfigError(
+                f"cannot compare {core.name} {core.version} with {plugin.name}'s minimum core "
+                f"{plugin.min_core}",
+                file=str(plugin.path),
+                fix="write versions as PEP 440 versions (1.24.4)",
+            ) from None
+        if too_old:
+            raise ConfigError(
+                f"plugin EP {plugin.name} needs ONNX Runtime {plugin.min_core} or newer; "
+                f"runtime {core.name} is {core.version}",
+                component=plugin.name,
+                file=str(product.path),
+                fix=f"pair {plugin.name} with a newer runtime, or pin an older plugin",
+            )
+
+
+def _channel_targets(product: Product) -> set[str]:
+    return {t for c in product.channels for t in CHANNEL_TARGETS[c] if t in product.targets}
+
+
+def signing_key(
+    product: Product, options: BuildOptions, environ: Mapping[str, str]
+) -> SecretKey | None:
+    from ortbundle.evidence.signing import load_signing_key
+
+    key = load_signing_key(key_path(product.name, options, environ), environ)
+    if key is None and options.release:
+        raise ConfigError(
+            "a release build must be signed, and no signing key is configured",
+            fix=f"run invoke keygen, pass --signing-key, or set {ENV_KEY} / {ENV_KEY_FILE}",
+        )
+    return key
+
+
+def policy_digest(project: Project) -> str:
+    path = project.licenses / POLICY_NAME
+    return hashlib.sha256(path.read_bytes()).hexdigest() if path.is_file() else "none"

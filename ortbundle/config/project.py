@@ -1,0 +1,114 @@
+"""Where a project lives and how a build was asked for: the few names every command needs.
+
+Kept apart from plan.py (which loads recipes, schemas and targets) so that a command which ends
+early, above all a no-op `invoke build`, imports only this.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import subprocess
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from ortbundle._core.errors import ConfigError
+from ortbundle._core.locations import ENV_KEY, ENV_KEY_FILE, default_key_path, signing_key_source
+from ortbundle.fetch.policy import RetryPolicy
+
+DEFAULT_PRODUCT = "darkroom"
+TOOL_LICENSE = Path(__file__).resolve().parents[2] / "LICENSE"  # ortbundle's own
+
+
+@dataclass(frozen=True)
+class Project:
+    """Where a project's inputs live and where its output goes."""
+
+    root: Path
+    dist: Path
+
+    @classmethod
+    def at(cls, root: Path, dist: Path | None = None) -> Project:
+        return cls(root=root, dist=dist or root / "dist")
+
+    @property
+    def recipes(self) -> Path:
+        return self.root / "recipes"
+
+    @property
+    def manifests(self) -> Path:
+        return self.root / "manifests"
+
+    @property
+    def licenses(self) -> Path:
+        return self.root / "licenses"
+
+    @property
+    def keys(self) -> Path:
+        return self.root / "keys"  # the products' public signing keys
+
+
+@dataclass(frozen=True)
+class BuildOptions:
+    product: str = DEFAULT_PRODUCT
+    targets: tuple[str, ...] = ()  # empty: every target of the product
+    offline: bool = False
+    index_url: str | None = None
+    jobs: int = 0  # 0: one per core
+    cache_dir: Path | None = None
+    retry: RetryPolicy = field(default_factory=RetryPolicy)
+    release: bool = False  # the audit gate is strict, a signing key is required
+    audit_only: bool = False  # stage aside, audit, and publish nothing
+    audit_channels: tuple[str, ...] = ()  # empty: the product's packaging channels
+    channels: tuple[str, ...] = ()  # package only these (and build only their targets)
+    signing_key: Path | None = None  # else $ORTBUNDLE_SIGNING_KEY(_FILE), else the keygen default
+    environ: Mapping[str, str] | None = None  # None: os.environ (tests pass their own)
+    compare: Path | None = None  # report.html compares with this earlier build (a version dir)
+
+    @property
+    def workers(self) -> int:
+        return self.jobs if self.jobs > 0 else (os.cpu_count() or 1)
+
+
+def signing_key_identity(product: str, options: BuildOptions, environ: Mapping[str, str]) -> str:
+    """Which key would sign, as a digest of its bytes: changes when the key does, loads nothing."""
+    raw = signing_key_source(key_path(product, options, environ), environ)
+    return "unsigned" if raw is None else hashlib.sha256(raw).hexdigest()
+
+
+def key_path(product: str, options: BuildOptions, environ: Mapping[str, str]) -> Path | None:
+    """The signing key file a build of `product` would use: --signing-key, else none when the
+    environment holds the key, else the keygen default if it exists."""
+    path = options.signing_key
+    if path is None and not (environ.get(ENV_KEY) or environ.get(ENV_KEY_FILE)):
+        default = default_key_path(product, environ)
+        path = default if default.is_file() else None
+    return path
+
+
+def source_date_epoch(root: Path, environ: Mapping[str, str] | None = None) -> int:
+    """SOURCE_DATE_EPOCH if set, else the commit time of the recipes, else 0 (never "now")."""
+    environ = os.environ if environ is None else environ
+    value = environ.get("SOURCE_DATE_EPOCH", "").strip()
+    if value:
+        if not value.isdigit():
+            raise ConfigError(
+                f"SOURCE_DATE_EPOCH={value!r} is not a count of seconds",
+                fix="set it to an integer such as the last commit's time (git log -1 --format=%ct)",
+            )
+        return int(value)
+    text = git_output(root, "log", "-1", "--format=%ct", "--", "recipes", "manifests", "licenses")
+    return int(text) if text is not None and text.isdigit() else 0
+
+
+def git_output(root: Path, *args: str) -> str | None:
+    """`git ARGS` run in `root`, its output stripped; None where git is missing or fails (not a
+    repository, no commit yet): the callers then fall back to what needs no history."""
+    try:
+        found = subprocess.run(
+            ["git", *args], cwd=root, capture_output=True, text=True, timeout=30, check=False
+        )
+    except (OSError, subprocess.SubprocessError):
+        return None
+    return found.stdout.strip() if found.returncode == 0 else None

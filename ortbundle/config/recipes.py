@@ -1,0 +1,303 @@
+"""Component recipes (`recipes/<component>.toml`): sources, roots, drops, payloads, renames and
+licence rules per target. Sources, products and model recipes have their own modules; their
+names are re-exported here for the callers that read all of them.
+
+Parsing validates everything a later step relies on, so a mistake in a recipe is reported once,
+up front, with the file it is in — not as a KeyError in the middle of a build.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from pathlib import Path
+from urllib.parse import quote
+
+from ortbundle._core.errors import ConfigError
+from ortbundle.config.externals import read_externals
+from ortbundle.config.products import PackagingSettings as PackagingSettings
+from ortbundle.config.products import Product as Product
+from ortbundle.config.products import SystemSpec as SystemSpec
+from ortbundle.config.products import Waiver as Waiver
+from ortbundle.config.products import load_product as load_product
+from ortbundle.config.sources import MAX_NESTING as MAX_NESTING
+from ortbundle.config.sources import Coordinates as Coordinates
+from ortbundle.config.sources import LocalCoordinates as LocalCoordinates
+from ortbundle.config.sources import MavenCoordinates as MavenCoordinates
+from ortbundle.config.sources import NestedMember as NestedMember
+from ortbundle.config.sources import NpmCoordinates as NpmCoordinates
+from ortbundle.config.sources import PypiCoordinates as PypiCoordinates
+from ortbundle.config.sources import Source as Source
+from ortbundle.config.sources import UrlCoordinates as UrlCoordinates
+from ortbundle.config.sources import load_sources as load_sources
+from ortbundle.config.sources import origin_to_json as origin_to_json
+from ortbundle.config.sources import read_sources
+from ortbundle.config.sources import source_from_json as source_from_json
+from ortbundle.config.sources import source_to_json as source_to_json
+from ortbundle.config.targets import ExternalSpec
+from ortbundle.config.tomlreader import NAME_WORD, PATH_WORD, PURL, TableReader, load_toml
+from ortbundle.stage.runtime_loads import IgnoreRule
+
+
+@dataclass(frozen=True)
+class Take:
+    """Which members of one source may be staged as libraries."""
+
+    source: str
+    libraries: tuple[str, ...]  # globs over member paths
+
+
+@dataclass(frozen=True)
+class Payload:
+    """Files shipped verbatim beside a runtime, outside the library closure: Hexagon DSP
+    `Skel` libraries (loaded by the DSP, not the host linker), data files a plugin reads."""
+
+    source: str
+    files: tuple[str, ...]  # globs over member paths
+    machines: tuple[str, ...]  # each file must be an ELF/PE of one of these; empty: any file
+    place: str  # "beside" the libraries, or under "assets/" of the runtime directory
+    reason: str
+
+
+PAYLOAD_PLACES = ("beside", "assets")
+RECIPE_KINDS = ("runtime", "plugin-ep")  # a model recipe says "model" (model_recipes.py)
+
+
+@dataclass(frozen=True)
+class Rename:
+    """Ship a kept library under another name; its ELF SONAME (and its users' DT_NEEDED) follow."""
+
+    old: str
+    new: str
+
+
+@dataclass(frozen=True)
+class Drop:
+    names: tuple[str, ...]  # globs over library file names
+    reason: str
+
+
+@dataclass(frozen=True)
+class LicenseText:
+    """A licence text: an archive member of a source, or a file under the repo's licenses/."""
+
+    source: str | None
+    member: str | None
+    file: str | None
+
+    def describe(self) -> str:
+        return f"{self.source}:{self.member}" if self.source else f"licenses/{self.file}"
+
+
+@dataclass(frozen=True)
+class LicenseRule:
+    """Which staged files belong to which licensed component."""
+
+    component: str
+    version: str
+    expression: str
+    files: tuple[str, ...]  # globs over staged file names
+    texts: tuple[LicenseText, ...]
+    purl: str | None = None  # package URL for the SBOM; derived when absent
+
+
+@dataclass(frozen=True)
+class TargetRecipe:
+    target: str
+    entry: str  # glob naming the entry library among the staged files
+    takes: tuple[Take, ...]
+    roots: tuple[str, ...]  # globs over library file names
+    drops: tuple[Drop, ...]
+    licenses: tuple[LicenseRule, ...]
+    payloads: tuple[Payload, ...] = ()
+    renames: tuple[Rename, ...] = ()
+    # libraries its kept files open by name (dlopen, LoadLibrary), and names they mention but
+    # need not: applied after the memoised stage, so kept out of the repr its key is made of
+    loads: tuple[str, ...] = field(default=(), repr=False)
+    ignore_loads: tuple[IgnoreRule, ...] = field(default=(), repr=False)
+
+    def shipped_name(self, name: str) -> str:
+        """The name a kept library is staged under, after the recipe's renames."""
+        return next((r.new for r in self.renames if r.old == name), name)
+
+
+@dataclass(frozen=True)
+class Recipe:
+    name: str
+    kind: str
+    version: str
+    description: str
+    label: str  # how a person names it: "OpenVINO", "WebGPU"
+    providers: tuple[str, ...]
+    gpu_vendors: tuple[str, ...]
+    sources: dict[str, Source]
+    targets: dict[str, TargetRecipe]
+    path: Path
+    digest: str  # SHA-256 of the recipe file: part of every cache key built from it
+    ep_name: str | None = None  # plugin-ep: the factory's EP name (OrtEpDevice.ep_name)
+    min_core: str | None = None  # plugin-ep: the oldest ONNX Runtime core it registers with
+    soc_families: tuple[str, ...] = ()  # the SoC vendors it needs ("qualcomm"); empty: any
+    externals: tuple[ExternalSpec, ...] = ()  # [[externals]]: what the component itself needs
+
+    @property
+    def directory(self) -> str:
+        """Where it is staged: a runtime under runtimes/, a plugin EP under plugins/."""
+        return f"plugins/{self.name}" if self.kind == "plugin-ep" else f"runtimes/{self.name}"
+
+    def for_target(self, target: str) -> TargetRecipe:
+        if target not in self.targets:
+            raise ConfigError(
+                f"recipe {self.name} has no section for this target",
+                component=self.name,
+                target=target,
+                file=str(self.path),
+                fix=f"add [targets.{target}] to the recipe or drop the target from the product",
+            )
+        return self.targets[target]
+
+
+def read_texts(reader: TableReader, sources: dict[str, Source]) -> tuple[LicenseText, ...]:
+    """`texts = [{ source, member } | { file }]`: where a component's licence texts come from."""
+    texts = []
+    for text in reader.subs("texts"):
+        source, member, file = (
+            text.opt_text("source"),
+            text.opt_text("member"),
+            text.opt_text("file"),
+        )
+        if (source is None) != (member is None) or (source is None) == (file is None):
+            raise text._fail("a text is either {source, member} or {file}")
+        if source is not None and source not in sources:
+            raise text._fail(f"unknown source {source!r}")
+        if file is not None and (
+            Path(file).is_absolute() or ".." in Path(file).parts or file.startswith(".")
+        ):
+            raise text._fail(f"file {file!r} must be a path inside licenses/")
+        texts.append(LicenseText(source=source, member=member, file=file))
+    return tuple(texts)
+
+
+def _license_rule(reader: TableReader, sources: dict[str, Source]) -> LicenseRule:
+    component = reader.text("component")
+    if not PATH_WORD.match(component):
+        raise reader._fail(f"component {component!r} becomes licenses/<component>/: one plain name")
+    return LicenseRule(
+        component=component,
+        version=reader.text("version"),
+        expression=reader.text("expression"),
+        files=reader.text_list("files"),
+        texts=read_texts(reader, sources),
+        purl=read_purl(reader),
+    )
+
+
+def generic_purl(name: str, version: str) -> str:
+    """The package URL of a component no registry names (pkg:generic, version percent-encoded)."""
+    return f"pkg:generic/{name}@{quote(version, safe='')}"
+
+
+def read_purl(reader: TableReader) -> str | None:
+    purl = reader.opt_text("purl")
+    if purl is not None and not PURL.match(purl):
+        raise reader._fail(f"purl {purl!r} is not a package URL (pkg:type/name@version)")
+    return purl
+
+
+def _target_recipe(reader: TableReader, target: str, sources: dict[str, Source]) -> TargetRecipe:
+    reader.target(target, "a recipe's [targets.<name>]")  # names this recipe file
+    takes = []
+    for take in reader.subs("take"):
+        source = take.text("source")
+        if source not in sources:
+            raise take._fail(f"unknown source {source!r}")
+        takes.append(Take(source=source, libraries=take.text_list("libraries")))
+    if not takes:
+        raise reader._fail("needs at least one [[...take]] naming a source")
+    drops = tuple(
+        Drop(names=d.text_list("names"), reason=d.text("reason")) for d in reader.subs("drop")
+    )
+    payloads = []
+    for payload in reader.subs("payload"):
+        source = payload.text("source")
+        if source not in sources:
+            raise payload._fail(f"unknown source {source!r}")
+        place = payload.text("place", "beside")
+        if place not in PAYLOAD_PLACES:
+            raise payload._fail(f"place {place!r} must be one of {', '.join(PAYLOAD_PLACES)}")
+        payloads.append(
+            Payload(
+                source=source,
+                files=payload.text_list("files"),
+                machines=payload.text_list("machines", required=False),
+                place=place,
+                reason=payload.text("reason"),
+            )
+        )
+    renames = []
+    for rename in reader.subs("rename"):
+        old, new = rename.text("from"), rename.text("to")
+        for value in (old, new):
+            if "/" in value or not PATH_WORD.match(value):
+                raise rename._fail(f"{value!r} must be one plain file name")
+        renames.append(Rename(old=old, new=new))
+    if len({r.old for r in renames}) != len(renames) or len({r.new for r in renames}) != len(
+        renames
+    ):
+        raise reader._fail("each library is renamed at most once, each new name used once")
+    loads = reader.text_list("loads", required=False)
+    for name in loads:
+        if not PATH_WORD.match(name):
+            raise reader._fail(f"loads: {name!r} must be one library file name, as it is opened")
+    ignore_loads = tuple(
+        IgnoreRule(names=r.text_list("names"), reason=r.text("reason"))
+        for r in reader.subs("ignore_loads")
+    )
+    return TargetRecipe(
+        target=target,
+        entry=reader.text("entry"),
+        takes=tuple(takes),
+        roots=reader.text_list("roots"),
+        drops=drops,
+        licenses=tuple(_license_rule(r, sources) for r in reader.subs("licenses")),
+        payloads=tuple(payloads),
+        renames=tuple(renames),
+        loads=loads,
+        ignore_loads=ignore_loads,
+    )
+
+
+def load_recipe(path: Path) -> Recipe:
+    data, digest = load_toml(path, "recipe")
+    top = TableReader(path, "", data)
+    component = top.sub("component")
+    name = component.text("name")
+    if not NAME_WORD.match(name):
+        raise component._fail(f"name {name!r} must be lower-case letters, digits, . _ -")
+    if name != path.stem:
+        raise component._fail(f"name {name!r} must match the file name {path.stem!r}")
+    kind = component.text("kind")
+    if kind not in RECIPE_KINDS:
+        raise component._fail(f"kind {kind!r} is not supported (runtime, plugin-ep; model)")
+    ep_name = component.text("ep_name") if kind == "plugin-ep" else None
+    min_core = component.text("min_core") if kind == "plugin-ep" else None
+    sources = read_sources(top)
+    targets_table = top.sub("targets")
+    targets = {
+        t: _target_recipe(targets_table.sub(t), t, sources) for t in sorted(targets_table.table)
+    }
+    return Recipe(
+        name=name,
+        kind=kind,
+        version=component.text("version"),
+        description=component.text("description"),
+        label=component.text("label", name),
+        providers=component.text_list("providers"),
+        gpu_vendors=component.text_list("gpu_vendors", required=False),
+        sources=sources,
+        targets=targets,
+        path=path,
+        digest=digest,
+        ep_name=ep_name,
+        min_core=min_core,
+        soc_families=component.text_list("soc_families", required=False),
+        externals=read_externals(top),
+    )

@@ -1,0 +1,215 @@
+"""The schema of the tool's own data (ortbundle/data/*.toml): read as configuration, so held to
+the same rules as a user's files."""
+
+from __future__ import annotations
+
+import re
+
+from ortbundle.config.schema import choices as C
+from ortbundle.config.schema.definitions import FileSchema, Key, Pattern, Table
+from ortbundle.config.schema.inputs import (
+    _GROUP_KEYS,
+    ARCH_GROUP,
+    LINUX_GROUP,
+    WORD,
+    table,
+    tables,
+    text,
+    texts,
+)
+
+COMMIT = Pattern(re.compile(r"^[0-9a-f]{40}$"), "a full 40-hex commit SHA")
+ACTION = Pattern(re.compile(r"^[A-Za-z0-9_.-]+/[A-Za-z0-9_.-]+(/[A-Za-z0-9_./-]+)?$"), "owner/repo")
+
+TARGET_DATA = Table(
+    "[<target>]",
+    "A target's platform facts.",
+    (
+        text("os", "the operating system", True, choices=C.OPERATING_SYSTEMS),
+        text("format", "the binary format", True, choices=C.FORMATS),
+        text("machine", "ELF e_machine name (pyelftools) or PE machine name", True),
+        Key("bits", "integer", "ELF class / PE32 vs PE32+", default="64", minimum=32),
+        text("abi", "Android: the jniLibs/<abi>/ directory"),
+        Key(
+            "page_align", "integer", "Android: the PT_LOAD alignment needed", default="0", minimum=0
+        ),
+        tables(
+            "externals",
+            Table(
+                "[[<target>.externals]]",
+                "Libraries a kept file may need that the user's system provides.",
+                _GROUP_KEYS,
+            ),
+            "allowed external groups",
+            default="[]",
+        ),
+    ),
+)
+
+TARGETS_DATA = FileSchema(
+    "targets-data",
+    "Targets",
+    "ortbundle/data/targets.toml",
+    "The platform facts the closure check needs; a product's or recipe's [[externals]] are "
+    "merged over its groups.",
+    Table(
+        "top level", "", entries=table("<target>", TARGET_DATA, "one target"), entry_pattern=WORD
+    ),
+)
+
+ARCH_DATA = FileSchema(
+    "arch-data",
+    "Arch package mapping",
+    "ortbundle/data/arch.toml",
+    "External group → Arch packages.",
+    Table(
+        "top level",
+        "",
+        (
+            table(
+                "groups",
+                Table("[groups]", "", entries=table("<group>", ARCH_GROUP, "one group")),
+                "one table per external group",
+                True,
+            ),
+        ),
+    ),
+)
+
+_PACKAGER = Table("[<packager>]", "", entries=table("<group>", LINUX_GROUP, "one group"))
+
+LINUX_DATA = FileSchema(
+    "linux-packages-data",
+    "Debian and RPM package mapping",
+    "ortbundle/data/linux-packages.toml",
+    "External group → Debian and RPM package relations.",
+    Table(
+        "top level",
+        "",
+        (
+            table("deb", _PACKAGER, "Debian relations per group", True),
+            table("rpm", _PACKAGER, "RPM relations per group", True),
+        ),
+    ),
+)
+
+
+def _map(title: str, value: Key) -> Table:
+    return Table(title, "", entries=value)
+
+
+_VERSIONS = text("<version>", "a version string")
+
+BASELINES_DATA = FileSchema(
+    "baselines-data",
+    "System baselines",
+    "ortbundle/data/baselines.toml",
+    "What a symbol version, Windows import or bionic node says about the oldest system.",
+    Table(
+        "top level",
+        "",
+        (
+            table(
+                "gcc",
+                _map("[gcc]", table("<family>", _map("[gcc.<family>]", _VERSIONS), "node → GCC")),
+                "libstdc++/libgcc_s version nodes → GCC release",
+                True,
+            ),
+            table(
+                "android",
+                Table(
+                    "[android]",
+                    "",
+                    (
+                        table(
+                            "nodes",
+                            _map(
+                                "[android.nodes]", Key("<node>", "integer", "API level", minimum=1)
+                            ),
+                            "bionic version nodes → API level",
+                            True,
+                        ),
+                    ),
+                ),
+                "Android",
+                True,
+            ),
+            table(
+                "windows",
+                Table(
+                    "[windows]",
+                    "",
+                    (
+                        table(
+                            "names", _map("[windows.names]", _VERSIONS), "NT version → name", True
+                        ),
+                        table(
+                            "functions",
+                            _map(
+                                "[windows.functions]",
+                                table(
+                                    "<dll>",
+                                    _map("[windows.functions.<dll>]", _VERSIONS),
+                                    "function → NT version",
+                                ),
+                            ),
+                            "imports first exported by a Windows version",
+                            True,
+                        ),
+                        table(
+                            "apisets",
+                            _map("[windows.apisets]", _VERSIONS),
+                            "API set → NT version",
+                            True,
+                        ),
+                    ),
+                ),
+                "Windows",
+                True,
+            ),
+            table(
+                "msvc",
+                _map("[msvc]", texts("<dll>", "[toolset, Visual Studio release]", nonempty=True)),
+                "Visual C++ runtime DLLs → toolset",
+                True,
+            ),
+        ),
+    ),
+)
+
+ACTIONS_DATA = FileSchema(
+    "actions-data",
+    "GitHub Actions pins",
+    "ortbundle/data/actions.toml",
+    "The actions the generated release workflow uses, pinned by commit.",
+    Table(
+        "top level",
+        "",
+        (
+            table(
+                "actions",
+                Table(
+                    "[actions]",
+                    "",
+                    entries=table(
+                        "<owner/repo>",
+                        Table(
+                            '[actions."<owner/repo>"]',
+                            "",
+                            (
+                                text("version", "the release tag the commit was read from", True),
+                                text("commit", "the full commit SHA", True, pattern=COMMIT),
+                            ),
+                        ),
+                        "one action",
+                    ),
+                    entry_pattern=ACTION,
+                ),
+                "pinned actions",
+                True,
+            ),
+        ),
+    ),
+)
+
+DATA = (TARGETS_DATA, ARCH_DATA, LINUX_DATA, BASELINES_DATA, ACTIONS_DATA)

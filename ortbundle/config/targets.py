@@ -1,0 +1,197 @@
+"""Targets: platform facts (binary format, machine, allowed externals), read from data."""
+
+from __future__ import annotations
+
+import fnmatch
+import tomllib
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass, field, replace
+from functools import cache
+from importlib import resources
+from typing import Any
+
+from ortbundle._core.errors import ConfigError
+
+# Which targets' stages each packaging channel packages: the desktop channels one each, the
+# Android module every Android ABI the product builds.
+CHANNEL_TARGETS: dict[str, tuple[str, ...]] = {
+    "arch": ("linux-x86_64",),
+    "flatpak": ("linux-x86_64",),
+    "nsis": ("windows-x86_64",),
+    "apk": ("android-arm64-v8a", "android-x86_64"),
+    "deb": ("linux-x86_64",),
+    "rpm": ("linux-x86_64",),
+}
+EXTERNAL_KINDS = ("system", "toolchain", "redist", "driver", "toolkit")  # CONTRACT §1
+OPERATING_SYSTEMS = ("linux", "windows", "android")
+BINARY_FORMATS = ("elf", "pe")
+
+
+@dataclass(frozen=True)
+class ExternalGroup:
+    """Libraries a kept file may need that the user's system provides."""
+
+    group: str
+    kind: str  # system | toolchain | redist | driver | toolkit
+    names: tuple[str, ...]
+    note: str = ""
+    optional: bool = False  # True: the runtime still works without it (a rung is lost)
+    version: str = ""  # a constraint where it matters (">=13.0"); "" = any
+    install: str = ""  # one sentence telling the user what to install
+    sandbox: bool = True  # False: a Flatpak sandbox cannot provide it (host-only stack)
+
+
+# channels whose package names an [[externals]] entry may give (data/arch.toml,
+# data/linux-packages.toml give the tool's own)
+PACKAGE_CHANNELS = ("arch", "deb", "rpm")
+
+
+@dataclass(frozen=True)
+class ChannelPackages:
+    """How one channel names an external group's packages: an `[[externals]]` entry's
+    `arch = {...}` (the shape of a data/arch.toml group) or `deb`/`rpm` (linux-packages.toml)."""
+
+    channel: str  # arch | deb | rpm
+    group: str
+    table: Mapping[str, object]
+    origin: str  # the file that says so, for errors
+
+
+@dataclass(frozen=True)
+class ExternalSpec:
+    """One `[[externals]]` entry of a product manifest or a recipe."""
+
+    group: ExternalGroup
+    targets: tuple[str, ...]  # empty: every target
+    packages: tuple[ChannelPackages, ...] = ()
+    origin: str = ""  # the file it is declared in
+
+    def applies_to(self, target: str) -> bool:
+        return not self.targets or target in self.targets
+
+
+@dataclass(frozen=True)
+class Overlays:
+    """The `[[externals]]` layers over the tool's data, highest precedence first: the product,
+    then the recipe(s). A group of the same name replaces a lower one; a new group is added."""
+
+    layers: tuple[tuple[ExternalSpec, ...], ...] = field(default_factory=tuple)
+
+    def specs(self, target: str) -> list[ExternalSpec]:
+        """The winning entry per group for `target`, highest layer first."""
+        seen: dict[str, ExternalSpec] = {}
+        for layer in self.layers:
+            for spec in layer:
+                if spec.applies_to(target):
+                    seen.setdefault(spec.group.group, spec)
+        return list(seen.values())
+
+    def apply(self, target: Target) -> Target:
+        """The target with the overlay's groups first (they win a name both match), then the
+        tool's groups it does not replace."""
+        specs = self.specs(target.name)
+        replaced = {s.group.group for s in specs}
+        kept = tuple(g for g in target.externals if g.group not in replaced)
+        return replace(target, externals=(*(s.group for s in specs), *kept))
+
+    def packages(self, target: str, channel: str) -> dict[str, ChannelPackages]:
+        """group -> this channel's package table, from the overlay entries that give one (an
+        entry that gives none keeps the lower layers' table for its group)."""
+        found: dict[str, ChannelPackages] = {}
+        for layer in reversed(self.layers):  # lowest first, overwritten by higher
+            for spec in layer:
+                if spec.applies_to(target):
+                    for packages in spec.packages:
+                        if packages.channel == channel:
+                            found[spec.group.group] = packages
+        return found
+
+
+def overlays(*layers: Iterable[ExternalSpec]) -> Overlays:
+    """Overlays from layers given highest precedence first (product, recipe …)."""
+    return Overlays(tuple(tuple(layer) for layer in layers))
+
+
+@dataclass(frozen=True)
+class Target:
+    name: str
+    os: str  # linux | windows | android
+    format: str  # elf | pe
+    machine: str  # pyelftools e_machine name, or PE machine name
+    externals: tuple[ExternalGroup, ...]
+    bits: int = 64  # ELF class / PE32 vs PE32+: EM_X86_64 also exists as 32-bit x32
+    abi: str | None = None  # Android: the jniLibs/<abi>/ directory
+    page_align: int = 0  # Android: the PT_LOAD alignment the device's linker needs (0: none)
+
+    @property
+    def case_insensitive(self) -> bool:
+        """Windows resolves DLL names without regard to case."""
+        return self.os == "windows"
+
+    def key(self, name: str) -> str:
+        """The form of a library name that the target's loader compares."""
+        return name.lower() if self.case_insensitive else name
+
+    def external_group(self, needed: str) -> ExternalGroup | None:
+        """The group that provides `needed` on the user's machine, or None."""
+        wanted = self.key(needed)
+        for group in self.externals:
+            for pattern in group.names:
+                if fnmatch.fnmatchcase(wanted, self.key(pattern)):
+                    return group
+        return None
+
+
+def _parse_target(name: str, raw: dict[str, Any]) -> Target:
+    try:
+        externals = tuple(
+            ExternalGroup(
+                group=str(entry["group"]),
+                kind=str(entry["kind"]),
+                names=tuple(str(n) for n in entry["names"]),
+                note=str(entry.get("note", "")),
+                optional=bool(entry.get("optional", False)),
+                version=str(entry.get("version", "")),
+                install=str(entry.get("install", "")),
+                sandbox=bool(entry.get("sandbox", True)),
+            )
+            for entry in raw.get("externals", [])
+        )
+        fmt = str(raw["format"])
+        if fmt not in BINARY_FORMATS:
+            raise ConfigError(f"target {name}: format must be elf or pe, not {fmt!r}")
+        return Target(
+            name=name,
+            os=str(raw["os"]),
+            format=fmt,
+            machine=str(raw["machine"]),
+            externals=externals,
+            bits=int(raw.get("bits", 64)),
+            abi=str(raw["abi"]) if "abi" in raw else None,
+            page_align=int(raw.get("page_align", 0)),
+        )
+    except KeyError as missing:
+        raise ConfigError(
+            f"target {name} lacks {missing}", file="ortbundle/data/targets.toml"
+        ) from None
+
+
+@cache
+def all_targets() -> dict[str, Target]:
+    text = resources.files("ortbundle").joinpath("data/targets.toml").read_text("utf-8")
+    data = tomllib.loads(text)
+    from ortbundle.config.schema import check_document  # every problem of the file, named
+
+    check_document("ortbundle/data/targets.toml", data, "targets-data")
+    return {name: _parse_target(name, raw) for name, raw in data.items()}
+
+
+def get_target(name: str) -> Target:
+    targets = all_targets()
+    if name not in targets:
+        raise ConfigError(
+            f"unknown target {name!r}",
+            target=name,
+            fix=f"use one of: {', '.join(sorted(targets))}",
+        )
+    return targets[name]

@@ -1,0 +1,2 @@
+"""What a build proves about itself: the manifest, SBOM, signatures, provenance, verification and
+report.html."""

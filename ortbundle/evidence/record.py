@@ -1,0 +1,448 @@
+"""The evidence of a build: the build manifest, the SBOM, and the manifest's signature.
+
+Everything here is a pure function of the build's inputs and outputs: no clock (timestamps
+come from SOURCE_DATE_EPOCH), no host paths, no user names, so two builds of the same inputs
+write the same bytes — and an Ed25519 signature over the same bytes is the same signature.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any, Protocol
+
+from ortbundle import __version__
+from ortbundle.config.model_recipes import ModelRecipe
+from ortbundle.config.plan import source_date_epoch as source_date_epoch  # re-exported
+from ortbundle.config.recipes import Product, Recipe, origin_to_json
+from ortbundle.evidence.provenance import PROVENANCE_NAME, build_context, envelope_json
+from ortbundle.evidence.signing import SecretKey, sign
+from ortbundle.fetch.cache import sha256_file
+from ortbundle.licensing.attribution import TargetLicensing, licensing_to_json
+from ortbundle.licensing.audit import ChannelAudit, report_json
+from ortbundle.pipeline.incremental import code_digest
+from ortbundle.pipeline.summary import SUMMARY_NAME
+
+MANIFEST_SCHEMA = "ortbundle.manifest/1"
+MANIFEST_NAME = "manifest.json"
+SIGNATURE_NAME = "manifest.json.minisig"
+SBOM_NAME = "sbom.cdx.json"
+AUDIT_NAME = "audit.json"
+# Files beside the manifest that it cannot list: itself, its signature, the provenance over it,
+# and the build summary (written after it; it holds the build's timings).
+UNLISTED = frozenset({MANIFEST_NAME, SIGNATURE_NAME, PROVENANCE_NAME, SUMMARY_NAME})
+
+
+class InputInfo(Protocol):
+    """What the manifest says of a fetched input (an Artifact, or a runner manifest's entry)."""
+
+    @property
+    def url(self) -> str: ...
+
+    @property
+    def size(self) -> int: ...
+
+
+@dataclass(frozen=True)
+class Output:
+    path: str  # relative to dist/<product>/<version>/
+    size: int
+    sha256: str
+    mode: int
+    link_to: str | None
+    component: str | None  # None for evidence and packaging files
+    license: str | None
+
+
+def normalize_modes(tree: Path) -> None:
+    """0755 for directories and executables, 0644 for the rest: the umask must not leak in."""
+    tree.chmod(0o755)
+    for path in tree.rglob("*"):
+        if path.is_symlink():
+            continue
+        mode = path.stat().st_mode
+        wanted = 0o755 if path.is_dir() or mode & 0o100 else 0o644
+        if mode & 0o7777 != wanted:  # untouched otherwise: a memo's shared inode keeps its ctime
+            path.chmod(wanted)
+
+
+def hash_file(path: Path) -> tuple[int, str]:
+    return path.stat().st_size, sha256_file(path)
+
+
+def list_outputs(
+    version_dir: Path, known: Mapping[str, Output], digests: Mapping[str, str] | None = None
+) -> list[Output]:
+    """Every entry under the version directory; hashes reused where the build already knows them."""
+    outputs: list[Output] = []
+    for path in sorted(version_dir.rglob("*")):
+        relative = path.relative_to(version_dir).as_posix()
+        if relative in UNLISTED or (path.is_dir() and not path.is_symlink()):
+            continue
+        if relative in known:
+            outputs.append(known[relative])
+            continue
+        if path.is_symlink():
+            size, sha256 = hash_file(path.resolve())
+            outputs.append(
+                Output(relative, size, sha256, 0o777, path.readlink().as_posix(), None, None)
+            )
+            continue
+        stat = path.stat()
+        if digests and relative in digests:  # hashed as it was produced (memoised packages)
+            size, sha256 = stat.st_size, digests[relative]
+        else:
+            size, sha256 = hash_file(path)
+        outputs.append(Output(relative, size, sha256, stat.st_mode & 0o777, None, None, None))
+    return outputs
+
+
+def stage_outputs(
+    licensing: Iterable[TargetLicensing], modes: Mapping[str, int]
+) -> dict[str, Output]:
+    """The stage entries, keyed by path under the version directory, with their component."""
+    known: dict[str, Output] = {}
+    for tl in licensing:
+        for c in tl.components:
+            for f in c.files:
+                path = f"{tl.target}/{f.path}"
+                known[path] = Output(
+                    path, f.size, f.sha256, modes.get(path, 0o644), f.link_to, c.name, c.expression
+                )
+            for t in c.texts:
+                path = f"{tl.target}/{t.path}"
+                known[path] = Output(
+                    path, t.size, t.sha256, modes.get(path, 0o644), None, c.name, c.expression
+                )
+    return known
+
+
+def manifest_json(
+    product: Product,
+    recipes: Mapping[str, Recipe | ModelRecipe],
+    artifacts: Mapping[str, InputInfo],
+    outputs: Sequence[Output],
+    epoch: int,
+    public_key_id: str | None,
+    root: Path,
+    policy_sha256: str,
+) -> str:
+    inputs = []
+    for name, recipe in sorted(recipes.items()):
+        for sid, source in sorted(recipe.sources.items()):
+            artifact = artifacts.get(source.sha256)
+            if artifact is None:
+                continue  # a source no built target reads
+            inputs.append(
+                {
+                    "component": name,
+                    "source": sid,
+                    **origin_to_json(source.origin),
+                    "nested": [{"member": n.member, "sha256": n.sha256} for n in source.nested],
+                    "url": artifact.url or None,  # None: imported without provenance
+                    "size": artifact.size,
+                    "sha256": source.sha256,
+                }
+            )
+    document = {
+        "schema": MANIFEST_SCHEMA,
+        "tool": {"name": "ortbundle", "version": __version__},
+        "product": {
+            "name": product.name,
+            "version": product.version,
+            "manifest": _relative(product.path, root),
+            "manifest_sha256": product.digest,
+        },
+        "recipes": [
+            {"name": n, "path": _relative(r.path, root), "sha256": r.digest}
+            for n, r in sorted(recipes.items())
+        ],
+        "source_date_epoch": epoch,
+        "policy_sha256": policy_sha256,
+        "signing_key_id": public_key_id,
+        "inputs": inputs,
+        "outputs": [_output_json(o) for o in sorted(outputs, key=lambda o: o.path)],
+    }
+    return json.dumps(document, indent=2, sort_keys=True) + "\n"
+
+
+def _output_json(output: Output) -> dict[str, Any]:
+    item: dict[str, Any] = {
+        "path": output.path,
+        "size": output.size,
+        "sha256": output.sha256,
+        "mode": f"{output.mode:04o}",
+    }
+    if output.link_to is not None:
+        item["link_to"] = output.link_to
+    if output.component is not None:
+        item["component"] = output.component
+        item["license"] = output.license
+    return item
+
+
+def _relative(path: Path, root: Path) -> str:
+    try:
+        return path.resolve().relative_to(root.resolve()).as_posix()
+    except ValueError:
+        return path.name  # never a host path
+
+
+def signature_text(manifest: bytes, key: SecretKey, product: Product) -> str:
+    comment = f"ortbundle manifest {product.name} {product.version} sha256:" + (
+        hashlib.sha256(manifest).hexdigest()
+    )
+    return sign(
+        manifest, key, trusted_comment=comment, untrusted_comment="ortbundle build manifest"
+    )
+
+
+def cached_sbom_json(
+    cache: Path | None,
+    product: Product,
+    licensing: Sequence[TargetLicensing],
+    artifacts: Mapping[str, InputInfo],
+    epoch: int,
+    systems: Mapping[tuple[str, str], Mapping[str, Any]] | None = None,
+) -> str:
+    """sbom_json, memoised: the CycloneDX library alone costs a warm build 60 ms to import."""
+    key_parts = [
+        __version__,
+        code_digest(),
+        product.digest,
+        str(epoch),
+        json.dumps(sorted((list(k), v) for k, v in (systems or {}).items()), sort_keys=True),
+        *(licensing_to_json(tl) for tl in licensing),
+        *sorted(f"{sha}:{info.url}:{info.size}" for sha, info in artifacts.items()),
+    ]
+    key = hashlib.sha256("\0".join(key_parts).encode()).hexdigest()
+    entry = cache / "outputs" / "sbom" / key[:2] / f"{key}.json" if cache else None
+    if entry is not None:
+        try:
+            text = entry.read_text("utf-8")
+            recorded = entry.with_suffix(".sha256").read_text("utf-8").strip()
+        except OSError:
+            pass
+        else:
+            if hashlib.sha256(text.encode()).hexdigest() == recorded:
+                return text
+    text = sbom_json(product, licensing, artifacts, epoch, systems)
+    if entry is not None:
+        entry.parent.mkdir(parents=True, exist_ok=True)
+        tmp = entry.with_name(f".{entry.name}.{os.getpid()}")
+        tmp.write_text(text, "utf-8")
+        entry.with_suffix(".sha256").write_text(hashlib.sha256(text.encode()).hexdigest(), "utf-8")
+        os.replace(tmp, entry)
+    return text
+
+
+def sbom_json(
+    product: Product,
+    licensing: Sequence[TargetLicensing],
+    artifacts: Mapping[str, InputInfo],
+    epoch: int,
+    systems: Mapping[tuple[str, str], Mapping[str, Any]] | None = None,
+) -> str:
+    """CycloneDX 1.6: one component per licensed component, with the files it contributes, and
+    per runtime and target the oldest system it runs on (`systems`, from runtimes.json)."""
+    import uuid  # (with cyclonedx: only when the SBOM is not the memoised one)
+
+    from cyclonedx.model import HashAlgorithm, HashType, Property
+    from cyclonedx.model.bom import Bom, BomMetaData
+    from cyclonedx.model.component import Component, ComponentType
+    from cyclonedx.model.license import LicenseExpression
+    from cyclonedx.model.tool import ToolRepository
+    from cyclonedx.output.json import JsonV1Dot6
+    from packageurl import PackageURL
+
+    grouped: dict[tuple[str, str], list[tuple[str, Any]]] = {}
+    for tl in licensing:
+        for c in tl.components:
+            grouped.setdefault((c.name, c.version), []).append((tl.target, c))
+    components = []
+    identity = hashlib.sha256()
+    for (name, version), uses in sorted(grouped.items()):
+        first = uses[0][1]
+        sources = {s.sha256: s for _, c in uses for s in c.sources}
+        hashes = [
+            HashType(alg=HashAlgorithm.SHA_256, content=s.sha256)
+            for s in sources.values()
+            if s.origin.name == name and s.sha256 in artifacts
+        ]
+        files = []
+        for target, c in uses:
+            for f in c.files:
+                if f.link_to is not None:
+                    continue
+                identity.update(f"{target}/{f.path}:{f.sha256}\n".encode())
+                files.append(
+                    Component(
+                        type=ComponentType.FILE,
+                        name=f"{target}/{f.path}",
+                        bom_ref=f"file:{target}/{f.path}",
+                        hashes=[HashType(alg=HashAlgorithm.SHA_256, content=f.sha256)],
+                    )
+                )
+        expressions = sorted({c.expression for _, c in uses})
+        properties = [Property(name="ortbundle:target", value=t) for t, _ in uses]
+        properties += [
+            Property(name="ortbundle:found-in", value=f"{s.filename} sha256:{s.sha256}")
+            for s in sorted(sources.values(), key=lambda s: s.filename)
+        ]
+        properties += [
+            Property(name="ortbundle:license-text", value=f"{t}/{x.path}")
+            for t, c in uses
+            for x in c.texts
+        ]
+        properties += _system_properties(name, [t for t, _ in uses], systems or {})
+        components.append(
+            Component(
+                type=ComponentType.LIBRARY,
+                name=name,
+                version=version,
+                bom_ref=f"{name}@{version}",
+                purl=PackageURL.from_string(first.purl),
+                licenses=[LicenseExpression(" AND ".join(expressions))],
+                copyright="\n".join(first.copyrights) or None,
+                publisher=first.publisher or None,
+                hashes=hashes,
+                components=files,
+                properties=properties,
+            )
+        )
+    identity.update(f"{product.name}\n{product.version}\n".encode())
+    tools = ToolRepository(
+        components=[
+            Component(type=ComponentType.APPLICATION, name="ortbundle", version=__version__)
+        ]
+    )
+    bom = Bom(
+        serial_number=uuid.UUID(bytes=identity.digest()[:16], version=5),
+        metadata=BomMetaData(
+            timestamp=datetime.fromtimestamp(epoch, tz=UTC),
+            tools=tools,
+            component=Component(
+                type=ComponentType.APPLICATION,
+                name=product.name,
+                version=product.version,
+                bom_ref=f"product:{product.name}@{product.version}",
+                description=product.description,
+            ),
+        ),
+        components=components,
+    )
+    for component in bom.components:
+        bom.register_dependency(bom.metadata.component, [component])  # type: ignore[arg-type]
+    text = JsonV1Dot6(bom).output_as_string(indent=2)
+    return json.dumps(json.loads(text), indent=2, sort_keys=True) + "\n"
+
+
+def _system_properties(
+    name: str, targets: list[str], systems: Mapping[tuple[str, str], Mapping[str, Any]]
+) -> list[Any]:
+    """ortbundle:requires-system ('linux-x86_64 glibc 2.34, gcc 11.1.0, …') and one
+    ortbundle:needs-symbol-version per system library ('linux-x86_64 libc.so.6 GLIBC_2.34')."""
+    from cyclonedx.model import Property
+
+    found = []
+    for target in targets:
+        system = systems.get((target, name))
+        if system is None:
+            continue
+        minima = ", ".join(f"{k} {v}" for k, v in sorted(system.items()) if k != "needs")
+        found.append(
+            Property(name="ortbundle:requires-system", value=f"{target} {minima or 'nothing'}")
+        )
+        found += [
+            Property(
+                name="ortbundle:needs-symbol-version",
+                value=f"{target} {need['library']} {need['version']}",
+            )
+            for need in system.get("needs", [])
+        ]
+    return found
+
+
+def read_systems(
+    version_dir: Path, licensing: Sequence[TargetLicensing]
+) -> dict[tuple[str, str], dict[str, Any]]:
+    """(target, runtime) -> its `system` entry, from each published runtimes.json."""
+    systems: dict[tuple[str, str], dict[str, Any]] = {}
+    for tl in licensing:
+        try:
+            index = json.loads((version_dir / tl.target / "runtimes.json").read_text("utf-8"))
+        except (OSError, ValueError):
+            continue
+        for runtime in index.get("runtimes", []):
+            if "system" in runtime:
+                systems[(tl.target, runtime["name"])] = runtime["system"]
+    return systems
+
+
+RECORDS_DIR = "records"  # records/<target>.json: each target's attribution, for release merges
+
+
+def write_evidence(
+    version_dir: Path,
+    *,
+    product: Product,
+    recipes: Mapping[str, Recipe | ModelRecipe],
+    licensing: Sequence[TargetLicensing],
+    audits: Sequence[ChannelAudit],
+    inputs: Mapping[str, InputInfo],
+    epoch: int,
+    key: SecretKey | None,
+    root: Path,
+    policy_sha256: str,
+    digests: Mapping[str, str] | None = None,
+    cache: Path | None = None,
+) -> None:
+    """Everything after the stages and packages exist: records, audit, SBOM, manifest, signature,
+    and the SLSA provenance over all of it (signed with the same key).
+
+    One function for a single-machine build and for a release merged from several runners, so
+    both write the same bytes for the same targets.
+    """
+    records = version_dir / RECORDS_DIR
+    records.mkdir(exist_ok=True)
+    for tl in licensing:
+        (records / f"{tl.target}.json").write_text(licensing_to_json(tl), "utf-8")
+    (version_dir / AUDIT_NAME).write_text(
+        report_json(product.name, product.version, audits, licensing), "utf-8"
+    )
+    (version_dir / SBOM_NAME).write_text(
+        cached_sbom_json(
+            cache, product, licensing, inputs, epoch, read_systems(version_dir, licensing)
+        ),
+        "utf-8",
+    )
+    normalize_modes(version_dir)
+    modes = {
+        p.relative_to(version_dir).as_posix(): 0o777 if p.is_symlink() else p.stat().st_mode & 0o777
+        for p in version_dir.rglob("*")
+    }
+    outputs = list_outputs(version_dir, stage_outputs(licensing, modes), digests)
+    public_id = key.public_key().key_id_hex if key else None
+    manifest = manifest_json(
+        product, recipes, inputs, outputs, epoch, public_id, root, policy_sha256
+    ).encode()
+    (version_dir / MANIFEST_NAME).write_bytes(manifest)
+    (version_dir / MANIFEST_NAME).chmod(0o644)
+    if key is not None:
+        (version_dir / SIGNATURE_NAME).write_text(signature_text(manifest, key, product), "utf-8")
+        (version_dir / SIGNATURE_NAME).chmod(0o644)
+    provenance = version_dir / PROVENANCE_NAME
+    provenance.write_text(envelope_json(manifest, build_context(root), key), "utf-8")
+    provenance.chmod(0o644)
+    stamp = epoch * 1_000_000_000
+    for path in version_dir.rglob("*"):
+        # only where it differs: a memoised package hard-linked here keeps its inode's ctime,
+        # which is how the memo knows it was not touched
+        if path.lstat().st_mtime_ns != stamp:
+            os.utime(path, (epoch, epoch), follow_symlinks=False)
+    os.utime(version_dir, (epoch, epoch))

@@ -1,0 +1,184 @@
+"""Verify: re-hash a version directory, a target stage or an unpacked package against the
+signed build manifest, and report every modified, missing and unexpected file by path."""
+
+from __future__ import annotations
+
+import json
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from ortbundle._core.errors import ConfigError, IntegrityError
+from ortbundle.evidence.provenance import PROVENANCE_NAME, ProvenanceCheck, check_provenance
+from ortbundle.evidence.record import (
+    MANIFEST_NAME,
+    MANIFEST_SCHEMA,
+    SIGNATURE_NAME,
+    UNLISTED,
+    hash_file,
+)
+from ortbundle.evidence.signing import PublicKey, load_public_key, verify
+
+
+@dataclass(frozen=True)
+class VerifyReport:
+    tree: Path
+    manifest: Path
+    product: str
+    version: str
+    signed_by: str | None  # key id; None when unsigned and that was allowed
+    trusted_comment: str | None
+    checked: int
+    modified: tuple[str, ...]
+    missing: tuple[str, ...]
+    unexpected: tuple[str, ...]
+    provenance: ProvenanceCheck | None = None  # checked whenever the signature is
+
+    @property
+    def ok(self) -> bool:
+        return not (self.modified or self.missing or self.unexpected)
+
+    def lines(self) -> list[str]:
+        out = [f"modified    {p}" for p in self.modified]
+        out += [f"missing     {p}" for p in self.missing]
+        out += [f"unexpected  {p}" for p in self.unexpected]
+        return out
+
+
+def locate_manifest(tree: Path, manifest: Path | None, target: str | None) -> tuple[Path, str]:
+    """The manifest and the prefix of `tree` inside the version directory it describes."""
+    if manifest is not None:
+        if not manifest.is_file():
+            raise ConfigError(
+                "no such manifest", file=str(manifest), fix="pass the manifest.json of the build"
+            )
+        return manifest, f"{target}/" if target else ""
+    if (tree / MANIFEST_NAME).is_file():
+        return tree / MANIFEST_NAME, f"{target}/" if target else ""
+    if (tree.parent / MANIFEST_NAME).is_file():
+        return tree.parent / MANIFEST_NAME, f"{tree.name}/"
+    raise ConfigError(
+        f"no {MANIFEST_NAME} in or beside this tree",
+        file=str(tree),
+        fix="pass --manifest (and --target for an unpacked package of one target)",
+    )
+
+
+def check_signature(
+    manifest: Path, data: bytes, public_key: PublicKey | None, *, allow_unsigned: bool
+) -> tuple[str | None, str | None]:
+    signature = manifest.with_name(SIGNATURE_NAME)
+    if not signature.is_file():
+        if allow_unsigned:
+            return None, None
+        raise IntegrityError(
+            "the build manifest is not signed",
+            file=str(manifest),
+            fix="build with a signing key (invoke keygen), or pass --allow-unsigned to check "
+            "hashes only",
+        )
+    if public_key is None:
+        raise ConfigError(
+            "the manifest is signed but no public key was given to check it with",
+            file=str(signature),
+            fix="pass --public-key, or keep the product's key at keys/<product>.pub",
+        )
+    comment = verify(data, signature.read_text("utf-8"), public_key, source=str(signature))
+    return public_key.key_id_hex, comment
+
+
+def verify_tree(
+    tree: Path,
+    *,
+    manifest: Path | None = None,
+    target: str | None = None,
+    public_key: PublicKey | Path | str | None = None,
+    allow_unsigned: bool = False,
+    ignore_signature: bool = False,  # hashes only: a runner's tree, checked before a merge
+    workers: int = 2,
+) -> VerifyReport:
+    manifest_path, prefix = locate_manifest(tree, manifest, target)
+    data = manifest_path.read_bytes()
+    key = (
+        public_key
+        if isinstance(public_key, PublicKey) or public_key is None
+        else load_public_key(public_key)
+    )
+    signed_by, comment = (
+        (None, None)
+        if ignore_signature
+        else check_signature(manifest_path, data, key, allow_unsigned=allow_unsigned)
+    )
+    document = _parse(manifest_path, data)
+    provenance = None
+    beside = manifest_path.with_name(PROVENANCE_NAME)
+    if not ignore_signature and (signed_by is not None or beside.is_file()):
+        # a signed manifest needs its signed provenance; an unsigned one's must still agree
+        provenance = check_provenance(beside, data, key if signed_by is not None else None)
+    expected: dict[str, dict[str, Any]] = {
+        o["path"][len(prefix) :]: o for o in document["outputs"] if o["path"].startswith(prefix)
+    }
+    if not expected:
+        raise ConfigError(
+            f"the manifest lists no file under {prefix or 'the version directory'}",
+            file=str(manifest_path),
+            fix="pass --target naming the target this tree was built for",
+        )
+    present: list[Path] = []
+    unexpected: list[str] = []
+    for path in sorted(tree.rglob("*")):
+        if path.is_dir() and not path.is_symlink():
+            continue
+        relative = path.relative_to(tree).as_posix()
+        if not prefix and relative in UNLISTED:
+            continue
+        if relative in expected:
+            present.append(path)
+        else:
+            unexpected.append(relative)
+
+    def differs(path: Path) -> str | None:
+        relative = path.relative_to(tree).as_posix()
+        want = expected[relative]
+        if "link_to" in want:
+            return (
+                None
+                if path.is_symlink() and path.readlink().as_posix() == want["link_to"]
+                else relative
+            )
+        if path.is_symlink() or not path.is_file():
+            return relative
+        size, sha256 = hash_file(path)
+        return None if (size, sha256) == (want["size"], want["sha256"]) else relative
+
+    with ThreadPoolExecutor(max_workers=max(1, workers)) as pool:  # hashlib releases the GIL
+        modified = [r for r in pool.map(differs, present) if r is not None]
+    seen = {p.relative_to(tree).as_posix() for p in present}
+    return VerifyReport(
+        tree=tree,
+        manifest=manifest_path,
+        product=document["product"]["name"],
+        version=document["product"]["version"],
+        signed_by=signed_by,
+        trusted_comment=comment,
+        checked=len(present),
+        modified=tuple(sorted(modified)),
+        missing=tuple(sorted(set(expected) - seen)),
+        unexpected=tuple(unexpected),
+        provenance=provenance,
+    )
+
+
+def _parse(path: Path, data: bytes) -> dict[str, Any]:
+    try:
+        document = json.loads(data)
+    except (UnicodeDecodeError, json.JSONDecodeError) as exc:
+        raise IntegrityError(f"the manifest is not JSON: {exc}", file=str(path)) from None
+    if not isinstance(document, dict) or document.get("schema") != MANIFEST_SCHEMA:
+        raise IntegrityError(
+            f"not an {MANIFEST_SCHEMA} manifest",
+            file=str(path),
+            fix="pass the manifest.json written by invoke build",
+        )
+    return document

@@ -1,0 +1,2 @@
+"""Who licensed each shipped file and whether the policy allows it: attribution, NOTICE, SPDX
+expressions, waivers and the audit gate."""

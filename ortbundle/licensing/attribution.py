@@ -1,0 +1,489 @@
+"""Licences, per file: attribute every staged file, validate the expressions, write NOTICE.
+
+Archive metadata is not evidence (the Linux OpenVINO wheel says "MIT" and ships Apache-2.0
+libraries), so every file in a target stage is mapped to exactly one component by the recipe's
+[[licenses]] globs. A file no rule claims, or two rules claim, stops the build here, before
+anything is published.
+"""
+
+from __future__ import annotations
+
+import fnmatch
+import hashlib
+import json
+import re
+from collections.abc import Iterable
+from dataclasses import dataclass, field, replace
+from pathlib import Path
+
+from ortbundle._core.errors import LicenseError
+from ortbundle._core.templating import render
+from ortbundle.channels import ShippedFile
+from ortbundle.config.recipes import (
+    LicenseRule,
+    Recipe,
+    Source,
+    generic_purl,
+    source_from_json,
+    source_to_json,
+)
+from ortbundle.fetch.cache import stat_record
+from ortbundle.licensing.spdx import NotAnExpression, facts
+from ortbundle.stage.models import StagedModel
+from ortbundle.stage.staging import StagedFile, StagedRuntime, StagedText
+from ortbundle.stage.versions import resolve_version
+
+TOOL_COMPONENT = "ortbundle"  # the loader, runtimes.json and NOTICE are ours
+TOOL_EXPRESSION = "MIT"
+NOTICE_NAME = "NOTICE"
+_LICENSE_REF = re.compile(r"^LicenseRef-[A-Za-z0-9.-]+$")
+_COPYRIGHT = re.compile(
+    r"^\W{0,4}(copyright\s*(\(c\)|©)|copyright\s+(\d{4}|the\b)|©\s*\d{4}|\(c\)\s*\d{4})",
+    re.IGNORECASE,
+)
+
+
+def normalize_expression(expression: str, *, where: str) -> tuple[str, tuple[str, ...]]:
+    """Validate an SPDX expression; return it normalised and its licence ids (sorted).
+
+    `LicenseRef-…` ids stand for terms SPDX does not list (a vendor EULA, unknown terms).
+    """
+    try:
+        parsed = facts(expression)
+    except NotAnExpression as exc:
+        if str(exc) == "empty licence expression":
+            raise LicenseError(
+                "empty licence expression", file=where, fix="write an SPDX expression"
+            ) from None
+        raise LicenseError(
+            f"{expression!r} is not a licence expression: {exc}",
+            file=where,
+            fix="write an SPDX expression, e.g. 'MIT AND BSD-3-Clause'",
+        ) from None
+    unknown = [s for s in parsed.invalid if not _LICENSE_REF.match(s)]
+    if unknown:
+        raise LicenseError(
+            f"unknown licence id(s) {', '.join(unknown)} in {expression!r}",
+            file=where,
+            fix="use SPDX ids (spdx.org/licenses) or LicenseRef-<name> for other terms",
+        )
+    return parsed.normalized, parsed.ids
+
+
+@dataclass(frozen=True)
+class ComponentUse:
+    """One licensed component as it ships on one target."""
+
+    name: str
+    version: str
+    expression: str  # normalised SPDX expression
+    license_ids: tuple[str, ...]
+    purl: str
+    files: tuple[StagedFile, ...]  # what it contributes (libraries, links, metadata)
+    texts: tuple[StagedText, ...]  # its licence texts in the stage
+    copyrights: tuple[str, ...]  # copyright lines found in its texts
+    sources: tuple[Source, ...]  # the upstream artifacts its files came from
+    publisher: str = ""  # who made it, as its files say (PE CompanyName); "" when they do not
+
+    @property
+    def size(self) -> int:
+        return sum(f.size for f in self.files if f.link_to is None)
+
+    @property
+    def has_text(self) -> bool:
+        return bool(self.texts)
+
+
+@dataclass(frozen=True)
+class TargetLicensing:
+    target: str
+    components: tuple[ComponentUse, ...]  # sorted by name
+
+    @property
+    def license_ids(self) -> tuple[str, ...]:
+        return tuple(sorted({i for c in self.components for i in c.license_ids}))
+
+    def owner(self, path: str) -> ComponentUse:
+        for component in self.components:
+            if any(f.path == path for f in component.files) or any(
+                t.path == path for t in component.texts
+            ):
+                return component
+        raise KeyError(path)
+
+
+def purl_for(rule: LicenseRule, sources: Iterable[Source], version: str | None = None) -> str:
+    """The rule's own purl, else pypi when its files come from that very project, else generic."""
+    if rule.purl:
+        return rule.purl
+    origins = {s.origin for s in sources}
+    if len(origins) == 1:
+        (origin,) = origins
+        if origin.name == rule.component:
+            return origin.purl()
+    return generic_purl(rule.component, version or rule.version)
+
+
+def copyright_lines(data: bytes) -> tuple[str, ...]:
+    """Copyright statements in a licence text, in order, once each; none from a binary document."""
+    if b"\0" in data[:8192] or data.startswith(b"%PDF"):
+        return ()  # a binary document (the Qualcomm PDF) ships as it is; nothing to quote
+    try:
+        text = data.decode("utf-8")
+    except UnicodeDecodeError:
+        text = data.decode("cp1252", errors="replace")  # older vendor texts are Latin-1
+    seen: dict[str, None] = {}
+    for line in text.splitlines():
+        stripped = " ".join(line.split())
+        if _COPYRIGHT.match(stripped) and "[yyyy]" not in stripped.lower():
+            seen.setdefault(stripped[:300], None)
+    return tuple(seen)
+
+
+def attribute_target(
+    target: str,
+    stage: Path,
+    runtimes: Iterable[tuple[Recipe, StagedRuntime]],
+    texts: Iterable[StagedText],
+    tool_files: Iterable[StagedFile],
+    tool_texts: Iterable[StagedText],
+    tool_version: str,
+    models: Iterable[StagedModel] = (),
+    memo: Path | None = None,
+    copyright_memo: Path | None = None,
+) -> TargetLicensing:
+    """Map every staged file to exactly one component; a file left over or claimed twice fails.
+
+    `memo`: where each DLL's version resource is kept; `copyright_memo`: where each licence
+    text's copyright lines are (by SHA-256); None reads them again (a release)."""
+    all_texts = list(texts)
+    uses: dict[str, _Collected] = {}
+    for recipe, staged in runtimes:
+        plan = recipe.for_target(target)
+        kept_source = {k.name: k.source for k in staged.closure.kept}
+        prefix = staged.directory + "/"
+        for f in staged.files:
+            name = f.path.removeprefix(prefix)
+            base = name.rsplit("/", 1)[-1]  # payload under assets/ matches by file name too
+            matching = [
+                r
+                for r in plan.licenses
+                if any(
+                    fnmatch.fnmatchcase(name, g) or fnmatch.fnmatchcase(base, g) for g in r.files
+                )
+            ]
+            if not matching:
+                raise LicenseError(
+                    f"staged file {f.path} has no licence attribution",
+                    component=recipe.name,
+                    target=target,
+                    file=str(recipe.path),
+                    fix=f"add a [[targets.{target}.licenses]] rule whose files match {name!r}",
+                )
+            if len(matching) > 1:
+                raise LicenseError(
+                    f"staged file {f.path} is claimed by components "
+                    f"{', '.join(r.component for r in matching)}",
+                    component=recipe.name,
+                    target=target,
+                    file=str(recipe.path),
+                    fix="narrow the [[licenses]] file globs so each file matches one rule",
+                )
+            rule = matching[0]
+            entry = uses.setdefault(rule.component, _Collected(rule, recipe))
+            previous = entry.rule
+            if (previous.version, previous.expression) != (rule.version, rule.expression):
+                raise LicenseError(
+                    f"component {rule.component} is declared as {previous.version} "
+                    f"({previous.expression}) and as {rule.version} ({rule.expression})",
+                    component=recipe.name,
+                    target=target,
+                    file=str(recipe.path),
+                    fix="one component, one version and licence: rename one of them",
+                )
+            entry.files.append(f)
+            source_id = kept_source.get(f.link_to or name)
+            if source_id is not None:
+                source = recipe.sources[source_id]
+                entry.sources[source.sha256] = source
+    result: list[ComponentUse] = []
+    for name, entry in sorted(uses.items()):
+        rule = entry.rule
+        expression, ids = normalize_expression(
+            rule.expression, where=f"{entry.recipe.path} ({name} on {target})"
+        )
+        own_texts = tuple(sorted((t for t in all_texts if t.component == name), key=_by_path))
+        sources = tuple(entry.sources.values())
+        # The package a registry publishes states its own version; a component bundled inside
+        # another's archive is checked against (or takes its version from) its files.
+        bundled = not any(s.origin.name == name for s in sources)
+        resolved = (
+            resolve_version(
+                name,
+                rule.version,
+                [(f.path, stage / f.path, f.sha256) for f in entry.files if f.link_to is None],
+                target=target,
+                recipe=str(entry.recipe.path),
+                memo=memo,
+            )
+            if bundled
+            else None
+        )
+        version = resolved.version if resolved else rule.version
+        purl = purl_for(rule, sources, version)
+        if version != rule.version and "@" not in purl:  # the files' version, for the SBOM too
+            purl = f"{purl}@{version}"
+        result.append(
+            ComponentUse(
+                name=name,
+                version=version,
+                expression=expression,
+                license_ids=ids,
+                purl=purl,
+                files=tuple(sorted(entry.files, key=_by_path)),
+                texts=own_texts,
+                copyrights=_copyrights(stage, own_texts, copyright_memo),
+                sources=tuple(sorted(sources, key=lambda s: s.filename)),
+                publisher=resolved.publisher if resolved else "",
+            )
+        )
+    for model in models:
+        model_recipe = model.recipe
+        if model_recipe.name in uses:
+            raise LicenseError(
+                f"model {model_recipe.name} has the name of a runtime component",
+                target=target,
+                file=str(model_recipe.path),
+                fix="give the model recipe a name of its own",
+            )
+        expression, ids = normalize_expression(
+            model_recipe.expression, where=str(model_recipe.path)
+        )
+        own_texts = tuple(
+            sorted((t for t in all_texts if t.component == model_recipe.name), key=_by_path)
+        )
+        used = {f.form.source for f in model.forms}
+        result.append(
+            ComponentUse(
+                name=model_recipe.name,
+                version=model_recipe.version,
+                expression=expression,
+                license_ids=ids,
+                purl=model.purl,
+                files=model.files,
+                texts=own_texts,
+                copyrights=_copyrights(stage, own_texts, copyright_memo),
+                sources=tuple(
+                    sorted((model_recipe.sources[s] for s in used), key=lambda s: s.filename)
+                ),
+            )
+        )
+    owners = set(uses) | {c.name for c in result}
+    unowned_texts = sorted({t.component for t in all_texts} - owners)
+    if unowned_texts:
+        raise LicenseError(
+            f"licence texts staged for {', '.join(unowned_texts)}, which ship no file here",
+            target=target,
+            fix="drop the unused [[licenses]] rule for this target or fix its file globs",
+        )
+    tool_texts = tuple(sorted(tool_texts, key=_by_path))
+    expression, ids = normalize_expression(TOOL_EXPRESSION, where="ortbundle")
+    result.append(
+        ComponentUse(
+            name=TOOL_COMPONENT,
+            version=tool_version,
+            expression=expression,
+            license_ids=ids,
+            purl=generic_purl(TOOL_COMPONENT, tool_version),
+            files=tuple(sorted(tool_files, key=_by_path)),
+            texts=tool_texts,
+            copyrights=_copyrights(stage, tool_texts, copyright_memo),
+            sources=(),
+        )
+    )
+    return TargetLicensing(target=target, components=tuple(sorted(result, key=lambda c: c.name)))
+
+
+@dataclass
+class _Collected:
+    rule: LicenseRule
+    recipe: Recipe
+    files: list[StagedFile] = field(default_factory=list)
+    sources: dict[str, Source] = field(default_factory=dict)
+
+
+def _by_path(item: StagedFile | StagedText) -> str:
+    return item.path
+
+
+def _copyrights(stage: Path, texts: Iterable[StagedText], memo: Path | None) -> tuple[str, ...]:
+    lines: dict[str, None] = {}
+    for text in texts:
+        for line in _text_copyrights(stage / text.path, text.sha256, memo):
+            lines.setdefault(line, None)
+    return tuple(lines)
+
+
+def _text_copyrights(path: Path, sha256: str, memo: Path | None) -> tuple[str, ...]:
+    """copyright_lines of one staged text (whose SHA-256 the stage checked as it copied it),
+    kept by that SHA-256 and the tool's code: every target of a build quotes the same texts,
+    and a warm build quotes them again, line by line, for nothing."""
+    from ortbundle._core.fsio import remembered
+    from ortbundle.pipeline.noop import code_digest
+
+    key = hashlib.sha256(f"{code_digest()}\0{sha256}".encode()).hexdigest()
+    return remembered(
+        None if memo is None else memo / key[:2] / f"{key}.json",
+        lambda: copyright_lines(path.read_bytes()),
+        list,
+        lambda kept: tuple(str(line) for line in kept),
+    )
+
+
+def notice_text(product: str, version: str, licensing: TargetLicensing) -> str:
+    """The NOTICE file: every component, its licence, copyright lines and where its texts sit."""
+    return render(
+        "NOTICE.j2",
+        {
+            "product": product,
+            "version": version,
+            "target": licensing.target,
+            "licensing": licensing,
+        },
+    )
+
+
+def with_tool_file(licensing: TargetLicensing, file: StagedFile) -> TargetLicensing:
+    """Add a file written after attribution (NOTICE, which cannot describe itself)."""
+    components = tuple(
+        replace(c, files=tuple(sorted((*c.files, file), key=_by_path)))
+        if c.name == TOOL_COMPONENT
+        else c
+        for c in licensing.components
+    )
+    return replace(licensing, components=components)
+
+
+def list_stage(stage: Path, licensing: TargetLicensing) -> tuple[ShippedFile, ...]:
+    """Every entry on disk, as packages must carry it; an entry nobody is attributed stops here.
+
+    Hashes come from the attribution (computed while extracting), so nothing is read twice;
+    sizes are checked against the disk.
+    """
+    known = {f.path: f for c in licensing.components for f in c.files}
+    known.update(
+        {
+            t.path: StagedFile(t.path, t.size, t.sha256)
+            for c in licensing.components
+            for t in c.texts
+        }
+    )
+    shipped: list[ShippedFile] = []
+    for path in sorted(stage.rglob("*")):
+        if path.is_dir() and not path.is_symlink():
+            continue
+        relative = path.relative_to(stage).as_posix()
+        entry = known.get(relative)
+        if entry is None:
+            raise LicenseError(
+                f"{relative} is in the stage but attributed to no component",
+                target=licensing.target,
+                file=str(path),
+                fix="every staged file needs a [[licenses]] rule; remove the stray file",
+            )
+        if path.is_symlink():
+            shipped.append(
+                ShippedFile(
+                    relative, entry.size, entry.sha256, 0o777, link_to=path.readlink().as_posix()
+                )
+            )
+            continue
+        stat = path.stat()
+        if stat.st_size != entry.size:
+            raise LicenseError(
+                f"{relative} changed size after it was attributed",
+                target=licensing.target,
+                file=str(path),
+                fix="rebuild; nothing may write into a stage after attribution",
+            )
+        shipped.append(
+            ShippedFile(
+                relative, entry.size, entry.sha256, stat.st_mode & 0o777, stamp=stat_record(stat)
+            )
+        )
+    missing = sorted(set(known) - {f.path for f in shipped})
+    if missing:
+        raise LicenseError(
+            f"attributed files are missing from the stage: {', '.join(missing)}",
+            target=licensing.target,
+            fix="rebuild the stage",
+        )
+    return tuple(shipped)
+
+
+RECORD_SCHEMA = "ortbundle.target-record/1"
+
+
+def licensing_to_json(licensing: TargetLicensing) -> str:
+    """A target's attribution as data, so a release can merge targets built on other machines."""
+    document = {
+        "schema": RECORD_SCHEMA,
+        "target": licensing.target,
+        "components": [
+            {
+                "name": c.name,
+                "version": c.version,
+                "expression": c.expression,
+                "license_ids": list(c.license_ids),
+                "purl": c.purl,
+                "files": [
+                    {"path": f.path, "size": f.size, "sha256": f.sha256, "link_to": f.link_to}
+                    for f in c.files
+                ],
+                "texts": [
+                    {
+                        "component": t.component,
+                        "path": t.path,
+                        "origin": t.origin,
+                        "size": t.size,
+                        "sha256": t.sha256,
+                    }
+                    for t in c.texts
+                ],
+                "copyrights": list(c.copyrights),
+                "sources": [source_to_json(s) for s in c.sources],
+                **({"publisher": c.publisher} if c.publisher else {}),
+            }
+            for c in licensing.components
+        ],
+    }
+    return json.dumps(document, indent=2, sort_keys=True) + "\n"
+
+
+def licensing_from_json(text: str, *, where: str) -> TargetLicensing:
+    try:
+        document = json.loads(text)
+        if document.get("schema") != RECORD_SCHEMA:
+            raise ValueError(f"schema is {document.get('schema')!r}, not {RECORD_SCHEMA}")
+        components = tuple(
+            ComponentUse(
+                name=c["name"],
+                version=c["version"],
+                expression=c["expression"],
+                license_ids=tuple(c["license_ids"]),
+                purl=c["purl"],
+                files=tuple(StagedFile(**f) for f in c["files"]),
+                texts=tuple(StagedText(**t) for t in c["texts"]),
+                copyrights=tuple(c["copyrights"]),
+                sources=tuple(source_from_json(s) for s in c["sources"]),
+                publisher=c.get("publisher", ""),
+            )
+            for c in document["components"]
+        )
+        return TargetLicensing(target=document["target"], components=components)
+    except (ValueError, KeyError, TypeError, AttributeError) as exc:
+        raise LicenseError(
+            f"not a readable target record: {exc}",
+            file=where,
+            fix="use the dist/ tree written by invoke build of this ortbundle version",
+        ) from None

@@ -1,0 +1,546 @@
+"""The licence audit: per channel, every shipped component against the policy, texts and waivers.
+
+Policy is data (`licenses/policy.toml`); waivers are a person's sign-off in the product
+manifest. The audit never turns a gap into "OK": a waived gap is reported as WAIVED, with the
+reason and the reviewer, every time it is relied on, and `--release` refuses it unless the
+waiver is signed off, in date and names the bytes that ship (ortbundle/licensing/waivers.py).
+"""
+
+from __future__ import annotations
+
+import fnmatch
+import json
+import tomllib
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass, field
+from datetime import UTC, date, datetime
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, Literal
+
+from ortbundle._core.errors import AuditError, ConfigError
+from ortbundle.config.plan import POLICY_NAME, BuildOptions, Project
+from ortbundle.config.policy_overlay import with_overlay
+from ortbundle.config.recipes import Product, Waiver
+from ortbundle.config.schema import check_document, display_name
+from ortbundle.config.schema.choices import VERDICTS
+from ortbundle.licensing.attribution import ComponentUse, TargetLicensing
+from ortbundle.licensing.spdx import NotAnExpression, Tree, facts
+from ortbundle.licensing.waivers import CoveredFile, WaiverUse, use_of
+
+if TYPE_CHECKING:
+    from rich.console import Console
+
+Verdict = Literal["allow", "review", "refuse"]
+Status = Literal["ok", "waived", "review", "fail"]
+_RANK: dict[str, int] = {verdict: rank for rank, verdict in enumerate(VERDICTS)}
+AUDIT_SCHEMA = "ortbundle.audit/1"
+
+
+@dataclass(frozen=True)
+class ChannelPolicy:
+    name: str
+    targets: tuple[str, ...]  # globs over target names
+    allow: tuple[str, ...]  # globs over licence ids, sets expanded
+    review: tuple[str, ...]
+    refuse: tuple[str, ...]
+    unknown: Verdict
+    # the product's [policy] overlay (config/policy_overlay.py), consulted before the lists
+    # above; only this policy's own refusals come first
+    first: tuple[tuple[Verdict, tuple[str, ...]], ...] = ()
+
+    def covers(self, target: str) -> bool:
+        return any(fnmatch.fnmatchcase(target, glob) for glob in self.targets)
+
+    def verdict_for_id(self, license_id: str) -> Verdict:
+        """Refuse beats review beats allow: a broad allow glob cannot hide a refusal."""
+        if any(fnmatch.fnmatchcase(license_id, g) for g in self.refuse):
+            return "refuse"
+        for mine, globs in self.first:
+            if any(fnmatch.fnmatchcase(license_id, g) for g in globs):
+                return mine
+        for verdict, globs in (("refuse", self.refuse), ("review", self.review)):
+            if any(fnmatch.fnmatchcase(license_id, g) for g in globs):
+                return verdict  # type: ignore[return-value]
+        if any(fnmatch.fnmatchcase(license_id, g) for g in self.allow):
+            return "allow"
+        return self.unknown
+
+    def evaluate(self, expression: str) -> Verdict:
+        """AND needs every part acceptable; OR takes the best alternative."""
+        return self._walk(facts(expression).tree)
+
+    def _walk(self, node: Tree) -> Verdict:
+        kind, value = node
+        if kind == "AND":
+            return max((self._walk(a) for a in value), key=_RANK.__getitem__)
+        if kind == "OR":
+            return min((self._walk(a) for a in value), key=_RANK.__getitem__)
+        return self.verdict_for_id(value)  # "X WITH exception": judged as X
+
+
+@dataclass(frozen=True)
+class Policy:
+    path: Path
+    channels: dict[str, ChannelPolicy]
+    sets: dict[str, tuple[str, ...]] = field(default_factory=dict)  # expanded
+
+    def channel(self, name: str) -> ChannelPolicy:
+        if name not in self.channels:
+            raise ConfigError(
+                f"the licence policy has no channel {name!r}",
+                file=str(self.path),
+                fix=f"use one of: {', '.join(sorted(self.channels))}, or add [channels.{name}]",
+            )
+        return self.channels[name]
+
+
+def load_policy(path: Path) -> Policy:
+    try:
+        data = tomllib.loads(path.read_text("utf-8"))
+    except FileNotFoundError:
+        raise ConfigError(
+            "the licence policy is missing", file=str(path), fix="restore licenses/policy.toml"
+        ) from None
+    except tomllib.TOMLDecodeError as exc:
+        raise ConfigError(f"not valid TOML: {exc}", file=str(path)) from None
+    check_document(display_name(path), data, "policy", path=str(path))
+    sets = data.get("sets", {})
+    if not isinstance(sets, dict):
+        raise ConfigError("[sets] must be a table of lists", file=str(path))
+
+    def expand(values: Any, where: str, seen: tuple[str, ...] = ()) -> tuple[str, ...]:
+        if not isinstance(values, list) or not all(isinstance(v, str) for v in values):
+            raise ConfigError(f"{where} must be a list of strings", file=str(path))
+        out: list[str] = []
+        for value in values:
+            if value.startswith("@"):
+                if value[1:] not in sets:
+                    raise ConfigError(f"{where}: unknown set {value}", file=str(path))
+                if value[1:] in seen:
+                    raise ConfigError(f"{where}: set {value} includes itself", file=str(path))
+                out.extend(expand(sets[value[1:]], f"sets.{value[1:]}", (*seen, value[1:])))
+            else:
+                out.append(value)
+        return tuple(out)
+
+    channels: dict[str, ChannelPolicy] = {}
+    tables = data.get("channels", {})
+    if not isinstance(tables, dict) or not all(isinstance(v, dict) for v in tables.values()):
+        raise ConfigError("[channels.<name>] must be tables", file=str(path))
+    for name, table in tables.items():
+        unknown = table.get("unknown", "review")
+        if unknown not in _RANK:
+            raise ConfigError(
+                f"channels.{name}.unknown must be allow, review or refuse", file=str(path)
+            )
+        channels[name] = ChannelPolicy(
+            name=name,
+            targets=expand(table.get("targets", ["*"]), f"channels.{name}.targets"),
+            allow=expand(table.get("allow", []), f"channels.{name}.allow"),
+            review=expand(table.get("review", []), f"channels.{name}.review"),
+            refuse=expand(table.get("refuse", []), f"channels.{name}.refuse"),
+            unknown=unknown,
+        )
+    expanded = {name: expand(sets[name], f"sets.{name}", (name,)) for name in sets}
+    return Policy(path=path, channels=channels, sets=expanded)
+
+
+@dataclass(frozen=True)
+class ComponentAudit:
+    name: str
+    version: str
+    expression: str
+    purl: str
+    files: tuple[str, ...]  # "<target>/<path>"
+    size: int
+    texts: tuple[str, ...]  # "<target>/<path>"
+    text_present: bool
+    verdict: Verdict
+    status: Status
+    waivers: tuple[Waiver, ...]
+    problems: tuple[str, ...]
+    waiver_uses: tuple[WaiverUse, ...] = ()  # the waivers relied on, with their sign-off state
+
+
+@dataclass(frozen=True)
+class ChannelAudit:
+    channel: str
+    targets: tuple[str, ...]
+    components: tuple[ComponentAudit, ...]
+    unused_waivers: tuple[Waiver, ...]
+    release: bool
+
+    @property
+    def waived(self) -> tuple[ComponentAudit, ...]:
+        return tuple(c for c in self.components if c.status == "waived")
+
+    @property
+    def failures(self) -> tuple[str, ...]:
+        out = [f"{c.name}: {p}" for c in self.components if c.status == "fail" for p in c.problems]
+        if self.release:
+            out += [
+                f"{c.name}: {p} (review — a release needs none)"
+                for c in self.components
+                if c.status == "review"
+                for p in c.problems
+            ]
+            out += [
+                f"{c.name}: {u.refusal()}"
+                for c in self.components
+                if c.status == "waived"
+                for u in c.waiver_uses
+                if not u.signed_off
+            ]
+            out += [f"waiver for {w.file} matches no shipped file" for w in self.unused_waivers]
+        return tuple(out)
+
+    @property
+    def passed(self) -> bool:
+        return not self.failures
+
+
+def audit_channel(
+    policy: ChannelPolicy,
+    licensing: Sequence[TargetLicensing],
+    waivers: Iterable[Waiver],
+    *,
+    release: bool,
+    today: date | None = None,
+) -> ChannelAudit:
+    """`today` decides which waivers have expired (default: today's date, UTC)."""
+    today = today or datetime.now(UTC).date()
+    targets = tuple(t for t in licensing if policy.covers(t.target))
+    relevant = [
+        w
+        for w in waivers
+        if not w.channels or policy.name in w.channels
+        if not w.targets or any(t.target in w.targets for t in targets)
+    ]
+    used: set[int] = set()
+    grouped: dict[tuple[str, str], list[tuple[str, ComponentUse]]] = {}
+    for tl in targets:
+        for component in tl.components:
+            grouped.setdefault((component.name, component.version), []).append(
+                (tl.target, component)
+            )
+    results = []
+    for (name, version), uses in sorted(grouped.items()):
+        expressions = {c.expression for _, c in uses}
+        expression = (
+            " AND ".join(sorted(expressions)) if len(expressions) > 1 else uses[0][1].expression
+        )
+        verdict = policy.evaluate(expression)
+        files = [(t, f.path) for t, c in uses for f in c.files]
+        own_files = [(t, f.path) for t, c in uses for f in c.files if f.link_to is None]
+        shipped = [
+            CoveredFile(t, f.path, f.sha256) for t, c in uses for f in c.files if f.link_to is None
+        ]
+        text_present = all(c.has_text for _, c in uses)
+        problems: list[str] = []
+        if verdict == "refuse":
+            problems.append(f"licence {expression} is refused on the {policy.name} channel")
+        if not text_present:
+            missing = sorted(t for t, c in uses if not c.has_text)
+            problems.append(f"no licence text ({', '.join(missing)})")
+        if verdict == "review":
+            problems.append(f"licence {expression} needs review on the {policy.name} channel")
+        matched: list[Waiver] = []
+        for index, waiver in enumerate(relevant):
+            hits = [
+                (t, p)
+                for t, p in own_files
+                if fnmatch.fnmatchcase(p, waiver.file)
+                and (not waiver.targets or t in waiver.targets)
+            ]
+            if not hits:
+                continue
+            used.add(index)
+            if _same_expression(waiver.license, expression):
+                matched.append(waiver)
+            else:
+                problems.append(
+                    f"waiver for {waiver.file} accepts {waiver.license}, but the file is now "
+                    f"{expression}: the waiver no longer applies"
+                )
+        covered = all(
+            any(
+                fnmatch.fnmatchcase(p, w.file) and (not w.targets or t in w.targets)
+                for w in matched
+            )
+            for t, p in own_files
+        )
+        status: Status
+        if verdict == "refuse":
+            status = "fail"  # no waiver overrides a refusal: the policy itself must change
+        elif not problems:
+            status = "ok"
+        elif matched and covered:
+            status = "waived"
+        elif not text_present:
+            status = "fail"
+        else:
+            status = "review"
+        results.append(
+            ComponentAudit(
+                name=name,
+                version=version,
+                expression=expression,
+                purl=uses[0][1].purl,
+                files=tuple(f"{t}/{p}" for t, p in sorted(files)),
+                size=sum(c.size for _, c in uses),
+                texts=tuple(sorted(f"{t}/{x.path}" for t, c in uses for x in c.texts)),
+                text_present=text_present,
+                verdict=verdict,
+                status=status,
+                waivers=tuple(matched) if status == "waived" else (),
+                problems=tuple(problems),
+                waiver_uses=tuple(use_of(w, shipped, today) for w in matched)
+                if status == "waived"
+                else (),
+            )
+        )
+    unused = tuple(w for i, w in enumerate(relevant) if i not in used)
+    return ChannelAudit(
+        channel=policy.name,
+        targets=tuple(t.target for t in targets),
+        components=tuple(results),
+        unused_waivers=unused,
+        release=release,
+    )
+
+
+def _same_expression(a: str, b: str) -> bool:
+    try:
+        return facts(a).simplified == facts(b).simplified
+    except NotAnExpression:  # an unparsable waiver licence simply does not match
+        return False
+
+
+def _mib(size: int) -> str:
+    return f"{size / (1 << 20):.1f}"
+
+
+_STYLE = {"ok": "green", "waived": "bold yellow", "review": "yellow", "fail": "bold red"}
+
+
+def print_report(console: Console, audits: Sequence[ChannelAudit]) -> None:
+    """What an auditor reads: per channel, per component, then every waiver relied on."""
+    from rich.table import Table
+
+    for audit in audits:
+        title = f"licence audit — {audit.channel} ({', '.join(audit.targets)})"
+        if audit.release:
+            title += " — release"
+        table = Table(title=title)
+        for column in (
+            "component",
+            "version",
+            "licence",
+            "files",
+            "MiB",
+            "text",
+            "policy",
+            "status",
+        ):
+            table.add_column(column, justify="right" if column in ("files", "MiB") else "left")
+        for c in audit.components:
+            table.add_row(
+                c.name,
+                c.version,
+                c.expression,
+                str(len(c.files)),
+                _mib(c.size),
+                "present" if c.text_present else "[bold red]MISSING[/]",
+                c.verdict,
+                f"[{_STYLE[c.status]}]{c.status.upper()}[/]",
+            )
+        console.print(table)
+        for c in audit.waived:
+            for u in c.waiver_uses:
+                w = u.waiver
+                console.print(
+                    f"[bold yellow]WAIVED[/] {audit.channel}: {c.name} {w.file} — {w.license} — "
+                    f"{w.reason} — {u.summary()}",
+                    highlight=False,
+                )
+        for c in audit.components:
+            if c.status == "review":
+                for p in c.problems:
+                    console.print(
+                        f"[yellow]REVIEW[/] {audit.channel}: {c.name}: {p}", highlight=False
+                    )
+        for w in audit.unused_waivers:
+            console.print(
+                f"[yellow]UNUSED WAIVER[/] {audit.channel}: {w.file} matches no shipped file",
+                highlight=False,
+            )
+        for failure in audit.failures:
+            console.print(f"[bold red]FAIL[/] {audit.channel}: {failure}", highlight=False)
+        verdict = "[green]passed[/]" if audit.passed else "[bold red]FAILED[/]"
+        console.print(f"{audit.channel}: audit {verdict}", highlight=False)
+
+
+def audit_summary(audits: Sequence[ChannelAudit]) -> list[str]:
+    """The lines a later no-op build repeats: every waiver relied on, every verdict."""
+    lines = []
+    for audit in audits:
+        for c in audit.waived:
+            for u in c.waiver_uses:
+                w = u.waiver
+                lines.append(
+                    f"WAIVED {audit.channel}: {c.name} {w.file} — {w.license} — {w.reason} — "
+                    f"{u.summary()}"
+                )
+        lines.append(f"{audit.channel}: audit {'passed' if audit.passed else 'FAILED'}")
+    return lines
+
+
+def coverage_lines(licensing: Sequence[TargetLicensing]) -> list[str]:
+    from ortbundle._core.progress import mib  # the one size unit of the tool's output
+
+    lines = []
+    for tl in licensing:
+        files = [f for c in tl.components for f in c.files if f.link_to is None]
+        texts = [t for c in tl.components for t in c.texts]
+        size = sum(f.size for f in files) + sum(t.size for t in texts)
+        lines.append(
+            f"{tl.target}: {len(files) + len(texts)} files, {mib(size)}, 100% attributed to "
+            f"{len(tl.components)} components"
+        )
+    return lines
+
+
+def report_json(
+    product: str, version: str, audits: Sequence[ChannelAudit], licensing: Sequence[TargetLicensing]
+) -> str:
+    def waiver(w: Waiver) -> dict[str, Any]:
+        return {
+            "file": w.file,
+            "license": w.license,
+            "reason": w.reason,
+            "reviewer": w.reviewer,
+            "targets": list(w.targets),
+            "channels": list(w.channels),
+            "sha256": list(w.sha256),
+            "reviewed": w.reviewed.isoformat() if w.reviewed else None,
+            "expires": w.expires.isoformat() if w.expires else None,
+        }
+
+    def use(u: WaiverUse) -> dict[str, Any]:
+        return {
+            **waiver(u.waiver),
+            "covers": [{"path": f"{f.target}/{f.path}", "sha256": f.sha256} for f in u.covered],
+            "signed_off": u.signed_off,
+            "signoff_problems": list(u.problems),
+        }
+
+    document = {
+        "schema": AUDIT_SCHEMA,
+        "product": {"name": product, "version": version},
+        "passed": all(a.passed for a in audits),
+        "attribution": [
+            {
+                "target": tl.target,
+                "files": _attributed_files(tl),
+            }
+            for tl in licensing
+        ],
+        "channels": [
+            {
+                "channel": a.channel,
+                "targets": list(a.targets),
+                "release": a.release,
+                "passed": a.passed,
+                "failures": list(a.failures),
+                "components": [
+                    {
+                        "name": c.name,
+                        "version": c.version,
+                        "license": c.expression,
+                        "purl": c.purl,
+                        "files": list(c.files),
+                        "size": c.size,
+                        "texts": list(c.texts),
+                        "text_present": c.text_present,
+                        "policy": c.verdict,
+                        "status": c.status,
+                        "problems": list(c.problems),
+                        "waivers": [use(u) for u in c.waiver_uses],
+                    }
+                    for c in a.components
+                ],
+                "unused_waivers": [waiver(w) for w in a.unused_waivers],
+            }
+            for a in audits
+        ],
+    }
+    return json.dumps(document, indent=2, sort_keys=True) + "\n"
+
+
+def _attributed_files(licensing: TargetLicensing) -> list[dict[str, Any]]:
+    items: list[dict[str, Any]] = []
+    for c in licensing.components:
+        items += [{"path": f.path, "size": f.size, "component": c.name} for f in c.files]
+        items += [{"path": t.path, "size": t.size, "component": c.name} for t in c.texts]
+    return sorted(items, key=lambda item: str(item["path"]))
+
+
+# --- the gate over a build's targets ---------------------------------------------------------
+
+
+class AuditFailed(AuditError):
+    """The gate refused: carries the audits so the report is printed before the exit."""
+
+    def __init__(
+        self, product: Product, audits: tuple[ChannelAudit, ...], licensing: list[TargetLicensing]
+    ) -> None:
+        channels = ", ".join(a.channel for a in audits if not a.passed)
+        super().__init__(
+            f"the licence audit failed for: {channels}",
+            fix="add the missing texts or policy entries; a release accepts a waiver only when "
+            "a person has signed it off (reviewer, sha256, reviewed, expires: see each FAIL line)",
+        )
+        self.product = product
+        self.audits = audits
+        self.licensing = licensing
+
+
+def audit_targets(
+    project: Project,
+    product: Product,
+    licensing: Sequence[TargetLicensing],
+    options: BuildOptions,
+) -> tuple[ChannelAudit, ...]:
+    """The channels whose targets were built, each against the policy and the waivers."""
+    policy = with_overlay(load_policy(project.licenses / POLICY_NAME), product.policy)
+    built = {tl.target for tl in licensing}
+    channels = options.audit_channels or product.channels
+    audits = []
+    for name in channels:
+        channel = policy.channel(name)
+        if options.audit_channels or any(channel.covers(t) for t in built):
+            audits.append(
+                audit_channel(channel, licensing, product.waivers, release=options.release)
+            )
+    # a target no package carries (windows-arm64 today) is still published under dist/: it is
+    # audited as what it is, the stage, so no built byte goes unaudited
+    covered = {t for a in audits for t in a.targets}
+    bare = [tl for tl in licensing if tl.target not in covered]
+    if bare and not options.audit_channels:
+        if STAGE_CHANNEL not in policy.channels:
+            raise ConfigError(
+                f"no package carries {', '.join(tl.target for tl in bare)}, and the licence "
+                f"policy has no [channels.{STAGE_CHANNEL}] to audit such a stage",
+                file=str(policy.path),
+                fix=f'add [channels.{STAGE_CHANNEL}] with targets = ["*"] (see the repository\'s '
+                "licenses/policy.toml)",
+            )
+        audits.append(
+            audit_channel(
+                policy.channel(STAGE_CHANNEL), bare, product.waivers, release=options.release
+            )
+        )
+    return tuple(audits)
+
+
+STAGE_CHANNEL = "stage"

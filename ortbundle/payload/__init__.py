@@ -1,0 +1,1 @@
+"""What ships to users' machines beside the runtimes: the dependency-free runtime loader."""

@@ -1,0 +1,527 @@
+"""The pipeline, end to end: plan → fetch → (per target, in parallel) prune and stage → report."""
+
+from __future__ import annotations
+
+import contextlib
+import functools
+import os
+from collections.abc import Mapping, Sequence
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from ortbundle import __version__
+from ortbundle._core.errors import ClosureError
+from ortbundle._core.fsio import atomic_write
+from ortbundle._core.progress import Reporter, status
+from ortbundle._core.templating import keep_in as keep_renderings
+from ortbundle.channels import ChannelOutput, ExternalLibrary, PackageInput, ShippedFile
+from ortbundle.channels.registry import generate_all, package_input
+from ortbundle.config.plan import (
+    DEFAULT_PRODUCT,
+    TOOL_LICENSE,
+    BuildOptions,
+    Plan,
+    Project,
+    load_plan,
+    policy_digest,
+    signing_key,
+    with_models,
+)
+from ortbundle.config.recipes import Recipe
+from ortbundle.config.targets import get_target, overlays
+from ortbundle.evidence.record import InputInfo, write_evidence
+from ortbundle.evidence.report import check_compare, write_closures, write_report
+from ortbundle.evidence.signing import SecretKey
+from ortbundle.fetch.archives import MemberReader, open_source
+from ortbundle.fetch.artifacts import Artifact, Fetcher
+from ortbundle.fetch.cache import Cache, default_cache_dir, locked
+from ortbundle.fetch.member_memo import MemoizedMembers
+from ortbundle.licensing import spdx
+from ortbundle.licensing.attribution import (
+    NOTICE_NAME,
+    TOOL_COMPONENT,
+    TargetLicensing,
+    attribute_target,
+    list_stage,
+    notice_text,
+    with_tool_file,
+)
+from ortbundle.licensing.audit import AuditFailed, ChannelAudit, audit_summary, audit_targets
+from ortbundle.pipeline.incremental import (
+    PreparedBuild,
+    digest_of,
+    prepare_build,
+    record_build,
+    restore_runtime,
+    runtime_key,
+    store_runtime,
+)
+from ortbundle.pipeline.preflight import preflight
+from ortbundle.pipeline.summary import write_summary
+from ortbundle.stage.binaries.soname import patchelf_version
+from ortbundle.stage.closure_report import raise_collected
+from ortbundle.stage.index_json import index_files, write_index
+from ortbundle.stage.models import StagedModel, models_index, stage_model, write_models_index
+from ortbundle.stage.plugins import refuse_bundled_core
+from ortbundle.stage.runtime_loads import refuse_undeclared, with_runtime_loads
+from ortbundle.stage.staging import (
+    TEXT_MODE,
+    StagedRuntime,
+    StagedText,
+    discard,
+    memo_reader,
+    open_archives,
+    publish,
+    scratch_dir,
+    stage_license_texts,
+    stage_runtime,
+    stage_texts,
+    stage_tool_license,
+    staged_file,
+)
+
+
+@dataclass(frozen=True)
+class TargetResult:
+    target: str
+    stage: Path
+    runtimes: tuple[StagedRuntime, ...]
+    texts: tuple[StagedText, ...]
+    licensing: TargetLicensing
+    files: tuple[ShippedFile, ...]  # every entry of the stage, as the packages must carry it
+
+
+@dataclass(frozen=True)
+class BuildResult:
+    plan: Plan
+    artifacts: dict[str, Artifact]
+    targets: tuple[TargetResult, ...]
+    audits: tuple[ChannelAudit, ...]
+    version_dir: Path
+    packages: tuple[ChannelOutput, ...] = ()
+    signed_by: str | None = None  # key id, None for an unsigned development build
+    up_to_date: dict[str, Any] | None = None  # set when nothing changed: the earlier summary
+    # per target, what the user's machine must provide (the packages' PackageInput.externals)
+    requirements: Mapping[str, tuple[ExternalLibrary, ...]] = field(default_factory=dict)
+
+
+__all__ = [
+    "DEFAULT_PRODUCT",
+    "AuditFailed",
+    "BuildOptions",
+    "BuildResult",
+    "Plan",
+    "Project",
+    "build",
+    "fetch",
+    "finish_version",
+]
+
+
+def fetch(
+    project: Project, options: BuildOptions, reporter: Reporter, plan: Plan | None = None
+) -> tuple[Plan, dict[str, Artifact]]:
+    plan = plan or load_plan(project, options)
+    cache = Cache(options.cache_dir or default_cache_dir(), verify_all=options.release)
+    fetcher = Fetcher(
+        cache,
+        reporter,
+        offline=options.offline,
+        index_url=options.index_url,
+        policy=options.retry,
+        project_root=project.root,  # the project's own .npmrc
+        environ=options.environ,
+    )
+    # a nested source's inner archive comes back too, under its own SHA-256
+    artifacts = fetcher.fetch_all(plan.all_sources(), jobs=options.workers)
+    return plan, artifacts
+
+
+def _stage_models(
+    project: Project,
+    plan: Plan,
+    target: str,
+    artifacts: dict[str, Artifact],
+    tmp: Path,
+    texts: list[StagedText],
+    memo: Path | None,
+) -> list[StagedModel]:
+    """Every model of the product, gated, under models/<name>/, with its licence texts."""
+    staged = []
+    # a backend may be a runtime another product ships (android-qnn): any runtime recipe
+    known_runtimes = {*plan.product.runtimes, *(p.stem for p in project.recipes.glob("*.toml"))}
+    for model in plan.models.values():
+        ids = plan.model_sources(model)
+        paths = {sid: artifacts[model.sources[sid].archive_sha256].path for sid in ids}
+        archives: dict[str, MemberReader] = {}
+        try:
+            for sid in sorted(ids):
+                source = model.sources[sid]
+                archives[sid] = MemoizedMembers(
+                    source.archive_sha256,
+                    source.archive_name,
+                    memo,
+                    functools.partial(
+                        open_source, paths[sid], label=source.archive_name, component=model.name
+                    ),
+                )
+            staged.append(
+                stage_model(
+                    model,
+                    archives,
+                    tmp,
+                    runtimes=known_runtimes,
+                    target_runtimes=plan.product.runtimes_for(target),
+                    target=target,
+                )
+            )
+            texts.extend(
+                stage_texts(
+                    [(model.name, model.texts)],
+                    model.name,
+                    target,
+                    archives,
+                    tmp,
+                    project.licenses,
+                )
+            )
+        finally:
+            for archive in archives.values():
+                archive.close()
+    return staged
+
+
+def _stage_target(
+    project: Project,
+    plan: Plan,
+    target_name: str,
+    artifacts: dict[str, Artifact],
+    tmp: Path,
+    cache: Path,
+    code: str,
+    verify: bool,
+) -> TargetResult:
+    tmp.mkdir()
+    memo = cache / "outputs" / "members"
+    runtimes: list[tuple[Recipe, StagedRuntime]] = []
+    texts: list[StagedText] = []
+    problems: list[ClosureError] = []  # every runtime is pruned; all problems reported at once
+    for recipe, ids in plan.sources_for(target_name):
+        # the tool's data under the recipe's and the product's [[externals]]
+        target = overlays(plan.product.externals, recipe.externals).apply(get_target(target_name))
+        status(f"{target_name}: {recipe.name}")  # the live line of the stage phase
+        plan_t = recipe.for_target(target_name)
+        take_ids = {take.source for take in plan_t.takes} | {p.source for p in plan_t.payloads}
+        # what the pruned runtime depends on: its name, this target's recipe section, the bytes
+        # of the sources it takes — not the rest of the recipe, so a pin for another target
+        # leaves it alone
+        # a rename's bytes also depend on the patchelf that rewrote them
+        tools = f"\npatchelf {patchelf_version()}" if plan_t.renames else ""
+        key = runtime_key(
+            f"{recipe.name}\n{plan_t!r}{tools}\n{target.externals!r}",
+            target_name,
+            # the archive the members come from: for a nested source, the inner one's pin
+            (recipe.sources[i].archive_sha256 for i in take_ids),
+            code,
+        )
+        # the pruned runtime of an earlier build; never for a release: a record stored beside
+        # the memo cannot vouch for it, so a release prunes again from re-hashed wheels
+        staged = None if verify else restore_runtime(cache, key, tmp, recipe.directory)
+        text_ids = {t.source for rule in plan_t.licenses for t in rule.texts if t.source}
+        # a restored runtime reads only its licence texts, through the member memo: the wheels
+        # are opened (and their member names checked) only for a text the memo lacks
+        opened = ids if staged is None else set()
+        paths = {
+            sid: artifacts[recipe.sources[sid].archive_sha256].path for sid in opened | text_ids
+        }
+        archives = open_archives(recipe, opened, paths)
+        readers = {
+            sid: memo_reader(recipe, sid, paths[sid], archives.get(sid), None if verify else memo)
+            for sid in text_ids
+        }
+        try:
+            if staged is None:
+                try:
+                    staged = stage_runtime(recipe, target, archives, tmp)
+                except ClosureError as problem:
+                    problems.append(problem)
+                    continue
+                if recipe.kind == "plugin-ep":
+                    refuse_bundled_core(recipe, staged, target_name)
+                store_runtime(cache, key, tmp, staged)
+            staged = with_runtime_loads(staged, recipe, target)  # declared and found loads
+            if verify and staged.closure.load_findings:  # verify: a release build (strict)
+                raise refuse_undeclared(
+                    staged.closure.load_findings,
+                    component=recipe.name,
+                    target=target_name,
+                    file=str(recipe.path),
+                )
+            runtimes.append((recipe, staged))
+            texts.extend(stage_license_texts(recipe, target, readers, tmp, project.licenses))
+        finally:
+            for reader in readers.values():
+                reader.close()
+            for archive in archives.values():
+                archive.close()
+    raise_collected(problems, str(plan.product.path))
+    models = _stage_models(
+        project, plan, target_name, artifacts, tmp, texts, None if verify else memo
+    )
+    cores = [(r, s) for r, s in runtimes if r.kind == "runtime"]
+    plugins = [(r, s, plan.product.plugins[r.name]) for r, s in runtimes if r.kind == "plugin-ep"]
+    write_index(tmp, plan.product, target_name, cores, plugins)
+    tool_text = stage_tool_license(tmp, TOOL_COMPONENT, TOOL_LICENSE)
+    tool_files = [staged_file(tmp, name) for name in index_files(plan.product)]
+    if models:
+        index = models_index(plan.product.name, plan.product.version, target_name, models)
+        tool_files.append(write_models_index(tmp, index))
+    licensing = attribute_target(
+        target_name,
+        tmp,
+        runtimes,
+        texts,
+        tool_files,
+        [tool_text],
+        __version__,
+        models,
+        # each bundled DLL's version resource, read once per SHA-256 (a release reads again)
+        memo=None if verify else cache / "outputs" / "file-versions",
+        copyright_memo=None if verify else cache / "outputs" / "copyrights",
+    )
+    notice = tmp / NOTICE_NAME
+    atomic_write(notice, notice_text(plan.product.name, plan.product.version, licensing))
+    notice.chmod(TEXT_MODE)
+    licensing = with_tool_file(licensing, staged_file(tmp, NOTICE_NAME))
+    files = list_stage(tmp, licensing)
+    return TargetResult(
+        target_name, tmp, tuple(s for _, s in runtimes), tuple(texts), licensing, files
+    )
+
+
+def build(
+    project: Project,
+    options: BuildOptions,
+    reporter: Reporter,
+    prepared: PreparedBuild | None = None,
+) -> BuildResult:
+    """Stage, attribute and audit every target aside; publish the version only if all succeeded.
+
+    The whole version directory (stages, evidence, packaging) is built in a hidden sibling and
+    swapped in at the end, so dist/ holds the previous build or the new one, never a mix.
+    `prepared` is the no-op check the caller already made (its key is not computed again).
+    """
+    prepared = prepared or prepare_build(project, options)
+    if not options.audit_only and prepared.previous is not None:
+        summary = prepared.previous
+        return BuildResult(
+            prepared.plan,
+            {},
+            (),
+            (),
+            prepared.version_dir,
+            signed_by=summary.get("signed_by"),
+            up_to_date=summary,
+        )
+    environ = os.environ if options.environ is None else options.environ
+    plan = with_models(project, prepared.plan)
+    key = None if options.audit_only else signing_key(plan.product, options, environ)
+    # ortbundle/pipeline/preflight.py: free space and the policy, before any download
+    preflight(project, plan, prepared.cache, prepared.version_dir)
+    check_compare(options.compare, plan.product.name)  # a bad --compare fails before the work
+    reporter.begin("fetch")
+    # the facts of each licence expression, kept under the cache; a release parses them again
+    spdx.keep_in(None if options.release else prepared.cache / "outputs" / "spdx")
+    # the text files rendered from templates, kept by their whole context (not for a release)
+    keep_renderings(None if options.release else prepared.cache / "outputs" / "rendered")
+    plan, artifacts = fetch(project, options, reporter, plan)  # the plan the key was made of
+    fetched = sum(1 for a in artifacts.values() if a.downloaded)
+    reporter.done(f"{len(artifacts)} artifacts verified, {fetched} downloaded")
+    version_dir = prepared.version_dir
+    lock = prepared.cache / "locks" / f"dist-{digest_of([str(version_dir.resolve())])}.lock"
+    with locked(lock):  # one build at a time publishes a given dist/<product>/<version>
+        return _build_locked(project, options, prepared, plan, artifacts, key, reporter)
+
+
+def _build_locked(
+    project: Project,
+    options: BuildOptions,
+    prepared: PreparedBuild,
+    plan: Plan,
+    artifacts: dict[str, Artifact],
+    key: SecretKey | None,
+    reporter: Reporter,
+) -> BuildResult:
+    version_dir = prepared.version_dir
+    scratch = scratch_dir(version_dir)
+    inputs: dict[str, PackageInput] = {}
+    try:
+        reporter.begin("stage")
+        with ThreadPoolExecutor(max_workers=min(options.workers, len(plan.targets))) as pool:
+            futures = [
+                pool.submit(
+                    _stage_target,
+                    project,
+                    plan,
+                    t,
+                    artifacts,
+                    scratch / t,
+                    prepared.cache,
+                    prepared.code,
+                    options.release,  # a release re-hashes every memoised input
+                )
+                for t in plan.targets
+            ]
+            staged: list[TargetResult] = []
+            problems: list[ClosureError] = []
+            for future in futures:
+                try:
+                    staged.append(future.result())
+                except ClosureError as problem:
+                    problems.append(problem)
+            raise_collected(problems, str(plan.product.path))
+        runtimes = sum(len(t.runtimes) for t in staged)
+        reporter.done(f"{len(staged)} targets, {runtimes} runtimes pruned and staged")
+        reporter.begin("audit")
+        licensing = [t.licensing for t in staged]
+        audits = audit_targets(project, plan.product, licensing, options)
+        failed = sum(1 for a in audits if not a.passed)
+        reporter.done(f"{len(audits)} channels, " + (f"{failed} FAILED" if failed else "passed"))
+        if options.audit_only:
+            if not all(a.passed for a in audits):
+                raise AuditFailed(plan.product, audits, licensing)
+            discard(scratch, up_to=project.dist)
+            return BuildResult(plan, artifacts, tuple(staged), audits, version_dir)
+        write_closures(scratch, [(t.target, t.runtimes) for t in staged])  # for report.html
+        packages: tuple[ChannelOutput, ...] = ()
+        if all(a.passed for a in audits) or not options.release:
+            reporter.begin("package")
+            packages, inputs = _package(plan, staged, prepared, options, scratch)
+            reporter.done(f"{len(packages)} channels: {', '.join(p.channel for p in packages)}")
+        reporter.begin("evidence")
+        finish_version(
+            project,
+            plan,
+            scratch,
+            version_dir,
+            licensing=licensing,
+            audits=audits,
+            inputs=artifacts,
+            epoch=prepared.epoch,
+            key=key,
+            options=options,
+            digests=package_digests(packages),
+        )
+        reporter.done("manifest, SBOM, provenance " + ("signed" if key else "UNSIGNED"))
+    except BaseException:
+        discard(scratch, up_to=project.dist)
+        raise
+    targets = tuple(
+        TargetResult(t.target, version_dir / t.target, t.runtimes, t.texts, t.licensing, t.files)
+        for t in staged
+    )
+    result = BuildResult(
+        plan,
+        artifacts,
+        targets,
+        audits,
+        version_dir,
+        packages,
+        key.public_key().key_id_hex if key else None,
+        requirements={t: i.externals for t, i in inputs.items()},
+    )
+    with contextlib.suppress(OSError):  # published all the same; the next one cannot be a no-op
+        write_summary(result, reporter.phases, options)  # build-summary.json, before the record
+        record_build(
+            prepared.cache,
+            version_dir,
+            prepared.key,
+            {
+                "signed_by": key.public_key().key_id_hex if key else None,
+                "audit": audit_summary(audits),
+            },
+        )
+        prepared.remember(project, options)  # the next no-op need not plan
+    return result
+
+
+def _package(
+    plan: Plan,
+    staged: list[TargetResult],
+    prepared: PreparedBuild,
+    options: BuildOptions,
+    scratch: Path,
+) -> tuple[tuple[ChannelOutput, ...], dict[str, PackageInput]]:
+    """Every channel's packages, written into the scratch version directory (and their inputs)."""
+    inputs = {
+        t.target: package_input(
+            plan.product,
+            t.target,
+            t.stage,
+            t.files,
+            t.licensing,
+            [(plan.recipes[r.runtime], r) for r in t.runtimes],
+            prepared.epoch,
+            prepared.cache,
+            verify_cache=options.release,
+        )
+        for t in staged
+    }
+    packages = generate_all(plan.product.channels, inputs, scratch / "packaging", options.workers)
+    return tuple(packages), inputs
+
+
+def package_digests(packages: Sequence[ChannelOutput]) -> dict[str, str]:
+    """The SHA-256 each channel already computed, by output path: not hashed twice."""
+    return {
+        f"packaging/{p.channel}/{name}": sha256
+        for p in packages
+        for name, sha256 in p.digests.items()
+    }
+
+
+def finish_version(
+    project: Project,
+    plan: Plan,
+    scratch: Path,
+    version_dir: Path,
+    *,
+    licensing: Sequence[TargetLicensing],
+    audits: tuple[ChannelAudit, ...],
+    inputs: Mapping[str, InputInfo],
+    epoch: int,
+    key: SecretKey | None,
+    options: BuildOptions,
+    digests: Mapping[str, str],
+) -> None:
+    """The evidence tail of a build and of a release: the strict gate, the manifest, SBOM and
+    signature over the scratch version directory, then its publication in one step."""
+    if options.release and not all(a.passed for a in audits):
+        raise AuditFailed(plan.product, audits, list(licensing))
+    write_report(  # ortbundle/report/: report.html, listed in the manifest like all evidence
+        scratch,
+        version_dir,
+        plan=plan,
+        licensing=licensing,
+        audits=audits,
+        signed_by=key.public_key().key_id_hex if key else None,
+        compare=options.compare,
+        cache=None if options.release else options.cache_dir or default_cache_dir(),
+    )
+    write_evidence(
+        scratch,
+        product=plan.product,
+        recipes=plan.all_recipes,
+        licensing=list(licensing),
+        audits=audits,
+        inputs=inputs,
+        epoch=epoch,
+        key=key,
+        root=project.root,
+        policy_sha256=policy_digest(project),
+        cache=options.cache_dir or default_cache_dir(),
+        digests=dict(digests),
+    )
+    publish(scratch, version_dir)

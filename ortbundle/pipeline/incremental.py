@@ -1,0 +1,312 @@
+"""Skip work whose inputs have not changed: a pruned runtime, or a whole build.
+
+Two levels, both keyed by a hash of everything the step reads:
+- a **whole build** records the key and the stat of every output it published under
+  `state/`; the next build with the same key whose outputs are untouched does nothing and
+  leaves dist/ exactly as it is (no file is rewritten, no mtime changes);
+- a **runtime stage** (extract + inspect + closure, the expensive part) is kept under the cache
+  in `stages/<key>/` with its closure as JSON, and copied into the next stage instead of
+  extracting the wheel again; a changed pin changes only its own runtime's key.
+Cache entries are checked against the size and mtime recorded when they were stored; a changed
+entry is discarded and rebuilt, never used.
+
+A no-op `invoke build` ends in `prepare_build`, so this module imports nothing heavy at the top:
+the stage, closure and binary modules are imported by the runtime-stage functions that use them.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import shutil
+from collections.abc import Iterable
+from dataclasses import asdict, dataclass, replace
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from ortbundle import __version__
+from ortbundle._core.fsio import atomic_write
+from ortbundle._core.locations import default_cache_dir
+from ortbundle.config.plan import TOOL_LICENSE, BuildOptions, Plan, Project, load_plan
+from ortbundle.pipeline.noop import (
+    Environment,
+    environment_facts,
+    input_stats,
+    remember_quick,
+    unchanged_build,
+)
+from ortbundle.pipeline.noop import code_digest as code_digest  # every memo key's part for the tool
+from ortbundle.pipeline.noop import record_build as record_build
+
+if TYPE_CHECKING:
+    from ortbundle.stage.staging import StagedRuntime
+
+_DIGEST_FORMAT = "ortbundle-incremental/1"  # of every key: a new one invalidates every memo
+_FORMAT = "ortbundle-incremental/2"  # of a runtime-stage entry (2: payload files, renames)
+
+
+def digest_of(parts: Iterable[str]) -> str:
+    """A key over strings, bound to the tool version and the memo format."""
+    digest = hashlib.sha256(f"{_DIGEST_FORMAT}\n{__version__}\n".encode())
+    for part in parts:
+        digest.update(hashlib.sha256(part.encode()).digest())
+    return digest.hexdigest()
+
+
+def runtime_key(recipe_part: str, target: str, source_hashes: Iterable[str], code: str) -> str:
+    return digest_of(["runtime", recipe_part, target, *sorted(source_hashes), code])
+
+
+# --- whole builds ---------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class PreparedBuild:
+    """What is known before any work: the plan, where it publishes, and the build key — made
+    once, by the no-op check, and handed to the build that follows it."""
+
+    plan: Plan  # models hashed, not parsed (build() parses them when it runs)
+    version_dir: Path
+    cache: Path
+    key: str
+    facts: Environment  # the environment's part of the key: the code, the epoch, …
+    inputs: dict[str, dict[str, int]]  # the stat of the project's inputs, before planning
+    previous: dict[str, Any] | None = None  # an identical earlier build's summary: nothing to do
+
+    @property
+    def epoch(self) -> int:
+        return self.facts.epoch
+
+    @property
+    def code(self) -> str:
+        return self.facts.code
+
+    def remember(self, project: Project, options: BuildOptions) -> None:
+        """Keep the quick record of this build, once it is published (or found unchanged)."""
+        remember_quick(
+            self.cache,
+            project,
+            options,
+            product=self.plan.product.name,
+            version_dir=self.version_dir,
+            key=self.key,
+            inputs=self.inputs,
+            facts=self.facts,
+        )
+
+
+def build_inputs(
+    project: Project, plan: Plan, options: BuildOptions, facts: Environment
+) -> list[str]:
+    """Everything a build's output depends on, as strings for the build key: the environment's
+    part (noop.Environment), then what the project's files say."""
+    parts = [*facts.lines(), plan.product.digest, repr(plan.targets), repr(plan.product.channels)]
+    parts.append(repr(plan.product.addon_of))  # what an add-on reads of the main manifest
+    digests = {n: r.digest for n, r in plan.recipes.items()} | plan.model_digests
+    parts += [f"{n}:{d}" for n, d in sorted(digests.items())]
+    parts += [repr((options.release, options.audit_channels))]
+    for path in sorted(project.licenses.rglob("*")):
+        if path.is_file():
+            parts.append(f"{path.relative_to(project.licenses)}:{path.read_bytes().hex()}")
+    parts.append(TOOL_LICENSE.read_text("utf-8"))
+    return parts
+
+
+def prepare_build(project: Project, options: BuildOptions) -> PreparedBuild:
+    """Plan the build and compute its key; `previous` is set when it would change nothing.
+
+    Cheap on purpose: no pipeline module is imported and no model is parsed. The stat of the
+    inputs is taken before the plan reads them, so an edit made meanwhile is seen next time.
+    """
+    inputs = input_stats(project)
+    plan = load_plan(project, options, parse_models=False)
+    facts = environment_facts(project, plan.product.name, options)
+    version_dir = project.dist / plan.product.name / plan.product.version
+    cache = options.cache_dir or default_cache_dir()
+    key = digest_of(["build", *build_inputs(project, plan, options, facts)])
+    previous = None
+    # an audit publishes nothing to compare with; an unsigned release is refused by the build
+    if not options.audit_only and not (options.release and facts.signing == "unsigned"):
+        previous = unchanged_build(cache, version_dir, key)
+    prepared = PreparedBuild(plan, version_dir, cache, key, facts, inputs)
+    if previous is not None:
+        prepared.remember(project, options)  # the next no-op need not plan
+        return replace(prepared, previous={**previous, "version_dir": str(version_dir)})
+    return prepared
+
+
+# --- runtime stages -------------------------------------------------------------------------
+
+
+def _runtime_to_json(staged: StagedRuntime) -> dict[str, Any]:
+    from ortbundle.stage.binaries import info_to_json
+
+    closure = staged.closure
+    return {
+        "runtime": staged.runtime,
+        "target": staged.target,
+        "directory": staged.directory,
+        "outside_globs": staged.outside_globs,
+        "files": [asdict(f) for f in staged.files],
+        "closure": {
+            "entry": closure.entry,
+            "links": [list(link) for link in closure.links],
+            "dropped": [asdict(d) for d in closure.dropped],
+            "externals": [asdict(e) for e in closure.externals],
+            "load_scans": [asdict(f) for f in closure.load_scans],
+            "kept": [
+                {
+                    "name": k.name,
+                    "source": k.source,
+                    "member": k.member,
+                    "size": k.size,
+                    "sha256": k.sha256,
+                    "why": k.why,
+                    "info": info_to_json(k.info),
+                }
+                for k in closure.kept
+            ],
+        },
+    }
+
+
+def _runtime_from_json(data: dict[str, Any], runtime_dir: Path) -> StagedRuntime:
+    from ortbundle.stage.binaries import info_from_json
+    from ortbundle.stage.closure import Closure, Dropped, ExternalNeed, KeptLibrary
+    from ortbundle.stage.runtime_loads import FileScan, LoadScan
+    from ortbundle.stage.staging import StagedFile, StagedRuntime
+
+    c = data["closure"]
+    kept = []
+    for k in c["kept"]:
+        kept.append(
+            KeptLibrary(
+                name=k["name"],
+                source=k["source"],
+                member=k["member"],
+                path=runtime_dir / k["name"],
+                size=k["size"],
+                sha256=k["sha256"],
+                info=info_from_json(k["info"]),
+                why=k["why"],
+            )
+        )
+    closure = Closure(
+        kept=tuple(kept),
+        links=tuple((a, b) for a, b in c["links"]),
+        dropped=tuple(Dropped(**d) for d in c["dropped"]),
+        externals=tuple(
+            ExternalNeed(**{**e, "needed_by": tuple(e["needed_by"])}) for e in c["externals"]
+        ),
+        entry=c["entry"],
+        unused=(),
+        load_scans=tuple(
+            FileScan(f["file"], LoadScan(tuple(f["scan"]["calls"]), tuple(f["scan"]["names"])))
+            for f in c["load_scans"]
+        ),
+    )
+    return StagedRuntime(
+        runtime=data["runtime"],
+        target=data["target"],
+        directory=data["directory"],
+        closure=closure,
+        files=tuple(StagedFile(**f) for f in data["files"]),
+        outside_globs=data["outside_globs"],
+    )
+
+
+def _memo_names(staged: StagedRuntime) -> list[str]:
+    """The memo's file names: each staged file's path inside its runtime's directory."""
+    prefix = staged.directory + "/"
+    return [f.path.removeprefix(prefix) for f in staged.files if f.link_to is None]
+
+
+def _check_names(staged: StagedRuntime, directory: str) -> None:
+    """A memo names the files it will create: each must be a plain name inside its runtime's
+    directory (or its assets/), or the entry is treated as corrupt (a writable cache must not
+    write elsewhere)."""
+    if staged.directory != directory:
+        raise ValueError(staged.directory)
+    for f in staged.files:
+        if not f.path.startswith(directory + "/"):
+            raise ValueError(f.path)
+    names = [k.name for k in staged.closure.kept]
+    names += [name for pair in staged.closure.links for name in pair]
+    for relative in _memo_names(staged):
+        parts = relative.split("/")
+        if len(parts) == 2 and parts[0] == "assets":
+            parts = parts[1:]
+        if len(parts) != 1:
+            raise ValueError(relative)
+        names.append(parts[0])
+    for name in names:
+        if not name or name in (".", "..") or any(c in name for c in "/\\\0"):
+            raise ValueError(name)
+
+
+def restore_runtime(
+    cache: Path, key: str, stage_root: Path, expected_directory: str
+) -> StagedRuntime | None:
+    """Copy a memoised runtime into `stage_root`, or None if there is none (or it was altered).
+
+    Each file is trusted while its stat record holds (size, mtime, ctime, inode). A release
+    does not call this: a record stored beside what it describes cannot vouch for it.
+    """
+    from ortbundle.fetch.cache import locked, stat_record
+
+    entry = cache / "stages" / key[:2] / key
+    with locked(entry.with_name(f"{key}.lock")):
+        meta = entry / "closure.json"
+        if not meta.is_file():
+            return None
+        try:
+            record = json.loads(meta.read_text("utf-8"))
+            if record.get("format") != _FORMAT:
+                raise ValueError(record.get("format"))  # an older layout: prune again
+            stamps: dict[str, dict[str, int]] = record["stamps"]
+            for name, stamp in stamps.items():
+                if stat_record((entry / name).lstat()) != stamp:
+                    raise ValueError(name)
+            staged = _runtime_from_json(
+                record["staged"], stage_root / record["staged"]["directory"]
+            )
+            _check_names(staged, expected_directory)
+        except (OSError, ValueError, KeyError, TypeError):
+            shutil.rmtree(entry, ignore_errors=True)  # altered or half-written: rebuild
+            return None
+        from ortbundle.stage.staging import LIBRARY_MODE
+
+        runtime_dir = stage_root / staged.directory
+        runtime_dir.mkdir(parents=True)
+        for relative in _memo_names(staged):
+            dest = runtime_dir / relative
+            dest.parent.mkdir(exist_ok=True)
+            shutil.copyfile(entry / relative, dest)
+            dest.chmod(LIBRARY_MODE)
+        for link, points_to in staged.closure.links:
+            (runtime_dir / link).symlink_to(points_to)
+        return staged
+
+
+def store_runtime(cache: Path, key: str, stage_root: Path, staged: StagedRuntime) -> None:
+    from ortbundle.fetch.cache import locked, remove_dead_leftovers, stat_record
+
+    entry = cache / "stages" / key[:2] / key
+    with locked(entry.with_name(f"{key}.lock")):
+        remove_dead_leftovers(entry.parent.glob(f".{key}.partial-*"))
+        partial = entry.with_name(f".{key}.partial-{os.getpid()}")
+        shutil.rmtree(partial, ignore_errors=True)
+        partial.mkdir(parents=True)
+        stamps = {}
+        names = _memo_names(staged)
+        for relative in names:
+            (partial / relative).parent.mkdir(exist_ok=True)
+            shutil.copyfile(stage_root / staged.directory / relative, partial / relative)
+        # the directory is renamed into place below: a rename keeps each file's stat
+        for relative in names:
+            stamps[relative] = stat_record((partial / relative).lstat())
+        record = {"format": _FORMAT, "stamps": stamps, "staged": _runtime_to_json(staged)}
+        atomic_write(partial / "closure.json", json.dumps(record, sort_keys=True))
+        shutil.rmtree(entry, ignore_errors=True)
+        os.replace(partial, entry)

@@ -1,0 +1,268 @@
+"""Recognise a build that would change nothing, and say so without planning it.
+
+A whole build is keyed by everything it reads (incremental.prepare_build). The key is kept with
+the stat of every file the build published (`state/builds/`); the next build with the same key
+whose outputs are untouched does nothing and leaves dist/ exactly as it is.
+
+Making the key means loading the product, every recipe and the schemas: most of a no-op's own
+time. So a build also leaves a *quick record* (`state/quick/`), found by how the build was asked
+for (project, dist, options): the stat of every file a plan can read, and the environment's part
+of the key (the epoch, the signing key, the tool's code, makensis). While every stat and every
+fact still holds, the key is the one recorded, and nothing heavier than this module is imported.
+Any difference, even a file touched and put back, falls through to the full check.
+
+The tool's own part of every key, code_digest, lives here too: a no-op needs it first.
+"""
+
+from __future__ import annotations
+
+import functools
+import hashlib
+import json
+import os
+import shutil
+from collections.abc import Mapping
+from dataclasses import dataclass
+from pathlib import Path
+from stat import S_ISDIR
+from typing import Any
+
+from ortbundle._core.fsio import atomic_write, stat_record
+from ortbundle._core.locations import default_cache_dir
+from ortbundle.config.project import (
+    TOOL_LICENSE,
+    BuildOptions,
+    Project,
+    signing_key_identity,
+    source_date_epoch,
+)
+
+_QUICK_FORMAT = "ortbundle-quick/1"
+_Found = dict[str, tuple[os.DirEntry[str], os.stat_result]]
+
+
+def _scan(top: Path, *, skip: str | None = None) -> _Found:
+    """Everything under `top` by relative path, with its lstat: os.scandir, whose entries carry
+    their type, not pathlib's rglob (which cost a third of a no-op). `skip`: a directory name
+    not entered (__pycache__)."""
+    found: _Found = {}
+    pending = [("", os.fspath(top))]
+    while pending:
+        prefix, directory = pending.pop()
+        with os.scandir(directory) as entries:
+            for entry in entries:
+                name = prefix + entry.name
+                is_dir = entry.is_dir(follow_symlinks=False)
+                if is_dir and entry.name == skip:
+                    continue
+                found[name] = (entry, entry.stat(follow_symlinks=False))
+                if is_dir:
+                    pending.append((name + "/", entry.path))
+    return found
+
+
+def stat_tree(top: Path) -> dict[str, list[int]]:
+    """(size, mtime, inode, mode) of everything under `top`, by relative path."""
+    return {
+        name: [info.st_size, info.st_mtime_ns, info.st_ino, info.st_mode]
+        for name, (_, info) in _scan(top).items()
+    }
+
+
+_CODE_SUFFIXES = (".py", ".toml", ".json", ".j2")  # what code_digest covers
+_PACKAGE = Path(__file__).resolve().parents[1]  # the ortbundle package
+
+
+@functools.cache
+def code_digest() -> str:
+    """The tool's own code and data: a change to ortbundle itself invalidates every memo.
+
+    Read once per process (the manifest, the memo keys and each package's key ask for it), and
+    hashed only when a file's stat record (size, mtime, ctime, inode) moved since the digest
+    was kept under the cache: the package is 200-odd files, which a no-op should not read.
+    """
+    return _tree_digest(_PACKAGE, default_cache_dir() / "state")
+
+
+def _tree_digest(root: Path, memo_dir: Path) -> str:
+    files = {
+        name: stat_record(info)
+        for name, (entry, info) in _scan(root, skip="__pycache__").items()
+        if entry.name.endswith(_CODE_SUFFIXES) and not entry.is_dir(follow_symlinks=False)
+    }
+    memo = memo_dir / f"code-{hashlib.sha256(os.fsencode(root)).hexdigest()[:16]}.json"
+    try:
+        kept = json.loads(memo.read_text("utf-8"))
+        if kept["files"] == files and isinstance(kept["digest"], str):
+            return str(kept["digest"])
+    except (OSError, ValueError, KeyError, TypeError):
+        pass
+    digest = hashlib.sha256()
+    for name in sorted(files):
+        digest.update(name.encode() + b"\0")
+        digest.update((root / name).read_bytes())
+    value = digest.hexdigest()
+    try:
+        memo.parent.mkdir(parents=True, exist_ok=True)
+        atomic_write(memo, json.dumps({"digest": value, "files": files}))
+    except OSError:
+        pass  # not kept: the next build hashes again
+    return value
+
+
+def _state_file(cache: Path, version_dir: Path) -> Path:
+    where = hashlib.sha256(str(version_dir.resolve()).encode()).hexdigest()
+    return cache / "state" / "builds" / f"{where}.json"
+
+
+def record_build(cache: Path, version_dir: Path, key: str, summary: Mapping[str, Any]) -> None:
+    """Remember what this build published, to recognise the next identical build."""
+    state = _state_file(cache, version_dir)
+    state.parent.mkdir(parents=True, exist_ok=True)
+    document = {"key": key, "tree": stat_tree(version_dir), "summary": dict(summary)}
+    atomic_write(state, json.dumps(document, sort_keys=True))
+
+
+def unchanged_build(cache: Path, version_dir: Path, key: str) -> dict[str, Any] | None:
+    """The previous build's summary if it had this key and its tree is untouched, else None."""
+    state = _state_file(cache, version_dir)
+    try:
+        document = json.loads(state.read_text("utf-8"))
+    except (OSError, ValueError):
+        return None
+    if not isinstance(document, dict) or document.get("key") != key:
+        return None
+    if not version_dir.is_dir() or stat_tree(version_dir) != document.get("tree"):
+        return None
+    summary = document.get("summary")
+    return summary if isinstance(summary, dict) else None
+
+
+# --- the quick record -----------------------------------------------------------------------
+
+
+def input_stats(project: Project) -> dict[str, dict[str, int]]:
+    """The stat record (size, mtime, ctime, inode) of every file and directory a plan can read:
+    the project's recipes/, manifests/ and licenses/ trees, and ortbundle's LICENSE.
+
+    A superset of what one product reads (any recipe edited sends every product through the
+    full check), so that no read can be missed. Directories count: adding a file moves its
+    directory's record. ctime is kept: an edit with the mtime put back still moves it.
+    """
+    stats: dict[str, dict[str, int]] = {}
+    for top in (project.recipes, project.manifests, project.licenses, TOOL_LICENSE):
+        try:
+            info = top.lstat()
+        except OSError:
+            continue  # absent (no licenses/): absent next time too, or the record differs
+        stats[os.fspath(top)] = stat_record(info)
+        if S_ISDIR(info.st_mode):
+            for name, (_, inner) in _scan(top).items():
+                stats[f"{os.fspath(top)}/{name}"] = stat_record(inner)
+    return stats
+
+
+@dataclass(frozen=True)
+class Environment:
+    """The part of a build key that does not come from the project's files. Each is cheap to
+    find again: the tool's code (kept by stat), the epoch (SOURCE_DATE_EPOCH or one git call),
+    which key signs (a digest of its bytes), what --compare names, and which makensis runs."""
+
+    code: str
+    epoch: int
+    signing: str  # "unsigned", or the SHA-256 of the key
+    compare: str
+    makensis: str
+
+    def lines(self) -> list[str]:
+        return [
+            f"code {self.code}",
+            f"epoch {self.epoch}",
+            f"signing {self.signing}",
+            self.compare,
+            f"makensis {self.makensis}",
+        ]
+
+
+def environment_facts(project: Project, product: str, options: BuildOptions) -> Environment:
+    from ortbundle.evidence.report import compare_identity
+
+    environ = os.environ if options.environ is None else options.environ
+    return Environment(
+        code=code_digest(),
+        epoch=source_date_epoch(project.root, environ),
+        signing=signing_key_identity(product, options, environ),
+        compare=compare_identity(options.compare),
+        makensis=shutil.which("makensis") or "none",
+    )
+
+
+# BuildOptions fields that shape what a build publishes: the quick record is found by these (and
+# the project and dist). The others say how to build (where to download from, how many workers),
+# not what; cache_dir says where the record itself is kept. A test holds every field to one side.
+ASKED: tuple[str, ...] = ("product", "targets", "channels", "release", "audit_only")
+ASKED += ("audit_channels", "signing_key", "compare")
+NOT_ASKED = ("offline", "index_url", "jobs", "retry", "cache_dir", "environ")
+
+
+def _quick_file(cache: Path, project: Project, options: BuildOptions) -> Path:
+    """Where the quick record of builds asked for this way is kept."""
+    asked = [str(project.root.resolve()), str(project.dist.resolve())]
+    asked += [repr(getattr(options, name)) for name in ASKED]
+    where = hashlib.sha256("\0".join(asked).encode()).hexdigest()
+    return cache / "state" / "quick" / f"{where}.json"
+
+
+def remember_quick(
+    cache: Path,
+    project: Project,
+    options: BuildOptions,
+    *,
+    product: str,
+    version_dir: Path,
+    key: str,
+    inputs: dict[str, dict[str, int]],
+    facts: Environment,
+) -> None:
+    """Keep the quick record of a build just published or found unchanged: what its key was
+    made of (`inputs` taken before the plan read them), in the form a stat or a cheap call
+    checks again. A record that cannot be written costs only the next no-op its speed."""
+    document = {
+        "format": _QUICK_FORMAT,
+        "product": product,
+        "version_dir": str(version_dir),
+        "key": key,
+        "inputs": inputs,
+        "facts": facts.lines(),
+    }
+    path = _quick_file(cache, project, options)
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        atomic_write(path, json.dumps(document, sort_keys=True))
+    except OSError:
+        pass
+
+
+def quick_previous(project: Project, options: BuildOptions) -> dict[str, Any] | None:
+    """The previous build's summary when nothing it was made of moved, else None (then the
+    caller plans the build and checks its key in full)."""
+    if options.audit_only:
+        return None  # an audit publishes nothing to compare with
+    cache = options.cache_dir or default_cache_dir()
+    try:
+        document = json.loads(_quick_file(cache, project, options).read_text("utf-8"))
+        if document["format"] != _QUICK_FORMAT:
+            return None
+        product, key = str(document["product"]), str(document["key"])
+        version_dir = Path(document["version_dir"])
+    except (OSError, ValueError, KeyError, TypeError):
+        return None
+    if document.get("inputs") != input_stats(project):
+        return None
+    facts = environment_facts(project, product, options)
+    if document.get("facts") != facts.lines():
+        return None
+    if options.release and facts.signing == "unsigned":
+        return None  # refused by the build itself, with its message
+    previous = unchanged_build(cache, version_dir, key)
+    return None if previous is None else {**previous, "version_dir": str(version_dir)}

@@ -1,0 +1,262 @@
+"""Release: merge per-target builds made on separate runners into one signed version directory.
+
+Each runner runs `invoke build --target T` from the same pins. The release job checks every
+runner's tree against that tree's own manifest, refuses trees built from different recipes,
+product manifest, policy, tool or SOURCE_DATE_EPOCH (naming the difference), copies the target
+stages and their channels' packages, and writes the evidence for the union with the same
+function a single-machine build uses — so the result has the same bytes a full build gives.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+from collections.abc import Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from ortbundle import __version__
+from ortbundle._core.errors import ConfigError, IntegrityError
+from ortbundle._core.templating import keep_in as keep_renderings
+from ortbundle.channels import CHANNEL_TARGETS
+from ortbundle.config.plan import (
+    BuildOptions,
+    Project,
+    load_plan,
+    policy_digest,
+    signing_key,
+    source_date_epoch,
+)
+from ortbundle.evidence.record import MANIFEST_NAME, RECORDS_DIR
+from ortbundle.evidence.report import copy_closures
+from ortbundle.evidence.verify import verify_tree
+from ortbundle.fetch.cache import sha256_file
+from ortbundle.licensing import spdx
+from ortbundle.licensing.attribution import TargetLicensing, licensing_from_json
+from ortbundle.licensing.audit import ChannelAudit, audit_targets
+from ortbundle.pipeline.build import finish_version
+from ortbundle.stage.staging import discard, scratch_dir
+
+
+@dataclass(frozen=True)
+class _Input:
+    url: str
+    size: int
+
+
+@dataclass(frozen=True)
+class RunnerTree:
+    path: Path  # the runner's dist/<product>/<version>
+    manifest: dict[str, Any]
+    targets: tuple[str, ...]
+
+
+@dataclass(frozen=True)
+class ReleaseResult:
+    version_dir: Path
+    runners: tuple[RunnerTree, ...]
+    audits: tuple[ChannelAudit, ...]
+    signed_by: str | None
+
+
+def _version_dir(path: Path, product: str, version: str) -> Path:
+    if (path / MANIFEST_NAME).is_file():
+        return path
+    nested = path / product / version
+    if (nested / MANIFEST_NAME).is_file():
+        return nested
+    raise ConfigError(
+        f"no {product} {version} build in this directory",
+        file=str(path),
+        fix="pass a runner's dist/ directory or its dist/<product>/<version>/",
+    )
+
+
+def _load_runner(path: Path) -> RunnerTree:
+    report = verify_tree(path, ignore_signature=True)
+    if not report.ok:
+        problems = "; ".join(report.lines()[:10])
+        raise IntegrityError(
+            f"the runner's tree does not match its own manifest: {problems}",
+            file=str(path),
+            fix="re-run that runner's build; never edit a dist/ tree by hand",
+        )
+    manifest = json.loads((path / MANIFEST_NAME).read_text("utf-8"))
+    try:
+        _identity(manifest)
+        for output in manifest["outputs"]:
+            output["path"], output["sha256"]
+        for item in manifest["inputs"]:
+            item["sha256"], item["url"], item["size"]
+    except (KeyError, TypeError) as exc:
+        raise IntegrityError(
+            f"the runner's manifest lacks {exc}",
+            file=str(path / MANIFEST_NAME),
+            fix="use a dist/ tree written by invoke build of this ortbundle version",
+        ) from None
+    records = sorted((path / RECORDS_DIR).glob("*.json"))
+    if not records:
+        raise ConfigError(
+            "the runner's tree holds no target records",
+            file=str(path),
+            fix="build it with this ortbundle version (records/<target>.json)",
+        )
+    return RunnerTree(path, manifest, tuple(r.stem for r in records))
+
+
+def _identity(manifest: dict[str, Any]) -> dict[str, Any]:
+    """What must be equal for trees to be merged: the same tool, inputs and rules."""
+    return {
+        "tool version": manifest["tool"]["version"],
+        "product manifest": manifest["product"]["manifest_sha256"],
+        "recipes": {r["name"]: r["sha256"] for r in manifest["recipes"]},
+        "SOURCE_DATE_EPOCH": manifest["source_date_epoch"],
+        "licence policy": manifest.get("policy_sha256"),
+    }
+
+
+def _differences(a: dict[str, Any], b: dict[str, Any]) -> list[str]:
+    out = []
+    for key in a:
+        if a[key] != b.get(key):
+            if isinstance(a[key], dict):
+                names = sorted(set(a[key]) | set(b[key]))
+                for name in names:
+                    if a[key].get(name) != b[key].get(name):
+                        out.append(f"{key} {name}: {a[key].get(name)} vs {b[key].get(name)}")
+            else:
+                out.append(f"{key}: {a[key]} vs {b.get(key)}")
+    return out
+
+
+def _outputs_under(manifest: dict[str, Any], prefix: str) -> dict[str, str]:
+    return {o["path"]: o["sha256"] for o in manifest["outputs"] if o["path"].startswith(prefix)}
+
+
+def release(project: Project, runner_dirs: Sequence[Path], options: BuildOptions) -> ReleaseResult:
+    """Merge, check, record and sign; publish dist/<product>/<version>/ only if all of it holds."""
+    environ = os.environ if options.environ is None else options.environ
+    spdx.keep_in(None)  # a release parses every licence expression again
+    keep_renderings(None)  # and renders every text file afresh
+    plan = load_plan(project, BuildOptions(product=options.product))
+    product = plan.product
+    key = signing_key(product, options, environ)
+    epoch = source_date_epoch(project.root, environ)
+    runners = tuple(
+        _load_runner(_version_dir(d, product.name, product.version)) for d in runner_dirs
+    )
+    recipe_digests = {name: r.digest for name, r in plan.all_recipes.items()}
+    expected: dict[str, Any] = {
+        "tool version": __version__,
+        "product manifest": product.digest,
+        "recipes": recipe_digests,
+        "SOURCE_DATE_EPOCH": epoch,
+        "licence policy": policy_digest(project),
+    }
+    for runner in runners:
+        found = _identity(runner.manifest)
+        # a runner records only the recipes its targets use; compare those
+        found_recipes = found["recipes"]
+        wanted = {**expected, "recipes": {n: recipe_digests.get(n) for n in found_recipes}}
+        different = _differences(wanted, found)
+        if different:
+            raise ConfigError(
+                "this runner built from different inputs than this release: "
+                + "; ".join(different),
+                file=str(runner.path),
+                fix="build every target from the same commit (recipes, manifests, licences) "
+                "and the same SOURCE_DATE_EPOCH",
+            )
+    owner: dict[str, RunnerTree] = {}
+    for runner in runners:
+        for target in runner.targets:
+            if target in owner:
+                mine = _outputs_under(owner[target].manifest, f"{target}/")
+                theirs = _outputs_under(runner.manifest, f"{target}/")
+                if mine != theirs:
+                    raise IntegrityError(
+                        f"two runners built {target} with different bytes",
+                        target=target,
+                        file=f"{owner[target].path} and {runner.path}",
+                        fix="builds of one target from the same pins must be identical; "
+                        "rebuild one of them",
+                    )
+                continue
+            owner[target] = runner
+    missing = [t for t in plan.targets if t not in owner]
+    if missing:
+        raise ConfigError(
+            f"no runner built {', '.join(missing)}",
+            file=str(product.path),
+            fix="add a runner job per target of the product, or pass its dist/ directory",
+        )
+    version_dir = project.dist / product.name / product.version
+    scratch = scratch_dir(version_dir)
+    try:
+        licensing: list[TargetLicensing] = []
+        inputs: dict[str, _Input] = {}
+        packaging_digests: dict[str, str] = {}
+        for target in plan.targets:
+            runner = owner[target]
+            shutil.copytree(runner.path / target, scratch / target, symlinks=True)
+            copy_closures(runner.path, scratch, target)  # report.html reads it
+            for channel in product.channels:
+                if target not in CHANNEL_TARGETS[channel]:
+                    continue
+                built = runner.path / "packaging" / channel
+                if not built.is_dir() or not any(built.iterdir()):
+                    raise ConfigError(
+                        f"the runner that built {target} made no {channel} package",
+                        target=target,
+                        file=str(runner.path),
+                        fix="build every target with all of its channels (no --channel), "
+                        "with the packaging tools installed",
+                    )
+                _merge_tree(built, scratch / "packaging" / channel, channel=channel)
+                packaging_digests |= _outputs_under(runner.manifest, f"packaging/{channel}/")
+            record = runner.path / RECORDS_DIR / f"{target}.json"
+            licensing.append(licensing_from_json(record.read_text("utf-8"), where=str(record)))
+            for item in runner.manifest["inputs"]:
+                inputs[item["sha256"]] = _Input(item["url"], item["size"])
+        audits = audit_targets(project, product, licensing, options)
+        finish_version(
+            project,
+            plan,
+            scratch,
+            version_dir,
+            licensing=licensing,
+            audits=audits,
+            inputs=inputs,
+            epoch=epoch,
+            key=key,
+            options=options,
+            # each runner's tree was re-hashed against its manifest when it was loaded
+            digests=packaging_digests,
+        )
+    except BaseException:
+        discard(scratch, up_to=project.dist)
+        raise
+    return ReleaseResult(version_dir, runners, audits, key.public_key().key_id_hex if key else None)
+
+
+def _merge_tree(built: Path, into: Path, *, channel: str) -> None:
+    """Copy one runner's package into the release. A channel of several targets (the Android
+    module) arrives from several runners: their shared files must be byte-identical."""
+    if not into.exists():
+        shutil.copytree(built, into, symlinks=True)
+        return
+    for path in sorted(built.rglob("*")):
+        dest = into / path.relative_to(built)
+        if path.is_dir() and not path.is_symlink():
+            dest.mkdir(exist_ok=True)
+        elif dest.exists() or dest.is_symlink():
+            if path.is_symlink() or dest.is_symlink() or sha256_file(path) != sha256_file(dest):
+                raise ConfigError(
+                    f"two runners built different {channel} files at {dest.relative_to(into)}",
+                    file=str(path),
+                    fix="build every target of the channel from the same commit and inputs",
+                )
+        else:
+            shutil.copy2(path, dest, follow_symlinks=False)

@@ -1,0 +1,2 @@
+"""Turning fetched archives into pruned runtime trees: binary analysis, the dependency closure,
+staging, models, versions, the oldest system and runtimes.json."""

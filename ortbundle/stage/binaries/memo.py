@@ -1,0 +1,27 @@
+"""What `inspect` found in a library, kept by the library's SHA-256.
+
+A channel that needs a staged library's facts (the apk channel checks every ELF's machine and
+16 KB alignment) would otherwise parse each one with pyelftools on every build, and import
+pyelftools to do it. The facts are a pure function of the bytes, so they are kept under the
+cache per SHA-256 and per version of ortbundle's code (a new field or a fixed parser reads
+again). A release passes no memo: it reads every file afresh.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from ortbundle._core.fsio import remembered
+from ortbundle.pipeline.incremental import code_digest, digest_of
+from ortbundle.stage.binaries import BinaryInfo, info_from_json, info_to_json, inspect
+
+
+def inspect_known(path: Path, sha256: str, *, name: str, memo: Path | None) -> BinaryInfo:
+    """`inspect(path)` for a file already checked to have `sha256`; from `memo` when it has it."""
+    key = digest_of([sha256, code_digest()]) if memo is not None else ""
+    return remembered(
+        memo / key[:2] / f"{key}.json" if memo is not None else None,
+        lambda: inspect(path, name=name),
+        info_to_json,
+        info_from_json,
+    )

@@ -1,0 +1,30 @@
+"""Plugin execution providers: what a plugin EP package may carry (policy, not staging)."""
+
+from __future__ import annotations
+
+import fnmatch
+
+from ortbundle._core.errors import ConfigError
+from ortbundle.config.recipes import Recipe
+from ortbundle.stage.staging import StagedRuntime
+
+_CORE_NAMES = ("libonnxruntime.so*", "libonnxruntime.*.dylib", "onnxruntime.dll")
+
+
+def refuse_bundled_core(recipe: Recipe, staged: StagedRuntime, target: str) -> None:
+    """A plugin EP package that carries its own ONNX Runtime core is refused: two cores in one
+    process is exactly what one-runtime-per-process forbids (seeds §3.2)."""
+    cores = [
+        k.name
+        for k in staged.closure.kept
+        if any(fnmatch.fnmatchcase(k.name.lower(), g) for g in _CORE_NAMES)
+    ]
+    if cores:
+        raise ConfigError(
+            f"plugin EP {recipe.name} carries an ONNX Runtime core: {', '.join(cores)}",
+            component=recipe.name,
+            target=target,
+            file=str(recipe.path),
+            fix="drop the core in the recipe (a plugin registers with the product's runtime), "
+            "or ship the package as a runtime",
+        )

@@ -1,0 +1,1 @@
+"""The commands beside build: pin, new-recipe (scaffold), smoke and the CI workflow."""

@@ -1,0 +1,110 @@
+"""The CI workflow template: one job per target of a product, a strict release job, a publisher.
+
+GitHub Actions syntax, generated from the product manifest so the job list cannot drift from
+the targets, with every action pinned by commit (ortbundle/data/actions.toml). Any other CI runs
+the same commands: `invoke build --target T` per runner, carry each dist/ as a tar archive, then
+`invoke release --release --from …` and `invoke verify`.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import tomllib
+from dataclasses import dataclass
+from importlib import resources
+
+from ortbundle._core.errors import ConfigError
+from ortbundle._core.templating import render
+from ortbundle.config.recipes import Product
+from ortbundle.config.schema import check_document
+from ortbundle.evidence.provenance import PROVENANCE_NAME
+from ortbundle.evidence.record import AUDIT_NAME, MANIFEST_NAME, SBOM_NAME, SIGNATURE_NAME
+from ortbundle.evidence.report import REPORT_NAME
+
+# Debian packages a runner needs to build (not test) a target's packages.
+BUILD_PACKAGES = {"windows-x86_64": ("nsis",)}
+# The evidence the publish job attaches to the GitHub release (and attests), beside release.tar.
+# attached to the GitHub release beside release.tar: what an auditor reads without unpacking it
+EVIDENCE = (MANIFEST_NAME, SIGNATURE_NAME, PROVENANCE_NAME, SBOM_NAME, AUDIT_NAME, REPORT_NAME)
+ACTIONS_FILE = "data/actions.toml"
+_JOB_ID = re.compile(r"^[A-Za-z_][A-Za-z0-9_-]*$")
+_COMMIT = re.compile(r"^[0-9a-f]{40}$")
+_ACTION = re.compile(r"^[A-Za-z0-9_.-]+/[A-Za-z0-9_./-]+$")
+
+
+@dataclass(frozen=True)
+class ActionPin:
+    """One action at one commit; the version is what a person reads, the commit what runs."""
+
+    name: str  # owner/repo[/path]
+    version: str  # the release tag the commit was read from
+    commit: str  # full 40-hex commit SHA
+
+    @property
+    def uses(self) -> str:
+        return f"{self.name}@{self.commit} # {self.version}"
+
+
+def load_action_pins(text: str | None = None) -> dict[str, ActionPin]:
+    """The pins in ortbundle/data/actions.toml; anything but a full commit SHA is an error."""
+    where = f"ortbundle/{ACTIONS_FILE}"
+    if text is None:
+        text = resources.files("ortbundle").joinpath(ACTIONS_FILE).read_text("utf-8")
+    try:
+        data = tomllib.loads(text)
+    except tomllib.TOMLDecodeError as exc:
+        raise ConfigError(f"not valid TOML: {exc}", file=where) from None
+    check_document(where, data, "actions-data")
+    table = data.get("actions", {})
+    pins: dict[str, ActionPin] = {}
+    for name, entry in table.items():
+        version = entry.get("version") if isinstance(entry, dict) else None
+        commit = entry.get("commit") if isinstance(entry, dict) else None
+        if not _ACTION.match(name) or not isinstance(version, str) or not version:
+            raise ConfigError(
+                f"actions.{name!r} needs an owner/repo name and a version", file=where
+            )
+        if not isinstance(commit, str) or not _COMMIT.match(commit):
+            raise ConfigError(
+                f"actions.{name!r}: commit {commit!r} is not a full 40-hex commit SHA",
+                file=where,
+                fix=f"read it with: git ls-remote --tags https://github.com/{name} {version}",
+            )
+        pins[name] = ActionPin(name, version, commit)
+    return pins
+
+
+def _quoted(value: str) -> str:
+    """A YAML double-quoted scalar (JSON strings are valid YAML)."""
+    return json.dumps(value)
+
+
+def _job_id(value: str) -> str:
+    if not _JOB_ID.match(value):
+        raise ValueError(f"{value!r} cannot be a workflow job id")
+    return value
+
+
+def workflow_yaml(product: Product, pins: dict[str, ActionPin] | None = None) -> str:
+    pins = load_action_pins() if pins is None else pins
+
+    def action(name: str) -> str:
+        if name not in pins:
+            raise ConfigError(
+                f"the workflow uses {name}, which has no pin",
+                file=f"ortbundle/{ACTIONS_FILE}",
+                fix=f'add [actions."{name}"] with its version and commit',
+            )
+        return pins[name].uses
+
+    return render(
+        "github-workflow.yml.j2",
+        {
+            "product": product.name,
+            "targets": list(product.targets),
+            "apt_packages": {t: list(BUILD_PACKAGES.get(t, ())) for t in product.targets},
+            "evidence": list(EVIDENCE),
+        },
+        {"q": _quoted, "id": _job_id, "action": action},
+    )

@@ -1,0 +1,271 @@
+"""`invoke new-recipe`: a first recipe (and, asked, a product) for someone packaging their own
+application, from a PyPI project, a Maven AAR or an npm package.
+
+resolve.py pins every target's file through the fetch layer and downloads it into the cache;
+propose.py reads each archive (libraries, their needs, roots, drops, licence texts); render.py
+writes the TOML. Before anything is written, the proposal is checked the way a build checks it:
+the recipe is parsed by the recipe reader and each target pruned by the build's closure.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import shutil
+import tempfile
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from ortbundle._core.errors import ClosureError, ConfigError, OrtbundleError
+from ortbundle._core.fsio import atomic_write
+from ortbundle._core.progress import Reporter
+from ortbundle.config.plan import Project
+from ortbundle.config.recipes import load_recipe
+from ortbundle.config.targets import all_targets, get_target
+from ortbundle.config.tomlreader import NAME_WORD
+from ortbundle.fetch.archives import ZipArchive
+from ortbundle.fetch.cache import Cache, default_cache_dir
+from ortbundle.fetch.policy import RetryPolicy
+from ortbundle.stage.closure import prune
+from ortbundle.tools.pin.options import Lookups, PinOptions
+from ortbundle.tools.scaffold.propose import Proposal, materializer, propose
+from ortbundle.tools.scaffold.render import product_text, recipe_text
+from ortbundle.tools.scaffold.resolve import Asking, Resolved, Wanted, resolve
+from ortbundle.tools.scaffold.resolve import parse_coordinates as parse_coordinates
+
+# the recipe is written, but a library nothing provides is the user's choice: the closure's code
+EXIT_NEEDS_CHOICE = ClosureError.exit_code
+
+
+@dataclass(frozen=True)
+class ScaffoldOptions:
+    coordinates: str
+    version: str | None = None
+    name: str | None = None  # the recipe's name; default: from the coordinates
+    product: str | None = None  # also write manifests/<product>.toml
+    targets: tuple[str, ...] = ()  # empty: every target the release publishes
+    force: bool = False
+    index_url: str | None = None
+    cache_dir: Path | None = None
+    retry: RetryPolicy = field(default_factory=RetryPolicy)
+    jobs: int = 0
+    environ: Mapping[str, str] | None = None  # Maven and npm settings; None: os.environ
+
+
+@dataclass(frozen=True)
+class ScaffoldResult:
+    recipe: Path
+    product: Path | None
+    resolved: Resolved
+    proposals: tuple[Proposal, ...]
+    kept: dict[str, tuple[str, ...]]  # target → staged files the closure keeps
+    choices: tuple[str, ...]  # what only the user can decide; empty: the recipe builds
+    notes: tuple[str, ...]
+
+    def lines(self) -> list[str]:
+        r = self.resolved
+        out = [f"{r.wanted.describe()}: release {r.version}"]
+        for pinned in r.pinned:
+            s = pinned.source
+            out.append(
+                f"  source {s.id}: {s.filename} (sha256 {s.sha256[:16]}…, {s.size or 0:,} B) "
+                f"→ {', '.join(pinned.targets)}"
+            )
+        for p in self.proposals:
+            out.append(f"  {p.target}: entry {p.entry}; roots {', '.join(p.roots)}")
+            for lib in p.libraries:
+                needs = p.needs.get(lib.staged)
+                state = (
+                    f"drop ({p.dropped[lib.staged]})"
+                    if lib.staged in p.dropped
+                    else f"keep, needs {', '.join(needs)}"
+                    if needs
+                    else "keep"
+                )
+                out.append(f"    {lib.staged}: {state}")
+            if p.externals:
+                groups = sorted({g for _, g in p.externals})
+                out.append(f"    system: {', '.join(groups)}")
+            out.append(
+                f"    licence {p.licence.expression} ({p.licence.why}); "
+                f"{len(p.licence.texts)} text(s)"
+            )
+        out += [f"  note: {n}" for n in self.notes]
+        out.append(f"wrote {self.recipe}" + (f" and {self.product}" if self.product else ""))
+        if self.choices:
+            out += [f"YOUR CHOICE: {c}" for c in self.choices]
+        else:
+            built = self.product.stem if self.product else "<your product>"
+            out.append(f"the closure of every target resolves: next, `invoke build -p {built}`")
+        return out
+
+
+def default_name(wanted: Wanted) -> str:
+    """A recipe name from the coordinates: the project, the artifact, the bare npm package."""
+    base = wanted.name.rsplit(":", 1)[-1].rsplit("/", 1)[-1].lower()
+    return re.sub(r"[^a-z0-9._-]+", "-", base).strip("-._") or "runtime"
+
+
+def new_recipe(project: Project, options: ScaffoldOptions, reporter: Reporter) -> ScaffoldResult:
+    """Resolve, download, read, check, and write; nothing is written on an error."""
+    wanted = parse_coordinates(options.coordinates, options.version)
+    name = options.name or default_name(wanted)
+    if not NAME_WORD.match(name):
+        raise ConfigError(
+            f"recipe name {name!r} must be lower-case letters, digits, . _ -",
+            fix="pass --name with such a name",
+        )
+    for target in options.targets:
+        get_target(target)
+    desktop = [t for t in options.targets if get_target(t).abi is None]
+    if wanted.kind != "pypi" and desktop:
+        raise ConfigError(
+            f"{wanted.describe()} is an Android archive: an AAR serves Android targets only, "
+            f"not {', '.join(desktop)}",
+            fix="leave out --target, or name Android targets "
+            f"({', '.join(t for t, v in all_targets().items() if v.abi)})",
+        )
+    recipe_path = project.recipes / f"{name}.toml"
+    product_path = project.manifests / f"{options.product}.toml" if options.product else None
+    if options.product is not None and not NAME_WORD.match(options.product):
+        raise ConfigError(
+            f"product name {options.product!r} must be lower-case letters, digits, . _ -",
+            fix="pass --product with such a name",
+        )
+    for path in (recipe_path, product_path):
+        if path is not None and path.exists() and not options.force:
+            raise ConfigError(
+                f"{path.relative_to(project.root)} exists; the scaffold does not overwrite it",
+                file=str(path),
+                fix="pass --force to replace it, or --name/--product to write another",
+            )
+    pin_options = PinOptions(
+        index_url=options.index_url, retry=options.retry, environ=options.environ
+    )
+    cache = Cache(options.cache_dir or default_cache_dir())
+    ask = Lookups(pin_options, project.root)
+    try:
+        via = Asking(ask, cache, reporter, name, options.jobs or os.cpu_count() or 1)
+        resolved = resolve(wanted, options.targets, via)
+    finally:
+        ask.close()
+    scratch = Path(tempfile.mkdtemp(prefix="ortbundle-scaffold-"))
+    try:
+        return _read_check_write(
+            project, options, name, resolved, recipe_path, product_path, scratch
+        )
+    finally:
+        shutil.rmtree(scratch, ignore_errors=True)
+
+
+def _read_check_write(
+    project: Project,
+    options: ScaffoldOptions,
+    name: str,
+    resolved: Resolved,
+    recipe_path: Path,
+    product_path: Path | None,
+    scratch: Path,
+) -> ScaffoldResult:
+    proposals: list[Proposal] = []
+    notes: list[str] = []
+    for pinned in resolved.pinned:
+        label = pinned.source.archive_name
+        with ZipArchive(pinned.archive, label=label, component=name) as archive:
+            for target in pinned.targets:
+                where = scratch / target
+                where.mkdir()
+                proposal, more = propose(
+                    all_targets()[target], pinned.source.id, archive, where, component=name
+                )
+                notes += more
+                if proposal is None:
+                    notes.append(f"{target}: {label} holds no library for it; left out")
+                else:
+                    proposals.append(proposal)
+    served = {p.target for p in proposals}
+    notes += [
+        f"{t}: {resolved.wanted.name} {resolved.version} publishes nothing for it"
+        for t in options.targets
+        if t not in served
+    ]
+    if not proposals:
+        raise ConfigError(
+            f"{resolved.wanted.describe()} {resolved.version}: no archive holds a native library "
+            "of any target",
+            component=name,
+            fix="pick the coordinates of a native build (platform wheels, an AAR with jni/)",
+        )
+    command = f"invoke new-recipe {options.coordinates}"
+    text = recipe_text(name, command, _only_used(resolved, proposals), proposals)
+    check_dir = scratch / "check"
+    check_dir.mkdir()
+    (check_dir / f"{name}.toml").write_text(text, "utf-8")
+    recipe = load_recipe(check_dir / f"{name}.toml")  # the reader a build uses
+    choices: list[str] = []
+    kept: dict[str, tuple[str, ...]] = {}
+    for p in proposals:
+        if p.unresolved:
+            listing = "; ".join(f"{who} needs {what}" for who, what in p.unresolved)
+            choices.append(
+                f"{p.target}: {listing}. Declare an [[externals]] group for it (the commented "
+                f"block at the end of {recipe_path.name}), drop what needs it, or add its archive"
+            )
+            continue
+        try:
+            closure = prune(
+                component=name,
+                target=all_targets()[p.target],
+                recipe=recipe.for_target(p.target),
+                candidates=list(p.candidates),
+                materialize=materializer(p),
+            )
+        except OrtbundleError as exc:
+            choices.append(f"{p.target}: the proposal does not prune: {exc}")
+            continue
+        kept[p.target] = tuple(k.name for k in closure.kept)
+    if any(p.licence.expression.endswith("-unknown") for p in proposals):
+        choices.append(
+            f"the licence: {resolved.wanted.name} declares none; set `expression` to the SPDX "
+            "id of its terms (the audit reviews an unknown one)"
+        )
+    recipe_path.parent.mkdir(parents=True, exist_ok=True)
+    atomic_write(recipe_path, text)
+    if product_path is not None:
+        product_path.parent.mkdir(parents=True, exist_ok=True)
+        targets = [t for t in all_targets() if any(p.target == t for p in proposals)]
+        atomic_write(product_path, product_text(product_path.stem, name, targets))
+    return ScaffoldResult(
+        recipe_path, product_path, resolved, tuple(proposals), kept, tuple(choices), tuple(notes)
+    )
+
+
+def _only_used(resolved: Resolved, proposals: Sequence[Proposal]) -> Resolved:
+    """The sources a proposal reads (a wheel with no library for its target is left out)."""
+    used = {p.source for p in proposals}
+    return Resolved(
+        resolved.wanted,
+        resolved.version,
+        tuple(p for p in resolved.pinned if p.source.id in used),
+        resolved.notes,
+    )
+
+
+def run_new_recipe(options: ScaffoldOptions, *, root: Path | None = None) -> None:
+    """The task: print what was found and written; exit codes as ortbundle/_core/errors.py, and
+    EXIT_NEEDS_CHOICE (8, as an unresolved library in a build) when the recipe is written but a
+    choice is left to the user."""
+    from ortbundle.cli import ROOT, CommandFailed, _guard
+
+    project = Project.at(root or ROOT)
+    with Reporter() as reporter:
+        result = _guard(lambda: new_recipe(project, options, reporter))
+        for line in result.lines():
+            reporter.line(line)
+    if result.choices:
+        raise CommandFailed(
+            f"ortbundle: {result.recipe.name} written; {len(result.choices)} choice(s) left to "
+            "you (above) before it builds",
+            EXIT_NEEDS_CHOICE,
+        )

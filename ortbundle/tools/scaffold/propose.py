@@ -1,0 +1,386 @@
+"""What a recipe for one target could say, read from the archive: which members are native
+libraries of the target's machine, what each needs, which nothing else needs (the roots), which
+to drop (Python and Java bindings, test binaries, another machine's files, with reasons), and
+where the licence texts and the licence expression are. Every guess carries its reason, which
+the written recipe repeats as a comment."""
+
+from __future__ import annotations
+
+import fnmatch
+import json
+import re
+from collections.abc import Callable
+from dataclasses import dataclass
+from email.parser import HeaderParser
+from pathlib import Path, PurePosixPath
+
+from ortbundle._core.errors import BinaryError
+from ortbundle.config.recipes import Drop
+from ortbundle.config.targets import Target
+from ortbundle.fetch.archives import ZipArchive
+from ortbundle.stage.binaries import BinaryInfo, inspect
+from ortbundle.stage.closure import Candidate, Materialized
+
+
+@dataclass(frozen=True)
+class Library:
+    """Byte-identical members: one library under one or more names."""
+
+    names: tuple[str, ...]
+    members: tuple[str, ...]
+    staged: str  # the name the stage ships it under (its SONAME when a member has it)
+    size: int
+    sha256: str
+    path: Path  # extracted, for the closure check
+    info: BinaryInfo
+
+
+@dataclass(frozen=True)
+class Licence:
+    expression: str
+    why: str  # where the expression came from ("guessed …" when it is a guess)
+    texts: tuple[str, ...]  # archive members
+    left_out: tuple[str, ...] = ()  # texts whose file name another text already has
+
+
+@dataclass(frozen=True)
+class Proposal:
+    """One target's part of the recipe."""
+
+    target: str
+    source: str
+    takes: tuple[str, ...]
+    entry: str
+    entry_why: str
+    roots: tuple[str, ...]
+    drops: tuple[Drop, ...]
+    licence: Licence
+    libraries: tuple[Library, ...]
+    needs: dict[str, tuple[str, ...]]  # kept staged name → staged names of what it needs
+    dropped: dict[str, str]  # staged name → why it is dropped
+    externals: tuple[tuple[str, str], ...]  # (needed name, group) the target allows
+    unresolved: tuple[tuple[str, str], ...]  # (staged name, needed name) nothing provides
+    candidates: tuple[Candidate, ...]  # for the closure check
+    providers: tuple[str, ...]
+
+
+_ELF_LIB = ("*.so", "*.so.*")
+_PE_LIB = ("*.dll", "*.pyd")
+_PYTHON = re.compile(r"(\.pyd$|pybind|\.cpython-|\.abi3\.so$)")
+_PYTHON_NEEDS = re.compile(r"^(libpython[0-9.]*\.so|python3[0-9]*\.dll)", re.IGNORECASE)
+_JAVA = re.compile(r"(_jni|4j)", re.IGNORECASE)
+_TEST = re.compile(r"(^|[_.-])tests?([_.-]|$)|^test", re.IGNORECASE)
+_CORE = re.compile(r"^(lib)?onnxruntime\.(so|dll)(\.|$)", re.IGNORECASE)
+_VERSIONED = re.compile(r"^(.+\.so)((\.\d+)+)$")
+_TEXT = re.compile(r"^(licen[cs]e|notice|copying|thirdpartynotices|third[-_]party)", re.IGNORECASE)
+# provider library stem → (EP name, GPU vendor it serves, or "")
+PROVIDERS = {
+    "cuda": ("CUDAExecutionProvider", "nvidia"),
+    "tensorrt": ("TensorrtExecutionProvider", "nvidia"),
+    "nv_tensorrt_rtx": ("NvTensorRTRTXExecutionProvider", "nvidia"),
+    "openvino": ("OpenVINOExecutionProvider", "intel"),
+    "rocm": ("ROCMExecutionProvider", "amd"),
+    "migraphx": ("MIGraphXExecutionProvider", "amd"),
+    "dnnl": ("DnnlExecutionProvider", "intel"),
+    "qnn": ("QNNExecutionProvider", "qualcomm"),
+    "vitisai": ("VitisAIExecutionProvider", "amd"),
+    "dml": ("DmlExecutionProvider", ""),
+    "webgpu": ("WebGpuExecutionProvider", ""),
+}
+_CLASSIFIERS = {
+    "MIT License": "MIT",
+    "Apache Software License": "Apache-2.0",
+    "BSD License": "BSD-3-Clause",
+    "ISC License (ISCL)": "ISC",
+}
+
+
+def version_glob(name: str) -> str:
+    """`libonnxruntime.so.1.24.1` → `libonnxruntime.so.*.*.*`: survives `invoke pin`."""
+    m = _VERSIONED.match(name)
+    return f"{m[1]}{'.*' * m[2].count('.')}" if m else name
+
+
+def root_glob(name: str) -> str:
+    """`libonnxruntime.so.1.24.1` → `libonnxruntime.so.*`."""
+    m = _VERSIONED.match(name)
+    return f"{m[1]}.*" if m else name
+
+
+def _is_library(member: str, target: Target) -> bool:
+    base = PurePosixPath(member).name
+    if target.abi is not None and not member.startswith(f"jni/{target.abi}/"):
+        return False
+    patterns = _ELF_LIB if target.format == "elf" else _PE_LIB
+    return any(fnmatch.fnmatchcase(base.lower(), p) for p in patterns)
+
+
+def _takes(members: list[str], target: Target) -> tuple[str, ...]:
+    """One glob per directory and pattern that holds libraries."""
+    out: set[str] = set()
+    for member in members:
+        directory = str(PurePosixPath(member).parent)
+        prefix = "" if directory == "." else f"{directory}/"
+        patterns = _ELF_LIB if target.format == "elf" else _PE_LIB
+        for pattern in patterns:
+            if fnmatch.fnmatchcase(PurePosixPath(member).name.lower(), pattern):
+                out.add(f"{prefix}{pattern}")
+    return tuple(sorted(out))
+
+
+def _drop_reason(lib: Library, target: Target) -> str | None:
+    if lib.info.machine != target.machine or lib.info.format != target.format:
+        return f"built for {lib.info.format.upper()} {lib.info.machine}, not {target.name}"
+    names = lib.names
+    if any(_PYTHON.search(n) for n in names) or any(
+        _PYTHON_NEEDS.match(n) for n in lib.info.needed
+    ):
+        return "Python binding"
+    if any(_JAVA.search(n) for n in names):
+        return "Java binding (the application calls the C API through its own JNI)"
+    if any(_TEST.search(n) for n in names):
+        return "test binary"
+    return None
+
+
+def propose(
+    target: Target, source: str, archive: ZipArchive, scratch: Path, *, component: str
+) -> tuple[Proposal | None, tuple[str, ...]]:
+    """One target's proposal (None when the archive holds no library for it) and notes."""
+    library_members = sorted(m for m in archive.members if _is_library(m, target))
+    by_sha: dict[str, list[tuple[str, Path, int]]] = {}
+    for number, member in enumerate(library_members):
+        got = archive.extract(member, scratch / f"{number}-{PurePosixPath(member).name}")
+        by_sha.setdefault(got.sha256, []).append((member, got.path, got.size))
+    libraries: list[Library] = []
+    unreadable: dict[str, str] = {}  # file name → why the build must not open it
+    for sha256, found in sorted(by_sha.items()):
+        members = tuple(m for m, _, _ in found)
+        names = tuple(sorted({PurePosixPath(m).name for m in members}))
+        try:
+            info = inspect(found[0][1], name=f"{source}:{members[0]}")
+        except BinaryError as exc:
+            unreadable.update((n, f"not a native library ({exc.message})") for n in names)
+            continue
+        staged = (
+            info.soname if info.soname in names else sorted(names, key=lambda n: (-len(n), n))[0]
+        )
+        libraries.append(Library(names, members, staged, found[0][2], sha256, found[0][1], info))
+    if not libraries:
+        return None, _left_out(target, unreadable)
+    key = target.key
+    by_name = {key(n): lib for lib in libraries for n in (*lib.names, lib.info.soname or "") if n}
+    drops: dict[str, str] = {
+        lib.staged: r for lib in libraries if (r := _drop_reason(lib, target)) is not None
+    }
+
+    def needed_libs(lib: Library) -> list[Library]:
+        return [d for n in lib.info.all_needed if (d := by_name.get(key(n))) and d is not lib]
+
+    changed = True
+    while changed:  # a binding something kept needs is not a binding: keep it
+        changed = False
+        for lib in libraries:
+            if lib.staged in drops:
+                continue
+            for dep in needed_libs(lib):
+                if dep.staged in drops and not drops[dep.staged].startswith("built for"):
+                    del drops[dep.staged]
+                    changed = True
+    kept = [lib for lib in libraries if lib.staged not in drops]
+    needs = {lib.staged: tuple(sorted({d.staged for d in needed_libs(lib)})) for lib in kept}
+    needed_by_others = {d for lib, ds in needs.items() for d in ds if d != lib}
+    roots = [lib for lib in kept if lib.staged not in needed_by_others]
+    reached = _reach({r.staged for r in roots}, needs)
+    roots += [lib for lib in kept if lib.staged not in reached]  # a cycle nothing outside needs
+    externals: set[tuple[str, str]] = set()
+    unresolved: list[tuple[str, str]] = []
+    for lib in kept:
+        for name in lib.info.all_needed:
+            if key(name) in by_name:
+                continue
+            group = target.external_group(name)
+            if group is not None:
+                externals.add((name, group.group))
+            else:
+                unresolved.append((lib.staged, name))
+    core = [lib for lib in kept if any(_CORE.match(n) for n in lib.names)]
+    if core:
+        entry_lib, entry_why = core[0], "guessed: the ONNX Runtime core library"
+    else:
+        entry_lib = max(
+            kept, key=lambda lib: (sum(lib.staged in ds for ds in needs.values()), lib.size)
+        )
+        entry_why = "guessed: no library is named onnxruntime; took the one most others need"
+    providers = _providers(kept)
+    drop_rules = _drop_rules(
+        {n: r for lib in libraries if (r := drops.get(lib.staged)) for n in lib.names} | unreadable
+    )
+    candidates = tuple(
+        Candidate(source, m, PurePosixPath(m).name, lib.size, lib.sha256)
+        for lib in libraries
+        for m in lib.members
+    )
+    return (
+        Proposal(
+            target=target.name,
+            source=source,
+            takes=_takes([m for lib in libraries for m in lib.members], target),
+            entry=version_glob(entry_lib.staged),
+            entry_why=entry_why,
+            roots=tuple(sorted({root_glob(r.staged) for r in roots})),
+            drops=drop_rules,
+            licence=licence(archive, scratch, component),
+            libraries=tuple(libraries),
+            needs=needs,
+            dropped=drops,
+            externals=tuple(sorted(externals)),
+            unresolved=tuple(unresolved),
+            candidates=candidates,
+            providers=providers,
+        ),
+        _left_out(target, unreadable),
+    )
+
+
+def _left_out(target: Target, unreadable: dict[str, str]) -> tuple[str, ...]:
+    return tuple(f"{target.name}: {n} dropped: {r}" for n, r in sorted(unreadable.items()))
+
+
+def materializer(proposal: Proposal) -> Callable[[Candidate], Materialized]:
+    """The closure check's view of a candidate: the file read while proposing."""
+    files = {
+        m: Materialized(lib.path, lib.sha256, lib.size, lib.info)
+        for lib in proposal.libraries
+        for m in lib.members
+    }
+    return lambda candidate: files[candidate.member]
+
+
+def _reach(start: set[str], needs: dict[str, tuple[str, ...]]) -> set[str]:
+    seen, todo = set(start), list(start)
+    while todo:
+        for dep in needs.get(todo.pop(), ()):
+            if dep not in seen:
+                seen.add(dep)
+                todo.append(dep)
+    return seen
+
+
+def _drop_rules(drops: dict[str, str]) -> tuple[Drop, ...]:
+    """One rule per reason over every name of a dropped library; a Python binding's names by
+    its glob."""
+    by_reason: dict[str, list[str]] = {}
+    for name, reason in sorted(drops.items()):
+        if reason == "Python binding" and name.endswith(".pyd"):
+            name = "*.pyd"
+        elif reason == "Python binding" and "pybind11_state" in name:
+            name = "onnxruntime_pybind11_state*"
+        by_reason.setdefault(reason, [])
+        if name not in by_reason[reason]:
+            by_reason[reason].append(name)
+    return tuple(Drop(tuple(names), reason) for reason, names in by_reason.items())
+
+
+def _providers(kept: list[Library]) -> tuple[str, ...]:
+    found = []
+    for lib in kept:
+        m = re.search(r"onnxruntime_providers_([a-z_]+?)(\.so|\.dll)", lib.staged.lower())
+        if m and m[1] in PROVIDERS:
+            found.append(PROVIDERS[m[1]][0])
+    return (*sorted(set(found)), "CPUExecutionProvider")
+
+
+def gpu_vendors(providers: tuple[str, ...]) -> tuple[str, ...]:
+    return tuple(sorted({v for ep, v in PROVIDERS.values() if v and ep in providers}))
+
+
+# --- licences -----------------------------------------------------------------------------------
+
+
+def _text_members(archive: ZipArchive) -> tuple[list[str], list[str]]:
+    """(texts, left out): the stage puts texts under licenses/<component>/<file name>, so of
+    two with one file name only the first is taken (the dist-info's PEP 639 ones first)."""
+    out = []
+    for name in archive.members:
+        path = PurePosixPath(name)
+        in_licenses = ".dist-info/licenses/" in name or ".dist-info/licences/" in name
+        if (in_licenses or _TEXT.match(path.name)) and path.suffix.lower() not in (
+            ".py",
+            ".so",
+            ".dll",
+            ".pyd",
+            ".h",
+            ".pyc",
+        ):
+            out.append(name)
+    taken: dict[str, str] = {}
+    left_out = []
+    for name in sorted(out, key=lambda n: (".dist-info/" not in n, n)):
+        base = PurePosixPath(name).name
+        if base in taken:
+            left_out.append(name)
+        else:
+            taken[base] = name
+    return sorted(taken.values()), left_out
+
+
+def _read(archive: ZipArchive, member: str, scratch: Path, limit: int = 1 << 20) -> str:
+    if archive.members[member].size > limit:
+        return ""
+    got = archive.extract(member, scratch / f"text-{len(list(scratch.iterdir()))}")
+    return got.path.read_text("utf-8", errors="replace")
+
+
+def _from_text(text: str) -> str | None:
+    head = " ".join(text.split())[:2000]
+    if "Permission is hereby granted, free of charge" in head:
+        return "MIT"
+    if "Apache License" in head and "Version 2.0" in head:
+        return "Apache-2.0"
+    if "Redistribution and use in source and binary forms" in head:
+        return "BSD-3-Clause" if "endorse or promote" in head else "BSD-2-Clause"
+    return None
+
+
+def licence(archive: ZipArchive, scratch: Path, component: str) -> Licence:
+    """The texts the archive carries and the best-founded expression: the wheel's
+    License-Expression, else its License field or classifier, else package.json's licence,
+    else what the first text reads like; else a LicenseRef the user must replace."""
+    found, left_out = _text_members(archive)
+    texts = tuple(found)
+    metadata = sorted(n for n in archive.members if n.endswith(".dist-info/METADATA"))
+    if metadata:
+        headers = HeaderParser().parsestr(_read(archive, metadata[0], scratch))
+        if headers.get("License-Expression"):
+            return Licence(
+                str(headers["License-Expression"]),
+                "the wheel's License-Expression",
+                texts,
+                tuple(left_out),
+            )
+        field = str(headers.get("License") or "").strip()
+        if field and re.match(r"^[A-Za-z0-9.+-]+$", field) and len(field) < 40:
+            return Licence(field, "guessed: the wheel's License field", texts, tuple(left_out))
+        for classifier in headers.get_all("Classifier") or []:
+            tail = str(classifier).rsplit("::", 1)[-1].strip()
+            if tail in _CLASSIFIERS:
+                return Licence(
+                    _CLASSIFIERS[tail], f"guessed: the classifier {tail!r}", texts, tuple(left_out)
+                )
+    package = [n for n in archive.members if n.endswith("package.json")]
+    if package:
+        try:
+            declared = json.loads(_read(archive, sorted(package)[0], scratch)).get("license")
+        except (ValueError, AttributeError):
+            declared = None
+        if isinstance(declared, str) and declared:
+            return Licence(declared, "guessed: package.json's license", texts, tuple(left_out))
+    for text in texts:
+        read = _from_text(_read(archive, text, scratch))
+        if read:
+            return Licence(read, f"guessed from the text of {text}", texts, tuple(left_out))
+    unknown = f"LicenseRef-{component}-unknown"
+    return Licence(
+        unknown, "unknown: the archive declares none; replace it", texts, tuple(left_out)
+    )

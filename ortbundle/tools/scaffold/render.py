@@ -1,0 +1,186 @@
+"""The recipe (and the minimal product manifest) as TOML, written with tomlkit: every guess has
+a comment saying what it was guessed from, and every open choice a commented block to fill in."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+import tomlkit
+from tomlkit.items import AoT, Array, InlineTable, Table
+
+from ortbundle.config.recipes import Source
+from ortbundle.config.sources import MavenCoordinates, NpmCoordinates, PypiCoordinates
+from ortbundle.tools.scaffold.propose import Proposal, gpu_vendors
+from ortbundle.tools.scaffold.resolve import Resolved
+
+
+def _array(values: Sequence[str], *, multiline: bool = False) -> Array:
+    out = tomlkit.array()
+    out.extend(values)
+    return out.multiline(multiline and len(values) > 2)
+
+
+def _inline(**values: str) -> InlineTable:
+    table = tomlkit.inline_table()
+    table.update(values)
+    return table
+
+
+def _origin(source: Source) -> tuple[str, InlineTable]:
+    origin = source.origin
+    if isinstance(origin, PypiCoordinates):
+        return "pypi", _inline(
+            project=origin.project, version=origin.version, filename=origin.filename
+        )
+    if isinstance(origin, MavenCoordinates):
+        return "maven", _inline(
+            group=origin.group,
+            artifact=origin.artifact,
+            version=origin.version,
+            packaging=origin.packaging,
+        )
+    assert isinstance(origin, NpmCoordinates)
+    return "npm", _inline(package=origin.package, version=origin.version)
+
+
+def _sources(resolved: Resolved) -> Table:
+    sources = tomlkit.table(is_super_table=True)
+    for pinned in resolved.pinned:
+        s = pinned.source
+        table = tomlkit.table()
+        kind, coords = _origin(s)
+        table.add(kind, coords)
+        table.add("sha256", s.sha256)
+        if s.size is not None:
+            table.add("size", s.size)
+        if s.nested:
+            nested = tomlkit.array()
+            nested.extend(_inline(member=n.member, sha256=n.sha256) for n in s.nested)
+            table.add("nested", nested)
+        if pinned.note:
+            table.comment(pinned.note)
+        sources.add(s.id, table)
+    return sources
+
+
+def _target(p: Proposal, component: str, version: str) -> Table:
+    t = tomlkit.table()
+    t.add("entry", p.entry)
+    t["entry"].comment(p.entry_why)
+    t.add("roots", _array(p.roots, multiline=True))
+    t["roots"].comment("guessed: the libraries nothing else in the archive needs")
+    takes = AoT([])
+    take = tomlkit.table()
+    take.add("source", p.source)
+    take.add("libraries", _array(p.takes))
+    takes.append(take)
+    t.add("take", takes)
+    if p.drops:
+        drops = AoT([])
+        for d in p.drops:
+            rule = tomlkit.table()
+            rule.add("names", _array(d.names))
+            rule.add("reason", d.reason)
+            drops.append(rule)
+        t.add("drop", drops)
+    rules = AoT([])
+    rule = tomlkit.table()
+    rule.add("component", component)
+    rule.add("version", version)
+    rule.add("expression", p.licence.expression)
+    rule["expression"].comment(p.licence.why)
+    rule.add("files", _array(["*"]))
+    rule["files"].comment("every kept file: split the rule if the archive bundles other components")
+    texts = tomlkit.array()
+    texts.extend(_inline(source=p.source, member=m) for m in p.licence.texts)
+    rule.add("texts", texts.multiline(bool(p.licence.texts)))
+    if not p.licence.texts:
+        rule["texts"].comment(
+            f"none in the archive: put the terms under licenses/{component}/ and name them "
+            f'with {{ file = "{component}/LICENSE" }}'
+        )
+    if p.licence.left_out:
+        rule["texts"].comment(
+            f"left out (a text of that file name is taken): {', '.join(p.licence.left_out)}"
+        )
+    rules.append(rule)
+    t.add("licenses", rules)
+    return t
+
+
+def external_block(p: Proposal) -> str:
+    """A commented [[externals]] group (CONTRACT §2) for what nothing provides: the user's
+    choice of group, kind and whether the runtime works without it."""
+    names = sorted({needed for _, needed in p.unresolved})
+    who = sorted({lib for lib, _ in p.unresolved})
+    lines = [
+        f"YOUR CHOICE ({p.target}): {', '.join(who)} need(s) {', '.join(names)}, which neither",
+        "the archive nor the target's system libraries provide. Either drop what needs it",
+        "([[targets.<t>.drop]]), add the archive that has it as a source, or declare it as",
+        "a system requirement of this component and uncomment:",
+        "",
+        "[[externals]]",
+        'group = "FILL-IN"            # e.g. "cudnn"',
+        'kind = "toolkit"             # system | toolchain | redist | driver | toolkit',
+        f"targets = {tomlkit.dumps({'t': [p.target]}).split('=', 1)[1].strip()}",
+        f"names = {tomlkit.dumps({'n': names}).split('=', 1)[1].strip()}",
+        "optional = false             # true: the runtime still works without it",
+        'install = "FILL-IN"          # one sentence: what the user installs',
+    ]
+    return "\n".join(f"# {line}".rstrip() for line in lines)
+
+
+def recipe_text(
+    name: str,
+    command: str,
+    resolved: Resolved,
+    proposals: Sequence[Proposal],
+) -> str:
+    doc = tomlkit.document()
+    project = resolved.wanted.name
+    doc.add(tomlkit.comment(f"Scaffolded by `{command}`: release {resolved.version}."))
+    doc.add(tomlkit.comment("Comments marked 'guessed' are the scaffold's reading of the archive:"))
+    doc.add(tomlkit.comment("check each, then `invoke build -p <product>` (README: Packaging"))
+    doc.add(tomlkit.comment("your own application)."))
+    for note in resolved.notes:
+        doc.add(tomlkit.comment(note))
+    doc.add(tomlkit.nl())
+    providers = tuple(dict.fromkeys(ep for p in proposals for ep in p.providers))
+    component = tomlkit.table()
+    component.add("name", name)
+    component.add("kind", "runtime")
+    component.add("label", project)
+    component.add("version", resolved.version)
+    component.add("description", f"{project} {resolved.version}")
+    component.add("providers", _array(providers))
+    component["providers"].comment("guessed from the provider libraries it carries")
+    component.add("gpu_vendors", _array(gpu_vendors(providers)))
+    doc.add("component", component)
+    doc.add(tomlkit.nl())
+    doc.add("sources", _sources(resolved))
+    targets = tomlkit.table(is_super_table=True)
+    for p in sorted(proposals, key=lambda p: p.target):
+        targets.add(
+            p.target, _target(p, project.rsplit(":", 1)[-1].rsplit("/", 1)[-1], resolved.version)
+        )
+    doc.add("targets", targets)
+    text = tomlkit.dumps(doc)
+    blocks = [external_block(p) for p in proposals if p.unresolved]
+    if blocks:
+        text += "\n" + "\n\n".join(blocks) + "\n"
+    return text
+
+
+def product_text(product: str, recipe: str, targets: Sequence[str]) -> str:
+    doc = tomlkit.document()
+    doc.add(tomlkit.comment(f"A minimal product around recipes/{recipe}.toml, scaffolded by"))
+    doc.add(tomlkit.comment("`invoke new-recipe --product`: set the version, description and url."))
+    table = tomlkit.table()
+    table.add("name", product)
+    table.add("version", "0.1.0")
+    table.add("description", f"{product}: the {recipe} runtime")
+    table.add("url", "https://example.invalid/")
+    table.add("targets", _array(list(targets)))
+    table.add("runtimes", _array([recipe]))
+    doc.add("product", table)
+    return tomlkit.dumps(doc)

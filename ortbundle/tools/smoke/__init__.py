@@ -1,0 +1,1 @@
+"""invoke smoke: install each built package with its own tool and run every runtime it ships."""

@@ -1,0 +1,228 @@
+"""Build `ortprobe` (ortprobe.c, one file) for Windows with mingw-w64 and for Linux with gcc.
+
+The probe is compiled against ONNX Runtime's own `onnxruntime_c_api.h`, taken from the pinned
+Android AAR (recipes/android-generic.toml, `headers/` in the AAR, MIT): the build fetches that
+AAR already, so the header is checked by the same SHA-256 pin and never vendored here. The
+OrtApi table is append-only, so a newer header drives an older core as long as the probe asks
+the core for the newest API version it offers (the probe does).
+
+`run_probe` runs a built probe (under Wine for the .exe) and parses its line protocol into a
+`ProbeResult`; ortbundle/tools/smoke/run.py and the Windows test tier read that, never raw text.
+"""
+
+from __future__ import annotations
+
+import shutil
+import subprocess
+import zipfile
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from importlib import resources
+from pathlib import Path
+
+import tomlkit
+
+from ortbundle._core.errors import ConfigError, IntegrityError, OfflineError, PackagingError
+from ortbundle._core.locations import default_cache_dir
+from ortbundle.fetch.cache import sha256_file
+
+__all__ = [
+    "MINGW_CC",
+    "ProbeOutput",
+    "ProbeResult",
+    "build_probe",
+    "c_api_headers",
+    "input_values",
+    "parse_probe",
+]
+
+_COMPONENT = "ortprobe"
+HEADER_RECIPE = "android-generic"  # its AAR carries headers/onnxruntime_c_api.h
+MINGW_CC = "x86_64-w64-mingw32-gcc"
+_HEADERS = ("onnxruntime_c_api.h", "onnxruntime_ep_c_api.h", "onnxruntime_error_code.h")
+_FLAGS = ["-O2", "-std=c99", "-Wall", "-Wextra", "-Werror"]
+
+
+@dataclass(frozen=True)
+class ProbeOutput:
+    """One output of one model run: its element type and values (`other` has none)."""
+
+    name: str
+    kind: str  # float | int64 | other
+    values: tuple[float, ...] = ()
+
+
+@dataclass(frozen=True)
+class ProbeResult:
+    """What one probe run said, line by line (ortprobe.c documents the protocol)."""
+
+    exit_code: int
+    version: str = ""
+    api: int = 0
+    providers: tuple[str, ...] = ()
+    plugins: Mapping[str, tuple[bool, str]] = field(default_factory=dict)  # name -> ok, detail
+    eps: Mapping[str, tuple[bool, str]] = field(default_factory=dict)
+    models: Mapping[str, tuple[bool, str]] = field(default_factory=dict)  # path -> ok, message
+    inputs: Mapping[str, tuple[tuple[str, str], ...]] = field(default_factory=dict)
+    outputs: Mapping[str, tuple[ProbeOutput, ...]] = field(default_factory=dict)
+    loads: Mapping[str, tuple[bool, str]] = field(default_factory=dict)
+    loaded: frozenset[str] = frozenset()
+    error: str = ""
+    stderr: str = ""
+
+
+def input_values(count: int) -> list[float]:
+    """The probe's fixed input, x[i] = ((i % 11) - 5) * 0.5, as ortprobe.c fills it."""
+    return [((i % 11) - 5) * 0.5 for i in range(count)]
+
+
+def c_api_headers(root: Path, out: Path, *, cache: Path | None = None) -> Path:
+    """Extract the C API headers from the cached, SHA-256-checked pinned AAR into `out`."""
+    recipe_path = root / "recipes" / f"{HEADER_RECIPE}.toml"
+    try:
+        recipe = tomlkit.parse(recipe_path.read_text(encoding="utf-8")).unwrap()
+        nested = recipe["sources"]["aar"]["nested"][-1]
+        sha256, member = str(nested["sha256"]), str(nested["member"])
+    except (OSError, KeyError, IndexError, TypeError, ValueError) as exc:
+        raise ConfigError(
+            f"cannot read the AAR pin that carries onnxruntime_c_api.h: {exc}",
+            component=_COMPONENT,
+            file=str(recipe_path),
+        ) from None
+    blob = (cache or default_cache_dir()) / "sha256" / sha256[:2] / sha256
+    if not blob.is_file():
+        raise OfflineError(
+            f"the pinned AAR ({member}) that carries onnxruntime_c_api.h is not in the cache",
+            component=_COMPONENT,
+            file=str(blob),
+            fix="run `invoke fetch --target android-arm64-v8a` (the default product's AAR) once",
+        )
+    if sha256_file(blob) != sha256:
+        raise IntegrityError(
+            "the cached AAR does not match its pin",
+            component=_COMPONENT,
+            file=str(blob),
+            fix="delete that cache entry and fetch again",
+        )
+    out.mkdir(parents=True, exist_ok=True)
+    with zipfile.ZipFile(blob) as aar:
+        for name in _HEADERS:
+            (out / name).write_bytes(aar.read(f"headers/{name}"))
+    return out
+
+
+def build_probe(root: Path, out: Path, *, windows: bool, cache: Path | None = None) -> Path:
+    """Compile ortprobe.c into `out` (ortprobe.exe with mingw-w64, or ortprobe with gcc)."""
+    compiler = MINGW_CC if windows else "gcc"
+    found = shutil.which(compiler)
+    if found is None:
+        package = "gcc-mingw-w64-x86-64" if windows else "gcc"
+        raise PackagingError(
+            f"{compiler} is not on PATH",
+            component=_COMPONENT,
+            target="windows-x86_64" if windows else "linux-x86_64",
+            fix=f"install it (Debian/Ubuntu: apt-get install {package})",
+        )
+    out.mkdir(parents=True, exist_ok=True)
+    include = c_api_headers(root, out / "include", cache=cache)
+    source = resources.files("ortbundle.tools.smoke.probe") / "ortprobe.c"
+    with resources.as_file(source) as source_path:
+        exe = out / ("ortprobe.exe" if windows else "ortprobe")
+        # -isystem: the header's own SAL stubs redefine mingw's, in headers only
+        command = [found, *_FLAGS, "-isystem", str(include), "-o", str(exe), str(source_path)]
+        command += ["-lshell32"] if windows else ["-D_GNU_SOURCE", "-ldl"]
+        result = subprocess.run(command, capture_output=True, text=True, check=False)
+    if result.returncode != 0 or not exe.is_file():
+        raise PackagingError(
+            f"{compiler} could not build the probe:\n{result.stderr.strip()[-2000:]}",
+            component=_COMPONENT,
+            file=str(source_path),
+        )
+    return exe
+
+
+def probe_command(
+    exe: Path,
+    core: str,
+    *,
+    plugins: Sequence[tuple[str, str]] = (),
+    eps: Sequence[str] = (),
+    models: Sequence[str] = (),
+    loads: Sequence[str] = (),
+    hold: int = 0,
+) -> list[str]:
+    """The probe's arguments; paths are already in the form the probe's OS reads."""
+    command = [str(exe), "--lib", core]
+    for name, path in plugins:
+        command += ["--plugin", f"{name}={path}"]
+    for spec in eps:
+        command += ["--ep", spec]
+    for model in models:
+        command += ["--model", model]
+    for path in loads:
+        command += ["--load", path]
+    if hold:
+        command += ["--hold", str(hold)]
+    return command
+
+
+def parse_probe(exit_code: int, stdout: str, stderr: str = "") -> ProbeResult:
+    """Turn the probe's lines into a ProbeResult (unknown lines are ignored)."""
+    version, api, error = "", 0, ""
+    providers: tuple[str, ...] = ()
+    plugins: dict[str, tuple[bool, str]] = {}
+    eps: dict[str, tuple[bool, str]] = {}
+    models: dict[str, tuple[bool, str]] = {}
+    inputs: dict[str, list[tuple[str, str]]] = {}
+    outputs: dict[str, list[ProbeOutput]] = {}
+    loads: dict[str, tuple[bool, str]] = {}
+    loaded: set[str] = set()
+    current = ""
+    for line in stdout.splitlines():
+        word, _, rest = line.rstrip("\r").partition(" ")
+        if word == "api":
+            api = int(rest or 0)
+        elif word == "version":
+            version = rest
+        elif word == "providers":
+            providers = tuple(rest.split())
+        elif word in ("plugin", "ep"):  # a name without spaces, then ok/failed and details
+            name, _, tail = rest.partition(" ")
+            status, _, detail = tail.partition(" ")
+            (plugins if word == "plugin" else eps)[name] = (status == "ok", detail)
+        elif word in ("model", "load"):  # a path (spaces and all), then ok or failed …
+            table = models if word == "model" else loads
+            if rest.endswith(" ok"):
+                path = rest.removesuffix(" ok")
+                table[path] = (True, "")
+                current = path if word == "model" else current
+            else:
+                path, _, detail = rest.rpartition(" failed ")
+                table[path] = (False, detail)
+        elif word == "input":
+            name, _, shape = rest.partition(" float ")
+            inputs.setdefault(current, []).append((name, shape))
+        elif word == "output":
+            parts = rest.split(" ")
+            kind = parts[1] if len(parts) > 1 else "other"
+            values = tuple(float(v) for v in parts[3:]) if kind in ("float", "int64") else ()
+            outputs.setdefault(current, []).append(ProbeOutput(parts[0], kind, values))
+        elif word == "loaded":
+            loaded.add(rest)
+        elif word == "error":
+            error = rest
+    return ProbeResult(
+        exit_code,
+        version,
+        api,
+        providers,
+        plugins,
+        eps,
+        models,
+        {k: tuple(v) for k, v in inputs.items()},
+        {k: tuple(v) for k, v in outputs.items()},
+        loads,
+        frozenset(loaded),
+        error,
+        stderr,
+    )

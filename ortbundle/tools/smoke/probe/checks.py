@@ -1,0 +1,277 @@
+"""Probe every runtime of an installed (or staged) tree and judge what the probe says.
+
+A tree is anything laid out like a stage: `runtimes.json` and `models.json` at its root, the
+runtime directories, models and plugins below (a stage, `C:\\Program Files\\<package>` after the
+installer, `R/usr/lib/<package>` after pacman). For each runtime the probe loads the core as
+the shipped loader does and this module checks, against the tree's own index:
+
+- the version equals `ort_version` and the providers equal `providers`, in order;
+- each provider library (`*providers_<name>*`, not `providers_shared`) is loaded *through the
+  core*, by appending that provider to a session (the session itself may fail: no GPU here);
+- every library of the runtime's directory, and of each plugin EP's, loads (directly, after
+  the core has loaded what it loads itself);
+- each plugin EP registers with this core (`RegisterExecutionProviderLibrary`; 0 devices is fine);
+- every model the index gives this runtime runs on the probe's fixed input, its float outputs
+  are finite, and a model with a known function (`sigmoid`) gives that function's values.
+
+`agree` then compares the outputs of one model across every run (runtimes, targets, staged and
+installed copies): one model must give one answer everywhere.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import subprocess
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, replace
+from pathlib import Path, PurePosixPath
+from typing import Any
+
+from ortbundle.tools.smoke.probe import (
+    ProbeOutput,
+    ProbeResult,
+    input_values,
+    parse_probe,
+    probe_command,
+)
+from ortbundle.tools.smoke.wine import Wine
+
+__all__ = ["ProbeRunner", "RuntimeCheck", "agree", "check_tree"]
+
+_TOLERANCE = 1e-5  # float32 elementwise results of the same graph on the CPU provider
+_REFERENCES: dict[str, Callable[[float], float]] = {
+    "sigmoid": lambda x: 1.0 / (1.0 + math.exp(-x)),
+}
+# The name SessionOptionsAppendExecutionProvider knows a provider library by, and the options
+# that make it load (a GPU device: this is what the application ships OpenVINO for).
+_PROVIDER_SESSIONS = {"openvino": "OpenVINO:device_type=GPU"}
+_TIMEOUT = 600
+
+
+@dataclass(frozen=True)
+class ProbeRunner:
+    """One built probe and how to run it: natively, or under Wine for the .exe."""
+
+    exe: Path
+    wine: Wine | None = None
+
+    def path(self, host: Path) -> str:
+        return self.wine.path(host) if self.wine else str(host)
+
+    def run(self, command: Sequence[str]) -> ProbeResult:
+        if self.wine is not None:
+            result = self.wine.run(command, timeout=_TIMEOUT)
+            return parse_probe(result.returncode, result.stdout, result.stderr)
+        done = subprocess.run(
+            list(command),
+            capture_output=True,
+            text=True,
+            encoding="utf-8",
+            errors="replace",
+            timeout=_TIMEOUT,
+            check=False,
+        )
+        return parse_probe(done.returncode, done.stdout, done.stderr)
+
+
+@dataclass(frozen=True)
+class RuntimeCheck:
+    """One runtime of one tree, probed: passed or not, and why, in one line."""
+
+    target: str
+    where: str  # stage | installed (…)
+    runtime: str
+    passed: bool
+    detail: str
+    outputs: tuple[tuple[str, tuple[ProbeOutput, ...]], ...] = ()  # (model sha256, outputs)
+    result: ProbeResult | None = None
+
+    def line(self) -> str:
+        verdict = "PASS" if self.passed else "FAIL"
+        return f"{verdict:8} {self.target:16} {self.runtime:10} {self.where}: {self.detail}"
+
+
+def _library(name: str) -> bool:
+    lower = name.casefold()
+    return lower.endswith(".dll") or lower.endswith(".so") or ".so." in lower
+
+
+def _provider_name(name: str) -> str | None:
+    """`onnxruntime_providers_openvino.dll` / `libonnxruntime_providers_openvino.so` → openvino."""
+    stem = PurePosixPath(name).name.casefold()
+    marker = "onnxruntime_providers_"
+    if marker not in stem:
+        return None
+    provider = stem.split(marker, 1)[1].split(".", 1)[0]
+    return None if provider == "shared" else provider
+
+
+def check_tree(root: Path, runner: ProbeRunner, *, target: str, where: str) -> list[RuntimeCheck]:
+    """Probe every runtime `root/runtimes.json` lists; one RuntimeCheck each."""
+    index: dict[str, Any] = json.loads((root / "runtimes.json").read_text(encoding="utf-8"))
+    models_path = root / "models.json"
+    models: list[dict[str, Any]] = []
+    if models_path.is_file():
+        models = json.loads(models_path.read_text(encoding="utf-8")).get("models", [])
+    return [
+        _check_runtime(root, runtime, models, runner, target=target, where=where)
+        for runtime in index["runtimes"]
+    ]
+
+
+def _check_runtime(
+    root: Path,
+    runtime: dict[str, Any],
+    models: list[dict[str, Any]],
+    runner: ProbeRunner,
+    *,
+    target: str,
+    where: str,
+) -> RuntimeCheck:
+    name = str(runtime["name"])
+    directory = root / runtime["directory"]
+    libraries = sorted(
+        str(f["path"])
+        for f in runtime.get("files", [])
+        if not f.get("link_to") and _library(str(f["path"]))
+    )
+    providers = {p: lib for lib in libraries if (p := _provider_name(lib))}
+    forms = [
+        (str(model["name"]), form)
+        for model in models
+        for form in model.get("forms", [])
+        if name in form.get("backends", [])
+    ]
+    plugin_eps = {
+        str(p["registration_name"]): str(p["ep_name"]) for p in runtime.get("plugin_eps") or []
+    }
+    plugins = [
+        (str(p["registration_name"]), runner.path(root / p["library"]))
+        for p in runtime.get("plugin_eps") or []
+    ]
+    # a plugin's directory: its entry library and everything it opens at run time
+    plugin_libraries = sorted(
+        path
+        for p in runtime.get("plugin_eps") or []
+        for path in (root / p["library"]).parent.iterdir()
+        if _library(path.name) and not path.is_symlink()
+    )
+    command = probe_command(
+        runner.exe,
+        runner.path(directory / runtime["entry"]),
+        plugins=plugins,
+        eps=[_PROVIDER_SESSIONS.get(p, p) for p in sorted(providers)],
+        models=[runner.path(root / form["path"]) for _, form in forms],
+        loads=[runner.path(directory / lib) for lib in libraries]
+        + [runner.path(path) for path in plugin_libraries],
+    )
+    result = runner.run(command)
+    problems: list[str] = []
+    if result.error or result.exit_code not in (0, 1):
+        problems.append(result.error or f"the probe crashed (exit {result.exit_code})")
+    if result.version != runtime["ort_version"]:
+        problems.append(f"version {result.version!r}, the index says {runtime['ort_version']}")
+    if list(result.providers) != list(runtime["providers"]):
+        problems.append(f"providers {' '.join(result.providers) or '(none)'}")
+    loaded = {n.casefold() for n in result.loaded}
+    for provider, lib in sorted(providers.items()):
+        if PurePosixPath(lib).name.casefold() not in loaded:
+            problems.append(f"the core did not load {lib} for {provider}")
+    failed_loads = [
+        PurePosixPath(path.replace("\\", "/")).name
+        for path, (ok, _) in result.loads.items()
+        if not ok
+    ]
+    if failed_loads:
+        problems.append(f"cannot load {', '.join(failed_loads)}")
+    tried = len(libraries) + len(plugin_libraries)
+    if len(result.loads) != tried and not result.error:
+        problems.append(f"{tried - len(result.loads)} libraries were never tried")
+    for plugin, _ in plugins:
+        ok, detail = result.plugins.get(plugin, (False, "not reported"))
+        if not ok:
+            problems.append(f"plugin EP {plugin}: {detail}")
+    outputs: list[tuple[str, tuple[ProbeOutput, ...]]] = []
+    for model_name, form in forms:
+        path = runner.path(root / form["path"])
+        ok, message = result.models.get(path, (False, "not run"))
+        if not ok:
+            problems.append(f"model {model_name}: {message}")
+            continue
+        got = result.outputs.get(path, ())
+        problems += _judge_outputs(model_name, result, path, got)
+        outputs.append((str(form["sha256"]), got))
+    ep_notes = [
+        f"{spec.split(':')[0]} EP {'session ok' if ok else 'loaded, no device'}"
+        for spec, (ok, _) in sorted(result.eps.items())
+    ]
+    if problems:
+        detail = "; ".join(problems)
+    else:
+        bits = [
+            f"ONNX Runtime {result.version}",
+            ", ".join(p.removesuffix("ExecutionProvider") for p in result.providers),
+            f"{tried} libraries loaded",
+            f"{len(forms)} models right",
+        ]
+        if plugins:
+            counts = [
+                f"{p} ({result.plugins[p][1].split().count(plugin_eps[p])} devices)"
+                for p, _ in plugins
+                if p in result.plugins
+            ]
+            bits.append("plugin EP " + ", ".join(counts) + " registered")
+        detail = "; ".join(bits + ep_notes)
+    return RuntimeCheck(target, where, name, not problems, detail, tuple(outputs), result)
+
+
+def _judge_outputs(
+    model: str, result: ProbeResult, path: str, outputs: tuple[ProbeOutput, ...]
+) -> list[str]:
+    problems = []
+    if not outputs:
+        return [f"model {model}: no outputs"]
+    for output in outputs:
+        if output.kind == "float" and not all(math.isfinite(v) for v in output.values):
+            problems.append(f"model {model}: output {output.name} is not finite")
+    reference = _REFERENCES.get(model)
+    if reference is not None:
+        shapes = result.inputs.get(path, ())
+        count = math.prod(int(d) for d in shapes[0][1].split("x")) if shapes else 0
+        expected = [reference(x) for x in input_values(count)]
+        got = outputs[0].values
+        worst = max((abs(a - b) for a, b in zip(got, expected, strict=False)), default=math.inf)
+        if len(got) != len(expected) or worst > _TOLERANCE:
+            problems.append(f"model {model}: {outputs[0].name} is off by {worst:.3g}")
+    return problems
+
+
+def agree(checks: list[RuntimeCheck]) -> list[RuntimeCheck]:
+    """Fail every check whose outputs for a model differ from the first run of that model."""
+    first: dict[str, tuple[RuntimeCheck, tuple[ProbeOutput, ...]]] = {}
+    judged = []
+    for check in checks:
+        problems = []
+        for sha, outputs in check.outputs:
+            seen = first.setdefault(sha, (check, outputs))
+            if seen[0] is not check and not _same(seen[1], outputs):
+                problems.append(
+                    f"model {sha[:12]} disagrees with {seen[0].target} {seen[0].runtime} "
+                    f"({seen[0].where})"
+                )
+        if problems:
+            detail = "; ".join(problems) if check.passed else f"{check.detail}; {problems[0]}"
+            check = replace(check, passed=False, detail=detail)
+        judged.append(check)
+    return judged
+
+
+def _same(a: tuple[ProbeOutput, ...], b: tuple[ProbeOutput, ...]) -> bool:
+    if [(o.name, o.kind, len(o.values)) for o in a] != [(o.name, o.kind, len(o.values)) for o in b]:
+        return False
+    return all(
+        abs(x - y) <= _TOLERANCE
+        for oa, ob in zip(a, b, strict=True)
+        for x, y in zip(oa.values, ob.values, strict=True)
+    )

@@ -1,0 +1,315 @@
+"""`invoke smoke`: install each built package with its own tool and run every runtime it ships.
+
+For a built version directory (`dist/<product>/<version>/`), target by target:
+
+- linux-x86_64: the probe (gcc) runs every runtime of the stage; then the Arch package is built
+  with makepkg and installed by pacman into a scratch root, `pacman -Qkk` must report nothing
+  altered, its files must equal the stage's, and the probe runs every runtime from there.
+- windows-x86_64: the probe (mingw) runs every runtime of the stage under Wine, in a fresh
+  prefix; the installer runs silently, its files must equal the stage's, the probe runs every
+  runtime from `C:\\Program Files\\<package>`, and the uninstaller must leave nothing and no
+  uninstall entry behind.
+- The Flatpak and every target this machine cannot execute (Windows on Arm, Android, other
+  CPUs) are reported as NOT RUN, with the reason.
+
+One line per runtime (and per package step): PASS, FAIL or NOT RUN. A model's outputs must be
+the same wherever it ran (probe/checks.py). Nothing is written outside the scratch
+directory, which is removed afterwards unless the caller chose it.
+"""
+
+from __future__ import annotations
+
+import shutil
+import tempfile
+from collections.abc import Callable, Iterator, Sequence
+from contextlib import contextmanager
+from dataclasses import dataclass
+from pathlib import Path
+
+from ortbundle._core.errors import OrtbundleError, SmokeError
+from ortbundle.tools.smoke.installs import (
+    install_arch,
+    run_setup,
+    run_uninstaller,
+    tree_digests,
+    windows_install_dir,
+)
+from ortbundle.tools.smoke.probe import build_probe
+from ortbundle.tools.smoke.probe.checks import ProbeRunner, RuntimeCheck, agree, check_tree
+from ortbundle.tools.smoke.wine import Wine, missing_wine, wine_session
+
+__all__ = ["SmokeLine", "SmokeReport", "smoke"]
+
+_UNINSTALL_KEY = "Software\\Microsoft\\Windows\\CurrentVersion\\Uninstall\\"
+_CANNOT_RUN = {
+    "windows-arm64": "Windows on Arm code: Wine here runs x86_64 programs only",
+    "linux-aarch64": "aarch64 code on this machine's CPU",
+}
+
+
+@dataclass(frozen=True)
+class SmokeLine:
+    verdict: str  # PASS | FAIL | NOT RUN
+    target: str
+    subject: str  # a runtime name, or the package step
+    where: str
+    detail: str
+
+    def text(self) -> str:
+        where = f" {self.where}:" if self.where else ""
+        return f"{self.verdict:8} {self.target:16} {self.subject:10}{where} {self.detail}"
+
+
+@dataclass(frozen=True)
+class SmokeReport:
+    lines: tuple[SmokeLine, ...]
+
+    @property
+    def failed(self) -> tuple[SmokeLine, ...]:
+        return tuple(line for line in self.lines if line.verdict == "FAIL")
+
+    @property
+    def passed(self) -> tuple[SmokeLine, ...]:
+        return tuple(line for line in self.lines if line.verdict == "PASS")
+
+    def summary(self) -> str:
+        not_run = len(self.lines) - len(self.failed) - len(self.passed)
+        return f"smoke: {len(self.passed)} PASS, {len(self.failed)} FAIL, {not_run} NOT RUN"
+
+
+@dataclass(frozen=True)
+class _Session:
+    """What every step of one smoke run shares: where things are, and where lines go."""
+
+    version_dir: Path
+    root: Path
+    package_name: str
+    work: Path
+    emit: Callable[[SmokeLine], None]
+    checks: list[RuntimeCheck]
+
+    def record(self, found: list[RuntimeCheck]) -> None:
+        for check in found:
+            self.checks.append(check)
+            self.emit(_line(check))
+
+
+def _line(check: RuntimeCheck) -> SmokeLine:
+    verdict = "PASS" if check.passed else "FAIL"
+    return SmokeLine(verdict, check.target, check.runtime, check.where, check.detail)
+
+
+@contextmanager
+def _scratch(chosen: Path | None) -> Iterator[Path]:
+    if chosen is not None:
+        chosen.mkdir(parents=True, exist_ok=True)
+        yield chosen
+        return
+    path = Path(tempfile.mkdtemp(prefix="ortbundle-smoke-"))
+    path.chmod(0o755)  # makepkg runs as nobody when we are root
+    try:
+        yield path
+    finally:
+        shutil.rmtree(path, ignore_errors=True)
+
+
+def smoke(
+    version_dir: Path,
+    *,
+    root: Path,
+    package_name: str,
+    targets: Sequence[str] = (),
+    scratch: Path | None = None,
+    say: Callable[[str], None] = print,
+) -> SmokeReport:
+    """Smoke-test the packages of one built version directory; print each line as it comes."""
+    built = sorted(p.name for p in version_dir.iterdir() if (p / "runtimes.json").is_file())
+    if not built:
+        raise SmokeError(
+            "no built target here (no <target>/runtimes.json)",
+            file=str(version_dir),
+            fix="run `invoke build` first",
+        )
+    wanted = list(targets) or built
+    unknown = [t for t in wanted if t not in built]
+    if unknown:
+        raise SmokeError(
+            f"target {', '.join(unknown)} was not built here (built: {', '.join(built)})",
+            file=str(version_dir),
+            fix="pass one of the built targets, or build it first",
+        )
+    lines: list[SmokeLine] = []
+    checks: list[RuntimeCheck] = []
+
+    def emit(line: SmokeLine) -> None:
+        lines.append(line)
+        say(line.text())
+
+    with _scratch(scratch) as work:
+        session = _Session(version_dir, root, package_name, work, emit, checks)
+        for target in wanted:
+            stage = version_dir / target
+            if target == "linux-x86_64":
+                _linux(session, stage)
+            elif target == "windows-x86_64":
+                _windows(session, stage)
+            else:
+                reason = _CANNOT_RUN.get(target, "")
+                if target.startswith("android-"):
+                    reason = "no Android device or emulator on this machine"
+                emit(SmokeLine("NOT RUN", target, "runtimes", "", reason or "not x86_64 code"))
+    # one model, one answer: compare every run of each model, across targets and copies
+    final = list(lines)
+    for before, after in zip(checks, agree(checks), strict=True):
+        if before.passed and not after.passed:
+            at = final.index(_line(before))
+            final[at] = _line(after)
+            say(final[at].text())
+    report = SmokeReport(tuple(final))
+    say(report.summary())
+    return report
+
+
+def _linux(session: _Session, stage: Path) -> None:
+    target, emit, version_dir = stage.name, session.emit, session.version_dir
+    try:
+        runner = ProbeRunner(build_probe(session.root, session.work / "probe-linux", windows=False))
+    except OrtbundleError as exc:
+        emit(SmokeLine("NOT RUN", target, "runtimes", "", f"no probe: {exc}"))
+        return
+    session.record(check_tree(stage, runner, target=target, where="stage"))
+    arch = version_dir / "packaging" / "arch"
+    missing = [tool for tool in ("makepkg", "pacman", "fakeroot") if shutil.which(tool) is None]
+    if not (arch / "PKGBUILD").is_file():
+        emit(SmokeLine("NOT RUN", target, "arch", "", "no PKGBUILD was built"))
+    elif missing:
+        emit(
+            SmokeLine(
+                "NOT RUN",
+                target,
+                "arch",
+                "",
+                f"{', '.join(missing)} missing (Debian/Ubuntu: apt-get install makepkg "
+                "pacman-package-manager fakeroot libarchive-tools)",
+            )
+        )
+    else:
+        try:
+            installed = install_arch(arch, session.work / "arch")
+        except RuntimeError as exc:
+            emit(SmokeLine("FAIL", target, "arch", "makepkg + pacman", str(exc)))
+        else:
+            lib = installed.lib(session.package_name)
+            where = f"installed (pacman --root {installed.root})"
+            same = tree_digests(lib) == tree_digests(stage)
+            verdict = "PASS" if installed.check_ok and same else "FAIL"
+            detail = installed.check.splitlines()[-1] if installed.check else "(no report)"
+            if not same:
+                detail += f"; {lib} differs from the stage"
+            emit(SmokeLine(verdict, target, "arch", where, detail))
+            session.record(check_tree(lib, runner, target=target, where=where))
+    emit(SmokeLine("NOT RUN", target, "flatpak", "", _flatpak_reason(version_dir)))
+
+
+def _flatpak_reason(version_dir: Path) -> str:
+    if not (version_dir / "packaging" / "flatpak").is_dir():
+        return "no Flatpak manifest was built"
+    return (
+        "building the Flatpak needs its SDK and runtime installed (flatpak install "
+        "org.freedesktop.Sdk); the smoke does not run flatpak-builder"
+    )
+
+
+def _windows(session: _Session, stage: Path) -> None:
+    target, emit, work = stage.name, session.emit, session.work
+    missing = missing_wine()
+    if missing:
+        reason = (
+            f"Wine and mingw-w64 are needed (Debian/Ubuntu: apt-get install {' '.join(missing)})"
+        )
+        emit(SmokeLine("NOT RUN", target, "runtimes", "", reason))
+        return
+    runner_exe = build_probe(session.root, work / "probe-windows", windows=True)
+    prefix = work / "wine-prefix"
+    shutil.rmtree(prefix, ignore_errors=True)
+    with wine_session(prefix) as wine:
+        runner = ProbeRunner(runner_exe, wine)
+        session.record(check_tree(stage, runner, target=target, where="stage"))
+        setups = sorted((session.version_dir / "packaging" / "nsis").glob("*-setup.exe"))
+        if not setups:
+            emit(SmokeLine("NOT RUN", target, "installer", "", "not built (makensis missing)"))
+            return
+        _install_windows(session, wine, setups[0], stage, runner)
+
+
+def _install_windows(
+    session: _Session, wine: Wine, setup: Path, stage: Path, runner: ProbeRunner
+) -> None:
+    target, emit, package_name = stage.name, session.emit, session.package_name
+    directory = windows_install_dir(package_name)
+    installed = wine.host(str(directory))
+    result = run_setup(wine, setup)
+    files = tree_digests(installed)
+    has_uninstaller = files.pop("uninstall.exe", None) is not None
+    # what the installer's requirement check found missing (channels/nsis.py): not a stage file
+    missing = files.pop(f"{package_name}-setup.log", None) is not None
+    expected = tree_digests(stage)
+    key = wine.registry_key(_UNINSTALL_KEY + package_name)
+    problems = []
+    if result.returncode != 0:
+        problems.append(f"{setup.name} /S exited {result.returncode}")
+    if files != expected:
+        problems.append(f"{len(set(files) ^ set(expected))} files differ from the stage")
+    if not has_uninstaller or key is None:
+        problems.append("no uninstaller or no uninstall entry")
+    detail = "; ".join(problems) or f"{len(files)} files equal to the stage, uninstall entry"
+    if missing:
+        detail += f"; setup found required or optional libraries missing ({package_name}-setup.log)"
+    emit(SmokeLine("FAIL" if problems else "PASS", target, "installer", str(directory), detail))
+    if problems:
+        return
+    where = f"installed ({directory})"
+    session.record(check_tree(installed, runner, target=target, where=where))
+    code = run_uninstaller(wine, directory)
+    left = tree_digests(installed)
+    gone = wine.registry_key(_UNINSTALL_KEY + package_name) is None
+    ok = code == 0 and not left and not installed.exists() and gone
+    detail = (
+        "removed every file, the directory and the uninstall entry"
+        if ok
+        else f"exit {code}, {len(left)} files left, entry {'gone' if gone else 'still there'}"
+    )
+    emit(SmokeLine("PASS" if ok else "FAIL", target, "uninstall", str(directory), detail))
+
+
+def run_smoke(
+    product: str, targets: Sequence[str], *, root: Path, dist: Path | None, scratch: Path | None
+) -> None:
+    """The `invoke smoke` task: the product's built version directory, every runtime; raises
+    CommandFailed (exit 13) when any line FAILs."""
+    from ortbundle.cli import CommandFailed, _headline
+    from ortbundle.config.plan import BuildOptions, Project, load_plan
+
+    try:
+        project = Project.at(root, dist)
+        plan = load_plan(project, BuildOptions(product=product), parse_models=False)
+        version_dir = project.dist / plan.product.name / plan.product.version
+        if not version_dir.is_dir():
+            raise SmokeError(
+                f"{plan.product.name} {plan.product.version} is not built",
+                file=str(version_dir),
+                fix=f"run `invoke build --product {product}` first",
+            )
+        report = smoke(
+            version_dir,
+            root=root,
+            package_name=plan.product.packaging.package_name,
+            targets=targets,
+            scratch=scratch,
+        )
+    except OrtbundleError as exc:
+        raise CommandFailed(_headline(exc), exc.exit_code) from None
+    if report.failed:
+        raise CommandFailed(
+            f"ortbundle: smoke error: {len(report.failed)} FAIL", SmokeError.exit_code
+        )
