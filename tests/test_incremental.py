@@ -301,7 +301,7 @@ def test_a_listed_stage_file_is_not_hashed_again_until_it_changes(
         if f.link_to is None
     )
     hashed: list[Path] = []
-    real = ortbundle.fetch.cache.sha256_file
+    real = ortbundle._core.fsio.sha256_file
 
     def spy(path: Path) -> str:
         hashed.append(path)

@@ -13,11 +13,12 @@ from pathlib import Path
 import pytest
 
 from ortbundle._core.locations import default_cache_dir
+from ortbundle._core.memo import _tree_digest
 from ortbundle._core.progress import Reporter
 from ortbundle.cli import run_build
 from ortbundle.config.project import BuildOptions
 from ortbundle.pipeline.build import build
-from ortbundle.pipeline.noop import ASKED, NOT_ASKED, _tree_digest, input_stats
+from ortbundle.pipeline.noop import ASKED, NOT_ASKED, input_stats
 from tests.helpers.probe import REPO, run_python
 from tests.helpers.project import FakeProject
 from tests.helpers.toml_edit import set_key

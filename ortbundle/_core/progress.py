@@ -8,10 +8,13 @@ when it finishes; while it runs, a terminal shows it live with anything a step r
 
 from __future__ import annotations
 
+import os
+import shutil
 import sys
+import textwrap
 import threading
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from types import TracebackType
 from typing import TYPE_CHECKING, TextIO
@@ -113,7 +116,7 @@ class Reporter:
     def line(self, message: str) -> None:
         """Print a message, wrapped between words to the terminal's width; a log (no terminal,
         no COLUMNS) gets it on one line, whole for grep."""
-        from ortbundle.pipeline.summary import terminal_width, wrap
+        from ortbundle._core.progress import terminal_width, wrap
 
         width = terminal_width(self._terminal)
         text = "\n".join(wrap(message.splitlines() or [""], width)) if width else message
@@ -196,3 +199,26 @@ def phase_line(phase: Phase) -> str:
 def plain_reporter() -> Reporter:
     """A reporter that never draws bars (tests, piped output)."""
     return Reporter(interactive=False)
+
+
+def terminal_width(is_terminal: bool) -> int | None:
+    """The width to wrap at: COLUMNS if set, else the terminal's; None for a log, which gets
+    each message on one line (whole for grep)."""
+    if os.environ.get("COLUMNS", "").isdigit():
+        return int(os.environ["COLUMNS"])
+    return shutil.get_terminal_size().columns if is_terminal else None
+
+
+def wrap(lines: Iterable[str], width: int) -> list[str]:
+    """Break long lines between words (never inside a name or path); continuations indented."""
+    out: list[str] = []
+    for line in lines:
+        indent = " " * (len(line) - len(line.lstrip(" ")) + 2)
+        out += textwrap.wrap(
+            line,
+            width=max(width, 40),
+            subsequent_indent=indent,
+            break_long_words=False,
+            break_on_hyphens=False,
+        ) or [""]
+    return out

@@ -18,7 +18,7 @@ from collections.abc import Callable
 from pathlib import Path
 
 from ortbundle._core.faults import fault_point, switched_on
-from ortbundle.fetch.cache import pid_alive
+from ortbundle._core.fsio import pid_alive
 
 AT_FDCWD = -100
 RENAME_EXCHANGE = 1 << 1

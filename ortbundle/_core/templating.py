@@ -93,7 +93,7 @@ def rendering_key(
     name: str, context: Mapping[str, Any], filters: Mapping[str, Callable[..., str]]
 ) -> str | None:
     """What a rendering depends on, hashed; None when part of it cannot be written down."""
-    from ortbundle.pipeline.noop import code_digest
+    from ortbundle._core.memo import code_digest
 
     parts = [code_digest(), name]
     for filter_name, function in sorted(filters.items()):

@@ -16,6 +16,7 @@ from pathlib import Path
 from typing import Protocol
 
 from ortbundle._core.errors import IntegrityError
+from ortbundle._core.fsio import sha256_file
 from ortbundle.config.products import Addon
 
 # CHANNEL_TARGETS and PackagingSettings live with the data they describe (targets, product
@@ -24,7 +25,7 @@ from ortbundle.config.recipes import PackagingSettings as PackagingSettings
 from ortbundle.config.recipes import SystemSpec
 from ortbundle.config.targets import CHANNEL_TARGETS as CHANNEL_TARGETS
 from ortbundle.config.targets import ChannelPackages, ExternalGroup
-from ortbundle.fetch.cache import sha256_file, stat_record
+from ortbundle.fetch.cache import stat_record
 from ortbundle.stage.binaries.baseline import SystemBaseline
 from ortbundle.stage.binaries.baseline import render_dependency as render_dependency
 

@@ -21,8 +21,8 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
-from ortbundle import __version__
 from ortbundle._core.templating import render
+from ortbundle._core.version import __version__
 from ortbundle.channels import Attribution, ChannelOutput, PackageInput
 from ortbundle.channels import nfpm as common
 

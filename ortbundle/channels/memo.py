@@ -16,10 +16,16 @@ import shutil
 from collections.abc import Callable, Iterable
 from pathlib import Path
 
-from ortbundle._core.fsio import atomic_output, atomic_write
+from ortbundle._core.fsio import (
+    atomic_output,
+    atomic_write,
+    locked,
+    remove_dead_leftovers,
+    sha256_file,
+)
+from ortbundle._core.memo import code_digest
 from ortbundle.channels import PackageInput
-from ortbundle.fetch.cache import locked, remove_dead_leftovers, sha256_file, stat_record
-from ortbundle.pipeline.incremental import code_digest
+from ortbundle.fetch.cache import stat_record
 
 _CHUNK = 1 << 20
 

@@ -17,8 +17,8 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from ortbundle import __version__
 from ortbundle._core.fsio import atomic_write
+from ortbundle._core.version import __version__
 from ortbundle.channels import ChannelOutput, PackageInput
 from ortbundle.channels import nfpm as common
 

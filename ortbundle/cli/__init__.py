@@ -215,13 +215,8 @@ def _distinct(audits: tuple[ChannelAudit, ...]) -> list[ChannelAudit]:
 def _print_up_to_date(summary: dict[str, object], *, verbose: bool, as_json: bool) -> None:
     """A no-op build: the earlier summary, read back from build-summary.json (json only: no
     rich, no pipeline); without it, the verdicts the build record kept."""
-    from ortbundle.pipeline.summary import (
-        read_summary,
-        summary_json,
-        summary_lines,
-        terminal_width,
-        wrap,
-    )
+    from ortbundle._core.progress import terminal_width, wrap
+    from ortbundle.pipeline.summary import read_summary, summary_json, summary_lines
 
     version_dir = Path(str(summary.get("version_dir", "")))
     document = read_summary(version_dir)

@@ -16,16 +16,16 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any, Protocol
 
-from ortbundle import __version__
+from ortbundle._core.fsio import sha256_file
+from ortbundle._core.memo import code_digest
+from ortbundle._core.version import __version__
 from ortbundle.config.model_recipes import ModelRecipe
 from ortbundle.config.plan import source_date_epoch as source_date_epoch  # re-exported
 from ortbundle.config.recipes import Product, Recipe, origin_to_json
 from ortbundle.evidence.provenance import PROVENANCE_NAME, build_context, envelope_json
 from ortbundle.evidence.signing import SecretKey, sign
-from ortbundle.fetch.cache import sha256_file
 from ortbundle.licensing.attribution import TargetLicensing, licensing_to_json
 from ortbundle.licensing.audit import ChannelAudit, report_json
-from ortbundle.pipeline.incremental import code_digest
 from ortbundle.pipeline.summary import SUMMARY_NAME
 
 MANIFEST_SCHEMA = "ortbundle.manifest/1"

@@ -9,17 +9,21 @@ if it no longer matches — the cache is a convenience, never a source of truth.
 from __future__ import annotations
 
 import contextlib
-import fcntl
-import hashlib
 import json
 import os
-import re
 import shutil
-from collections.abc import Iterable, Iterator
+from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
-from ortbundle._core.fsio import atomic_output, atomic_write, fsync_dir
+from ortbundle._core.fsio import (
+    atomic_output,
+    atomic_write,
+    fsync_dir,
+    locked,
+    remove_dead_leftovers,
+    sha256_file,
+)
 from ortbundle._core.fsio import (
     stat_record as stat_record,  # re-exported: every cache trust uses it
 )
@@ -38,63 +42,6 @@ class CacheEntry:
     sha256: str
     size: int
     url: str  # where the bytes came from when they were stored
-
-
-def sha256_file(path: Path) -> str:
-    digest = hashlib.sha256()
-    with path.open("rb") as stream:
-        while chunk := stream.read(CHUNK):
-            digest.update(chunk)
-    return digest.hexdigest()
-
-
-@contextlib.contextmanager
-def locked(path: Path) -> Iterator[None]:
-    """An exclusive flock on `path` (created if needed); the kernel releases it if we die."""
-    path.parent.mkdir(parents=True, exist_ok=True)
-    with path.open("a") as handle:
-        fcntl.flock(handle.fileno(), fcntl.LOCK_EX)
-        try:
-            yield
-        finally:
-            fcntl.flock(handle.fileno(), fcntl.LOCK_UN)
-
-
-_FSIO_TEMP = re.compile(r"-(\d+)-[0-9a-f]{8}$")
-_WRITER_PID = re.compile(r"[.-](\d+)(?:\.tmp)?$")
-
-
-def pid_alive(pid: int) -> bool:
-    if pid == os.getpid():
-        return True
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:
-        return True
-    return True
-
-
-def remove_dead_leftovers(paths: Iterable[Path]) -> None:
-    """Delete temporary files and directories whose name ends in the pid of a dead writer
-    (`.x.partial-<pid>`, `.x.<pid>.tmp`); a live writer's are left alone."""
-    for path in paths:
-        fsio = _FSIO_TEMP.search(path.name)  # fsio.temp_name: .x.<tag>-<pid>-<token>
-        digits = (
-            fsio[1]
-            if fsio
-            else "".join(
-                ch
-                for ch in path.name.removesuffix(".tmp").rsplit("-", 1)[-1].rsplit(".", 1)[-1]
-                if ch.isdigit()
-            )
-        )
-        if digits and not pid_alive(int(digits)):
-            if path.is_dir() and not path.is_symlink():
-                shutil.rmtree(path, ignore_errors=True)
-            else:
-                path.unlink(missing_ok=True)
 
 
 class Cache:

@@ -8,10 +8,10 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from ortbundle._core.errors import ConfigError, FetchError, IntegrityError
+from ortbundle._core.fsio import sha256_file
 from ortbundle._core.oserrors import writing
 from ortbundle.config.recipes import Coordinates, LocalCoordinates
 from ortbundle.fetch.archives import copy_hashing
-from ortbundle.fetch.cache import sha256_file
 from ortbundle.fetch.registry import (
     Downloaded,
     Fetched,

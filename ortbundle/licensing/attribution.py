@@ -328,8 +328,7 @@ def _text_copyrights(path: Path, sha256: str, memo: Path | None) -> tuple[str, .
     """copyright_lines of one staged text (whose SHA-256 the stage checked as it copied it),
     kept by that SHA-256 and the tool's code: every target of a build quotes the same texts,
     and a warm build quotes them again, line by line, for nothing."""
-    from ortbundle._core.fsio import remembered
-    from ortbundle.pipeline.noop import code_digest
+    from ortbundle._core.memo import code_digest, remembered
 
     key = hashlib.sha256(f"{code_digest()}\0{sha256}".encode()).hexdigest()
     return remembered(

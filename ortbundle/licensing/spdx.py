@@ -100,7 +100,7 @@ def keep_in(directory: Path | None) -> None:
 
 
 def _memo_file(directory: Path) -> Path:
-    from ortbundle.pipeline.incremental import code_digest
+    from ortbundle._core.memo import code_digest
 
     return directory / f"{code_digest()[:32]}.json"
 

@@ -11,11 +11,12 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from ortbundle import __version__
 from ortbundle._core.errors import ClosureError
-from ortbundle._core.fsio import atomic_write
+from ortbundle._core.fsio import atomic_write, locked
+from ortbundle._core.memo import digest_of
 from ortbundle._core.progress import Reporter, status
 from ortbundle._core.templating import keep_in as keep_renderings
+from ortbundle._core.version import __version__
 from ortbundle.channels import ChannelOutput, ExternalLibrary, PackageInput, ShippedFile
 from ortbundle.channels.registry import generate_all, package_input
 from ortbundle.config.plan import (
@@ -36,7 +37,7 @@ from ortbundle.evidence.report import check_compare, write_closures, write_repor
 from ortbundle.evidence.signing import SecretKey
 from ortbundle.fetch.archives import MemberReader, open_source
 from ortbundle.fetch.artifacts import Artifact, Fetcher
-from ortbundle.fetch.cache import Cache, default_cache_dir, locked
+from ortbundle.fetch.cache import Cache, default_cache_dir
 from ortbundle.fetch.member_memo import MemoizedMembers
 from ortbundle.licensing import spdx
 from ortbundle.licensing.attribution import (
@@ -51,7 +52,6 @@ from ortbundle.licensing.attribution import (
 from ortbundle.licensing.audit import AuditFailed, ChannelAudit, audit_summary, audit_targets
 from ortbundle.pipeline.incremental import (
     PreparedBuild,
-    digest_of,
     prepare_build,
     record_build,
     restore_runtime,

@@ -16,7 +16,6 @@ the stage, closure and binary modules are imported by the runtime-stage function
 
 from __future__ import annotations
 
-import hashlib
 import json
 import os
 import shutil
@@ -25,9 +24,9 @@ from dataclasses import asdict, dataclass, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from ortbundle import __version__
 from ortbundle._core.fsio import atomic_write
 from ortbundle._core.locations import default_cache_dir
+from ortbundle._core.memo import digest_of
 from ortbundle.config.plan import TOOL_LICENSE, BuildOptions, Plan, Project, load_plan
 from ortbundle.pipeline.noop import (
     Environment,
@@ -36,22 +35,12 @@ from ortbundle.pipeline.noop import (
     remember_quick,
     unchanged_build,
 )
-from ortbundle.pipeline.noop import code_digest as code_digest  # every memo key's part for the tool
 from ortbundle.pipeline.noop import record_build as record_build
 
 if TYPE_CHECKING:
     from ortbundle.stage.staging import StagedRuntime
 
-_DIGEST_FORMAT = "ortbundle-incremental/1"  # of every key: a new one invalidates every memo
 _FORMAT = "ortbundle-incremental/2"  # of a runtime-stage entry (2: payload files, renames)
-
-
-def digest_of(parts: Iterable[str]) -> str:
-    """A key over strings, bound to the tool version and the memo format."""
-    digest = hashlib.sha256(f"{_DIGEST_FORMAT}\n{__version__}\n".encode())
-    for part in parts:
-        digest.update(hashlib.sha256(part.encode()).digest())
-    return digest.hexdigest()
 
 
 def runtime_key(recipe_part: str, target: str, source_hashes: Iterable[str], code: str) -> str:
@@ -253,7 +242,8 @@ def restore_runtime(
     Each file is trusted while its stat record holds (size, mtime, ctime, inode). A release
     does not call this: a record stored beside what it describes cannot vouch for it.
     """
-    from ortbundle.fetch.cache import locked, stat_record
+    from ortbundle._core.fsio import locked
+    from ortbundle.fetch.cache import stat_record
 
     entry = cache / "stages" / key[:2] / key
     with locked(entry.with_name(f"{key}.lock")):
@@ -290,7 +280,8 @@ def restore_runtime(
 
 
 def store_runtime(cache: Path, key: str, stage_root: Path, staged: StagedRuntime) -> None:
-    from ortbundle.fetch.cache import locked, remove_dead_leftovers, stat_record
+    from ortbundle._core.fsio import locked, remove_dead_leftovers
+    from ortbundle.fetch.cache import stat_record
 
     entry = cache / "stages" / key[:2] / key
     with locked(entry.with_name(f"{key}.lock")):

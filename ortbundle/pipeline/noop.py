@@ -10,13 +10,10 @@ for (project, dist, options): the stat of every file a plan can read, and the en
 of the key (the epoch, the signing key, the tool's code, makensis). While every stat and every
 fact still holds, the key is the one recorded, and nothing heavier than this module is imported.
 Any difference, even a file touched and put back, falls through to the full check.
-
-The tool's own part of every key, code_digest, lives here too: a no-op needs it first.
 """
 
 from __future__ import annotations
 
-import functools
 import hashlib
 import json
 import os
@@ -27,8 +24,9 @@ from pathlib import Path
 from stat import S_ISDIR
 from typing import Any
 
-from ortbundle._core.fsio import atomic_write, stat_record
+from ortbundle._core.fsio import atomic_write, scan_tree, stat_record
 from ortbundle._core.locations import default_cache_dir
+from ortbundle._core.memo import code_digest
 from ortbundle.config.project import (
     TOOL_LICENSE,
     BuildOptions,
@@ -38,76 +36,14 @@ from ortbundle.config.project import (
 )
 
 _QUICK_FORMAT = "ortbundle-quick/1"
-_Found = dict[str, tuple[os.DirEntry[str], os.stat_result]]
-
-
-def _scan(top: Path, *, skip: str | None = None) -> _Found:
-    """Everything under `top` by relative path, with its lstat: os.scandir, whose entries carry
-    their type, not pathlib's rglob (which cost a third of a no-op). `skip`: a directory name
-    not entered (__pycache__)."""
-    found: _Found = {}
-    pending = [("", os.fspath(top))]
-    while pending:
-        prefix, directory = pending.pop()
-        with os.scandir(directory) as entries:
-            for entry in entries:
-                name = prefix + entry.name
-                is_dir = entry.is_dir(follow_symlinks=False)
-                if is_dir and entry.name == skip:
-                    continue
-                found[name] = (entry, entry.stat(follow_symlinks=False))
-                if is_dir:
-                    pending.append((name + "/", entry.path))
-    return found
 
 
 def stat_tree(top: Path) -> dict[str, list[int]]:
     """(size, mtime, inode, mode) of everything under `top`, by relative path."""
     return {
         name: [info.st_size, info.st_mtime_ns, info.st_ino, info.st_mode]
-        for name, (_, info) in _scan(top).items()
+        for name, (_, info) in scan_tree(top).items()
     }
-
-
-_CODE_SUFFIXES = (".py", ".toml", ".json", ".j2")  # what code_digest covers
-_PACKAGE = Path(__file__).resolve().parents[1]  # the ortbundle package
-
-
-@functools.cache
-def code_digest() -> str:
-    """The tool's own code and data: a change to ortbundle itself invalidates every memo.
-
-    Read once per process (the manifest, the memo keys and each package's key ask for it), and
-    hashed only when a file's stat record (size, mtime, ctime, inode) moved since the digest
-    was kept under the cache: the package is 200-odd files, which a no-op should not read.
-    """
-    return _tree_digest(_PACKAGE, default_cache_dir() / "state")
-
-
-def _tree_digest(root: Path, memo_dir: Path) -> str:
-    files = {
-        name: stat_record(info)
-        for name, (entry, info) in _scan(root, skip="__pycache__").items()
-        if entry.name.endswith(_CODE_SUFFIXES) and not entry.is_dir(follow_symlinks=False)
-    }
-    memo = memo_dir / f"code-{hashlib.sha256(os.fsencode(root)).hexdigest()[:16]}.json"
-    try:
-        kept = json.loads(memo.read_text("utf-8"))
-        if kept["files"] == files and isinstance(kept["digest"], str):
-            return str(kept["digest"])
-    except (OSError, ValueError, KeyError, TypeError):
-        pass
-    digest = hashlib.sha256()
-    for name in sorted(files):
-        digest.update(name.encode() + b"\0")
-        digest.update((root / name).read_bytes())
-    value = digest.hexdigest()
-    try:
-        memo.parent.mkdir(parents=True, exist_ok=True)
-        atomic_write(memo, json.dumps({"digest": value, "files": files}))
-    except OSError:
-        pass  # not kept: the next build hashes again
-    return value
 
 
 def _state_file(cache: Path, version_dir: Path) -> Path:
@@ -157,7 +93,7 @@ def input_stats(project: Project) -> dict[str, dict[str, int]]:
             continue  # absent (no licenses/): absent next time too, or the record differs
         stats[os.fspath(top)] = stat_record(info)
         if S_ISDIR(info.st_mode):
-            for name, (_, inner) in _scan(top).items():
+            for name, (_, inner) in scan_tree(top).items():
                 stats[f"{os.fspath(top)}/{name}"] = stat_record(inner)
     return stats
 

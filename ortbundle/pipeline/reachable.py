@@ -19,7 +19,7 @@ from itertools import combinations
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from ortbundle._core.fsio import remembered
+from ortbundle._core.memo import remembered
 from ortbundle.stage.index_json import FRAGMENTS_DIR, INDEX_NAME
 
 if TYPE_CHECKING:  # the loader is imported to judge an index not judged before
@@ -144,7 +144,7 @@ def warning_lines(stages: list[Path], memo: Path | None = None) -> list[str]:
 
     `memo`: where the verdict on each index is kept, by its bytes and the tool's code: the same
     index gets the same verdict, and judging it imports the loader and scores 32 machines."""
-    from ortbundle.pipeline.noop import code_digest
+    from ortbundle._core.memo import code_digest
 
     lines: list[str] = []
     for stage in stages:

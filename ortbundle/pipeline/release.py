@@ -17,9 +17,10 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from ortbundle import __version__
 from ortbundle._core.errors import ConfigError, IntegrityError
+from ortbundle._core.fsio import sha256_file
 from ortbundle._core.templating import keep_in as keep_renderings
+from ortbundle._core.version import __version__
 from ortbundle.channels import CHANNEL_TARGETS
 from ortbundle.config.plan import (
     BuildOptions,
@@ -32,7 +33,6 @@ from ortbundle.config.plan import (
 from ortbundle.evidence.record import MANIFEST_NAME, RECORDS_DIR
 from ortbundle.evidence.report import copy_closures
 from ortbundle.evidence.verify import verify_tree
-from ortbundle.fetch.cache import sha256_file
 from ortbundle.licensing import spdx
 from ortbundle.licensing.attribution import TargetLicensing, licensing_from_json
 from ortbundle.licensing.audit import ChannelAudit, audit_targets

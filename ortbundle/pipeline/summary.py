@@ -11,10 +11,7 @@ time: a no-op build prints its summary from the JSON alone. The detail tables of
 from __future__ import annotations
 
 import json
-import os
 import re
-import shutil
-import textwrap
 from collections import Counter
 from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
@@ -50,7 +47,7 @@ def summary_document(
     result: BuildResult, phases: Sequence[Phase], options: BuildOptions
 ) -> dict[str, Any]:
     """The facts of a finished build, as build-summary.json carries them."""
-    from ortbundle import __version__
+    from ortbundle._core.version import __version__
     from ortbundle.evidence.record import MANIFEST_NAME, SBOM_NAME, SIGNATURE_NAME
     from ortbundle.stage.system import runtime_system, violations
 
@@ -274,29 +271,6 @@ def read_summary(version_dir: Path) -> dict[str, Any] | None:
 
 
 # --- the lines a person reads ---------------------------------------------------------------
-
-
-def terminal_width(is_terminal: bool) -> int | None:
-    """The width to wrap at: COLUMNS if set, else the terminal's; None for a log, which gets
-    each message on one line (whole for grep)."""
-    if os.environ.get("COLUMNS", "").isdigit():
-        return int(os.environ["COLUMNS"])
-    return shutil.get_terminal_size().columns if is_terminal else None
-
-
-def wrap(lines: Iterable[str], width: int) -> list[str]:
-    """Break long lines between words (never inside a name or path); continuations indented."""
-    out: list[str] = []
-    for line in lines:
-        indent = " " * (len(line) - len(line.lstrip(" ")) + 2)
-        out += textwrap.wrap(
-            line,
-            width=max(width, 40),
-            subsequent_indent=indent,
-            break_long_words=False,
-            break_on_hyphens=False,
-        ) or [""]
-    return out
 
 
 def plan_line(

@@ -18,6 +18,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from ortbundle._core.errors import ArchiveError, BinaryError, ConfigError
+from ortbundle._core.fsio import pid_alive, sha256_file
 from ortbundle._core.publish import (
     publish as publish,  # build.py and release.py publish through here
 )
@@ -25,7 +26,6 @@ from ortbundle._core.publish import recover
 from ortbundle.config.recipes import LicenseText, Recipe, Rename
 from ortbundle.config.targets import Target
 from ortbundle.fetch.archives import MemberReader, ZipArchive
-from ortbundle.fetch.cache import pid_alive, sha256_file
 from ortbundle.fetch.member_memo import MemoizedMembers
 from ortbundle.stage.binaries import BinaryInfo, alignment_problem, inspect
 from ortbundle.stage.closure import Candidate, Closure, Materialized, prune

@@ -21,7 +21,7 @@ from pathlib import Path
 from typing import Any
 
 from ortbundle._core.errors import LicenseError
-from ortbundle._core.fsio import remembered
+from ortbundle._core.memo import remembered
 
 _NUMERIC = re.compile(r"^\d+(\.\d+)*")
 _ELF_NAME = re.compile(r"\.so\.(\d+\.\d+\.\d+(?:\.\d+)?)$")

@@ -121,8 +121,8 @@ def _rendered(report: Report, cache: Path | None) -> str:
     import hashlib
 
     from ortbundle._core.fsio import atomic_write
+    from ortbundle._core.memo import code_digest
     from ortbundle.evidence.report.render import render_html
-    from ortbundle.pipeline.incremental import code_digest
 
     key = hashlib.sha256(f"{code_digest()}\n{report!r}".encode()).hexdigest()
     entry = cache / "outputs" / "report" / key[:2] / f"{key}.html" if cache else None

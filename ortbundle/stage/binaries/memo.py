@@ -11,8 +11,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from ortbundle._core.fsio import remembered
-from ortbundle.pipeline.incremental import code_digest, digest_of
+from ortbundle._core.memo import code_digest, digest_of, remembered
 from ortbundle.stage.binaries import BinaryInfo, info_from_json, info_to_json, inspect
 
 

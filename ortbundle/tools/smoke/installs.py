@@ -20,7 +20,7 @@ import subprocess
 from dataclasses import dataclass
 from pathlib import Path, PureWindowsPath
 
-from ortbundle.fetch.cache import sha256_file
+from ortbundle._core.fsio import sha256_file
 from ortbundle.tools.smoke.wine import Wine
 
 __all__ = [

@@ -23,8 +23,8 @@ from pathlib import Path
 import tomlkit
 
 from ortbundle._core.errors import ConfigError, IntegrityError, OfflineError, PackagingError
+from ortbundle._core.fsio import sha256_file
 from ortbundle._core.locations import default_cache_dir
-from ortbundle.fetch.cache import sha256_file
 
 __all__ = [
     "MINGW_CC",
