@@ -404,7 +404,7 @@ def ci_workflow(c: Context, product: str = DEFAULT_PRODUCT, out: str | None = No
 
 @task(help={"check": "only check: exit 1 when docs/configuration.md is stale"})
 def docs(c: Context, check: bool = False) -> None:
-    """Write docs/configuration.md (every key of every input file) from ortbundle/schema/."""
+    """Write docs/configuration.md (every key of every input file) from ortbundle/config/schema/."""
     from ortbundle.config.schema.docs import REFERENCE, is_current, write
 
     root = Path(__file__).resolve().parent

@@ -10,7 +10,8 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from ortbundle._core.errors import ArchiveError, BinaryError, IntegrityError
-from ortbundle.fetch.archives import ZipArchive, check_member_name
+from ortbundle._core.fsio import check_member_name
+from ortbundle.fetch.archives import ZipArchive
 from ortbundle.stage.binaries import inspect
 from tests.helpers.elf import make_elf
 from tests.helpers.pe import make_pe

@@ -133,8 +133,8 @@ def test_without_the_policy_overlay_the_vendor_class_needs_review(
 
 
 def test_the_policy_overlay_cannot_loosen_a_refusal(tmp_path: Path) -> None:
-    from ortbundle.config.policy_overlay import read_policy, with_overlay
-    from ortbundle.licensing.audit import load_policy
+    from ortbundle.config.policy_overlay import read_policy
+    from ortbundle.licensing.audit import load_policy, with_overlay
 
     policy = load_policy(TOOL.parent / "licenses" / "policy.toml")
     manifest = tmp_path / "p.toml"

@@ -20,18 +20,16 @@ from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 
 from ortbundle._core.errors import BinaryError, ConfigError
-from ortbundle.stage.onnx_model import (
+from ortbundle.config.model_gates import (
     DATA_TYPES,
-    MAX_TYPE_DEPTH,
     IOGate,
     ModelGate,
     ModelInfo,
     Opset,
     TensorSpec,
     gate_from_table,
-    read_model,
-    read_model_bytes,
 )
+from ortbundle.stage.onnx_model import MAX_TYPE_DEPTH, read_model, read_model_bytes
 from tests.helpers import onnx_models as pb
 
 try:

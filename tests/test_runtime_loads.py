@@ -12,16 +12,11 @@ import tomlkit
 from ortbundle._core.errors import ClosureError, ConfigError
 from ortbundle._core.progress import Reporter
 from ortbundle.channels.registry import package_input
+from ortbundle.config.recipes import IgnoreRule
 from ortbundle.config.targets import get_target
 from ortbundle.pipeline.build import build
 from ortbundle.stage import runtime_loads
-from ortbundle.stage.runtime_loads import (
-    IgnoreRule,
-    LoadScan,
-    UnresolvedLoad,
-    scan_binary,
-    warning_lines,
-)
+from ortbundle.stage.runtime_loads import LoadScan, UnresolvedLoad, scan_binary, warning_lines
 from tests.helpers.native import compile_opener, compile_pe_opener
 from tests.helpers.pe import make_pe
 from tests.helpers.project import FakeProject

@@ -18,7 +18,7 @@ import secrets
 import shutil
 from collections.abc import Iterable, Iterator
 from contextlib import contextmanager, suppress
-from pathlib import Path
+from pathlib import Path, PurePosixPath
 from typing import TypeVar
 
 T = TypeVar("T")
@@ -191,3 +191,25 @@ def scan_tree(top: Path, *, skip: str | None = None) -> ScannedTree:
                 if is_dir:
                     pending.append((name + "/", entry.path))
     return found
+
+
+def check_member_name(name: str) -> str | None:
+    """Why a member name is unsafe to treat as a relative path, or None if it is fine."""
+    if "\x00" in name:
+        return "contains a NUL byte"
+    if any(ord(c) < 0x20 or c == "\x7f" for c in name):
+        # a newline or escape in a file name: no real release has one, and every package
+        # format downstream would have to quote it
+        return "contains a control character"
+    if "\\" in name:
+        return "contains a backslash"
+    if name.startswith("/"):
+        return "is an absolute path"
+    if len(name) >= 2 and name[1] == ":":
+        return "starts with a drive letter"
+    parts = PurePosixPath(name).parts
+    if ".." in parts:
+        return "climbs out with '..'"
+    if not name or not parts:
+        return "is empty"
+    return None

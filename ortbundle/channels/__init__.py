@@ -23,8 +23,8 @@ from ortbundle.config.products import Addon
 # manifests), so reading a product does not import the channels; re-exported here.
 from ortbundle.config.recipes import PackagingSettings as PackagingSettings
 from ortbundle.config.recipes import SystemSpec
-from ortbundle.config.targets import CHANNEL_TARGETS as CHANNEL_TARGETS
 from ortbundle.config.targets import ChannelPackages, ExternalGroup
+from ortbundle.config.vocabulary import CHANNEL_TARGETS as CHANNEL_TARGETS
 from ortbundle.fetch.cache import stat_record
 from ortbundle.stage.binaries.baseline import SystemBaseline
 from ortbundle.stage.binaries.baseline import render_dependency as render_dependency

@@ -58,7 +58,8 @@ from ortbundle._core.fsio import atomic_output, atomic_write, fsync_dirs, sha256
 from ortbundle._core.templating import render
 from ortbundle.channels import ChannelOutput, PackageInput, ShippedFile, check_staged, stage_changed
 from ortbundle.channels.apk_size import count, deflate_estimates, size_report
-from ortbundle.config.targets import CHANNEL_TARGETS, ExternalGroup, Target, get_target
+from ortbundle.config.targets import ExternalGroup, Target, get_target
+from ortbundle.config.vocabulary import CHANNEL_TARGETS
 from ortbundle.stage.binaries import alignment_problem, sniff_format
 from ortbundle.stage.binaries.memo import inspect_known
 from ortbundle.stage.index_json import INDEX_NAME, LOADER_NAME, SCHEMA, apk_index

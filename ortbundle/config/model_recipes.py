@@ -4,17 +4,12 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING
 
+from ortbundle.config.model_gates import ModelGate, gate_from_table
 from ortbundle.config.recipes import LicenseText, read_purl, read_texts
 from ortbundle.config.sources import Source, read_sources
-from ortbundle.config.tomlreader import NAME_WORD, PATH_WORD, SHA256_HEX, TableReader, load_toml
-
-if TYPE_CHECKING:
-    from ortbundle.stage.onnx_model import ModelGate
-
-
-MODEL_KIND = "model"  # [component] kind of a model recipe
+from ortbundle.config.tomlreader import TableReader, load_toml
+from ortbundle.config.vocabulary import MODEL_KIND, NAME_WORD, PATH_WORD, SHA256_HEX
 
 # --- model recipes ------------------------------------------------------------------------
 
@@ -52,10 +47,6 @@ class ModelRecipe:
 
 
 def load_model_recipe(path: Path) -> ModelRecipe:
-    from ortbundle.stage.onnx_model import (
-        gate_from_table,  # only products that ship models pay for it
-    )
-
     data, digest = load_toml(path, "recipe")
     top = TableReader(path, "", data)
     component = top.sub("component")

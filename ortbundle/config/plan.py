@@ -29,7 +29,8 @@ from ortbundle.config.recipes import (
     load_product,
     load_recipe,
 )
-from ortbundle.config.targets import CHANNEL_TARGETS, get_target
+from ortbundle.config.targets import get_target
+from ortbundle.config.vocabulary import CHANNEL_TARGETS
 
 if TYPE_CHECKING:
     from ortbundle.evidence.signing import SecretKey

@@ -9,19 +9,18 @@ channel stays refused (no product loosens a refusal: change the policy, in revie
 
 from __future__ import annotations
 
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Literal, cast
 
-from ortbundle._core.errors import ConfigError
 from ortbundle.config.tomlreader import TableReader
+from ortbundle.config.vocabulary import VERDICTS
 
 if TYPE_CHECKING:
-    from ortbundle.licensing.audit import Policy
+    pass
 
 Verdict = Literal["allow", "review", "refuse"]
 _ORDER: tuple[Verdict, ...] = ("refuse", "review", "allow")  # the product's lists, refuse first
 
-VERDICTS = ("allow", "review", "refuse")
 _CHANNEL_KEYS = (*VERDICTS, "unknown")
 
 
@@ -93,35 +92,3 @@ def expand_sets(
             return expanded
         out.extend(expanded)
     return tuple(out)
-
-
-def with_overlay(policy: Policy, overlay: PolicyOverlay) -> Policy:
-    """The project's policy with a product's `[policy]` consulted first on the channels it
-    names (the project's own refusals still come before it)."""
-    if overlay.empty:
-        return policy
-    own = dict(overlay.sets)
-    channels = dict(policy.channels)
-    for extra in overlay.channels:
-        where = f"policy.channels.{extra.name}"
-        if extra.name not in channels:
-            raise ConfigError(
-                f"{where}: the licence policy has no channel {extra.name!r}",
-                file=overlay.origin,
-                fix=f"use one of: {', '.join(sorted(channels))}",
-            )
-        first: list[tuple[Verdict, tuple[str, ...]]] = []
-        for verdict, globs in extra.rules:
-            expanded = expand_sets(globs, own, policy.sets)
-            if isinstance(expanded, str):
-                raise ConfigError(
-                    f"{where}.{verdict}: unknown set {expanded}",
-                    file=overlay.origin,
-                    fix="define it under [policy.sets] or use one of licenses/policy.toml's: "
-                    + ", ".join(f"@{n}" for n in sorted(policy.sets)),
-                )
-            first.append((verdict, expanded))
-        base = channels[extra.name]
-        unknown = extra.unknown or base.unknown
-        channels[extra.name] = replace(base, first=tuple(first), unknown=unknown)
-    return replace(policy, channels=channels)

@@ -12,8 +12,9 @@ from pathlib import Path
 from ortbundle._core.errors import ConfigError
 from ortbundle.config.externals import read_externals
 from ortbundle.config.policy_overlay import PolicyOverlay, read_policy
-from ortbundle.config.targets import CHANNEL_TARGETS, ExternalSpec
-from ortbundle.config.tomlreader import NAME_WORD, PATH_WORD, TableReader, load_toml
+from ortbundle.config.targets import ExternalSpec
+from ortbundle.config.tomlreader import TableReader, load_toml
+from ortbundle.config.vocabulary import CHANNEL_TARGETS, NAME_WORD, ON_NEWER, PATH_WORD
 
 
 @dataclass(frozen=True)
@@ -190,7 +191,6 @@ def _addon(product: TableReader, name: str) -> Addon | None:
 
 _DOTTED = re.compile(r"^[0-9]+(\.[0-9]+)+$")
 _SYSTEM_KEYS = ("glibc", "windows", "android_api", "on_newer")
-ON_NEWER = ("error", "warn")
 
 
 def _system(reader: TableReader) -> SystemSpec:

@@ -34,8 +34,8 @@ from ortbundle.config.sources import read_sources
 from ortbundle.config.sources import source_from_json as source_from_json
 from ortbundle.config.sources import source_to_json as source_to_json
 from ortbundle.config.targets import ExternalSpec
-from ortbundle.config.tomlreader import NAME_WORD, PATH_WORD, PURL, TableReader, load_toml
-from ortbundle.stage.runtime_loads import IgnoreRule
+from ortbundle.config.tomlreader import TableReader, load_toml
+from ortbundle.config.vocabulary import NAME_WORD, PATH_WORD, PAYLOAD_PLACES, PURL, RECIPE_KINDS
 
 
 @dataclass(frozen=True)
@@ -56,10 +56,6 @@ class Payload:
     machines: tuple[str, ...]  # each file must be an ELF/PE of one of these; empty: any file
     place: str  # "beside" the libraries, or under "assets/" of the runtime directory
     reason: str
-
-
-PAYLOAD_PLACES = ("beside", "assets")
-RECIPE_KINDS = ("runtime", "plugin-ep")  # a model recipe says "model" (model_recipes.py)
 
 
 @dataclass(frozen=True)
@@ -301,3 +297,11 @@ def load_recipe(path: Path) -> Recipe:
         soc_families=component.text_list("soc_families", required=False),
         externals=read_externals(top),
     )
+
+
+@dataclass(frozen=True)
+class IgnoreRule:
+    """`[[targets.<t>.ignore_loads]]`: names a kept file mentions but the runtime does not need."""
+
+    names: tuple[str, ...]  # globs over library names
+    reason: str

@@ -11,8 +11,10 @@ from typing import Any
 from urllib.parse import quote, unquote, urlsplit
 
 from ortbundle._core.errors import ConfigError
-from ortbundle.config.tomlreader import PATH_WORD, SHA256_HEX, TableReader, load_toml
-from ortbundle.fetch.archives import check_member_name
+from ortbundle._core.fsio import check_member_name
+from ortbundle.config.schema import check_document, display_name
+from ortbundle.config.tomlreader import TableReader, load_toml
+from ortbundle.config.vocabulary import PATH_WORD, SHA256_HEX
 
 
 @dataclass(frozen=True)
@@ -311,10 +313,6 @@ def load_sources(path: Path, *, pinned: bool = True) -> dict[str, Source]:
     """A recipe's [sources] alone. `pinned=False` (`pin --check`) admits a missing or malformed
     sha256 or size, which the check reports as unpinned; everything else is checked as ever."""
     data, _sha = load_toml(path)
-    from ortbundle.config.schema import (  # [sources] alone, every problem
-        check_document,
-        display_name,
-    )
 
     relax = frozenset() if pinned else _UNPINNED
     sources = {"sources": data.get("sources")}

@@ -11,20 +11,8 @@ from importlib import resources
 from typing import Any
 
 from ortbundle._core.errors import ConfigError
-
-# Which targets' stages each packaging channel packages: the desktop channels one each, the
-# Android module every Android ABI the product builds.
-CHANNEL_TARGETS: dict[str, tuple[str, ...]] = {
-    "arch": ("linux-x86_64",),
-    "flatpak": ("linux-x86_64",),
-    "nsis": ("windows-x86_64",),
-    "apk": ("android-arm64-v8a", "android-x86_64"),
-    "deb": ("linux-x86_64",),
-    "rpm": ("linux-x86_64",),
-}
-EXTERNAL_KINDS = ("system", "toolchain", "redist", "driver", "toolkit")  # CONTRACT §1
-OPERATING_SYSTEMS = ("linux", "windows", "android")
-BINARY_FORMATS = ("elf", "pe")
+from ortbundle.config.schema import check_document
+from ortbundle.config.vocabulary import BINARY_FORMATS
 
 
 @dataclass(frozen=True)
@@ -180,7 +168,6 @@ def _parse_target(name: str, raw: dict[str, Any]) -> Target:
 def all_targets() -> dict[str, Target]:
     text = resources.files("ortbundle").joinpath("data/targets.toml").read_text("utf-8")
     data = tomllib.loads(text)
-    from ortbundle.config.schema import check_document  # every problem of the file, named
 
     check_document("ortbundle/data/targets.toml", data, "targets-data")
     return {name: _parse_target(name, raw) for name, raw in data.items()}

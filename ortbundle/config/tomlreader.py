@@ -4,7 +4,6 @@ error, and the shared shapes (a SHA-256, a path word, a name)."""
 from __future__ import annotations
 
 import hashlib
-import re
 import tomllib
 import unicodedata
 from pathlib import Path
@@ -12,13 +11,8 @@ from typing import Any
 from urllib.parse import urlsplit
 
 from ortbundle._core.errors import ConfigError
+from ortbundle.config.schema import check_document, display_name
 from ortbundle.config.targets import get_target
-
-SHA256_HEX = re.compile(r"^[0-9a-f]{64}$")
-# what may become one path component (dist/<product>/<version>, licenses/<component>/)
-PATH_WORD = re.compile(r"^[A-Za-z0-9_+][A-Za-z0-9._+-]*$")
-NAME_WORD = re.compile(r"^[a-z0-9][a-z0-9._-]*$")
-PURL = re.compile(r"^pkg:[a-z][a-z0-9.+-]*/\S+$")  # a package URL: pkg:type/name@version
 
 
 class TableReader:
@@ -107,8 +101,6 @@ def load_toml(
         except (tomllib.TOMLDecodeError, UnicodeDecodeError) as exc:
             raise ConfigError(f"not valid TOML: {exc}", file=str(path)) from None
     if schema and (path, digest, relax) not in _CHECKED:
-        from ortbundle.config.schema import check_document, display_name
-
         check_document(display_name(path), data, schema, relax, str(path))
         _CHECKED.add((path, digest, relax))
     return data, digest

@@ -25,6 +25,7 @@ from types import TracebackType
 from typing import IO, NoReturn, Protocol
 
 from ortbundle._core.errors import ArchiveError, DiskError, IntegrityError
+from ortbundle._core.fsio import check_member_name
 from ortbundle._core.oserrors import FILESYSTEM_ERRNOS, disk_error, writing
 
 CHUNK = 1 << 20
@@ -80,28 +81,6 @@ def _writing_to(out: IO[bytes]) -> contextlib.AbstractContextManager[None]:
     return writing(
         "an extracted file", Path(os.fsdecode(name)) if isinstance(name, str | bytes) else Path()
     )
-
-
-def check_member_name(name: str) -> str | None:
-    """Why a member name is unsafe to treat as a relative path, or None if it is fine."""
-    if "\x00" in name:
-        return "contains a NUL byte"
-    if any(ord(c) < 0x20 or c == "\x7f" for c in name):
-        # a newline or escape in a file name: no real release has one, and every package
-        # format downstream would have to quote it
-        return "contains a control character"
-    if "\\" in name:
-        return "contains a backslash"
-    if name.startswith("/"):
-        return "is an absolute path"
-    if len(name) >= 2 and name[1] == ":":
-        return "starts with a drive letter"
-    parts = PurePosixPath(name).parts
-    if ".." in parts:
-        return "climbs out with '..'"
-    if not name or not parts:
-        return "is empty"
-    return None
 
 
 UNIX = 3  # zip "version made by" host system: the high 16 bits of external_attr are st_mode

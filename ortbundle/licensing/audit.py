@@ -12,17 +12,17 @@ import fnmatch
 import json
 import tomllib
 from collections.abc import Iterable, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from datetime import UTC, date, datetime
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal
 
 from ortbundle._core.errors import AuditError, ConfigError
 from ortbundle.config.plan import POLICY_NAME, BuildOptions, Project
-from ortbundle.config.policy_overlay import with_overlay
+from ortbundle.config.policy_overlay import PolicyOverlay, expand_sets
 from ortbundle.config.recipes import Product, Waiver
 from ortbundle.config.schema import check_document, display_name
-from ortbundle.config.schema.choices import VERDICTS
+from ortbundle.config.vocabulary import VERDICTS
 from ortbundle.licensing.attribution import ComponentUse, TargetLicensing
 from ortbundle.licensing.spdx import NotAnExpression, Tree, facts
 from ortbundle.licensing.waivers import CoveredFile, WaiverUse, use_of
@@ -544,3 +544,35 @@ def audit_targets(
 
 
 STAGE_CHANNEL = "stage"
+
+
+def with_overlay(policy: Policy, overlay: PolicyOverlay) -> Policy:
+    """The project's policy with a product's `[policy]` consulted first on the channels it
+    names (the project's own refusals still come before it)."""
+    if overlay.empty:
+        return policy
+    own = dict(overlay.sets)
+    channels = dict(policy.channels)
+    for extra in overlay.channels:
+        where = f"policy.channels.{extra.name}"
+        if extra.name not in channels:
+            raise ConfigError(
+                f"{where}: the licence policy has no channel {extra.name!r}",
+                file=overlay.origin,
+                fix=f"use one of: {', '.join(sorted(channels))}",
+            )
+        first: list[tuple[Verdict, tuple[str, ...]]] = []
+        for verdict, globs in extra.rules:
+            expanded = expand_sets(globs, own, policy.sets)
+            if isinstance(expanded, str):
+                raise ConfigError(
+                    f"{where}.{verdict}: unknown set {expanded}",
+                    file=overlay.origin,
+                    fix="define it under [policy.sets] or use one of licenses/policy.toml's: "
+                    + ", ".join(f"@{n}" for n in sorted(policy.sets)),
+                )
+            first.append((verdict, expanded))
+        base = channels[extra.name]
+        unknown = extra.unknown or base.unknown
+        channels[extra.name] = replace(base, first=tuple(first), unknown=unknown)
+    return replace(policy, channels=channels)

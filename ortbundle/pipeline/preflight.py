@@ -61,8 +61,7 @@ def download_need(sources: Iterable[Source], cache: Path) -> int:
 def preflight(project: Project, plan: Plan, cache: Path, version_dir: Path) -> None:
     """What a build can check before its first request: the inputs loading a plan does not
     read (the licence policy, read by the audit after staging), then the free space."""
-    from ortbundle.config.policy_overlay import with_overlay
-    from ortbundle.licensing.audit import load_policy
+    from ortbundle.licensing.audit import load_policy, with_overlay
 
     # the product's [policy] too: an unknown channel or set stops the build before downloads
     with_overlay(load_policy(project.licenses / POLICY_NAME), plan.product.policy)

@@ -183,7 +183,7 @@ def requirement_groups(externals: Iterable[ExternalLibrary]) -> list[dict[str, A
 def _package(package: Any, version_dir: Path) -> dict[str, Any]:
     """A channel's files where they were published (the channel wrote them in the scratch copy
     of the version directory, which then took its place)."""
-    from ortbundle.config.targets import CHANNEL_TARGETS  # (not imported by a no-op's summary)
+    from ortbundle.config.vocabulary import CHANNEL_TARGETS
 
     directory = version_dir / "packaging" / package.channel
     files = []

@@ -18,10 +18,11 @@ from typing import Any
 
 from ortbundle._core.errors import ConfigError, IntegrityError
 from ortbundle._core.fsio import atomic_write
+from ortbundle.config.model_gates import ModelInfo
 from ortbundle.config.model_recipes import ModelForm, ModelRecipe
 from ortbundle.config.recipes import generic_purl
 from ortbundle.fetch.archives import MemberReader
-from ortbundle.stage.onnx_model import ModelInfo, read_model
+from ortbundle.stage.onnx_model import read_model
 from ortbundle.stage.staging import TEXT_MODE, StagedFile
 
 MODELS_SCHEMA = "ortbundle.models/1"

@@ -22,6 +22,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Protocol
 
 from ortbundle._core.errors import BinaryError, ClosureError, ConfigError
+from ortbundle.config.recipes import IgnoreRule
 
 if TYPE_CHECKING:
     from ortbundle.config.recipes import Recipe
@@ -87,14 +88,6 @@ class DeclaredLoad:
 class RuntimeLoads:
     declared: tuple[DeclaredLoad, ...]
     findings: tuple[LoadFinding, ...]
-
-
-@dataclass(frozen=True)
-class IgnoreRule:
-    """`[[targets.<t>.ignore_loads]]`: names a kept file mentions but the runtime does not need."""
-
-    names: tuple[str, ...]  # globs over library names
-    reason: str
 
 
 class ExternalMatch(Protocol):

@@ -9,6 +9,8 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
+from ortbundle.config.schema import data as tool_data
+from ortbundle.config.schema import inputs
 from ortbundle.config.schema.check import Checker
 from ortbundle.config.schema.definitions import FileSchema
 from ortbundle.config.schema.problems import ConfigProblems, Problem, raise_if_any
@@ -23,7 +25,6 @@ def display_name(path: Path) -> str:
 
 def schema_for(kind: str, data: Mapping[str, Any]) -> FileSchema:
     """The schema of a file kind; a recipe whose [component] says kind = "model" is a model."""
-    from ortbundle.config.schema import inputs
 
     if kind == "recipe":
         component = data.get("component")
@@ -31,9 +32,6 @@ def schema_for(kind: str, data: Mapping[str, Any]) -> FileSchema:
         return inputs.MODEL_RECIPE if is_model else inputs.RECIPE
     if kind in ("product", "policy", "recipe-sources"):
         return {"product": inputs.PRODUCT, "policy": inputs.POLICY}.get(kind, inputs.RECIPE_SOURCES)
-    from ortbundle.config.schema import (
-        data as tool_data,  # the tool's own data: read by a full build
-    )
 
     return {s.name: s for s in tool_data.DATA}[kind]
 

@@ -1,18 +1,18 @@
-"""The enumerations the schema checks, each read from the one place the code keeps it (imported
-only when a value is checked or the reference is written: the schema itself stays free)."""
+"""The enumerations the schema checks, each read from the one place the code keeps it: the word
+lists from config/vocabulary.py, the targets from the tool's data file, the GPU vendors from the
+loader's text."""
 
 from __future__ import annotations
 
 import re
+import tomllib
 from collections.abc import Sequence
 from functools import cache
 from importlib import resources
 
 from ortbundle._core.errors import ConfigError
+from ortbundle.config import vocabulary
 from ortbundle.config.schema.definitions import Choices
-
-# The licence audit's verdicts, best first (ortbundle/licensing/audit.py ranks them in this order).
-VERDICTS = ("allow", "review", "refuse")
 
 
 @cache
@@ -28,86 +28,40 @@ def _gpu_vendors() -> Sequence[str]:
 
 @cache
 def _targets() -> Sequence[str]:
-    from ortbundle.config.targets import all_targets
-
-    return tuple(sorted(all_targets()))
-
-
-@cache
-def _channels() -> Sequence[str]:
-    from ortbundle.config.targets import CHANNEL_TARGETS
-
-    return tuple(CHANNEL_TARGETS)
+    """The target names: the tables of the tool's targets.toml. Read here, not through
+    config/targets.py, which checks that file against this schema."""
+    text = resources.files("ortbundle").joinpath("data/targets.toml").read_text("utf-8")
+    return tuple(sorted(tomllib.loads(text)))
 
 
-@cache
-def _recipe_kinds() -> Sequence[str]:
-    from ortbundle.config.model_recipes import MODEL_KIND
-    from ortbundle.config.recipes import RECIPE_KINDS
-
-    return (*RECIPE_KINDS, MODEL_KIND)
-
-
-@cache
-def _external_kinds() -> Sequence[str]:
-    from ortbundle.config.targets import EXTERNAL_KINDS
-
-    return EXTERNAL_KINDS
-
-
-@cache
-def _operating_systems() -> Sequence[str]:
-    from ortbundle.config.targets import OPERATING_SYSTEMS
-
-    return OPERATING_SYSTEMS
-
-
-@cache
-def _formats() -> Sequence[str]:
-    from ortbundle.config.targets import BINARY_FORMATS
-
-    return BINARY_FORMATS
-
-
-@cache
-def _payload_places() -> Sequence[str]:
-    from ortbundle.config.recipes import PAYLOAD_PLACES
-
-    return PAYLOAD_PLACES
-
-
-@cache
-def _on_newer() -> Sequence[str]:
-    from ortbundle.config.products import ON_NEWER
-
-    return ON_NEWER
-
-
-@cache
-def _relations() -> Sequence[str]:
-    from ortbundle.channels.nfpm import _RELATIONS
-
-    return _RELATIONS
-
+_VOCABULARY = "ortbundle/config/vocabulary.py"
 
 GPU_VENDORS = Choices("GPU vendor", "ortbundle/payload/loader.py `VENDOR_LABEL`", _gpu_vendors)
 TARGETS = Choices("target", "ortbundle/data/targets.toml", _targets)
-CHANNELS = Choices("packaging channel", "ortbundle/config/targets.py `CHANNEL_TARGETS`", _channels)
+CHANNELS = Choices(
+    "packaging channel",
+    f"{_VOCABULARY} `CHANNEL_TARGETS`",
+    lambda: tuple(vocabulary.CHANNEL_TARGETS),
+)
 RECIPE_KINDS = Choices(
-    "component kind", "ortbundle/config/recipes.py `RECIPE_KINDS`, model_recipes.py", _recipe_kinds
+    "component kind",
+    f"{_VOCABULARY} `RECIPE_KINDS`, `MODEL_KIND`",
+    lambda: (*vocabulary.RECIPE_KINDS, vocabulary.MODEL_KIND),
 )
 EXTERNAL_KINDS = Choices(
-    "external kind", "ortbundle/config/targets.py `EXTERNAL_KINDS`", _external_kinds
+    "external kind", f"{_VOCABULARY} `EXTERNAL_KINDS`", lambda: vocabulary.EXTERNAL_KINDS
 )
 OPERATING_SYSTEMS = Choices(
-    "operating system", "ortbundle/config/targets.py `OPERATING_SYSTEMS`", _operating_systems
+    "operating system", f"{_VOCABULARY} `OPERATING_SYSTEMS`", lambda: vocabulary.OPERATING_SYSTEMS
 )
-FORMATS = Choices("binary format", "ortbundle/config/targets.py `BINARY_FORMATS`", _formats)
+FORMATS = Choices(
+    "binary format", f"{_VOCABULARY} `BINARY_FORMATS`", lambda: vocabulary.BINARY_FORMATS
+)
 PAYLOAD_PLACES = Choices(
-    "payload place", "ortbundle/config/recipes.py `PAYLOAD_PLACES`", _payload_places
+    "payload place", f"{_VOCABULARY} `PAYLOAD_PLACES`", lambda: vocabulary.PAYLOAD_PLACES
 )
-ON_NEWER = Choices("on_newer action", "ortbundle/config/products.py `ON_NEWER`", _on_newer)
-POLICY_VERDICTS = Choices(
-    "verdict", "ortbundle/config/schema/choices.py `VERDICTS`", lambda: VERDICTS
+ON_NEWER = Choices("on_newer action", f"{_VOCABULARY} `ON_NEWER`", lambda: vocabulary.ON_NEWER)
+POLICY_VERDICTS = Choices("verdict", f"{_VOCABULARY} `VERDICTS`", lambda: vocabulary.VERDICTS)
+RELATIONS = Choices(
+    "package relation", f"{_VOCABULARY} `PACKAGE_RELATIONS`", lambda: vocabulary.PACKAGE_RELATIONS
 )
-RELATIONS = Choices("package relation", "ortbundle/channels/nfpm.py `_RELATIONS`", _relations)

@@ -8,7 +8,7 @@ from typing import Any
 
 from ortbundle.config.schema import choices as C
 from ortbundle.config.schema.definitions import FileSchema, Key, Pattern, Table
-from ortbundle.config.tomlreader import NAME_WORD, PATH_WORD, PURL
+from ortbundle.config.vocabulary import NAME_WORD, PATH_WORD, PURL
 
 NAME = Pattern(NAME_WORD, "lower-case letters, digits, . _ - (starting with a letter or digit)")
 WORD = Pattern(PATH_WORD, "one plain name: letters, digits, . _ + -")

@@ -13,6 +13,7 @@ from typing import Any
 from ortbundle._core.errors import ConfigError
 from ortbundle.config.schema import display_name
 from ortbundle.config.schema.problems import ConfigProblems, Problem, nearest, raise_if_any
+from ortbundle.config.targets import all_targets
 from ortbundle.config.tomlreader import load_toml
 
 
@@ -155,7 +156,6 @@ def _load(path: Path, kind: str, problems: list[Problem]) -> dict[str, Any] | No
 
 
 def _is_target(name: str) -> bool:
-    from ortbundle.config.targets import all_targets
 
     return name in all_targets()
 

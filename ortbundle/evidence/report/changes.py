@@ -10,7 +10,7 @@ from pathlib import Path
 from typing import Any
 
 from ortbundle._core.errors import ConfigError
-from ortbundle.config.targets import CHANNEL_TARGETS
+from ortbundle.config.vocabulary import CHANNEL_TARGETS
 from ortbundle.evidence.report.closures import CLOSURES_DIR, read_closures
 from ortbundle.evidence.report.views import (
     Changes,

@@ -11,7 +11,7 @@ from pathlib import Path
 from typing import Any
 
 from ortbundle.config.model_recipes import ModelRecipe
-from ortbundle.config.targets import CHANNEL_TARGETS
+from ortbundle.config.vocabulary import CHANNEL_TARGETS
 from ortbundle.evidence.report.closures import read_closures
 from ortbundle.evidence.report.treemap import Node, group, layout
 from ortbundle.evidence.report.views import (

@@ -23,7 +23,7 @@ from ortbundle._core.progress import Reporter
 from ortbundle.config.plan import Project
 from ortbundle.config.recipes import load_recipe
 from ortbundle.config.targets import all_targets, get_target
-from ortbundle.config.tomlreader import NAME_WORD
+from ortbundle.config.vocabulary import NAME_WORD
 from ortbundle.fetch.archives import ZipArchive
 from ortbundle.fetch.cache import Cache, default_cache_dir
 from ortbundle.fetch.policy import RetryPolicy

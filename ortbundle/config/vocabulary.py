@@ -1,0 +1,48 @@
+"""The closed word lists and word patterns of the input files, each kept once: the code that acts
+on a word and the schema that checks it both read it from here, so neither imports the other."""
+
+from __future__ import annotations
+
+import re
+
+# Which targets' stages each packaging channel packages: the desktop channels one each, the
+# Android module every Android ABI the product builds.
+CHANNEL_TARGETS: dict[str, tuple[str, ...]] = {
+    "arch": ("linux-x86_64",),
+    "flatpak": ("linux-x86_64",),
+    "nsis": ("windows-x86_64",),
+    "apk": ("android-arm64-v8a", "android-x86_64"),
+    "deb": ("linux-x86_64",),
+    "rpm": ("linux-x86_64",),
+}
+
+# What provides a library the bundle does not ship: the operating system, the compiler's
+# runtime, a redistributable the user installs, a GPU driver, or a vendor toolkit.
+EXTERNAL_KINDS = ("system", "toolchain", "redist", "driver", "toolkit")
+OPERATING_SYSTEMS = ("linux", "windows", "android")
+BINARY_FORMATS = ("elf", "pe")
+
+PAYLOAD_PLACES = ("beside", "assets")
+RECIPE_KINDS = ("runtime", "plugin-ep")  # a model recipe says MODEL_KIND
+MODEL_KIND = "model"  # [component] kind of a model recipe
+
+ON_NEWER = ("error", "warn")  # [system] on_newer: what a library needing a newer system does
+
+# Package relations a Linux package may state towards a system package (Debian and RPM alike).
+PACKAGE_RELATIONS = ("depends", "recommends", "suggests")
+
+# The licence audit's verdicts, best first (licensing/audit.py ranks them in this order).
+VERDICTS = ("allow", "review", "refuse")
+
+
+SHA256_HEX = re.compile(r"^[0-9a-f]{64}$")
+
+
+# what may become one path component (dist/<product>/<version>, licenses/<component>/)
+PATH_WORD = re.compile(r"^[A-Za-z0-9_+][A-Za-z0-9._+-]*$")
+
+
+NAME_WORD = re.compile(r"^[a-z0-9][a-z0-9._-]*$")
+
+
+PURL = re.compile(r"^pkg:[a-z][a-z0-9.+-]*/\S+$")  # a package URL: pkg:type/name@version
