@@ -1,6 +1,6 @@
 """ortbundle: pruned ONNX Runtime bundles and their packaging, from pinned upstream artifacts.
 
-The public surface is what `__all__` names: build, fetch, release and verify with their options,
+The public surface is what `__all__` names: build, release and verify with their options,
 results and errors. Everything else is private by convention and may change between versions.
 The names are resolved on first use, so `import ortbundle` stays as cheap as the no-op build
 that starts with it.
@@ -31,7 +31,7 @@ from ortbundle.config.project import BuildOptions, Project
 
 if TYPE_CHECKING:
     from ortbundle.evidence.verify import verify_tree
-    from ortbundle.pipeline.build import AuditFailed, BuildResult, build, fetch
+    from ortbundle.pipeline.build import AuditFailed, BuildResult, build
     from ortbundle.pipeline.release import ReleaseResult, release
 
 __all__ = [
@@ -55,7 +55,6 @@ __all__ = [
     "SmokeError",
     "__version__",
     "build",
-    "fetch",
     "release",
     "verify_tree",
 ]
@@ -65,7 +64,6 @@ _LAZY = {
     "AuditFailed": "ortbundle.pipeline.build",
     "BuildResult": "ortbundle.pipeline.build",
     "build": "ortbundle.pipeline.build",
-    "fetch": "ortbundle.pipeline.build",
     "ReleaseResult": "ortbundle.pipeline.release",
     "release": "ortbundle.pipeline.release",
     "verify_tree": "ortbundle.evidence.verify",

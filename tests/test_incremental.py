@@ -8,8 +8,8 @@ from pathlib import Path
 
 import pytest
 
+import ortbundle._core.fsio
 import ortbundle.fetch.archives
-import ortbundle.fetch.cache
 import ortbundle.pipeline.build
 import ortbundle.stage.staging
 from ortbundle._core.progress import Reporter
@@ -295,7 +295,7 @@ def test_a_listed_stage_file_is_not_hashed_again_until_it_changes(
     package = make_package_input(tmp_path)
     stamped = tuple(
         dataclasses.replace(
-            f, stamp=ortbundle.fetch.cache.stat_record((package.stage / f.path).lstat())
+            f, stamp=ortbundle._core.fsio.stat_record((package.stage / f.path).lstat())
         )
         for f in package.files
         if f.link_to is None
