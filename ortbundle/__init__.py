@@ -31,8 +31,9 @@ from ortbundle.config.project import BuildOptions, Project
 
 if TYPE_CHECKING:
     from ortbundle.evidence.verify import verify_tree
-    from ortbundle.pipeline.build import AuditFailed, BuildResult, build
+    from ortbundle.pipeline.build import AuditFailed, build
     from ortbundle.pipeline.release import ReleaseResult, release
+    from ortbundle.pipeline.result import BuildResult
 
 __all__ = [
     "ArchiveError",

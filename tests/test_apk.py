@@ -26,7 +26,8 @@ import pytest
 
 from ortbundle._core.progress import plain_reporter
 from ortbundle.channels.apk import NO_COMPRESS, aligned_apk_command
-from ortbundle.pipeline.build import DEFAULT_PRODUCT, BuildOptions, BuildResult, Project, build
+from ortbundle.pipeline.build import DEFAULT_PRODUCT, BuildOptions, Project, build
+from ortbundle.pipeline.result import BuildResult
 from ortbundle.stage.binaries.loadable import android_api_level
 from tests.helpers.android import AndroidProject
 from tests.helpers.apk import PAGE, Assembled, Tools, assemble, badging, find_tools

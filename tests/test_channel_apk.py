@@ -25,9 +25,10 @@ import jsonschema
 import pytest
 
 from ortbundle._core.errors import ConfigError, IntegrityError, PackagingError
-from ortbundle.channels import ChannelOutput, PackageInput, ShippedFile, ShippedRuntime
+from ortbundle.channels import ChannelOutput, PackageInput, ShippedRuntime
 from ortbundle.channels.apk import ApkChannel, override_property
 from ortbundle.config.recipes import Product, Recipe
+from ortbundle.licensing.attribution import ShippedFile
 from ortbundle.stage.closure import Closure
 from ortbundle.stage.index_json import INDEX_NAME, LOADER_NAME, write_index
 from ortbundle.stage.staging import StagedFile, StagedRuntime

@@ -15,10 +15,11 @@ from pathlib import Path
 import pytest
 
 from ortbundle._core.errors import ConfigError, OrtbundleError
-from ortbundle.channels import ChannelOutput, ExternalLibrary, PackageInput, ShippedFile
+from ortbundle.channels import ChannelOutput, ExternalLibrary, PackageInput
 from ortbundle.channels.deb import DebChannel, copyright_text
 from ortbundle.channels.nfpm import render_dependencies
 from ortbundle.channels.rpm import RpmChannel
+from ortbundle.licensing.attribution import ShippedFile
 from tests.helpers.linux_packages import (
     OVERRIDE_ENV,
     RUNTIMES,

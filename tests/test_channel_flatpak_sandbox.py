@@ -13,8 +13,9 @@ from pathlib import Path
 import pytest
 
 from ortbundle._core.errors import ConfigError
-from ortbundle.channels import ChannelOutput, ExternalLibrary, PackageInput, ShippedFile
+from ortbundle.channels import ChannelOutput, ExternalLibrary, PackageInput
 from ortbundle.channels.flatpak import FlatpakChannel, check_manifest
+from ortbundle.licensing.attribution import ShippedFile
 from tests.helpers.packages import SETTINGS, make_package_input
 from tests.test_channel_flatpak import (
     APP,

@@ -16,9 +16,10 @@ import pefile
 import pytest
 
 from ortbundle._core.errors import ConfigError, IntegrityError, PackagingError
-from ortbundle.channels import ExternalLibrary, PackageInput, ShippedFile
+from ortbundle.channels import ExternalLibrary, PackageInput
 from ortbundle.channels.nsis import NsisChannel, _version_quad, nsis_string
 from ortbundle.config.products import Addon
+from ortbundle.licensing.attribution import ShippedFile
 from tests.helpers.packages import SETTINGS, make_package_input
 
 HAVE_MAKENSIS = shutil.which("makensis") is not None

@@ -25,7 +25,8 @@ import pytest
 
 from ortbundle._core.progress import Reporter
 from ortbundle.cli import CommandFailed, run_build
-from ortbundle.pipeline.build import BuildResult, build
+from ortbundle.pipeline.build import build
+from ortbundle.pipeline.result import BuildResult
 from tests.helpers.elf import make_elf
 from tests.helpers.faults import (
     assert_published_and_verified,

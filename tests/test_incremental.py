@@ -13,8 +13,8 @@ import ortbundle.fetch.archives
 import ortbundle.pipeline.build
 import ortbundle.stage.staging
 from ortbundle._core.progress import Reporter
+from ortbundle.evidence.names import SUMMARY_NAME
 from ortbundle.pipeline.build import build
-from ortbundle.pipeline.summary import SUMMARY_NAME
 from ortbundle.stage.staging import StagedRuntime
 from tests.helpers.probe import run_python
 from tests.helpers.project import FakeProject

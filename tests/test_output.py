@@ -14,7 +14,7 @@ import jsonschema
 import pytest
 
 from ortbundle.cli import run_build
-from ortbundle.pipeline.summary import SUMMARY_NAME
+from ortbundle.evidence.names import SUMMARY_NAME
 from tests.helpers.project import FakeProject
 
 SCHEMA = Path(__file__).resolve().parents[1] / "ortbundle" / "data" / "build-summary.schema.json"
@@ -132,7 +132,8 @@ def test_the_schema_refuses_what_it_does_not_know(
 def test_requirements_say_required_optional_and_how_to_install() -> None:
     """The summary renders each package's requirements from the CONTRACT §1 fields."""
     from ortbundle.channels import ExternalLibrary
-    from ortbundle.pipeline.summary import requirement_groups, summary_lines
+    from ortbundle.pipeline.result import requirement_groups
+    from ortbundle.pipeline.summary import summary_lines
 
     externals = [
         ExternalLibrary(

@@ -22,11 +22,11 @@ from securesystemslib.signer._key import SSlibKey
 
 from ortbundle._core.errors import IntegrityError
 from ortbundle._core.progress import Reporter
+from ortbundle.evidence.names import PROVENANCE_NAME, SUMMARY_NAME
 from ortbundle.evidence.provenance import (
     LOCAL_BUILDER,
     PAYLOAD_TYPE,
     PREDICATE_TYPE,
-    PROVENANCE_NAME,
     STATEMENT_TYPE,
     build_context,
     pae,
@@ -39,8 +39,8 @@ from ortbundle.evidence.signing import (
     sign_bytes,
 )
 from ortbundle.evidence.verify import verify_tree
-from ortbundle.pipeline.build import BuildResult, build
-from ortbundle.pipeline.summary import SUMMARY_NAME
+from ortbundle.pipeline.build import build
+from ortbundle.pipeline.result import BuildResult
 from tests.helpers.project import FakeProject
 
 ROOT = Path(__file__).resolve().parent.parent

@@ -14,7 +14,8 @@ from pathlib import Path
 import pytest
 
 from ortbundle.config.targets import get_target
-from ortbundle.pipeline.build import DEFAULT_PRODUCT, BuildResult
+from ortbundle.pipeline.build import DEFAULT_PRODUCT
+from ortbundle.pipeline.result import BuildResult
 from ortbundle.stage.binaries import inspect
 from ortbundle.stage.system import runtime_system
 from tests.helpers.real import (

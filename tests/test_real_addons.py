@@ -12,7 +12,8 @@ import pytest
 from ortbundle._core.progress import plain_reporter
 from ortbundle.config.recipes import load_product, load_recipe
 from ortbundle.config.targets import get_target, overlays
-from ortbundle.pipeline.build import BuildOptions, BuildResult, Project, build
+from ortbundle.pipeline.build import BuildOptions, Project, build
+from ortbundle.pipeline.result import BuildResult
 from tests.helpers.real import target_result
 
 pytestmark = pytest.mark.real

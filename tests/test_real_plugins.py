@@ -20,7 +20,7 @@ import pytest
 
 from ortbundle._core.errors import IntegrityError
 from ortbundle.fetch.archives import ZipArchive
-from ortbundle.pipeline.build import BuildResult
+from ortbundle.pipeline.result import BuildResult
 from ortbundle.stage.binaries import inspect
 from tests.helpers.real import (
     KEPT_FILES,

@@ -17,11 +17,12 @@ from cyclonedx.validation.json import JsonStrictValidator
 
 from ortbundle._core.errors import ConfigError, IntegrityError
 from ortbundle._core.progress import Reporter
+from ortbundle.evidence.names import SUMMARY_NAME
 from ortbundle.evidence.record import source_date_epoch
 from ortbundle.evidence.signing import generate_keypair, write_public_key
 from ortbundle.evidence.verify import verify_tree
-from ortbundle.pipeline.build import BuildResult, build
-from ortbundle.pipeline.summary import SUMMARY_NAME
+from ortbundle.pipeline.build import build
+from ortbundle.pipeline.result import BuildResult
 from tests.helpers.project import FakeProject
 
 ROOT = Path(__file__).resolve().parent.parent

@@ -12,12 +12,11 @@ from ortbundle._core.errors import ConfigError, IntegrityError, OfflineError
 from ortbundle._core.progress import Reporter
 from ortbundle.config.plan import Project
 from ortbundle.config.recipes import load_product
-from ortbundle.evidence.report import REPORT_NAME
+from ortbundle.evidence.names import REPORT_NAME, SUMMARY_NAME
 from ortbundle.evidence.verify import verify_tree
 from ortbundle.fetch.cache import Cache, export_cache, import_cache
 from ortbundle.pipeline.build import build
 from ortbundle.pipeline.release import release
-from ortbundle.pipeline.summary import SUMMARY_NAME
 from ortbundle.tools.ci_workflow import EVIDENCE, workflow_yaml
 from tests.helpers.project import FakeProject
 

@@ -22,7 +22,8 @@ from ortbundle._core.progress import Reporter
 from ortbundle.config.plan import Project
 from ortbundle.evidence.report.treemap import Node, group, layout, squarify
 from ortbundle.evidence.verify import verify_tree
-from ortbundle.pipeline.build import BuildResult, build
+from ortbundle.pipeline.build import build
+from ortbundle.pipeline.result import BuildResult
 from tests.helpers.faults import set_roots
 from tests.helpers.png import distinct_colours
 from tests.helpers.project import FakeProject

@@ -16,7 +16,7 @@ from pathlib import Path
 
 import pytest
 
-from ortbundle.pipeline.build import BuildResult
+from ortbundle.pipeline.result import BuildResult
 from ortbundle.tools.smoke.probe import c_api_headers
 from ortbundle.tools.smoke.probe.checks import ProbeRunner, check_tree
 from ortbundle.tools.smoke.run import SmokeReport, smoke

@@ -16,8 +16,9 @@ from pathlib import Path
 
 import pytest
 
-from ortbundle.channels import PackageInput, ShippedFile
+from ortbundle.channels import PackageInput
 from ortbundle.channels.nsis import NsisChannel
+from ortbundle.licensing.attribution import ShippedFile
 from ortbundle.tools.smoke.installs import (
     run_setup,
     run_uninstaller,

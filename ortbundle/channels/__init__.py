@@ -26,23 +26,9 @@ from ortbundle.config.recipes import SystemSpec
 from ortbundle.config.targets import ChannelPackages, ExternalGroup
 from ortbundle.config.vocabulary import CHANNEL_TARGETS as CHANNEL_TARGETS
 from ortbundle.fetch.cache import stat_record
+from ortbundle.licensing.attribution import ShippedFile
 from ortbundle.stage.binaries.baseline import SystemBaseline
 from ortbundle.stage.binaries.baseline import render_dependency as render_dependency
-
-
-@dataclass(frozen=True)
-class ShippedFile:
-    """One entry of a target stage, as it must appear in every package."""
-
-    path: str  # relative to the stage root, POSIX separators
-    size: int
-    sha256: str  # of the content (for a symlink: of the file it points to)
-    mode: int  # 0o644 or 0o755
-    link_to: str | None = None  # symlink target, relative to the link's own directory
-    # its stat record (fetch.cache.stat_record: size, mtime, ctime, inode) when the build
-    # listed the stage: a file that still has it is what the build hashed, and is not read
-    # again by every channel
-    stamp: Mapping[str, int] | None = field(default=None, compare=False, repr=False)
 
 
 @dataclass(frozen=True)

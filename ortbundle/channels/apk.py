@@ -49,17 +49,17 @@ import re
 import shutil
 import stat
 from collections.abc import Iterable, Mapping, Sequence
-from dataclasses import dataclass
 from pathlib import Path, PurePosixPath
 from typing import Any
 
 from ortbundle._core.errors import ClosureError, ConfigError, PackagingError
 from ortbundle._core.fsio import atomic_output, atomic_write, fsync_dirs, sha256_file
 from ortbundle._core.templating import render
-from ortbundle.channels import ChannelOutput, PackageInput, ShippedFile, check_staged, stage_changed
-from ortbundle.channels.apk_size import count, deflate_estimates, size_report
+from ortbundle.channels import ChannelOutput, PackageInput, check_staged, stage_changed
+from ortbundle.channels.apk_size import Placement, count, deflate_estimates, size_report
 from ortbundle.config.targets import ExternalGroup, Target, get_target
 from ortbundle.config.vocabulary import CHANNEL_TARGETS
+from ortbundle.licensing.attribution import ShippedFile
 from ortbundle.stage.binaries import alignment_problem, sniff_format
 from ortbundle.stage.binaries.memo import inspect_known
 from ortbundle.stage.index_json import INDEX_NAME, LOADER_NAME, SCHEMA, apk_index
@@ -111,21 +111,6 @@ _JAVA_KEYWORDS = frozenset(
         *("null", "_"),
     )
 )
-
-
-@dataclass(frozen=True)
-class _Placement:
-    """One file the channel writes from the stage."""
-
-    dest: str  # relative to the channel directory
-    source: ShippedFile  # the stage entry whose bytes it carries (a link: the file it names)
-    kind: str  # library | asset | index | license | model
-    owners: tuple[str, ...] = ()  # the runtime/plugin directories that carry it
-    data: bytes | None = None  # written instead of the stage file's bytes (the APK's index)
-
-    @property
-    def shared(self) -> bool:
-        return self.kind in ("license", "model")
 
 
 class ApkChannel:
@@ -248,12 +233,12 @@ def _runtimes(index: Mapping[str, Any]) -> list[dict[str, Any]]:
     return [r for r in index.get("runtimes", []) if isinstance(r, dict)]
 
 
-def _plan(package: PackageInput, target: Target, index: Mapping[str, Any]) -> list[_Placement]:
+def _plan(package: PackageInput, target: Target, index: Mapping[str, Any]) -> list[Placement]:
     """Where each stage file goes; two different files for one place are refused."""
     abi = str(target.abi)
     by_path = {f.path: f for f in package.files}
     known = {f"runtimes/{r.get('name')}" for r in _runtimes(index)}
-    chosen: dict[str, _Placement] = {}
+    chosen: dict[str, Placement] = {}
     origin: dict[str, str] = {}  # dest -> the stage path that first claimed it
     for shipped in package.files:
         source = _resolve(package, shipped, by_path)
@@ -266,11 +251,11 @@ def _plan(package: PackageInput, target: Target, index: Mapping[str, Any]) -> li
                 raise _collision(package, placement.dest, origin[placement.dest], shipped.path)
             else:  # identical bytes: shipped once, carried by both
                 owners = tuple(dict.fromkeys((*first.owners, *placement.owners)))
-                chosen[placement.dest] = _Placement(first.dest, first.source, first.kind, owners)
+                chosen[placement.dest] = Placement(first.dest, first.source, first.kind, owners)
     dest = f"{_ASSETS}/{abi}/{INDEX_NAME}"
     data = (json.dumps(apk_index(dict(index)), indent=2, sort_keys=True) + "\n").encode("utf-8")
     source = ShippedFile(INDEX_NAME, len(data), _sha256(data), _FILE_MODE)
-    chosen[dest] = _Placement(dest, source, "index", data=data)
+    chosen[dest] = Placement(dest, source, "index", data=data)
     return [chosen[dest] for dest in sorted(chosen)]
 
 
@@ -302,7 +287,7 @@ def _places(
     shipped: ShippedFile,
     source: ShippedFile,
     known_runtimes: set[str],
-) -> list[_Placement]:
+) -> list[Placement]:
     parts = PurePosixPath(shipped.path).parts
     top = parts[0]
     if shipped.path == LOADER_NAME:
@@ -310,10 +295,10 @@ def _places(
     if shipped.path == INDEX_NAME:
         return []  # written from the index: _plan
     if shipped.path in _INDEX_FILES:
-        return [_Placement(f"{_ASSETS}/{abi}/{shipped.path}", source, "index")]
+        return [Placement(f"{_ASSETS}/{abi}/{shipped.path}", source, "index")]
     if top in _SHARED_TOPS and len(parts) > 1:
         kind = "license" if top == "licenses" else "model"
-        return [_Placement(f"{_ASSETS}/{shipped.path}", source, kind)]
+        return [Placement(f"{_ASSETS}/{shipped.path}", source, kind)]
     if top in _OWNER_TOPS and len(parts) > 2:
         owner = f"{top}/{parts[1]}"
         if top == "runtimes" and owner not in known_runtimes:
@@ -325,13 +310,13 @@ def _places(
             rest = rest[1:]  # staged under assets/ by the recipe: an asset, whatever it is
         elif host:
             return _library(package, abi, shipped, source, owner)
-        return [_Placement(f"{_ASSETS}/{abi}/{where}/{'/'.join(rest)}", source, "asset", (owner,))]
+        return [Placement(f"{_ASSETS}/{abi}/{where}/{'/'.join(rest)}", source, "asset", (owner,))]
     raise _unplaceable(package, shipped, "the APK channel does not know where it belongs")
 
 
 def _library(
     package: PackageInput, abi: str, shipped: ShippedFile, source: ShippedFile, owner: str
-) -> list[_Placement]:
+) -> list[Placement]:
     """A library of the ABI: in the module's jniLibs and in the flat tree, under its name."""
     name = PurePosixPath(shipped.path).name
     if not _LIBRARY_NAME.fullmatch(name):
@@ -343,8 +328,8 @@ def _library(
             fix="rename it in the recipe ([[targets.<t>.rename]]); its SONAME follows",
         )
     return [
-        _Placement(f"{_MAIN}/jniLibs/{abi}/{name}", source, "library", (owner,)),
-        _Placement(f"jniLibs/{abi}/{name}", source, "library", (owner,)),
+        Placement(f"{_MAIN}/jniLibs/{abi}/{name}", source, "library", (owner,)),
+        Placement(f"jniLibs/{abi}/{name}", source, "library", (owner,)),
     ]
 
 
@@ -380,7 +365,7 @@ def _is_host_library(
 
 
 def _check_entries(
-    package: PackageInput, abi: str, index: Mapping[str, Any], placements: Sequence[_Placement]
+    package: PackageInput, abi: str, index: Mapping[str, Any], placements: Sequence[Placement]
 ) -> None:
     """Each runtime's entry must be a library RuntimeLoader can System.loadLibrary."""
     libraries = {p.dest for p in placements if p.kind == "library"}
@@ -433,7 +418,7 @@ def _verify_stage(package: PackageInput) -> None:
 def _check_shared(
     package: PackageInput,
     out: Path,
-    placements: Iterable[_Placement],
+    placements: Iterable[Placement],
     generated: Mapping[str, bytes],
 ) -> None:
     """A shared file another ABI already wrote must be the same bytes this one would write."""
@@ -682,7 +667,7 @@ def _utf16(char: str) -> list[int]:
 
 
 def _usage_notes(
-    package: PackageInput, index: Mapping[str, Any], placements: Sequence[_Placement], abi: str
+    package: PackageInput, index: Mapping[str, Any], placements: Sequence[Placement], abi: str
 ) -> list[str]:
     notes = []
     for runtime in _runtimes(index):

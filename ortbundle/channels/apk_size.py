@@ -12,14 +12,12 @@ from collections.abc import Iterable, Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from ortbundle._core.fsio import atomic_write
-from ortbundle.channels import PackageInput, ShippedFile
+from ortbundle.channels import PackageInput
 from ortbundle.config.targets import Target
-
-if TYPE_CHECKING:
-    from ortbundle.channels.apk import _Placement
+from ortbundle.licensing.attribution import ShippedFile
 
 _DEFLATE_LEVEL = 6  # what zip tools use by default: an estimate of the compressed size
 _CHUNK = 1 << 20
@@ -38,7 +36,7 @@ class _Figures:
     label: str = ""
     seen: set[str] = field(default_factory=set)
 
-    def add(self, placement: _Placement, page: int, deflated: int) -> None:
+    def add(self, placement: Placement, page: int, deflated: int) -> None:
         if placement.dest in self.seen:
             return
         self.seen.add(placement.dest)
@@ -68,7 +66,7 @@ class _Figures:
 # --- the size report ---------------------------------------------------------------------------
 
 
-def deflate_estimates(package: PackageInput, placements: Sequence[_Placement]) -> dict[str, int]:
+def deflate_estimates(package: PackageInput, placements: Sequence[Placement]) -> dict[str, int]:
     """zlib level-6 size of each shipped file, by SHA-256: what a download weighs. Streamed,
     in parallel (zlib releases the GIL), and memoised per file under the cache (30 MB/s: the
     arm64 QNN stage takes seconds)."""
@@ -112,7 +110,7 @@ def size_report(
     package: PackageInput,
     target: Target,
     runtimes: Sequence[Mapping[str, Any]],
-    placements: Sequence[_Placement],
+    placements: Sequence[Placement],
     deflated: Mapping[str, int],
     *,
     legacy_packaging: bool,
@@ -192,3 +190,18 @@ def count(n: int, one: str, many: str) -> str:
 
 def _mb(size: int) -> str:
     return f"{size / (1 << 20):.1f}"
+
+
+@dataclass(frozen=True)
+class Placement:
+    """One file the channel writes from the stage."""
+
+    dest: str  # relative to the channel directory
+    source: ShippedFile  # the stage entry whose bytes it carries (a link: the file it names)
+    kind: str  # library | asset | index | license | model
+    owners: tuple[str, ...] = ()  # the runtime/plugin directories that carry it
+    data: bytes | None = None  # written instead of the stage file's bytes (the APK's index)
+
+    @property
+    def shared(self) -> bool:
+        return self.kind in ("license", "model")

@@ -23,11 +23,12 @@ from typing import Any
 from ortbundle._core.errors import ConfigError, OrtbundleError
 from ortbundle._core.fsio import atomic_write
 from ortbundle._core.templating import render
-from ortbundle.channels import ChannelOutput, PackageInput, ShippedFile, render_dependency
+from ortbundle.channels import ChannelOutput, PackageInput, render_dependency
 from ortbundle.channels.tarball import write_stage_tarball
 from ortbundle.config.externals import constraints, snippet
 from ortbundle.config.products import Addon
 from ortbundle.config.schema import check_document
+from ortbundle.licensing.attribution import ShippedFile
 
 _DATA_FILE = "ortbundle/data/arch.toml"
 _COMPONENT = "packaging:arch"

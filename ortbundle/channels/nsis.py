@@ -58,8 +58,9 @@ from ortbundle._core.errors import ConfigError, PackagingError
 from ortbundle._core.oserrors import tool_ran_out
 from ortbundle._core.progress import mib, status
 from ortbundle._core.templating import render
-from ortbundle.channels import ChannelOutput, PackageInput, ShippedFile, check_staged
+from ortbundle.channels import ChannelOutput, PackageInput, check_staged
 from ortbundle.channels.memo import input_key, memoized
+from ortbundle.licensing.attribution import ShippedFile
 from ortbundle.stage.binaries.baseline import version_key, windows_name
 
 __all__ = ["NsisChannel", "nsis_string"]

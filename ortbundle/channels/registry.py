@@ -13,9 +13,9 @@ from ortbundle.channels import (
     ChannelOutput,
     ExternalLibrary,
     PackageInput,
-    ShippedFile,
     ShippedRuntime,
 )
+from ortbundle.channels.apk import ApkChannel
 from ortbundle.channels.arch import ArchChannel
 from ortbundle.channels.deb import DebChannel
 from ortbundle.channels.flatpak import FlatpakChannel
@@ -24,14 +24,13 @@ from ortbundle.channels.rpm import RpmChannel
 from ortbundle.config.recipes import Product, Recipe
 from ortbundle.config.targets import PACKAGE_CHANNELS, get_target, overlays
 from ortbundle.evidence.record import cached_sbom_json
-from ortbundle.licensing.attribution import TargetLicensing
+from ortbundle.licensing.attribution import ShippedFile, TargetLicensing
 from ortbundle.stage.index_json import GENERIC_GPU_PROVIDERS
 from ortbundle.stage.staging import StagedRuntime
 from ortbundle.stage.system import package_system
 
 
 def _apk() -> Channel:
-    from ortbundle.channels.apk import ApkChannel
 
     return ApkChannel()
 

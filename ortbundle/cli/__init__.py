@@ -18,8 +18,8 @@ from ortbundle.config.project import BuildOptions, Project
 if TYPE_CHECKING:
     from ortbundle._core.progress import Reporter
     from ortbundle.licensing.audit import ChannelAudit
-    from ortbundle.pipeline.build import BuildResult
     from ortbundle.pipeline.incremental import PreparedBuild
+    from ortbundle.pipeline.result import BuildResult
 
 # The pipeline's modules (HTTP, archives, binaries, SBOM, licences, rich) are imported inside
 # the commands that use them: a no-op `invoke build` must not pay for them.
@@ -121,7 +121,8 @@ def run_build(
         if result.up_to_date is not None:  # another build published the same meanwhile
             _print_up_to_date(result.up_to_date, verbose=verbose, as_json=as_json)
             return
-        from ortbundle.pipeline.summary import read_summary, summary_document, summary_lines
+        from ortbundle.pipeline.result import summary_document
+        from ortbundle.pipeline.summary import read_summary, summary_lines
 
         document = read_summary(result.version_dir) or summary_document(
             result, reporter.phases, options
@@ -183,7 +184,7 @@ def _plan_line(prepared: PreparedBuild, options: BuildOptions) -> str:
 def _print_details(reporter: Reporter, result: BuildResult) -> None:
     """--verbose: the tables an auditor or packager reads (sizes, libraries, hints, licences)."""
     from ortbundle.licensing.audit import coverage_lines, print_report
-    from ortbundle.pipeline.summary import externals_lines, size_table
+    from ortbundle.pipeline.result import externals_lines, size_table
     from ortbundle.stage.system import summary_lines
 
     reporter.console.print(size_table(result))
@@ -203,7 +204,7 @@ def _distinct(audits: tuple[ChannelAudit, ...]) -> list[ChannelAudit]:
     """One table per verdict: channels that audit the same targets the same way share it."""
     from dataclasses import replace
 
-    from ortbundle.pipeline.summary import audit_groups
+    from ortbundle.pipeline.result import audit_groups
 
     by_channel = {a.channel: a for a in audits}
     return [

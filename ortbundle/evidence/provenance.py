@@ -23,9 +23,9 @@ from pathlib import Path
 from typing import Any
 
 from ortbundle._core.errors import IntegrityError
+from ortbundle.evidence.names import PROVENANCE_NAME
 from ortbundle.evidence.signing import PublicKey, SecretKey, sign_bytes, verify_bytes
 
-PROVENANCE_NAME = "provenance.intoto.json"
 STATEMENT_TYPE = "https://in-toto.io/Statement/v1"
 PREDICATE_TYPE = "https://slsa.dev/provenance/v1"
 PAYLOAD_TYPE = "application/vnd.in-toto+json"

@@ -22,17 +22,20 @@ from ortbundle._core.version import __version__
 from ortbundle.config.model_recipes import ModelRecipe
 from ortbundle.config.plan import source_date_epoch as source_date_epoch  # re-exported
 from ortbundle.config.recipes import Product, Recipe, origin_to_json
-from ortbundle.evidence.provenance import PROVENANCE_NAME, build_context, envelope_json
+from ortbundle.evidence.names import (
+    AUDIT_NAME,
+    MANIFEST_NAME,
+    PROVENANCE_NAME,
+    SBOM_NAME,
+    SIGNATURE_NAME,
+    SUMMARY_NAME,
+)
+from ortbundle.evidence.provenance import build_context, envelope_json
 from ortbundle.evidence.signing import SecretKey, sign
 from ortbundle.licensing.attribution import TargetLicensing, licensing_to_json
 from ortbundle.licensing.audit import ChannelAudit, report_json
-from ortbundle.pipeline.summary import SUMMARY_NAME
 
 MANIFEST_SCHEMA = "ortbundle.manifest/1"
-MANIFEST_NAME = "manifest.json"
-SIGNATURE_NAME = "manifest.json.minisig"
-SBOM_NAME = "sbom.cdx.json"
-AUDIT_NAME = "audit.json"
 # Files beside the manifest that it cannot list: itself, its signature, the provenance over it,
 # and the build summary (written after it; it holds the build's timings).
 UNLISTED = frozenset({MANIFEST_NAME, SIGNATURE_NAME, PROVENANCE_NAME, SUMMARY_NAME})

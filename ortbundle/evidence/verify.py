@@ -10,14 +10,9 @@ from pathlib import Path
 from typing import Any
 
 from ortbundle._core.errors import ConfigError, IntegrityError
-from ortbundle.evidence.provenance import PROVENANCE_NAME, ProvenanceCheck, check_provenance
-from ortbundle.evidence.record import (
-    MANIFEST_NAME,
-    MANIFEST_SCHEMA,
-    SIGNATURE_NAME,
-    UNLISTED,
-    hash_file,
-)
+from ortbundle.evidence.names import MANIFEST_NAME, PROVENANCE_NAME, SIGNATURE_NAME
+from ortbundle.evidence.provenance import ProvenanceCheck, check_provenance
+from ortbundle.evidence.record import MANIFEST_SCHEMA, UNLISTED, hash_file
 from ortbundle.evidence.signing import PublicKey, load_public_key, verify
 
 

@@ -12,13 +12,12 @@ import fnmatch
 import hashlib
 import json
 import re
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 from ortbundle._core.errors import LicenseError
 from ortbundle._core.templating import render
-from ortbundle.channels import ShippedFile
 from ortbundle.config.recipes import (
     LicenseRule,
     Recipe,
@@ -27,8 +26,11 @@ from ortbundle.config.recipes import (
     source_from_json,
     source_to_json,
 )
+from ortbundle.config.recipes import PackagingSettings as PackagingSettings
+from ortbundle.config.vocabulary import CHANNEL_TARGETS as CHANNEL_TARGETS
 from ortbundle.fetch.cache import stat_record
 from ortbundle.licensing.spdx import NotAnExpression, facts
+from ortbundle.stage.binaries.baseline import render_dependency as render_dependency
 from ortbundle.stage.models import StagedModel
 from ortbundle.stage.staging import StagedFile, StagedRuntime, StagedText
 from ortbundle.stage.versions import resolve_version
@@ -486,3 +488,18 @@ def licensing_from_json(text: str, *, where: str) -> TargetLicensing:
             file=where,
             fix="use the dist/ tree written by invoke build of this ortbundle version",
         ) from None
+
+
+@dataclass(frozen=True)
+class ShippedFile:
+    """One entry of a target stage, as it must appear in every package."""
+
+    path: str  # relative to the stage root, POSIX separators
+    size: int
+    sha256: str  # of the content (for a symlink: of the file it points to)
+    mode: int  # 0o644 or 0o755
+    link_to: str | None = None  # symlink target, relative to the link's own directory
+    # its stat record (fetch.cache.stat_record: size, mtime, ctime, inode) when the build
+    # listed the stage: a file that still has it is what the build hashed, and is not read
+    # again by every channel
+    stamp: Mapping[str, int] | None = field(default=None, compare=False, repr=False)

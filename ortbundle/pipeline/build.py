@@ -7,9 +7,7 @@ import functools
 import os
 from collections.abc import Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
-from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
 
 from ortbundle._core.errors import ClosureError
 from ortbundle._core.fsio import atomic_write, locked
@@ -17,7 +15,7 @@ from ortbundle._core.memo import digest_of
 from ortbundle._core.progress import Reporter, status
 from ortbundle._core.templating import keep_in as keep_renderings
 from ortbundle._core.version import __version__
-from ortbundle.channels import ChannelOutput, ExternalLibrary, PackageInput, ShippedFile
+from ortbundle.channels import ChannelOutput, PackageInput
 from ortbundle.channels.registry import generate_all, package_input
 from ortbundle.config.plan import (
     DEFAULT_PRODUCT,
@@ -59,7 +57,7 @@ from ortbundle.pipeline.incremental import (
     store_runtime,
 )
 from ortbundle.pipeline.preflight import preflight
-from ortbundle.pipeline.summary import write_summary
+from ortbundle.pipeline.result import BuildResult, TargetResult, write_summary
 from ortbundle.stage.binaries.soname import patchelf_version
 from ortbundle.stage.closure_report import raise_collected
 from ortbundle.stage.index_json import index_files, write_index
@@ -81,31 +79,6 @@ from ortbundle.stage.staging import (
     stage_tool_license,
     staged_file,
 )
-
-
-@dataclass(frozen=True)
-class TargetResult:
-    target: str
-    stage: Path
-    runtimes: tuple[StagedRuntime, ...]
-    texts: tuple[StagedText, ...]
-    licensing: TargetLicensing
-    files: tuple[ShippedFile, ...]  # every entry of the stage, as the packages must carry it
-
-
-@dataclass(frozen=True)
-class BuildResult:
-    plan: Plan
-    artifacts: dict[str, Artifact]
-    targets: tuple[TargetResult, ...]
-    audits: tuple[ChannelAudit, ...]
-    version_dir: Path
-    packages: tuple[ChannelOutput, ...] = ()
-    signed_by: str | None = None  # key id, None for an unsigned development build
-    up_to_date: dict[str, Any] | None = None  # set when nothing changed: the earlier summary
-    # per target, what the user's machine must provide (the packages' PackageInput.externals)
-    requirements: Mapping[str, tuple[ExternalLibrary, ...]] = field(default_factory=dict)
-
 
 __all__ = [
     "DEFAULT_PRODUCT",

@@ -30,7 +30,8 @@ from ortbundle.config.plan import (
     signing_key,
     source_date_epoch,
 )
-from ortbundle.evidence.record import MANIFEST_NAME, RECORDS_DIR
+from ortbundle.evidence.names import MANIFEST_NAME
+from ortbundle.evidence.record import RECORDS_DIR
 from ortbundle.evidence.report import copy_closures
 from ortbundle.evidence.verify import verify_tree
 from ortbundle.licensing import spdx

@@ -18,9 +18,14 @@ from ortbundle._core.errors import ConfigError
 from ortbundle._core.templating import render
 from ortbundle.config.recipes import Product
 from ortbundle.config.schema import check_document
-from ortbundle.evidence.provenance import PROVENANCE_NAME
-from ortbundle.evidence.record import AUDIT_NAME, MANIFEST_NAME, SBOM_NAME, SIGNATURE_NAME
-from ortbundle.evidence.report import REPORT_NAME
+from ortbundle.evidence.names import (
+    AUDIT_NAME,
+    MANIFEST_NAME,
+    PROVENANCE_NAME,
+    REPORT_NAME,
+    SBOM_NAME,
+    SIGNATURE_NAME,
+)
 
 # Debian packages a runner needs to build (not test) a target's packages.
 BUILD_PACKAGES = {"windows-x86_64": ("nsis",)}

@@ -30,7 +30,7 @@ from cryptography.hazmat.primitives.asymmetric import ec
 from cryptography.x509.oid import NameOID
 
 from ortbundle._core.fsio import sha256_file
-from ortbundle.pipeline.summary import SUMMARY_NAME
+from ortbundle.evidence.names import SUMMARY_NAME
 from tests.helpers.index_server import IndexServer
 from tests.helpers.project import FakeProject
 

@@ -19,13 +19,8 @@ from pathlib import Path
 
 import pytest
 
-from ortbundle.channels import (
-    Attribution,
-    ExternalLibrary,
-    PackageInput,
-    ShippedFile,
-    ShippedRuntime,
-)
+from ortbundle.channels import Attribution, ExternalLibrary, PackageInput, ShippedRuntime
+from ortbundle.licensing.attribution import ShippedFile
 from ortbundle.payload.loader import SCHEMA
 from tests.helpers.packages import EPOCH, SETTINGS, write_stage_files
 

@@ -6,13 +6,8 @@ import hashlib
 from dataclasses import replace
 from pathlib import Path
 
-from ortbundle.channels import (
-    ExternalLibrary,
-    PackageInput,
-    PackagingSettings,
-    ShippedFile,
-    ShippedRuntime,
-)
+from ortbundle.channels import ExternalLibrary, PackageInput, PackagingSettings, ShippedRuntime
+from ortbundle.licensing.attribution import ShippedFile
 from tests.helpers.elf import make_elf
 from tests.helpers.pe import make_pe
 

@@ -11,7 +11,8 @@ import pytest
 
 from ortbundle._core.progress import plain_reporter
 from ortbundle.config.targets import get_target
-from ortbundle.pipeline.build import BuildOptions, BuildResult, Project, TargetResult, build
+from ortbundle.pipeline.build import BuildOptions, Project, build
+from ortbundle.pipeline.result import BuildResult, TargetResult
 from ortbundle.stage.binaries import inspect
 from ortbundle.stage.staging import StagedRuntime
 

@@ -13,6 +13,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from ortbundle.evidence.names import REPORT_NAME
 from ortbundle.evidence.report.closures import CLOSURES_DIR as CLOSURES_DIR
 from ortbundle.evidence.report.closures import copy_closures as copy_closures
 from ortbundle.evidence.report.closures import write_closures as write_closures
@@ -22,8 +23,6 @@ if TYPE_CHECKING:
     from ortbundle.evidence.report.views import Report
     from ortbundle.licensing.attribution import TargetLicensing
     from ortbundle.licensing.audit import ChannelAudit
-
-REPORT_NAME = "report.html"
 
 
 def check_compare(path: Path | None, product: str) -> None:

@@ -17,7 +17,8 @@ from ortbundle._core.progress import Reporter
 from ortbundle.config.plan import BuildOptions, Project
 from ortbundle.config.recipes import load_product
 from ortbundle.licensing.attribution import TargetLicensing
-from ortbundle.pipeline.build import AuditFailed, BuildResult, build
+from ortbundle.pipeline.build import AuditFailed, build
+from ortbundle.pipeline.result import BuildResult
 from ortbundle.tools.pin.options import PinOptions
 
 MIB = 1 << 20
