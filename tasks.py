@@ -455,7 +455,7 @@ def smoke(
 ) -> None:
     """Install each built package with its own tool (pacman, the installer under Wine) and run
     every runtime and model it ships; one PASS/FAIL/NOT RUN line per runtime."""
-    from ortbundle.tools.smoke.run import run_smoke
+    from ortbundle.cli import run_smoke
 
     try:
         run_smoke(
@@ -494,7 +494,8 @@ def new_recipe(
 ) -> None:
     """Scaffold recipes/<name>.toml from a wheel, an AAR or an npm package: pins, roots, drops,
     licence texts; exit 8 when it is written but a choice is left to you."""
-    from ortbundle.tools.scaffold import ScaffoldOptions, run_new_recipe
+    from ortbundle.cli import run_new_recipe
+    from ortbundle.tools.scaffold import ScaffoldOptions
 
     if not coordinates:  # an option, not a positional: `new-recipe --help` must stay help
         raise Exit(

@@ -12,10 +12,10 @@ import pytest
 from ortbundle._core.errors import ConfigError, FetchError
 from ortbundle._core.locations import ENV_MAVEN_URL, ENV_NPM_REGISTRY
 from ortbundle._core.progress import Reporter
-from ortbundle.cli import CommandFailed
+from ortbundle.cli import CommandFailed, run_new_recipe
 from ortbundle.config.plan import BuildOptions, Project
 from ortbundle.pipeline.build import build
-from ortbundle.tools.scaffold import ScaffoldOptions, new_recipe, parse_coordinates, run_new_recipe
+from ortbundle.tools.scaffold import ScaffoldOptions, new_recipe, parse_coordinates
 from tests.helpers.android import BIONIC, K16, sha256_of
 from tests.helpers.elf import make_elf
 from tests.helpers.index_server import IndexServer

@@ -6,7 +6,7 @@ import json
 import os
 import shutil
 import sys
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, TypeVar
 
@@ -20,6 +20,7 @@ if TYPE_CHECKING:
     from ortbundle.licensing.audit import ChannelAudit
     from ortbundle.pipeline.incremental import PreparedBuild
     from ortbundle.pipeline.result import BuildResult
+    from ortbundle.tools.scaffold import ScaffoldOptions
 
 # The pipeline's modules (HTTP, archives, binaries, SBOM, licences, rich) are imported inside
 # the commands that use them: a no-op `invoke build` must not pay for them.
@@ -522,8 +523,8 @@ def run_cache_transfer(direction: str, where: str | Path | None) -> None:
 
 def run_cache_verify() -> None:
     """Re-hash every cached download; exit 4 if any was corrupt (it is removed either way)."""
+    from ortbundle._core.locations import default_cache_dir
     from ortbundle._core.oserrors import write_places
-    from ortbundle.fetch.cache import default_cache_dir
     from ortbundle.fetch.cache_verify import verify_cache
 
     root = default_cache_dir()
@@ -552,3 +553,58 @@ def run_ci_workflow(product: str, out: Path | None, *, root: Path = ROOT) -> Non
     target.parent.mkdir(parents=True, exist_ok=True)
     _guard(lambda: atomic_write(target, workflow_yaml(plan.product)))
     print(f"wrote {target} ({len(plan.product.targets)} target jobs, a release and a publish job)")
+
+
+def run_new_recipe(options: ScaffoldOptions, *, root: Path | None = None) -> None:
+    """The task: print what was found and written; exit codes as ortbundle/_core/errors.py, and
+    EXIT_NEEDS_CHOICE (8, as an unresolved library in a build) when the recipe is written but a
+    choice is left to the user."""
+    from ortbundle._core.progress import Reporter
+    from ortbundle.cli import ROOT, CommandFailed, _guard
+    from ortbundle.tools.scaffold import EXIT_NEEDS_CHOICE, new_recipe
+
+    project = Project.at(root or ROOT)
+    with Reporter() as reporter:
+        result = _guard(lambda: new_recipe(project, options, reporter))
+        for line in result.lines():
+            reporter.line(line)
+    if result.choices:
+        raise CommandFailed(
+            f"ortbundle: {result.recipe.name} written; {len(result.choices)} choice(s) left to "
+            "you (above) before it builds",
+            EXIT_NEEDS_CHOICE,
+        )
+
+
+def run_smoke(
+    product: str, targets: Sequence[str], *, root: Path, dist: Path | None, scratch: Path | None
+) -> None:
+    """The `invoke smoke` task: the product's built version directory, every runtime; raises
+    CommandFailed (exit 13) when any line FAILs."""
+    from ortbundle._core.errors import SmokeError
+    from ortbundle.config.plan import load_plan
+    from ortbundle.tools.smoke.run import smoke
+
+    try:
+        project = Project.at(root, dist)
+        plan = load_plan(project, BuildOptions(product=product), parse_models=False)
+        version_dir = project.dist / plan.product.name / plan.product.version
+        if not version_dir.is_dir():
+            raise SmokeError(
+                f"{plan.product.name} {plan.product.version} is not built",
+                file=str(version_dir),
+                fix=f"run `invoke build --product {product}` first",
+            )
+        report = smoke(
+            version_dir,
+            root=root,
+            package_name=plan.product.packaging.package_name,
+            targets=targets,
+            scratch=scratch,
+        )
+    except OrtbundleError as exc:
+        raise CommandFailed(_headline(exc), exc.exit_code) from None
+    if report.failed:
+        raise CommandFailed(
+            f"ortbundle: smoke error: {len(report.failed)} FAIL", SmokeError.exit_code
+        )

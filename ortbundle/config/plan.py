@@ -8,18 +8,15 @@ no HTTP, archive, binary, SBOM or licence library.
 from __future__ import annotations
 
 import hashlib
-from collections.abc import Mapping
 from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING
 
 from ortbundle._core.errors import ConfigError, OrtbundleError
-from ortbundle._core.locations import ENV_KEY, ENV_KEY_FILE
 from ortbundle.config.model_recipes import ModelRecipe, load_model_recipe
 from ortbundle.config.project import DEFAULT_PRODUCT as DEFAULT_PRODUCT
 from ortbundle.config.project import TOOL_LICENSE as TOOL_LICENSE
 from ortbundle.config.project import BuildOptions as BuildOptions
 from ortbundle.config.project import Project as Project
-from ortbundle.config.project import key_path
 from ortbundle.config.project import signing_key_identity as signing_key_identity
 from ortbundle.config.project import source_date_epoch as source_date_epoch
 from ortbundle.config.recipes import (
@@ -33,7 +30,7 @@ from ortbundle.config.targets import get_target
 from ortbundle.config.vocabulary import CHANNEL_TARGETS
 
 if TYPE_CHECKING:
-    from ortbundle.evidence.signing import SecretKey
+    pass
 
 POLICY_NAME = "policy.toml"  # under the project's licenses/
 
@@ -190,20 +187,6 @@ def _check_plugin(plugin: Recipe, cores: list[Recipe], product: Product) -> None
 
 def _channel_targets(product: Product) -> set[str]:
     return {t for c in product.channels for t in CHANNEL_TARGETS[c] if t in product.targets}
-
-
-def signing_key(
-    product: Product, options: BuildOptions, environ: Mapping[str, str]
-) -> SecretKey | None:
-    from ortbundle.evidence.signing import load_signing_key
-
-    key = load_signing_key(key_path(product.name, options, environ), environ)
-    if key is None and options.release:
-        raise ConfigError(
-            "a release build must be signed, and no signing key is configured",
-            fix=f"run invoke keygen, pass --signing-key, or set {ENV_KEY} / {ENV_KEY_FILE}",
-        )
-    return key
 
 
 def policy_digest(project: Project) -> str:

@@ -56,11 +56,14 @@ __all__ = [
 ]
 
 # where keys come from lives in ortbundle._core.locations (no cryptography); re-exported here
+
 from ortbundle._core.locations import ENV_KEY as ENV_KEY
 from ortbundle._core.locations import ENV_KEY_FILE as ENV_KEY_FILE
 from ortbundle._core.locations import ENV_KEY_PASSWORD as ENV_KEY_PASSWORD
 from ortbundle._core.locations import default_key_path as default_key_path
 from ortbundle._core.locations import signing_key_source as signing_key_source
+from ortbundle.config.project import BuildOptions, key_path
+from ortbundle.config.recipes import Product
 
 _COMPONENT = "signing"
 
@@ -652,3 +655,17 @@ def _check_comment(what: str, comment: str, max_bytes: int) -> None:
             component=_COMPONENT,
             fix=f"shorten the {what}",
         )
+
+
+def signing_key(
+    product: Product, options: BuildOptions, environ: Mapping[str, str]
+) -> SecretKey | None:
+    """The key a build signs with, found as the options and environment say; a release
+    without one is refused before anything is fetched."""
+    key = load_signing_key(key_path(product.name, options, environ), environ)
+    if key is None and options.release:
+        raise ConfigError(
+            "a release build must be signed, and no signing key is configured",
+            fix=f"run invoke keygen, pass --signing-key, or set {ENV_KEY} / {ENV_KEY_FILE}",
+        )
+    return key

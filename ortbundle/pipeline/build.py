@@ -25,14 +25,13 @@ from ortbundle.config.plan import (
     Project,
     load_plan,
     policy_digest,
-    signing_key,
     with_models,
 )
 from ortbundle.config.recipes import Recipe
 from ortbundle.config.targets import get_target, overlays
 from ortbundle.evidence.record import InputInfo, write_evidence
 from ortbundle.evidence.report import check_compare, write_closures, write_report
-from ortbundle.evidence.signing import SecretKey
+from ortbundle.evidence.signing import SecretKey, signing_key
 from ortbundle.fetch.archives import MemberReader, open_source
 from ortbundle.fetch.artifacts import Artifact, Fetcher
 from ortbundle.fetch.cache import Cache, default_cache_dir

@@ -22,17 +22,11 @@ from ortbundle._core.fsio import sha256_file
 from ortbundle._core.templating import keep_in as keep_renderings
 from ortbundle._core.version import __version__
 from ortbundle.channels import CHANNEL_TARGETS
-from ortbundle.config.plan import (
-    BuildOptions,
-    Project,
-    load_plan,
-    policy_digest,
-    signing_key,
-    source_date_epoch,
-)
+from ortbundle.config.plan import BuildOptions, Project, load_plan, policy_digest, source_date_epoch
 from ortbundle.evidence.names import MANIFEST_NAME
 from ortbundle.evidence.record import RECORDS_DIR
 from ortbundle.evidence.report import copy_closures
+from ortbundle.evidence.signing import signing_key
 from ortbundle.evidence.verify import verify_tree
 from ortbundle.licensing import spdx
 from ortbundle.licensing.attribution import TargetLicensing, licensing_from_json

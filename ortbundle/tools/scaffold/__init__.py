@@ -250,22 +250,3 @@ def _only_used(resolved: Resolved, proposals: Sequence[Proposal]) -> Resolved:
         tuple(p for p in resolved.pinned if p.source.id in used),
         resolved.notes,
     )
-
-
-def run_new_recipe(options: ScaffoldOptions, *, root: Path | None = None) -> None:
-    """The task: print what was found and written; exit codes as ortbundle/_core/errors.py, and
-    EXIT_NEEDS_CHOICE (8, as an unresolved library in a build) when the recipe is written but a
-    choice is left to the user."""
-    from ortbundle.cli import ROOT, CommandFailed, _guard
-
-    project = Project.at(root or ROOT)
-    with Reporter() as reporter:
-        result = _guard(lambda: new_recipe(project, options, reporter))
-        for line in result.lines():
-            reporter.line(line)
-    if result.choices:
-        raise CommandFailed(
-            f"ortbundle: {result.recipe.name} written; {len(result.choices)} choice(s) left to "
-            "you (above) before it builds",
-            EXIT_NEEDS_CHOICE,
-        )

@@ -280,36 +280,3 @@ def _install_windows(
         else f"exit {code}, {len(left)} files left, entry {'gone' if gone else 'still there'}"
     )
     emit(SmokeLine("PASS" if ok else "FAIL", target, "uninstall", str(directory), detail))
-
-
-def run_smoke(
-    product: str, targets: Sequence[str], *, root: Path, dist: Path | None, scratch: Path | None
-) -> None:
-    """The `invoke smoke` task: the product's built version directory, every runtime; raises
-    CommandFailed (exit 13) when any line FAILs."""
-    from ortbundle.cli import CommandFailed, _headline
-    from ortbundle.config.plan import BuildOptions, Project, load_plan
-
-    try:
-        project = Project.at(root, dist)
-        plan = load_plan(project, BuildOptions(product=product), parse_models=False)
-        version_dir = project.dist / plan.product.name / plan.product.version
-        if not version_dir.is_dir():
-            raise SmokeError(
-                f"{plan.product.name} {plan.product.version} is not built",
-                file=str(version_dir),
-                fix=f"run `invoke build --product {product}` first",
-            )
-        report = smoke(
-            version_dir,
-            root=root,
-            package_name=plan.product.packaging.package_name,
-            targets=targets,
-            scratch=scratch,
-        )
-    except OrtbundleError as exc:
-        raise CommandFailed(_headline(exc), exc.exit_code) from None
-    if report.failed:
-        raise CommandFailed(
-            f"ortbundle: smoke error: {len(report.failed)} FAIL", SmokeError.exit_code
-        )
