@@ -15,7 +15,8 @@ from ortbundle._core.progress import plain_reporter
 from ortbundle.cli import CommandFailed, run_build
 from ortbundle.fetch.cache import Cache
 from ortbundle.pipeline.build import build
-from ortbundle.stage.binaries import alignment_problem, inspect
+from ortbundle.stage.binaries import inspect
+from ortbundle.stage.binaries.info import alignment_problem
 from tests.helpers.android import (
     AAR_MEMBER,
     AndroidProject,

@@ -201,7 +201,7 @@ def test_the_default_product_ships_real_models_gated_and_indexed(real_build: Bui
 def test_android_stock_runtime_is_renamed_with_its_soname_and_stays_16k_aligned(
     real_build: BuildResult, target_name: str, abi: str
 ) -> None:
-    from ortbundle.stage.binaries import alignment_problem
+    from ortbundle.stage.binaries.info import alignment_problem
 
     result = target_result(real_build, target_name)
     target = get_target(target_name)

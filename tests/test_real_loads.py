@@ -17,7 +17,7 @@ from ortbundle.fetch.archives import ZipArchive
 from ortbundle.fetch.artifacts import Fetcher
 from ortbundle.fetch.cache import Cache
 from ortbundle.stage.binaries import inspect
-from ortbundle.stage.runtime_loads import LoadFinding, runtime_loads, scan_binary
+from ortbundle.stage.binaries.loads import LoadFinding, runtime_loads, scan_binary
 from tests.helpers.real import build_product
 
 pytestmark = pytest.mark.real

@@ -15,8 +15,9 @@ from ortbundle.channels.registry import package_input
 from ortbundle.config.recipes import IgnoreRule
 from ortbundle.config.targets import get_target
 from ortbundle.pipeline.build import build
-from ortbundle.stage import runtime_loads
-from ortbundle.stage.runtime_loads import LoadScan, UnresolvedLoad, scan_binary, warning_lines
+from ortbundle.stage import staging
+from ortbundle.stage.binaries import loads
+from ortbundle.stage.binaries.loads import LoadScan, UnresolvedLoad, scan_binary, warning_lines
 from tests.helpers.native import compile_opener, compile_pe_opener
 from tests.helpers.pe import make_pe
 from tests.helpers.project import FakeProject
@@ -80,7 +81,7 @@ def test_api_set_loader_import_counts(tmp_path: Path) -> None:
 # --- the pure decision -------------------------------------------------------------------
 
 
-def _decide(**overrides: Any) -> runtime_loads.RuntimeLoads:
+def _decide(**overrides: Any) -> loads.RuntimeLoads:
     target = get_target("linux-x86_64")
     values: dict[str, Any] = {
         "scans": [("libopener.so", LoadScan(("dlopen",), ("libcudnn.so.9", "libkept.so.1")))],
@@ -93,7 +94,7 @@ def _decide(**overrides: Any) -> runtime_loads.RuntimeLoads:
         "case_insensitive": False,
     }
     values.update(overrides)
-    return runtime_loads.runtime_loads(**values)
+    return loads.runtime_loads(**values)
 
 
 def test_kept_files_are_never_findings() -> None:
@@ -265,7 +266,7 @@ def test_a_warm_build_does_not_scan_again(
     def refuse(*_args: object) -> LoadScan:
         raise AssertionError("a memoised runtime was scanned again")
 
-    monkeypatch.setattr(runtime_loads, "scan_binary", refuse)
+    monkeypatch.setattr(staging, "scan_binary", refuse)
     # declaring a load changes the build, not the pruned runtime: it comes from the memo, and
     # the declaration is applied to it
     _set_target(opening, "linux-x86_64", "loads", ["libvulkan.so.1"])

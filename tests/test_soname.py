@@ -10,7 +10,8 @@ from pathlib import Path
 import pytest
 
 from ortbundle._core.errors import BinaryError
-from ortbundle.stage.binaries import BinaryInfo, LoadSegment, alignment_problem, inspect, soname
+from ortbundle.stage.binaries import inspect, soname
+from ortbundle.stage.binaries.info import BinaryInfo, LoadSegment, alignment_problem
 from ortbundle.stage.binaries.soname import find_patchelf, rename_library
 from tests.helpers.elf import make_elf
 from tests.helpers.pe import make_pe

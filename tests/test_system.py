@@ -22,13 +22,14 @@ from ortbundle.channels.nsis import NsisChannel
 from ortbundle.config.recipes import SystemSpec, load_product
 from ortbundle.payload.loader import Hardware, choose, detect, main, too_old
 from ortbundle.pipeline.build import build
-from ortbundle.stage.binaries import BinaryInfo, inspect
+from ortbundle.stage.binaries import inspect
 from ortbundle.stage.binaries.baseline import (
     SystemBaseline,
     baseline,
     render_dependency,
     version_maxima,
 )
+from ortbundle.stage.binaries.info import BinaryInfo
 from tests.helpers.elf import make_elf
 from tests.helpers.packages import make_package_input
 from tests.helpers.pe import make_pe

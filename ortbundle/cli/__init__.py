@@ -130,7 +130,7 @@ def run_build(
         )
         if verbose:
             _print_details(reporter, result)
-        from ortbundle.stage.runtime_loads import warning_lines  # undeclared dlopen names
+        from ortbundle.stage.binaries.loads import warning_lines
 
         found = [
             (t.target, s.runtime, s.directory, f)

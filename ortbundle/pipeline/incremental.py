@@ -129,7 +129,7 @@ def prepare_build(project: Project, options: BuildOptions) -> PreparedBuild:
 
 
 def _runtime_to_json(staged: StagedRuntime) -> dict[str, Any]:
-    from ortbundle.stage.binaries import info_to_json
+    from ortbundle.stage.binaries.info import info_to_json
 
     closure = staged.closure
     return {
@@ -161,9 +161,9 @@ def _runtime_to_json(staged: StagedRuntime) -> dict[str, Any]:
 
 
 def _runtime_from_json(data: dict[str, Any], runtime_dir: Path) -> StagedRuntime:
-    from ortbundle.stage.binaries import info_from_json
+    from ortbundle.stage.binaries.info import info_from_json
+    from ortbundle.stage.binaries.loads import FileScan, LoadScan
     from ortbundle.stage.closure import Closure, Dropped, ExternalNeed, KeptLibrary
-    from ortbundle.stage.runtime_loads import FileScan, LoadScan
     from ortbundle.stage.staging import StagedFile, StagedRuntime
 
     c = data["closure"]

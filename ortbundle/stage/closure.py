@@ -16,8 +16,8 @@ from pathlib import Path
 from ortbundle._core.errors import BinaryError, ClosureError, ConfigError
 from ortbundle.config.recipes import TargetRecipe
 from ortbundle.config.targets import ExternalGroup, Target
-from ortbundle.stage.binaries import BinaryInfo
-from ortbundle.stage.runtime_loads import FileScan, LoadFinding
+from ortbundle.stage.binaries.info import BinaryInfo
+from ortbundle.stage.binaries.loads import FileScan, LoadFinding
 
 
 @dataclass(frozen=True)

@@ -27,9 +27,13 @@ from ortbundle.config.recipes import LicenseText, Recipe, Rename
 from ortbundle.config.targets import Target
 from ortbundle.fetch.archives import MemberReader, ZipArchive
 from ortbundle.fetch.member_memo import MemoizedMembers
-from ortbundle.stage.binaries import BinaryInfo, alignment_problem, inspect
+from ortbundle.stage.binaries import inspect
+from ortbundle.stage.binaries.info import BinaryInfo, alignment_problem
+from ortbundle.stage.binaries.loads import (
+    FileScan,
+    scan_binary,
+)
 from ortbundle.stage.closure import Candidate, Closure, Materialized, prune
-from ortbundle.stage.runtime_loads import scan_kept
 
 LIBRARY_MODE = 0o644
 TEXT_MODE = 0o644
@@ -453,3 +457,13 @@ def discard(tmp: Path, *, up_to: Path | None = None) -> None:
         except OSError:
             return
         parent = parent.parent
+
+
+def scan_kept(closure: Closure, runtime_dir: Path, component: str) -> tuple[FileScan, ...]:
+    """The stage's hook: every kept file's scan, memoised with the pruned runtime."""
+    return tuple(
+        FileScan(
+            k.name, scan_binary(runtime_dir / k.name, k.info.format, f"{component}:{k.member}")
+        )
+        for k in closure.kept
+    )

@@ -20,7 +20,7 @@ from importlib import resources
 from typing import Any
 
 from ortbundle.config.schema import check_document
-from ortbundle.stage.binaries import BinaryInfo
+from ortbundle.stage.binaries.info import BinaryInfo
 
 # version-node families whose highest need says how old a system may be; anything else
 # (GLIBC_PRIVATE, a bundled library's own nodes) says nothing about the system

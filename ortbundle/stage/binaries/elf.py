@@ -11,7 +11,7 @@ from elftools.common.exceptions import ELFError
 from elftools.elf.elffile import ELFFile
 
 from ortbundle._core.errors import BinaryError
-from ortbundle.stage.binaries import BinaryInfo, LoadSegment
+from ortbundle.stage.binaries.info import BinaryInfo, LoadSegment
 
 
 def inspect_elf(path: Path, label: str) -> BinaryInfo:

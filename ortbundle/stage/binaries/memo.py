@@ -12,7 +12,8 @@ from __future__ import annotations
 from pathlib import Path
 
 from ortbundle._core.memo import code_digest, digest_of, remembered
-from ortbundle.stage.binaries import BinaryInfo, info_from_json, info_to_json, inspect
+from ortbundle.stage.binaries import inspect
+from ortbundle.stage.binaries.info import BinaryInfo, info_from_json, info_to_json
 
 
 def inspect_known(path: Path, sha256: str, *, name: str, memo: Path | None) -> BinaryInfo:

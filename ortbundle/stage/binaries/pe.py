@@ -9,7 +9,8 @@ from typing import Any
 import pefile
 
 from ortbundle._core.errors import BinaryError
-from ortbundle.stage.binaries import BinaryInfo
+from ortbundle.stage.binaries.baseline import windows_functions
+from ortbundle.stage.binaries.info import BinaryInfo
 
 _DIRECTORIES = [
     pefile.DIRECTORY_ENTRY["IMAGE_DIRECTORY_ENTRY_IMPORT"],
@@ -92,7 +93,6 @@ def inspect_pe(path: Path, label: str) -> BinaryInfo:
 def _versioned_imports(entries: list[Any]) -> tuple[tuple[str, str], ...]:
     """The imported functions baselines.toml dates to a Windows version: the parse the import
     table already did, filtered, so nothing else is read."""
-    from ortbundle.stage.binaries.baseline import windows_functions
 
     known = windows_functions()
     found: set[tuple[str, str]] = set()

@@ -18,7 +18,8 @@ from types import MappingProxyType
 
 from ortbundle._core.errors import BinaryError
 from ortbundle._core.fsio import atomic_output
-from ortbundle.stage.binaries import BinaryInfo, alignment_problem, inspect
+from ortbundle.stage.binaries import inspect
+from ortbundle.stage.binaries.info import BinaryInfo, alignment_problem
 from ortbundle.stage.binaries.loadable import check_loadable
 
 PATCHELF_TIMEOUT = 120.0  # seconds; the 32 MB Android ORT library takes 0.1 s

@@ -18,7 +18,8 @@ from ortbundle._core.errors import BinaryError
 from ortbundle.config.recipes import Drop
 from ortbundle.config.targets import Target
 from ortbundle.fetch.archives import ZipArchive
-from ortbundle.stage.binaries import BinaryInfo, inspect
+from ortbundle.stage.binaries import inspect
+from ortbundle.stage.binaries.info import BinaryInfo
 from ortbundle.stage.closure import Candidate, Materialized
 
 

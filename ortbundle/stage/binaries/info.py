@@ -1,0 +1,91 @@
+"""What analysing a library found (BinaryInfo), as plain frozen data every step shares; the
+parsers (elf.py, pe.py) fill it in, the memo keeps it as JSON."""
+
+from __future__ import annotations
+
+from dataclasses import asdict, dataclass
+from pathlib import Path
+from typing import Any
+
+
+@dataclass(frozen=True)
+class LoadSegment:
+    offset: int
+    vaddr: int
+    align: int
+
+
+@dataclass(frozen=True)
+class BinaryInfo:
+    """The facts the closure and the channels need about one library."""
+
+    format: str  # elf | pe
+    machine: str  # pyelftools e_machine name (EM_X86_64) or PE machine (AMD64)
+    soname: str | None  # ELF DT_SONAME; None for PE
+    needed: tuple[str, ...]  # DT_NEEDED, or the PE import table
+    delay_needed: tuple[str, ...] = ()  # PE delay-import table
+    runpath: tuple[str, ...] = ()
+    loads: tuple[LoadSegment, ...] = ()  # ELF PT_LOAD segments (page-size checks)
+    bits: int = 0  # 32 or 64 (ELF class, PE optional-header magic); 0 when unknown
+    # what the oldest system must offer (see baseline.py), read in the same parse:
+    version_needs: tuple[tuple[str, str], ...] = ()  # ELF .gnu.version_r: (file, version node)
+    android_api: int = 0  # ELF .note.android.ident: the API level it was built for; 0: none
+    os_version: str = ""  # PE MajorOperatingSystemVersion.MinorOperatingSystemVersion
+    subsystem_version: str = ""  # PE MajorSubsystemVersion.MinorSubsystemVersion
+    versioned_imports: tuple[tuple[str, str], ...] = ()  # PE (dll, function) in baselines.toml
+
+    def __post_init__(self) -> None:
+        # a memo stores this as JSON, where tuples come back as lists: make them tuples again
+        for name in ("version_needs", "versioned_imports"):
+            value = getattr(self, name)
+            if not isinstance(value, tuple) or any(not isinstance(v, tuple) for v in value):
+                object.__setattr__(self, name, tuple((str(a), str(b)) for a, b in value))
+
+    @property
+    def all_needed(self) -> tuple[str, ...]:
+        return self.needed + self.delay_needed
+
+
+def info_to_json(info: BinaryInfo) -> dict[str, Any]:
+    return asdict(info)
+
+
+def info_from_json(data: dict[str, Any]) -> BinaryInfo:
+    """The inverse of `info_to_json`: JSON lists become the tuples the dataclass holds."""
+    fields = dict(data)
+    for key in ("needed", "delay_needed", "runpath"):
+        fields[key] = tuple(fields[key])
+    fields["loads"] = tuple(LoadSegment(**segment) for segment in fields["loads"])
+    return BinaryInfo(**fields)
+
+
+def alignment_problem(info: BinaryInfo, page_align: int) -> str | None:
+    """The first PT_LOAD a loader with `page_align`-byte pages cannot map, described in one line.
+
+    Android 15+ on 64-bit devices runs with 16 KB pages and refuses a library whose segments
+    are aligned for 4 KB ones: every PT_LOAD needs `p_align >= page_align` and
+    `p_vaddr ≡ p_offset (mod p_align)`. PE files and non-ELF formats have no such segments: None.
+    """
+    if info.format != "elf":
+        return None
+    for index, seg in enumerate(info.loads):
+        where = (
+            f"PT_LOAD {index} (offset {seg.offset:#x}, vaddr {seg.vaddr:#x}, align {seg.align:#x})"
+        )
+        if seg.align & (seg.align - 1):
+            return f"{where}: align is not a power of two"
+        if seg.align < page_align:
+            return f"{where}: aligned to {seg.align} bytes, below the {page_align}-byte page"
+        if seg.align > 1 and seg.vaddr % seg.align != seg.offset % seg.align:
+            return f"{where}: vaddr is not congruent to offset modulo align"
+    return None
+
+
+def sniff_format(path: Path) -> str | None:
+    with path.open("rb") as stream:
+        magic = stream.read(4)
+    if magic == b"\x7fELF":
+        return "elf"
+    if magic[:2] == b"MZ":
+        return "pe"
+    return None
