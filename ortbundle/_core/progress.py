@@ -116,7 +116,6 @@ class Reporter:
     def line(self, message: str) -> None:
         """Print a message, wrapped between words to the terminal's width; a log (no terminal,
         no COLUMNS) gets it on one line, whole for grep."""
-        from ortbundle._core.progress import terminal_width, wrap
 
         width = terminal_width(self._terminal)
         text = "\n".join(wrap(message.splitlines() or [""], width)) if width else message

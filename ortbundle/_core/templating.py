@@ -21,7 +21,9 @@ from collections.abc import Callable, Mapping
 from pathlib import Path, PurePath
 from typing import TYPE_CHECKING, Any
 
+from ortbundle._core.fsio import atomic_write
 from ortbundle._core.locations import default_cache_dir
+from ortbundle._core.memo import code_digest
 
 if TYPE_CHECKING:
     import jinja2
@@ -93,7 +95,6 @@ def rendering_key(
     name: str, context: Mapping[str, Any], filters: Mapping[str, Callable[..., str]]
 ) -> str | None:
     """What a rendering depends on, hashed; None when part of it cannot be written down."""
-    from ortbundle._core.memo import code_digest
 
     parts = [code_digest(), name]
     for filter_name, function in sorted(filters.items()):
@@ -147,7 +148,6 @@ def _kept(entry: Path) -> str | None:
 
 
 def _keep(entry: Path, text: str) -> None:
-    from ortbundle._core.fsio import atomic_write
 
     data = text.encode("utf-8")
     try:

@@ -26,6 +26,7 @@ from ortbundle.config.recipes import (
     load_product,
     load_recipe,
 )
+from ortbundle.config.schema.inputs_of_build import check_build_inputs
 from ortbundle.config.targets import get_target
 from ortbundle.config.vocabulary import CHANNEL_TARGETS
 
@@ -82,7 +83,6 @@ class Plan:
 def load_plan(project: Project, options: BuildOptions, *, parse_models: bool = True) -> Plan:
     """The product, its recipes and targets. `parse_models=False` only hashes the model recipes
     (enough for the build key): a no-op build does not load the ONNX reader."""
-    from ortbundle.config.schema.inputs_of_build import check_build_inputs  # every problem, at once
 
     check_build_inputs(project.root, options.product, project.licenses / POLICY_NAME)
     product = load_product(project.manifests / f"{options.product}.toml")

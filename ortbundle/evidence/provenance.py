@@ -23,6 +23,7 @@ from pathlib import Path
 from typing import Any
 
 from ortbundle._core.errors import IntegrityError
+from ortbundle.config.project import git_output
 from ortbundle.evidence.names import PROVENANCE_NAME
 from ortbundle.evidence.signing import PublicKey, SecretKey, sign_bytes, verify_bytes
 
@@ -66,7 +67,6 @@ def build_context(root: Path, environ: Mapping[str, str] | None = None) -> Build
 
 
 def _git_head(root: Path) -> str | None:
-    from ortbundle.config.project import git_output
 
     head = git_output(root, "rev-parse", "--verify", "-q", "HEAD")
     return head if head is not None and len(head) in (40, 64) else None

@@ -62,6 +62,7 @@ from ortbundle._core.locations import ENV_KEY_FILE as ENV_KEY_FILE
 from ortbundle._core.locations import ENV_KEY_PASSWORD as ENV_KEY_PASSWORD
 from ortbundle._core.locations import default_key_path as default_key_path
 from ortbundle._core.locations import signing_key_source as signing_key_source
+from ortbundle._core.oserrors import disk_error
 from ortbundle.config.project import BuildOptions, key_path
 from ortbundle.config.recipes import Product
 
@@ -541,8 +542,6 @@ def _write_atomic(path: Path, content: bytes, *, mode: int, overwrite: bool) -> 
         )
 
     def unwritable(exc: OSError) -> OrtbundleError:
-        from ortbundle._core.oserrors import disk_error
-
         if isinstance(exc, FileNotFoundError):  # a directory that is not there: a setting
             return ConfigError(
                 f"cannot write {path}: {exc.strerror or exc}",

@@ -17,6 +17,7 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 from ortbundle._core.errors import LicenseError
+from ortbundle._core.memo import code_digest, remembered
 from ortbundle._core.templating import render
 from ortbundle.config.recipes import (
     LicenseRule,
@@ -26,11 +27,8 @@ from ortbundle.config.recipes import (
     source_from_json,
     source_to_json,
 )
-from ortbundle.config.recipes import PackagingSettings as PackagingSettings
-from ortbundle.config.vocabulary import CHANNEL_TARGETS as CHANNEL_TARGETS
 from ortbundle.fetch.cache import stat_record
 from ortbundle.licensing.spdx import NotAnExpression, facts
-from ortbundle.stage.binaries.baseline import render_dependency as render_dependency
 from ortbundle.stage.models import StagedModel
 from ortbundle.stage.staging import StagedFile, StagedRuntime, StagedText
 from ortbundle.stage.versions import resolve_version
@@ -330,7 +328,6 @@ def _text_copyrights(path: Path, sha256: str, memo: Path | None) -> tuple[str, .
     """copyright_lines of one staged text (whose SHA-256 the stage checked as it copied it),
     kept by that SHA-256 and the tool's code: every target of a build quotes the same texts,
     and a warm build quotes them again, line by line, for nothing."""
-    from ortbundle._core.memo import code_digest, remembered
 
     key = hashlib.sha256(f"{code_digest()}\0{sha256}".encode()).hexdigest()
     return remembered(

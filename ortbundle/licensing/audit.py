@@ -18,6 +18,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal
 
 from ortbundle._core.errors import AuditError, ConfigError
+from ortbundle._core.progress import mib
 from ortbundle.config.plan import POLICY_NAME, BuildOptions, Project
 from ortbundle.config.policy_overlay import PolicyOverlay, expand_sets
 from ortbundle.config.recipes import Product, Waiver
@@ -396,7 +397,6 @@ def audit_summary(audits: Sequence[ChannelAudit]) -> list[str]:
 
 
 def coverage_lines(licensing: Sequence[TargetLicensing]) -> list[str]:
-    from ortbundle._core.progress import mib  # the one size unit of the tool's output
 
     lines = []
     for tl in licensing:

@@ -20,6 +20,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from ortbundle._core.fsio import atomic_write
+from ortbundle._core.memo import code_digest
 
 if TYPE_CHECKING:
     from license_expression import Licensing
@@ -100,7 +101,6 @@ def keep_in(directory: Path | None) -> None:
 
 
 def _memo_file(directory: Path) -> Path:
-    from ortbundle._core.memo import code_digest
 
     return directory / f"{code_digest()[:32]}.json"
 

@@ -30,7 +30,8 @@ from ortbundle.config.plan import (
 from ortbundle.config.recipes import Recipe
 from ortbundle.config.targets import get_target, overlays
 from ortbundle.evidence.record import InputInfo, write_evidence
-from ortbundle.evidence.report import check_compare, write_closures, write_report
+from ortbundle.evidence.report.closures import write_closures
+from ortbundle.evidence.report.write import check_compare, write_report
 from ortbundle.evidence.signing import SecretKey, signing_key
 from ortbundle.fetch.archives import MemberReader, open_source
 from ortbundle.fetch.artifacts import Artifact, Fetcher

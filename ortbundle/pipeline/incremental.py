@@ -24,10 +24,11 @@ from dataclasses import asdict, dataclass, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from ortbundle._core.fsio import atomic_write
+from ortbundle._core.fsio import atomic_write, locked, remove_dead_leftovers
 from ortbundle._core.locations import default_cache_dir
 from ortbundle._core.memo import digest_of
 from ortbundle.config.plan import TOOL_LICENSE, BuildOptions, Plan, Project, load_plan
+from ortbundle.fetch.cache import stat_record
 from ortbundle.pipeline.noop import (
     Environment,
     environment_facts,
@@ -36,6 +37,10 @@ from ortbundle.pipeline.noop import (
     unchanged_build,
 )
 from ortbundle.pipeline.noop import record_build as record_build
+from ortbundle.stage.binaries.info import info_from_json, info_to_json
+from ortbundle.stage.binaries.loads import FileScan, LoadScan
+from ortbundle.stage.closure import Closure, Dropped, ExternalNeed, KeptLibrary
+from ortbundle.stage.staging import LIBRARY_MODE, StagedFile, StagedRuntime
 
 if TYPE_CHECKING:
     from ortbundle.stage.staging import StagedRuntime
@@ -129,7 +134,6 @@ def prepare_build(project: Project, options: BuildOptions) -> PreparedBuild:
 
 
 def _runtime_to_json(staged: StagedRuntime) -> dict[str, Any]:
-    from ortbundle.stage.binaries.info import info_to_json
 
     closure = staged.closure
     return {
@@ -161,10 +165,6 @@ def _runtime_to_json(staged: StagedRuntime) -> dict[str, Any]:
 
 
 def _runtime_from_json(data: dict[str, Any], runtime_dir: Path) -> StagedRuntime:
-    from ortbundle.stage.binaries.info import info_from_json
-    from ortbundle.stage.binaries.loads import FileScan, LoadScan
-    from ortbundle.stage.closure import Closure, Dropped, ExternalNeed, KeptLibrary
-    from ortbundle.stage.staging import StagedFile, StagedRuntime
 
     c = data["closure"]
     kept = []
@@ -242,8 +242,6 @@ def restore_runtime(
     Each file is trusted while its stat record holds (size, mtime, ctime, inode). A release
     does not call this: a record stored beside what it describes cannot vouch for it.
     """
-    from ortbundle._core.fsio import locked
-    from ortbundle.fetch.cache import stat_record
 
     entry = cache / "stages" / key[:2] / key
     with locked(entry.with_name(f"{key}.lock")):
@@ -265,7 +263,6 @@ def restore_runtime(
         except (OSError, ValueError, KeyError, TypeError):
             shutil.rmtree(entry, ignore_errors=True)  # altered or half-written: rebuild
             return None
-        from ortbundle.stage.staging import LIBRARY_MODE
 
         runtime_dir = stage_root / staged.directory
         runtime_dir.mkdir(parents=True)
@@ -280,8 +277,6 @@ def restore_runtime(
 
 
 def store_runtime(cache: Path, key: str, stage_root: Path, staged: StagedRuntime) -> None:
-    from ortbundle._core.fsio import locked, remove_dead_leftovers
-    from ortbundle.fetch.cache import stat_record
 
     entry = cache / "stages" / key[:2] / key
     with locked(entry.with_name(f"{key}.lock")):

@@ -121,7 +121,6 @@ class Environment:
 
 
 def environment_facts(project: Project, product: str, options: BuildOptions) -> Environment:
-    from ortbundle.evidence.report import compare_identity
 
     environ = os.environ if options.environ is None else options.environ
     return Environment(
@@ -202,3 +201,16 @@ def quick_previous(project: Project, options: BuildOptions) -> dict[str, Any] | 
         return None  # refused by the build itself, with its message
     previous = unchanged_build(cache, version_dir, key)
     return None if previous is None else {**previous, "version_dir": str(version_dir)}
+
+
+def compare_identity(path: Path | None) -> str:
+    """For the build key: a build compared with another earlier build is another build."""
+    if path is None:
+        return "no compare"
+    import hashlib
+
+    try:
+        digest = hashlib.sha256((path / "manifest.json").read_bytes()).hexdigest()
+    except OSError:
+        digest = "unreadable"
+    return f"compare {path.resolve()} {digest}"

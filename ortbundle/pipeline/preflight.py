@@ -21,6 +21,7 @@ from ortbundle._core.errors import DiskError
 from ortbundle._core.oserrors import amount, existing_ancestor, free_bytes, mib, mount_point
 from ortbundle.config.plan import POLICY_NAME, Plan, Project
 from ortbundle.config.recipes import Source
+from ortbundle.licensing.audit import load_policy, with_overlay
 
 
 @dataclass(frozen=True)
@@ -61,7 +62,6 @@ def download_need(sources: Iterable[Source], cache: Path) -> int:
 def preflight(project: Project, plan: Plan, cache: Path, version_dir: Path) -> None:
     """What a build can check before its first request: the inputs loading a plan does not
     read (the licence policy, read by the audit after staging), then the free space."""
-    from ortbundle.licensing.audit import load_policy, with_overlay
 
     # the product's [policy] too: an unknown channel or set stops the build before downloads
     with_overlay(load_policy(project.licenses / POLICY_NAME), plan.product.policy)

@@ -25,7 +25,7 @@ from ortbundle.channels import CHANNEL_TARGETS
 from ortbundle.config.plan import BuildOptions, Project, load_plan, policy_digest, source_date_epoch
 from ortbundle.evidence.names import MANIFEST_NAME
 from ortbundle.evidence.record import RECORDS_DIR
-from ortbundle.evidence.report import copy_closures
+from ortbundle.evidence.report.closures import copy_closures
 from ortbundle.evidence.signing import signing_key
 from ortbundle.evidence.verify import verify_tree
 from ortbundle.licensing import spdx

@@ -33,6 +33,7 @@ from ortbundle.stage.binaries.loads import (
     FileScan,
     scan_binary,
 )
+from ortbundle.stage.binaries.soname import rename_library
 from ortbundle.stage.closure import Candidate, Closure, Materialized, prune
 
 LIBRARY_MODE = 0o644
@@ -175,7 +176,6 @@ def _apply_renames(
     """Ship kept libraries under their new names: the file, its SONAME and every kept
     library's DT_NEEDED on it change together (two libraries with one SONAME collide in the
     Android linker namespace)."""
-    from ortbundle.stage.binaries.soname import rename_library
 
     new_names = {r.old: r.new for r in renames}
     kept_names = {k.name for k in closure.kept}

@@ -22,6 +22,7 @@ from typing import Any
 
 from ortbundle._core.errors import LicenseError
 from ortbundle._core.memo import remembered
+from ortbundle.stage.binaries import read_version_info
 
 _NUMERIC = re.compile(r"^\d+(\.\d+)*")
 _ELF_NAME = re.compile(r"\.so\.(\d+\.\d+\.\d+(?:\.\d+)?)$")
@@ -78,10 +79,6 @@ _PE_EVIDENCE = "PE version resource"
 
 
 def _pe_version(path: Path, relative: str) -> FileVersion | None:
-    from ortbundle.stage.binaries.pe import (
-        read_version_info,  # pefile: only for a file not memoised
-    )
-
     info = read_version_info(path, relative)
     if info is None:
         return None

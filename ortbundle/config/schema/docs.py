@@ -6,6 +6,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from pathlib import Path
 
+from ortbundle._core.templating import render as render_template
 from ortbundle.config.schema.data import DATA
 from ortbundle.config.schema.definitions import FileSchema, Key, Table
 from ortbundle.config.schema.inputs import INPUTS
@@ -103,7 +104,6 @@ def file_sections(schema: FileSchema) -> list[Section]:
 
 
 def render() -> str:
-    from ortbundle._core.templating import render as render_template
 
     files = [(s, file_sections(s)) for s in (*INPUTS, *DATA)]
     return render_template("configuration.md.j2", {"files": files})

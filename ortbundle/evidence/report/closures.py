@@ -16,6 +16,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from ortbundle._core.fsio import atomic_write
+from ortbundle.config.targets import get_target
 
 if TYPE_CHECKING:
     from ortbundle.stage.staging import StagedRuntime
@@ -33,8 +34,6 @@ def _external(target: str, need: Any) -> dict[str, Any]:
     if (
         missing
     ):  # the need does not carry them: the target's group may (ortbundle/config/targets.py)
-        from ortbundle.config.targets import get_target
-
         group = get_target(target).external_group(need.name)
         for name in missing:
             if group is not None and hasattr(group, name):

@@ -6,9 +6,13 @@ pefile) are imported only when a library of that format is read."""
 from __future__ import annotations
 
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from ortbundle._core.errors import BinaryError
 from ortbundle.stage.binaries.info import BinaryInfo, sniff_format
+
+if TYPE_CHECKING:
+    from ortbundle.stage.binaries.pe import VersionInfo
 
 
 def inspect(path: Path, *, name: str | None = None) -> BinaryInfo:
@@ -26,3 +30,11 @@ def inspect(path: Path, *, name: str | None = None) -> BinaryInfo:
         file=label,
         fix="only native libraries can be roots; check the recipe's roots and library globs",
     )
+
+
+def read_version_info(path: Path, label: str) -> VersionInfo | None:
+    """A PE file's version resource (None when it has none); pefile is imported only here, for a
+    file whose version is not already kept."""
+    from ortbundle.stage.binaries import pe
+
+    return pe.read_version_info(path, label)

@@ -43,7 +43,6 @@ ONNX Runtime AAR; its QNN SDK AAR moves only with `--source qnn`). One kind move
 
 from ortbundle.fetch.maven import maven_key as maven_key
 from ortbundle.tools.pin.check import CheckReport as CheckReport
-from ortbundle.tools.pin.check import PinStatus as PinStatus
 from ortbundle.tools.pin.check import check_pins as check_pins
 from ortbundle.tools.pin.compare import BumpReport as BumpReport
 from ortbundle.tools.pin.compare import TargetBump as TargetBump
@@ -52,6 +51,7 @@ from ortbundle.tools.pin.core import NotMoved as NotMoved
 from ortbundle.tools.pin.core import PinResult as PinResult
 from ortbundle.tools.pin.core import pin as pin
 from ortbundle.tools.pin.options import PinOptions as PinOptions
+from ortbundle.tools.pin.options import PinStatus as PinStatus
 from ortbundle.tools.pin.options import project_of as project_of
 from ortbundle.tools.pin.rewrite import Edit as Edit
 from ortbundle.tools.pin.rewrite import SourceMove as SourceMove

@@ -25,6 +25,7 @@ from ortbundle.tools.pin.options import (
     VERSIONED,
     Lookups,
     PinOptions,
+    PinStatus,
     lookups,
     project_of,
     version_of,
@@ -58,22 +59,6 @@ _REACH = {
     "maven": f"reach a Maven repository: {ENV_MAVEN_URL}, or a <mirror> of central in settings.xml",
     "npm": f"reach an npm registry: {ENV_NPM_REGISTRY}, npm_config_registry or registry= in .npmrc",
 }
-
-
-@dataclass(frozen=True)
-class PinStatus:
-    component: str
-    source: str
-    project: str  # a PyPI project, a Maven group:artifact, an npm package
-    version: str
-    filename: str
-    # current, held, stale (newer release), unpinned (no sha256/size), gone, mismatch,
-    # unreachable (not checked: the registry is not configured or did not answer)
-    state: str
-    details: tuple[str, ...]
-    newest: str | None  # the newest release with a file for this source, when newer
-    command: str  # what moves it (for unreachable: what to configure)
-    kind: str = "pypi"  # pypi, maven, npm
 
 
 @dataclass(frozen=True)

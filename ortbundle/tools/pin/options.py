@@ -130,3 +130,19 @@ def lookups(options: PinOptions, root: Path | None) -> Iterator[Lookups]:
         yield found
     finally:
         found.close()
+
+
+@dataclass(frozen=True)
+class PinStatus:
+    component: str
+    source: str
+    project: str  # a PyPI project, a Maven group:artifact, an npm package
+    version: str
+    filename: str
+    # current, held, stale (newer release), unpinned (no sha256/size), gone, mismatch,
+    # unreachable (not checked: the registry is not configured or did not answer)
+    state: str
+    details: tuple[str, ...]
+    newest: str | None  # the newest release with a file for this source, when newer
+    command: str  # what moves it (for unreachable: what to configure)
+    kind: str = "pypi"  # pypi, maven, npm

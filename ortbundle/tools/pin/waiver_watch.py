@@ -22,12 +22,13 @@ from ortbundle._core.errors import ConfigError, OrtbundleError
 from ortbundle.config.plan import Project
 from ortbundle.config.recipes import Source, Waiver, load_product, load_recipe
 from ortbundle.fetch.cache import Cache
+from ortbundle.fetch.remote_zip import remote_member_names
 from ortbundle.licensing.waivers import ObsoleteWaiver, waivers_a_release_drops
 from ortbundle.tools.pin.options import Lookups
 from ortbundle.tools.pin.wheels import Listed, listed_files, match_file
 
 if TYPE_CHECKING:
-    from ortbundle.tools.pin.check import PinStatus
+    from ortbundle.tools.pin.options import PinStatus
 
 
 def product_waivers(project: Project) -> tuple[Waiver, ...]:
@@ -115,7 +116,6 @@ def _local_names(path: Path) -> list[str]:
 
 
 def _remote_names(listed: Listed, ask: Lookups) -> list[str]:
-    from ortbundle.fetch.remote_zip import remote_member_names
 
     _config, session = ask.registries.pip()
     names = remote_member_names(session, listed.url, ask.registries.policy, what=listed.filename)
