@@ -11,6 +11,7 @@ from __future__ import annotations
 import ast
 import importlib
 import sys
+from collections.abc import Mapping
 from functools import cache
 from importlib import resources
 from typing import TYPE_CHECKING, Any
@@ -111,26 +112,31 @@ _DOCUMENTED_BY = "command"  # its docstring is the file's: the --help descriptio
 
 @cache
 def loader_source() -> str:
-    """The six modules as the one file a package ships: a shebang, the command line's docstring,
-    `from __future__ import annotations` once, the standard imports gathered at the top, then
-    each module's body in dependency order, the imports of its siblings dropped (in one file
-    their names are simply defined above). Read as text, never imported.
+    """The six modules as the one file a package ships (join), read as text, never imported."""
+    package = resources.files(__name__)
+    return join({module: package.joinpath(f"{module}.py").read_text("utf-8") for module in MODULES})
+
+
+def join(texts: Mapping[str, str]) -> str:
+    """Modules' texts, given in dependency order, as one standalone file: a shebang, the command
+    line's docstring, `from __future__ import annotations` once, the standard imports gathered
+    at the top, then each module's body in order, the imports of its siblings dropped (in one
+    file their names are simply defined above).
 
     Raises ValueError when a module breaks what the join relies on: an import below the top,
     a non-standard one, a sibling imported out of order or under another name, or a name two
-    modules define."""
+    modules bind."""
     plain: set[str] = set()
     froms: dict[str, set[str]] = {}
     bodies: list[str] = []
     docstring = ""
     defined: dict[str, str] = {}  # name -> the module that binds it in the joined file
-    for position, module in enumerate(MODULES):
-        text = resources.files(__name__).joinpath(f"{module}.py").read_text("utf-8")
+    for position, (module, text) in enumerate(texts.items()):
         doc, head, body = _split(module, text)
         if module == _DOCUMENTED_BY:
             docstring = doc
         for node in head:
-            _gather(module, node, plain, froms, defined, MODULES[:position])
+            _gather(module, node, plain, froms, defined, tuple(texts)[:position])
         for name in _bound(ast.parse(body)):
             if defined.setdefault(name, module) != module:
                 raise ValueError(f"{module}.py and {defined[name]}.py both define {name}")
@@ -201,9 +207,12 @@ def _gather(
     if node.level or source.startswith("ortbundle"):
         sibling = source.removeprefix(f"{__name__}.")
         if node.level or sibling not in earlier:
-            raise ValueError(f"{where}: {source} is not one of {', '.join(earlier) or 'none'}")
+            before = ", ".join(earlier) or "none"
+            raise ValueError(f"{where}: {source} is not one of the modules before it ({before})")
         for alias in node.names:
-            if alias.asname is not None or defined.get(alias.name) != sibling:
+            if alias.asname is not None:  # in one file the name is only ever its own
+                raise ValueError(f"{where}: {alias.name} is imported as {alias.asname}")
+            if defined.get(alias.name) != sibling:
                 raise ValueError(f"{where}: {alias.name} is not a name {sibling}.py defines")
         return
     if source == "__future__":
