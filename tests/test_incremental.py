@@ -185,7 +185,8 @@ def _probe_build(written: FakeProject, dist: Path) -> tuple[str, set[str]]:
 
 
 # What a no-op build must not import: the HTTP stack, archives and binaries, the evidence and
-# presentation libraries, and every pipeline module (prepare_build decides from plan data alone).
+# presentation libraries, the runtime loader, and every pipeline module (prepare_build decides
+# from plan data alone).
 _HEAVY = (
     "requests",
     "rich",
@@ -200,6 +201,7 @@ _HEAVY = (
     "ortbundle.fetch.cache",
     "ortbundle.fetch.config",
     "ortbundle.fetch.download",
+    "ortbundle.payload.loader",
 )
 
 

@@ -26,6 +26,7 @@ from ortbundle.payload.loader import (
     choose,
     detect,
     load_index,
+    loader_source,
     main,
     read_ld_cache,
     system_libraries,
@@ -238,9 +239,7 @@ def test_no_runnable_runtime_names_every_reason(tmp_path: Path) -> None:
     root = nvidia_machine(tmp_path / "root")
     stage = write_stage(tmp_path / "stage", index(CUDA))
     # the loader as a package ships it: standalone, beside its index
-    shutil.copyfile(
-        str(resources.files("ortbundle").joinpath("payload/loader.py")), stage / LOADER_NAME
-    )
+    (stage / LOADER_NAME).write_bytes(loader_source().encode("utf-8"))
     out = subprocess.run(
         [sys.executable, "-I", str(stage / LOADER_NAME), "--root", str(root)],
         capture_output=True,
@@ -637,9 +636,7 @@ def fake_core(path: Path, *providers: str) -> None:
 
 
 def open_json(stage: Path, root: Path) -> dict[str, Any]:
-    shutil.copyfile(
-        str(resources.files("ortbundle").joinpath("payload/loader.py")), stage / LOADER_NAME
-    )
+    (stage / LOADER_NAME).write_bytes(loader_source().encode("utf-8"))
     return run_loader(stage, "--root", str(root), "--open")
 
 
@@ -705,9 +702,9 @@ def test_a_damaged_cache_is_ignored_as_ld_so_ignores_it(layout: str) -> None:
 
 def test_the_index_writer_names_what_the_loader_reads() -> None:
     """index_json repeats the loader's schema and fragment directory (so that writing an index
-    does not import the loader): the two must never drift apart."""
-    import ortbundle.payload.loader as loader
+    imports none of the loader's modules): the two must never drift apart."""
+    import ortbundle.payload.loader.index as loader_index
     import ortbundle.stage.index_json as index_json
 
-    assert index_json.SCHEMA == loader.SCHEMA
-    assert index_json.FRAGMENTS_DIR == loader.FRAGMENTS
+    assert index_json.SCHEMA == loader_index.SCHEMA
+    assert index_json.FRAGMENTS_DIR == loader_index.FRAGMENTS

@@ -1,9 +1,9 @@
 """The "never chosen" check: a runtime of a product that no machine would ever get.
 
-The loader ranks a target's runtimes by one score per machine (payload/loader.py `score`) and
-keeps the search order on equal scores, skipping a runtime whose required libraries are absent
-or whose system is too new. A runtime listed after one that scores at least as high on every
-machine, and that can run wherever it can, is dead weight: the classic mistake is
+The loader ranks a target's runtimes by one score per machine (payload/loader/scoring.py
+`score`) and keeps the search order on equal scores, skipping a runtime whose required libraries
+are absent or whose system is too new. A runtime listed after one that scores at least as high
+on every machine, and that can run wherever it can, is dead weight: the classic mistake is
 `runtimes = ["cuda", "cpu"]`, where the CUDA build scores as a CPU runtime on a machine without
 an NVIDIA GPU and, coming first, wins every tie. The check runs on the index the build writes,
 so it sees exactly what the loader will see.
@@ -17,13 +17,12 @@ import json
 from dataclasses import dataclass
 from itertools import combinations
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
-from ortbundle._core.memo import remembered
+from ortbundle._core.memo import code_digest, remembered
+from ortbundle.payload.loader.hardware import Gpu, Hardware
+from ortbundle.payload.loader.scoring import score
 from ortbundle.stage.index_json import FRAGMENTS_DIR, INDEX_NAME
-
-if TYPE_CHECKING:  # the loader is imported to judge an index not judged before
-    from ortbundle.payload.loader import Hardware
 
 _VENDORS = ("intel", "nvidia", "amd", "qualcomm")
 _GPU_IDS = {"intel": 0x8086, "nvidia": 0x10DE, "amd": 0x1002}
@@ -62,8 +61,6 @@ class NeverChosen:
 def machines() -> list[Hardware]:
     """One machine per case the scoring tells apart: each set of usable GPU vendors, with or
     without any other GPU (a generic WebGPU runtime needs one)."""
-    from ortbundle.payload.loader import Gpu, Hardware
-
     found = []
     for size in range(len(_VENDORS) + 1):
         for vendors in combinations(_VENDORS, size):
@@ -102,8 +99,6 @@ def _runs_wherever(rival: dict[str, Any], runtime: dict[str, Any]) -> bool:
 
 def _beaten(runtimes: list[dict[str, Any]], position: int, rivals: list[int]) -> tuple[str, ...]:
     """The rivals that keep runtimes[position] from every machine, or () if one gets it."""
-    from ortbundle.payload.loader import score
-
     runtime = runtimes[position]
     beaten_by: set[str] = set()
     for hardware in machines():
@@ -143,8 +138,7 @@ def warning_lines(stages: list[Path], memo: Path | None = None) -> list[str]:
     (runtimes.json, or an add-on's runtimes.d fragment) the build wrote there.
 
     `memo`: where the verdict on each index is kept, by its bytes and the tool's code: the same
-    index gets the same verdict, and judging it imports the loader and scores 32 machines."""
-    from ortbundle._core.memo import code_digest
+    index gets the same verdict, and judging it scores 32 machines."""
 
     lines: list[str] = []
     for stage in stages:

@@ -3,28 +3,27 @@
 Written into every target stage with the loader module beside it. Versioned by `schema`; the
 JSON Schema lives in ortbundle/data/runtimes.schema.json. An add-on product (`addon_of`) writes
 no loader and no runtimes.json but a fragment, runtimes.d/<product>.json, that the main
-package's loader reads beside its own index (CONTRACT §5).
+package's loader reads beside its own index and ranks like the package's own runtimes.
 """
 
 from __future__ import annotations
 
 import json
-import shutil
 from collections.abc import Sequence
-from importlib import resources
 from pathlib import Path
 from typing import Any
 
 from ortbundle._core.fsio import atomic_write
 from ortbundle.config.recipes import Product, Recipe
 from ortbundle.config.targets import get_target
+from ortbundle.payload.loader import loader_source
 from ortbundle.stage.staging import StagedRuntime
 from ortbundle.stage.system import check_runtime, runtime_system
 
 INDEX_NAME = "runtimes.json"
 LOADER_NAME = "runtime_loader.py"
-# The loader's own names (loader.SCHEMA, loader.FRAGMENTS), repeated so that writing the index
-# does not import the 1,000-line loader on every build; a test holds them equal.
+# The loader's own names (payload/loader/index.py SCHEMA, FRAGMENTS), repeated so that writing
+# the index imports none of the loader's modules; a test holds them equal.
 SCHEMA = "ortbundle.runtimes/2"
 FRAGMENTS_DIR = "runtimes.d"  # add-ons' index fragments, read by the loader
 # What `requires` leaves out: what every machine of the platform has, which the loader finds
@@ -173,9 +172,7 @@ def write_index(
         return index
     index["override_env"] = product.override_env
     atomic_write(stage / INDEX_NAME, json.dumps(index, indent=2, sort_keys=True) + "\n")
-    loader = resources.files("ortbundle").joinpath("payload/loader.py")
-    with resources.as_file(loader) as source:
-        shutil.copyfile(source, stage / LOADER_NAME)
+    atomic_write(stage / LOADER_NAME, loader_source())  # the loader's modules, as one file
     (stage / LOADER_NAME).chmod(0o755)
     (stage / INDEX_NAME).chmod(0o644)
     return index

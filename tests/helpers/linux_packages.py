@@ -14,14 +14,13 @@ import shutil
 import subprocess
 import sys
 from collections.abc import Iterable
-from importlib import resources
 from pathlib import Path
 
 import pytest
 
 from ortbundle.channels import Attribution, ExternalLibrary, PackageInput, ShippedRuntime
 from ortbundle.licensing.attribution import ShippedFile
-from ortbundle.payload.loader import SCHEMA
+from ortbundle.payload.loader import SCHEMA, loader_source
 from tests.helpers.packages import EPOCH, SETTINGS, write_stage_files
 
 OVERRIDE_ENV = "DEMO_ORT_DIR"
@@ -100,9 +99,7 @@ def make_loadable_package(root: Path, **description: str) -> PackageInput:
         "runtimes": entries,
     }
     contents["runtimes.json"] = (json.dumps(index, indent=2, sort_keys=True) + "\n").encode()
-    contents["runtime_loader.py"] = (
-        resources.files("ortbundle").joinpath("payload/loader.py").read_bytes()
-    )
+    contents["runtime_loader.py"] = loader_source().encode("utf-8")
     files = write_stage_files(stage, contents)
     for name, version in RUNTIMES.items():
         (stage / f"runtimes/{name}/libonnxruntime.so.1").symlink_to(f"libonnxruntime.so.{version}")

@@ -14,15 +14,18 @@ from ortbundle._core.errors import ConfigError
 from ortbundle.config import vocabulary
 from ortbundle.config.schema.definitions import Choices
 
+# The loader's module that labels the GPU vendors it ranks (VENDOR_LABEL).
+_SCORING = "payload/loader/scoring.py"
+
 
 @cache
 def _gpu_vendors() -> Sequence[str]:
-    """The keys of the loader's VENDOR_LABEL (it compares lower-case vendor names). The loader
-    ships standalone and a build never imports it (ctypes, argparse): its one line is read."""
-    text = resources.files("ortbundle").joinpath("payload/loader.py").read_text("utf-8")
+    """The keys of the loader's VENDOR_LABEL (it compares lower-case vendor names). Checking a
+    value imports none of the loader's modules: the one line is read from the module's text."""
+    text = resources.files("ortbundle").joinpath(_SCORING).read_text("utf-8")
     found = re.search(r"^VENDOR_LABEL = \{(.*)\}$", text, re.MULTILINE)
     if found is None:
-        raise ConfigError("ortbundle/payload/loader.py has no one-line VENDOR_LABEL = {…}")
+        raise ConfigError(f"ortbundle/{_SCORING} has no one-line VENDOR_LABEL = {{…}}")
     return tuple(re.findall(r'"([^"]+)":', found.group(1)))
 
 
@@ -36,7 +39,7 @@ def _targets() -> Sequence[str]:
 
 _VOCABULARY = "ortbundle/config/vocabulary.py"
 
-GPU_VENDORS = Choices("GPU vendor", "ortbundle/payload/loader.py `VENDOR_LABEL`", _gpu_vendors)
+GPU_VENDORS = Choices("GPU vendor", f"ortbundle/{_SCORING} `VENDOR_LABEL`", _gpu_vendors)
 TARGETS = Choices("target", "ortbundle/data/targets.toml", _targets)
 CHANNELS = Choices(
     "packaging channel",

@@ -1,0 +1,120 @@
+"""Choose and open one ONNX Runtime per process.
+
+Shipped in every package as `runtime_loader.py`, beside `runtimes.json`. Standard library only.
+
+  python runtime_loader.py --explain      the decision in one line, then each candidate's score
+  python runtime_loader.py --json         the same for machines
+  python runtime_loader.py --open         also load the winner, check its version and register
+                                          its plugin EPs (RegisterExecutionProviderLibrary)
+
+Rules: a vendor runtime on its own vendor's GPU beats OpenVINO on an Intel GPU, which beats a
+generic (WebGPU) runtime on any GPU, which beats a CPU-only runtime. Equal scores keep the
+index's order; a perfect fit ends the search; the override variable named in the index wins
+outright. Hardware is read from files (sysfs, /dev/kfd, /proc) under a root directory that tests
+can point at a fake machine; on Windows the display adapters come from SetupAPI. A runtime the
+system is too old for (its index entry's `system`: a symbol version the system's libc.so.6 or
+libstdc++.so.6 does not define, a newer Windows or Android API level) is skipped, and
+`--explain` says why. So is a runtime whose required system libraries (its entry's `requires`)
+the platform's loader would not find — searched as ld.so does (LD_LIBRARY_PATH, the runtime's
+directory, /etc/ld.so.cache, the default directories) or as Windows does (the runtime's
+directory, System32, the Windows directory, PATH); a missing optional one is reported. Add-on
+packages put their runtimes beside these and an index fragment in runtimes.d/*.json, ranked
+like the package's own. `--open` asks each runtime it opens for GetAvailableProviders() and
+trusts that over the index: a GPU runtime whose GPU provider is not available falls through.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from dataclasses import asdict
+from pathlib import Path
+
+from ortbundle.payload.loader.hardware import detect
+from ortbundle.payload.loader.index import LoaderError, load_index
+from ortbundle.payload.loader.ortapi import Registered, open_best, register_plugins
+from ortbundle.payload.loader.scoring import choose
+from ortbundle.payload.loader.search import system_libraries
+
+
+def main(argv: list[str] | None = None) -> int:
+    """The command line: 0 once a runtime is chosen (and opened, if asked), 1 with the reason."""
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0] if __doc__ else None)
+    # runtime_loader.py is this module joined with its siblings into one file that sits in the
+    # stage beside runtimes.json: its own directory is the stage
+    parser.add_argument("--stage", type=Path, default=Path(__file__).resolve().parent)
+    parser.add_argument("--root", type=Path, default=Path("/"), help="machine root (tests)")
+    parser.add_argument("--explain", action="store_true", help="each candidate's score and why")
+    parser.add_argument("--json", action="store_true", help="machine-readable decision")
+    parser.add_argument(
+        "--open", action="store_true", help="load the winner, check its version and providers"
+    )
+    parser.add_argument("--verify", action="store_true", help="hash the winner's files first")
+    args = parser.parse_args(argv)
+    try:
+        index = load_index(args.stage)
+        hardware = detect(args.root)
+        libraries = system_libraries(
+            str(index.get("target", "")), args.root, windows=sys.platform == "win32"
+        )
+        decision = choose(index, hardware, stage=args.stage, libraries=libraries)
+        version = None
+        plugins: list[Registered] = []
+        if args.open or args.verify:
+            decision, version = open_best(
+                args.stage,
+                index,
+                hardware,
+                decision,
+                libraries=libraries,
+                verify=args.verify,
+                providers=args.open,
+            )
+        if args.open:
+            plugins = register_plugins(args.stage, decision.runtime, hardware)
+    except LoaderError as exc:
+        print(f"runtime_loader: {exc}", file=sys.stderr)
+        return 1
+    for problem in decision.problems:
+        print(f"runtime_loader: add-on skipped: {problem}", file=sys.stderr)
+    if args.json:
+        out = {
+            "runtime": decision.runtime["name"],
+            "directory": decision.runtime["directory"],
+            "score": decision.score,
+            "why": decision.why,
+            "overridden": decision.overridden,
+            "line": decision.line(),
+            "loaded_version": version,
+            "plugins": [asdict(p) for p in plugins],
+            "hardware": asdict(hardware),
+            "candidates": [asdict(c) for c in decision.candidates],
+            "problems": decision.problems,
+        }
+        print(json.dumps(out, indent=2, sort_keys=True))
+        return 0
+    print(decision.line())
+    if args.explain:
+        for c in decision.candidates:
+            if c.score == 0:
+                print(f"  skip {c.name}: {c.why}")
+            else:
+                print(f"  {c.directory}: score {c.score} ({c.why})")
+            for note in c.notes:
+                print(f"    {note}")
+    if version:
+        print(f"  loaded ONNX Runtime {version}")
+    for plugin in plugins:
+        if plugin.status == "registered":
+            print(
+                f"  registered plugin EP {plugin.name} ({plugin.ep_name}, "
+                f"{plugin.devices} device{'s' if plugin.devices != 1 else ''} here)"
+            )
+        else:
+            print(f"  plugin EP {plugin.name} {plugin.status}: {plugin.why}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

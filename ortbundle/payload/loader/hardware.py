@@ -1,0 +1,245 @@
+"""What the machine has: its GPUs (PCI under a root directory, or SetupAPI on Windows), its SoC,
+its system libraries' directories and its Windows or Android version — and whether it is too old
+for a runtime. Read from files under a root that tests can point at a fake machine."""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import shutil
+import subprocess
+import sys
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+VENDORS = {0x8086: "intel", 0x10DE: "nvidia", 0x1002: "amd", 0x1022: "amd", 0x5143: "qualcomm"}
+
+
+@dataclass(frozen=True)
+class Gpu:
+    vendor: str  # intel | nvidia | amd | qualcomm | other
+    vendor_id: int
+    device_id: int
+    where: str
+
+
+@dataclass(frozen=True)
+class Hardware:
+    gpus: tuple[Gpu, ...] = ()
+    kfd: bool = False  # /dev/kfd: the AMD ROCm compute driver
+    nvidia_driver: bool = False  # /proc/driver/nvidia: the NVIDIA kernel driver
+    soc: str | None = None  # SoC manufacturer/family, lower case (Android; Windows on Arm)
+    library_dirs: tuple[str, ...] = ()  # where the system's libraries are (Linux), absolute
+    windows_version: str | None = None  # "10.0" (Windows)
+    android_api: int | None = None  # ro.build.version.sdk (Android)
+
+    def vendors(self) -> set[str]:
+        found = {g.vendor for g in self.gpus}
+        if self.soc and "qualcomm" in self.soc:
+            found.add("qualcomm")
+        return found
+
+    def usable_vendor(self, vendor: str) -> bool:
+        """A vendor runtime needs its driver, not just the card."""
+        if vendor == "nvidia":
+            return "nvidia" in self.vendors() and self.nvidia_driver
+        if vendor == "amd":
+            return "amd" in self.vendors() and self.kfd
+        return vendor in self.vendors()
+
+
+def _read(path: Path) -> str:
+    try:
+        return path.read_text(encoding="ascii", errors="replace").strip()
+    except OSError:
+        return ""
+
+
+def _pci_gpus(root: Path) -> list[Gpu]:
+    gpus = []
+    devices = root / "sys/bus/pci/devices"
+    for device in sorted(devices.iterdir()) if devices.is_dir() else []:
+        if not _read(device / "class").startswith("0x03"):  # PCI display controller
+            continue
+        try:
+            vendor_id = int(_read(device / "vendor"), 16)
+            device_id = int(_read(device / "device") or "0", 16)
+        except ValueError:
+            continue
+        vendor = VENDORS.get(vendor_id, "other")
+        gpus.append(Gpu(vendor, vendor_id, device_id, str(device.relative_to(root))))
+    return gpus
+
+
+def _android_soc(root: Path) -> str | None:
+    soc0 = root / "sys/devices/soc0"
+    parts = [_read(soc0 / name) for name in ("vendor", "family", "machine")]
+    if root == Path("/") and shutil.which("getprop"):
+        for prop in ("ro.soc.manufacturer", "ro.soc.model"):
+            with contextlib.suppress(OSError, subprocess.SubprocessError):
+                parts.append(
+                    subprocess.run(
+                        ["getprop", prop], capture_output=True, text=True, timeout=5, check=False
+                    ).stdout.strip()
+                )
+    text = " ".join(p for p in parts if p).lower()
+    if not text:
+        return None
+    return f"qualcomm {text}" if "snapdragon" in text or "qcom" in text else text
+
+
+def _windows_gpus() -> list[Gpu]:  # pragma: no cover - exercised on Windows only
+    """Display adapters' PCI ids through SetupAPI (hardware ids like PCI\\VEN_8086&DEV_A7A0).
+
+    ctypes is imported here, where Windows needs it: the build's own check of the ranking
+    (pipeline/reachable.py) imports this module and the scoring, and needs no ctypes."""
+    import ctypes
+    from ctypes import wintypes
+
+    setupapi = ctypes.WinDLL("setupapi", use_last_error=True)  # type: ignore[attr-defined]
+
+    class GUID(ctypes.Structure):
+        _fields_ = [
+            ("Data1", wintypes.DWORD),
+            ("Data2", wintypes.WORD),
+            ("Data3", wintypes.WORD),
+            ("Data4", ctypes.c_ubyte * 8),
+        ]
+
+    class SP_DEVINFO_DATA(ctypes.Structure):
+        _fields_ = [
+            ("cbSize", wintypes.DWORD),
+            ("ClassGuid", GUID),
+            ("DevInst", wintypes.DWORD),
+            ("Reserved", ctypes.c_void_p),
+        ]
+
+    display = GUID(
+        0x4D36E968,
+        0xE325,
+        0x11CE,
+        (ctypes.c_ubyte * 8)(0xBF, 0xC1, 0x08, 0x00, 0x2B, 0xE1, 0x03, 0x18),
+    )
+    setupapi.SetupDiGetClassDevsW.restype = ctypes.c_void_p
+    handle = setupapi.SetupDiGetClassDevsW(ctypes.byref(display), None, None, 0x2)  # PRESENT
+    if handle in (None, ctypes.c_void_p(-1).value):
+        return []
+    gpus = []
+    try:
+        index = 0
+        while True:
+            info = SP_DEVINFO_DATA()
+            info.cbSize = ctypes.sizeof(SP_DEVINFO_DATA)
+            if not setupapi.SetupDiEnumDeviceInfo(
+                ctypes.c_void_p(handle), index, ctypes.byref(info)
+            ):
+                break
+            index += 1
+            buffer = ctypes.create_unicode_buffer(1024)
+            if not setupapi.SetupDiGetDeviceRegistryPropertyW(
+                ctypes.c_void_p(handle), ctypes.byref(info), 1, None, buffer, 2048, None
+            ):  # SPDRP_HARDWAREID
+                continue
+            hwid = buffer.value.upper()
+            if "VEN_" not in hwid:
+                continue
+            try:
+                vendor_id = int(hwid.split("VEN_")[1][:4], 16)
+                device_id = int(hwid.split("DEV_")[1][:4], 16) if "DEV_" in hwid else 0
+            except ValueError:
+                continue
+            gpus.append(Gpu(VENDORS.get(vendor_id, "other"), vendor_id, device_id, hwid))
+    finally:
+        setupapi.SetupDiDestroyDeviceInfoList(ctypes.c_void_p(handle))
+    return gpus
+
+
+_LIBRARY_DIRS = ("lib/*-linux-gnu", "usr/lib/*-linux-gnu", "lib64", "usr/lib64", "lib", "usr/lib")
+
+
+def _library_dirs(root: Path) -> tuple[str, ...]:
+    found: list[str] = []
+    for pattern in _LIBRARY_DIRS:
+        for path in sorted(root.glob(pattern)):
+            if path.is_dir() and str(path) not in found:
+                found.append(str(path))
+    return tuple(found)
+
+
+def _android_api(root: Path) -> int | None:
+    for line in _read(root / "system/build.prop").splitlines():
+        key, _, value = line.partition("=")
+        if key.strip() == "ro.build.version.sdk" and value.strip().isdigit():
+            return int(value.strip())
+    return None
+
+
+def detect(root: Path = Path("/"), *, windows: bool | None = None) -> Hardware:
+    """What the machine has, read from files under `root` (or SetupAPI on Windows)."""
+    if windows if windows is not None else sys.platform == "win32":
+        gpus = _windows_gpus()
+        # Windows on Arm names the SoC's maker in the processor identifier
+        # ("ARMv8 (64-bit) Family 8 Model 1 Revision 201, Qualcomm Technologies Inc")
+        cpu = os.environ.get("PROCESSOR_IDENTIFIER", "").lower()
+        soc = f"qualcomm {cpu}" if "qualcomm" in cpu else (cpu or None)
+        version = getattr(sys, "getwindowsversion", None)
+        return Hardware(
+            gpus=tuple(gpus),
+            nvidia_driver=any(g.vendor == "nvidia" for g in gpus),
+            soc=soc,
+            windows_version=f"{version().major}.{version().minor}" if version else None,
+        )
+    return Hardware(
+        gpus=tuple(_pci_gpus(root)),
+        kfd=(root / "dev/kfd").exists(),
+        nvidia_driver=(root / "proc/driver/nvidia").exists(),
+        soc=_android_soc(root),
+        library_dirs=_library_dirs(root),
+        android_api=_android_api(root),
+    )
+
+
+def _version(text: str) -> tuple[int, ...]:
+    return tuple(int(p) if p.isdigit() else 0 for p in text.rstrip("+").split("."))
+
+
+_DEFINED: dict[str, bytes] = {}  # library path -> its bytes (read once per process)
+
+
+def _defines(path: str, node: str) -> bool:
+    """Does the library define the version node? Its name sits NUL-terminated in .dynstr."""
+    if path not in _DEFINED:
+        try:
+            _DEFINED[path] = Path(path).read_bytes()
+        except OSError:
+            _DEFINED[path] = b""
+    return b"\0" + node.encode() + b"\0" in _DEFINED[path]
+
+
+def too_old(runtime: dict[str, Any], hardware: Hardware) -> str | None:
+    """Why this system is too old for the runtime, or None (also when it cannot tell)."""
+    system = runtime.get("system") or {}
+    if hardware.library_dirs and hardware.android_api is None:
+        for need in system.get("needs", []):
+            path = next(
+                (
+                    str(Path(d) / need["library"])
+                    for d in hardware.library_dirs
+                    if (Path(d) / need["library"]).is_file()
+                ),
+                None,
+            )
+            if path is not None and not _defines(path, need["version"]):
+                return f"{path} lacks {need['version']} (needed by {', '.join(need['needed_by'])})"
+    windows = system.get("windows")
+    if (
+        windows
+        and hardware.windows_version
+        and _version(windows) > _version(hardware.windows_version)
+    ):
+        return f"needs Windows {windows}, this is {hardware.windows_version}"
+    api = system.get("android_api")
+    if api and hardware.android_api and api > hardware.android_api:
+        return f"needs Android API {api}, this is API {hardware.android_api}"
+    return None

@@ -1,0 +1,137 @@
+"""Scoring and choosing: a vendor runtime on its own vendor's GPU beats OpenVINO on an Intel GPU,
+which beats a generic (WebGPU) runtime on any GPU, which beats a CPU-only runtime. Equal scores
+keep the index's order, a perfect fit ends the search, the index's override variable wins
+outright; a runtime the system is too old for, or whose required libraries are absent, is
+skipped with the reason."""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from ortbundle.payload.loader.hardware import Hardware, too_old
+from ortbundle.payload.loader.index import LoaderError
+from ortbundle.payload.loader.search import Libraries, missing_libraries
+
+VENDOR_LABEL = {"intel": "Intel", "nvidia": "NVIDIA", "amd": "AMD", "qualcomm": "Qualcomm"}
+SCORE_VENDOR, SCORE_INTEL, SCORE_GENERIC, SCORE_CPU = 4, 3, 2, 1
+
+
+def _absent(need: dict[str, Any]) -> str:
+    """'libcudnn.so.9 not found — Install NVIDIA cuDNN 9 for CUDA 13'"""
+    why = f"{need['name']} not found"
+    return f"{why} — {need['install']}" if need.get("install") else f"{why} ({need['group']})"
+
+
+@dataclass
+class Candidate:
+    name: str
+    directory: str
+    score: int  # 0: skipped (why says so)
+    why: str
+    notes: list[str] = field(default_factory=list)  # optional libraries absent, providers
+
+
+@dataclass
+class Decision:
+    runtime: dict[str, Any]
+    score: int
+    why: str
+    overridden: bool
+    candidates: list[Candidate] = field(default_factory=list)
+    problems: list[str] = field(default_factory=list)  # bad fragments, never fatal
+
+    def line(self) -> str:
+        """The settings row: 'Intel GPU · OpenVINO 1.24.1 · runtimes/openvino'."""
+        rt = self.runtime
+        return f"{self.why} · {rt['label']} {rt['ort_version']} · {rt['directory']}"
+
+
+def score(runtime: dict[str, Any], hardware: Hardware) -> tuple[int, str]:
+    fits = runtime.get("fits", {})
+    for vendor in fits.get("gpu_vendors", []):
+        if hardware.usable_vendor(vendor):
+            label = VENDOR_LABEL.get(vendor, vendor)
+            if vendor == "intel":
+                return SCORE_INTEL, f"{label} GPU"
+            return SCORE_VENDOR, f"{label} GPU" if vendor != "qualcomm" else "Qualcomm SoC"
+    if fits.get("any_gpu") and hardware.gpus:
+        return SCORE_GENERIC, "GPU (generic)"
+    return SCORE_CPU, "CPU"
+
+
+def best_possible(hardware: Hardware) -> int:
+    if any(hardware.usable_vendor(v) for v in ("nvidia", "amd", "qualcomm")):
+        return SCORE_VENDOR
+    if hardware.usable_vendor("intel"):
+        return SCORE_INTEL
+    return SCORE_GENERIC if hardware.gpus else SCORE_CPU
+
+
+def choose(
+    index: dict[str, Any],
+    hardware: Hardware,
+    *,
+    stage: Path,
+    env: dict[str, str] | None = None,
+    libraries: Libraries | None = None,
+    skip: dict[str, str] | None = None,
+) -> Decision:
+    """The best runtime for this machine. `libraries`: check each runtime's `requires` (None:
+    do not); `skip`: runtimes already ruled out (name -> why), e.g. by --open."""
+    env = dict(os.environ) if env is None else env
+    skip = skip or {}
+    variable = index.get("override_env", "")
+    override = env.get(variable) if variable else None
+    problems = list(index.get("problems") or [])
+    if override:
+        wanted = Path(override) if Path(override).is_absolute() else stage / override
+        if not wanted.is_dir():
+            raise LoaderError(
+                f"{variable}={override} names no directory; unset it or point it at a runtime "
+                f"directory such as {stage / index['runtimes'][0]['directory']}"
+            )
+        for runtime in index["runtimes"]:
+            if (stage / runtime["directory"]).resolve() == wanted.resolve():
+                return Decision(runtime, 0, f"{variable} override", True, problems=problems)
+        raise LoaderError(
+            f"{variable}={override} is not one of this package's runtimes: "
+            + ", ".join(r["directory"] for r in index["runtimes"])
+        )
+    best: Decision | None = None
+    ceiling = best_possible(hardware)
+    candidates = []
+    skipped = []
+    all_old = True
+    for runtime in index["runtimes"]:
+        old = too_old(runtime, hardware)
+        reason = skip.get(runtime["name"]) or old
+        all_old = all_old and reason is not None and reason == old
+        required, optional = missing_libraries(runtime, libraries, stage) if libraries else ([], [])
+        if reason is None and required:
+            reason = "; ".join(_absent(need) for need in required)
+        if reason is not None:
+            skipped.append(f"{runtime['name']}: {reason}")
+            candidates.append(Candidate(runtime["name"], runtime["directory"], 0, reason))
+            continue
+        points, why = score(runtime, hardware)
+        notes = [f"optional {_absent(need)}" for need in optional]
+        candidates.append(Candidate(runtime["name"], runtime["directory"], points, why, notes))
+        if best is None or points > best.score:  # equal scores keep the search order
+            best = Decision(runtime, points, why, False)
+        if points >= ceiling:
+            break  # a perfect fit ends the search
+    if best is None and skipped:
+        what = (
+            "this system is too old for every runtime of the package"
+            if all_old
+            else "no runtime of the package can run here"
+        )
+        raise LoaderError(f"{what}: " + "; ".join(skipped))
+    if best is None:
+        raise LoaderError("runtimes.json lists no runtime")
+    best.candidates = candidates
+    best.problems = problems
+    return best
