@@ -20,7 +20,7 @@ class Choices:
 
     what: str  # "GPU vendor": how a value is named in an error
     source: (
-        str  # where the list lives, for the reference ("ortbundle/payload/loader/scoring.py VENDOR_LABEL")
+        str  # where the list lives, for the reference ("payload/loader/scoring.py VENDOR_LABEL")
     )
     load: Callable[[], Sequence[str]]
 
