@@ -10,10 +10,10 @@ import pytest
 import requests
 
 from ortbundle._core.errors import FetchError, IntegrityError
+from ortbundle.config.retry import RetryPolicy
 from ortbundle.fetch import download as download_module
 from ortbundle.fetch import http as http_module
 from ortbundle.fetch.download import download, request_with_retries
-from ortbundle.fetch.policy import RetryPolicy
 from tests.helpers.loopback import LoopbackServer, QuietHandler
 
 FAST = RetryPolicy(attempts=2, base_delay=0.01, max_delay=0.02, read_timeout=2.0)

@@ -20,13 +20,13 @@ from rich.console import Console
 from ortbundle._core.errors import ConfigError, FetchError, IntegrityError, OfflineError
 from ortbundle._core.progress import Reporter
 from ortbundle.config.recipes import MavenCoordinates, NpmCoordinates, Source
+from ortbundle.config.retry import RetryPolicy
 from ortbundle.fetch.artifacts import Artifact, Fetcher
 from ortbundle.fetch.cache import Cache
 from ortbundle.fetch.config.maven import MavenRepository, maven_config, mirror_of_covers
 from ortbundle.fetch.config.npm import npm_config
 from ortbundle.fetch.maven import maven_metadata, maven_versions
 from ortbundle.fetch.npm import npm_versions, packument_url, semver_key
-from ortbundle.fetch.policy import RetryPolicy
 from tests.helpers.maven_server import MavenServer
 from tests.helpers.npm_server import NpmServer, make_tarball
 from tests.helpers.wheels import sha256_of

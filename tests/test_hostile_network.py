@@ -24,7 +24,7 @@ import pytest
 
 from ortbundle._core.progress import Reporter
 from ortbundle.cli import CommandFailed, run_build, run_fetch
-from ortbundle.fetch.policy import RetryPolicy
+from ortbundle.config.retry import RetryPolicy
 from ortbundle.pipeline.build import build
 from tests.helpers.faults import (
     FaultServer,

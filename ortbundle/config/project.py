@@ -15,7 +15,7 @@ from pathlib import Path
 
 from ortbundle._core.errors import ConfigError
 from ortbundle._core.locations import ENV_KEY, ENV_KEY_FILE, default_key_path, signing_key_source
-from ortbundle.fetch.policy import RetryPolicy
+from ortbundle.config.retry import RetryPolicy
 
 DEFAULT_PRODUCT = "darkroom"
 TOOL_LICENSE = Path(__file__).resolve().parents[2] / "LICENSE"  # ortbundle's own

@@ -16,9 +16,9 @@ from typing import TYPE_CHECKING
 
 from ortbundle._core.errors import OfflineError, OrtbundleError
 from ortbundle.config.recipes import LocalCoordinates, Source
+from ortbundle.config.retry import RetryPolicy
 from ortbundle.fetch.cache import Cache
 from ortbundle.fetch.config.urls import redact
-from ortbundle.fetch.policy import RetryPolicy
 from ortbundle.fetch.registry import Fetched, Registries
 
 if TYPE_CHECKING:

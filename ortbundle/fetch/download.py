@@ -17,6 +17,7 @@ import requests
 
 from ortbundle._core.errors import FetchError, IntegrityError
 from ortbundle._core.oserrors import writing
+from ortbundle.config.retry import RetryPolicy as RetryPolicy  # re-exported
 from ortbundle.fetch.config.urls import redact
 from ortbundle.fetch.http import CHUNK as CHUNK  # re-exported
 from ortbundle.fetch.http import (
@@ -33,7 +34,6 @@ from ortbundle.fetch.http import RETRY_STATUS as RETRY_STATUS  # re-exported
 from ortbundle.fetch.http import TRANSIENT as TRANSIENT  # re-exported
 from ortbundle.fetch.http import NotFound as NotFound  # re-exported
 from ortbundle.fetch.http import request_with_retries as request_with_retries  # re-exported
-from ortbundle.fetch.policy import RetryPolicy as RetryPolicy  # re-exported
 from ortbundle.fetch.registry import Downloaded as Downloaded  # re-exported
 
 MAX_UNPINNED = 16 << 30  # a download with no pinned size stops here, not when the disk fills

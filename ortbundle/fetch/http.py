@@ -16,8 +16,8 @@ import requests
 import urllib3
 
 from ortbundle._core.errors import FetchError
+from ortbundle.config.retry import RetryPolicy
 from ortbundle.fetch.config.urls import redact
-from ortbundle.fetch.policy import RetryPolicy
 
 USER_AGENT = "ortbundle"
 CHUNK = 1 << 20

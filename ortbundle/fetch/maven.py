@@ -19,12 +19,12 @@ import requests
 from ortbundle._core.errors import FetchError, IntegrityError
 from ortbundle._core.locations import ENV_MAVEN_URL
 from ortbundle.config.recipes import Coordinates, MavenCoordinates
+from ortbundle.config.retry import RetryPolicy
 from ortbundle.fetch.config.maven import MavenRepository
 from ortbundle.fetch.config.urls import redact, split_credentials
 from ortbundle.fetch.config.xmldoc import parse_xml, xml_child, xml_children, xml_text
 from ortbundle.fetch.download import ProgressFn, check_published, download
 from ortbundle.fetch.http import NotFound, exists, request_with_retries
-from ortbundle.fetch.policy import RetryPolicy
 from ortbundle.fetch.registry import Fetched, Location, Published, RegistryBase, _ignore
 
 # The sidecars looked for, in order, with their hex length. Maven Central always has .sha1;

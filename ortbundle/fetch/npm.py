@@ -23,11 +23,11 @@ import requests
 from ortbundle._core.errors import FetchError, IntegrityError
 from ortbundle._core.locations import ENV_NPM_REGISTRY
 from ortbundle.config.recipes import Coordinates, NpmCoordinates
+from ortbundle.config.retry import RetryPolicy
 from ortbundle.fetch.config.npm import NpmConfig
 from ortbundle.fetch.config.urls import redact
 from ortbundle.fetch.download import ProgressFn, check_published, download
 from ortbundle.fetch.http import DIGESTS, NotFound, request_with_retries
-from ortbundle.fetch.policy import RetryPolicy
 from ortbundle.fetch.registry import Fetched, Location, Published, RegistryBase, _ignore
 
 # The abbreviated ("corgi") document is much smaller and carries everything an install needs.

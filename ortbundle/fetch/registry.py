@@ -16,7 +16,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, Generic, Protocol, TypeVar
 
 from ortbundle._core.errors import ConfigError
-from ortbundle.fetch.policy import RetryPolicy
+from ortbundle.config.retry import RetryPolicy
 
 if TYPE_CHECKING:
     import requests

@@ -21,7 +21,7 @@ from ortbundle.fetch.http import request_with_retries
 if TYPE_CHECKING:
     import requests
 
-    from ortbundle.fetch.policy import RetryPolicy
+    from ortbundle.config.retry import RetryPolicy
 
 _TAIL = 64 << 10  # the end of central directory record (and, for most wheels, the directory)
 _TOTAL = re.compile(r"^bytes \d+-\d+/(\d+)$")

@@ -72,7 +72,7 @@ _SCRIPT = textwrap.dedent(
     import json, sys
     from pathlib import Path
     from ortbundle.cli import CommandFailed, run_build
-    from ortbundle.fetch.policy import RetryPolicy
+    from ortbundle.config.retry import RetryPolicy
     from ortbundle.config.plan import BuildOptions
 
     args = json.loads(sys.argv[1])

@@ -186,7 +186,7 @@ _SCRIPT = textwrap.dedent(
     import ortbundle.pipeline.build as b
     import ortbundle.channels.arch as arch
     import ortbundle.pipeline.incremental as incremental
-    from ortbundle.fetch.policy import RetryPolicy
+    from ortbundle.config.retry import RetryPolicy
     from ortbundle._core.progress import plain_reporter
 
     root, index, key, cache, dist, hook, marker = sys.argv[1:8]

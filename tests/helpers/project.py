@@ -7,8 +7,8 @@ import textwrap
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from ortbundle.config.retry import RetryPolicy
 from ortbundle.evidence.signing import generate_keypair, write_public_key, write_secret_key
-from ortbundle.fetch.policy import RetryPolicy
 from ortbundle.pipeline.build import BuildOptions, Project
 from tests.helpers.elf import make_elf
 from tests.helpers.index_server import IndexServer

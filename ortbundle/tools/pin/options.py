@@ -16,7 +16,7 @@ from ortbundle.config.recipes import (
     PypiCoordinates,
     Source,
 )
-from ortbundle.fetch.policy import RetryPolicy
+from ortbundle.config.retry import RetryPolicy
 from ortbundle.fetch.registry import Digests, Published, Registries, Registry
 
 

@@ -22,11 +22,11 @@ from ortbundle._core.fsio import atomic_write
 from ortbundle._core.progress import Reporter
 from ortbundle.config.plan import Project
 from ortbundle.config.recipes import load_recipe
+from ortbundle.config.retry import RetryPolicy
 from ortbundle.config.targets import all_targets, get_target
 from ortbundle.config.vocabulary import NAME_WORD
 from ortbundle.fetch.archives import ZipArchive
 from ortbundle.fetch.cache import Cache, default_cache_dir
-from ortbundle.fetch.policy import RetryPolicy
 from ortbundle.stage.closure import prune
 from ortbundle.tools.pin.options import Lookups, PinOptions
 from ortbundle.tools.scaffold.propose import Proposal, materializer, propose
