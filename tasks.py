@@ -17,21 +17,14 @@ from ortbundle._core.locations import keep_bytecode_in_cache
 
 keep_bytecode_in_cache()  # before the imports below: they are most of a warm build's start-up
 
-from ortbundle.cli import (  # noqa: E402
-    USAGE_EXIT,
-    CommandFailed,
-    run_audit,
-    run_build,
-    run_cache_transfer,
-    run_cache_verify,
-    run_ci_workflow,
-    run_clean,
-    run_fetch,
-    run_keygen,
-    run_pin,
-    run_release,
-    run_verify,
-)
+from ortbundle.cli.build import run_audit, run_build, run_clean, run_fetch  # noqa: E402
+from ortbundle.cli.cache import run_cache_transfer, run_cache_verify  # noqa: E402
+from ortbundle.cli.ci import run_ci_workflow  # noqa: E402
+from ortbundle.cli.common import USAGE_EXIT, CommandFailed  # noqa: E402
+from ortbundle.cli.keygen import run_keygen  # noqa: E402
+from ortbundle.cli.pin import run_pin  # noqa: E402
+from ortbundle.cli.release import run_release  # noqa: E402
+from ortbundle.cli.verify import run_verify  # noqa: E402
 from ortbundle.config.project import DEFAULT_PRODUCT, BuildOptions  # noqa: E402
 
 # One short flag per option name, the same in every task: -p is always --product, and no task
@@ -455,7 +448,7 @@ def smoke(
 ) -> None:
     """Install each built package with its own tool (pacman, the installer under Wine) and run
     every runtime and model it ships; one PASS/FAIL/NOT RUN line per runtime."""
-    from ortbundle.cli import run_smoke
+    from ortbundle.cli.smoke import run_smoke
 
     try:
         run_smoke(
@@ -494,7 +487,7 @@ def new_recipe(
 ) -> None:
     """Scaffold recipes/<name>.toml from a wheel, an AAR or an npm package: pins, roots, drops,
     licence texts; exit 8 when it is written but a choice is left to you."""
-    from ortbundle.cli import run_new_recipe
+    from ortbundle.cli.scaffold import run_new_recipe
     from ortbundle.tools.scaffold import ScaffoldOptions
 
     if not coordinates:  # an option, not a positional: `new-recipe --help` must stay help

@@ -12,7 +12,8 @@ import pytest
 
 from ortbundle._core.locations import ENV_MAVEN_URL, ENV_NPM_REGISTRY
 from ortbundle._core.progress import plain_reporter
-from ortbundle.cli import CommandFailed, run_build
+from ortbundle.cli.build import run_build
+from ortbundle.cli.common import CommandFailed
 from ortbundle.fetch.cache import Cache
 from ortbundle.pipeline.build import build
 from ortbundle.stage.binaries import inspect

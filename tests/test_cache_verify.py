@@ -10,7 +10,9 @@ from pathlib import Path
 import pytest
 
 from ortbundle._core.progress import Reporter
-from ortbundle.cli import CommandFailed, run_build, run_cache_verify
+from ortbundle.cli.build import run_build
+from ortbundle.cli.cache import run_cache_verify
+from ortbundle.cli.common import CommandFailed
 from ortbundle.fetch.cache import Cache
 from ortbundle.pipeline.build import build
 from tests.helpers.project import FakeProject

@@ -23,7 +23,9 @@ from ortbundle._core.errors import DiskError
 from ortbundle._core.faults import ENV as FAULT_ENV
 from ortbundle._core.oserrors import disk_error
 from ortbundle._core.progress import Reporter
-from ortbundle.cli import CommandFailed, run_build, run_keygen
+from ortbundle.cli.build import run_build
+from ortbundle.cli.common import CommandFailed
+from ortbundle.cli.keygen import run_keygen
 from ortbundle.fetch.cache import Cache
 from ortbundle.pipeline.build import build
 from tests.helpers.disks import cli_build, read_only, tmpfs
@@ -256,7 +258,7 @@ def test_a_quota_is_named_with_what_to_free(
 
 @pytest.mark.mounts
 def test_an_audit_report_on_a_read_only_disk_is_named(fake: FakeProject, tmp_path: Path) -> None:
-    from ortbundle.cli import run_audit
+    from ortbundle.cli.build import run_audit
 
     fake.write()
     with read_only(tmp_path / "reports") as reports:

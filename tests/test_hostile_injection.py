@@ -24,7 +24,8 @@ import pefile
 import pytest
 
 from ortbundle._core.progress import Reporter
-from ortbundle.cli import CommandFailed, run_build
+from ortbundle.cli.build import run_build
+from ortbundle.cli.common import CommandFailed
 from ortbundle.pipeline.build import build
 from ortbundle.pipeline.result import BuildResult
 from tests.helpers.elf import make_elf

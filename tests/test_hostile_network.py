@@ -23,7 +23,8 @@ from pathlib import Path
 import pytest
 
 from ortbundle._core.progress import Reporter
-from ortbundle.cli import CommandFailed, run_build, run_fetch
+from ortbundle.cli.build import run_build, run_fetch
+from ortbundle.cli.common import CommandFailed
 from ortbundle.config.retry import RetryPolicy
 from ortbundle.pipeline.build import build
 from tests.helpers.faults import (

@@ -17,7 +17,7 @@ import pytest
 
 from ortbundle._core.progress import Reporter
 from ortbundle._core.publish import STEPS, exchange
-from ortbundle.cli import run_verify
+from ortbundle.cli.verify import run_verify
 from ortbundle.pipeline.build import build
 from ortbundle.stage.staging import scratch_dir
 from tests.helpers.faults import (

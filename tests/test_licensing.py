@@ -11,7 +11,8 @@ from rich.console import Console
 
 from ortbundle._core.errors import ConfigError, LicenseError
 from ortbundle._core.progress import Reporter
-from ortbundle.cli import CommandFailed, run_audit
+from ortbundle.cli.build import run_audit
+from ortbundle.cli.common import CommandFailed
 from ortbundle.licensing.attribution import copyright_lines, normalize_expression
 from ortbundle.licensing.audit import ChannelPolicy, load_policy, print_report
 from ortbundle.pipeline.build import AuditFailed, build

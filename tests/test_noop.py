@@ -15,7 +15,7 @@ import pytest
 from ortbundle._core.locations import default_cache_dir
 from ortbundle._core.memo import _tree_digest
 from ortbundle._core.progress import Reporter
-from ortbundle.cli import run_build
+from ortbundle.cli.build import run_build
 from ortbundle.config.project import BuildOptions
 from ortbundle.pipeline.build import build
 from ortbundle.pipeline.noop import ASKED, NOT_ASKED, input_stats

@@ -13,7 +13,7 @@ from typing import Any
 import jsonschema
 import pytest
 
-from ortbundle.cli import run_build
+from ortbundle.cli.build import run_build
 from ortbundle.evidence.names import SUMMARY_NAME
 from tests.helpers.project import FakeProject
 

@@ -242,7 +242,8 @@ def test_invoke_verify_never_takes_the_key_a_tree_names(
     built: BuildResult, fake: FakeProject, tmp_path: Path
 ) -> None:
     """A tampered tree that renames its product (and brings its own key) is refused."""
-    from ortbundle.cli import CommandFailed, run_verify
+    from ortbundle.cli.common import CommandFailed
+    from ortbundle.cli.verify import run_verify
 
     manifest = built.version_dir / "manifest.json"
     data = json.loads(manifest.read_text())

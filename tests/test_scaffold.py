@@ -12,7 +12,8 @@ import pytest
 from ortbundle._core.errors import ConfigError, FetchError
 from ortbundle._core.locations import ENV_MAVEN_URL, ENV_NPM_REGISTRY
 from ortbundle._core.progress import Reporter
-from ortbundle.cli import CommandFailed, run_new_recipe
+from ortbundle.cli.common import CommandFailed
+from ortbundle.cli.scaffold import run_new_recipe
 from ortbundle.config.plan import BuildOptions, Project
 from ortbundle.pipeline.build import build
 from ortbundle.tools.scaffold import ScaffoldOptions, new_recipe, parse_coordinates

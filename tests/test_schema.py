@@ -11,7 +11,8 @@ import pytest
 import tomlkit
 
 from ortbundle._core.errors import ConfigError
-from ortbundle.cli import CommandFailed, run_build
+from ortbundle.cli.build import run_build
+from ortbundle.cli.common import CommandFailed
 from ortbundle.config.model_recipes import load_model_recipe
 from ortbundle.config.plan import BuildOptions, Project, load_plan
 from ortbundle.config.products import load_product

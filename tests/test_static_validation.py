@@ -8,7 +8,8 @@ from pathlib import Path
 
 import pytest
 
-from ortbundle.cli import CommandFailed, run_build
+from ortbundle.cli.build import run_build
+from ortbundle.cli.common import CommandFailed
 from tests.helpers.project import FakeProject
 
 

@@ -133,9 +133,9 @@ class ArchChannel:
                 **scalars,
                 **arrays,
                 "prefix": prefix,
-                "lib_dirs": _directories(e.dest for e in lib_entries),
+                "lib_dirs": directories_of(e.dest for e in lib_entries),
                 "lib_entries": lib_entries,
-                "share_dirs": _directories(e.dest for e in share_entries),
+                "share_dirs": directories_of(e.dest for e in share_entries),
                 "share_entries": share_entries,
             },
             {"bash": _bash_quote},
@@ -385,24 +385,24 @@ def _layout(files: Sequence[ShippedFile]) -> tuple[list[_Entry], list[_Entry]]:
     lib: list[_Entry] = []
     share: list[_Entry] = []
     for f in sorted(files, key=lambda f: f.path):
-        _check_path(f.path)
+        check_path(f.path)
         if f.link_to is None:
             if f.mode & ~0o777:
                 raise _stage_error(f"has mode {f.mode:o}; only permission bits are shipped", f.path)
             lib.append(_Entry(f.path, f.path, f"{f.mode:03o}", None))
         else:
-            _resolve(f.path, by_path)
+            resolve_link(f.path, by_path)
             lib.append(_Entry(f.path, f.path, "", f.link_to))
         if f.path == _NOTICE or f.path.startswith(f"{_LICENSE_DIR}/"):
             dest = f.path if f.path == _NOTICE else f.path.removeprefix(f"{_LICENSE_DIR}/")
-            share.append(_Entry(_resolve(f.path, by_path), dest, "644", None))
+            share.append(_Entry(resolve_link(f.path, by_path), dest, "644", None))
     if not any(e.dest != _NOTICE for e in share):
         raise _stage_error("has no licence texts", _LICENSE_DIR)
     dests = {e.dest for e in share}
     if len(dests) != len(share):
         raise _stage_error(f"would put two licence files at one path in {_LICENSE_DIR}", _NOTICE)
     for entry in share:
-        if any(parent in dests for parent in _directories([entry.dest])):
+        if any(parent in dests for parent in directories_of([entry.dest])):
             raise _stage_error(f"would put a file and a directory at {entry.dest}", entry.source)
     return lib, share
 
@@ -428,7 +428,7 @@ def _addon_entries(entries: list[_Entry], main: Addon) -> tuple[list[_Entry], tu
     return kept, tuple(notes)
 
 
-def _check_path(path: str) -> None:
+def check_path(path: str) -> None:
     pure = PurePosixPath(path)
     if (
         pure.is_absolute()
@@ -439,7 +439,7 @@ def _check_path(path: str) -> None:
         raise _stage_error("is not a plain relative path", path)
 
 
-def _resolve(path: str, by_path: Mapping[str, ShippedFile]) -> str:
+def resolve_link(path: str, by_path: Mapping[str, ShippedFile]) -> str:
     """Follow symlinks inside the stage to a regular file; anything else is refused."""
     seen: set[str] = set()
     while (shipped := by_path.get(path)) is not None and shipped.link_to is not None:
@@ -462,7 +462,7 @@ def _stage_error(problem: str, path: str) -> OrtbundleError:
     )
 
 
-def _directories(paths: Iterable[str]) -> list[str]:
+def directories_of(paths: Iterable[str]) -> list[str]:
     """Every proper parent directory of `paths`, sorted so parents come first."""
     found: set[str] = set()
     for path in paths:

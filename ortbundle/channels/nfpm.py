@@ -37,7 +37,7 @@ from urllib.parse import urlsplit
 from ortbundle._core.errors import ConfigError, OrtbundleError, PackagingError
 from ortbundle._core.fsio import atomic_write
 from ortbundle.channels import ExternalLibrary, PackageInput, check_staged
-from ortbundle.channels.arch import _check_path, _directories, _resolve
+from ortbundle.channels.arch import check_path, directories_of, resolve_link
 from ortbundle.channels.memo import input_key, memoized
 from ortbundle.config.externals import constraints, snippet
 from ortbundle.config.schema import check_document
@@ -418,12 +418,12 @@ def stage_contents(
     Sources are relative to `out`, where nfpm runs, so nfpm.yaml holds no host path."""
     by_path = {f.path: f for f in package.files}
     entries: list[dict[str, Any]] = [_directory(prefix, package)]
-    entries += [_directory(f"{prefix}/{d}", package) for d in _directories(by_path)]
+    entries += [_directory(f"{prefix}/{d}", package) for d in directories_of(by_path)]
     for shipped in package.files:  # sorted by path
-        _check_path(shipped.path)
+        check_path(shipped.path)
         dest = f"{prefix}/{shipped.path}"
         if shipped.link_to is not None:
-            _resolve(shipped.path, by_path)  # inside the stage, no loop
+            resolve_link(shipped.path, by_path)  # inside the stage, no loop
             entries.append({"src": shipped.link_to, "dst": dest, "type": "symlink"})
             continue
         if shipped.mode & ~0o777:
@@ -459,7 +459,8 @@ def licence_docs(
             fix="rebuild the stage (invoke build) instead of editing it",
         )
     return [
-        Doc(f"{root}/{p}", stage_source(package, out, _resolve(p, by_path)), kind) for p in wanted
+        Doc(f"{root}/{p}", stage_source(package, out, resolve_link(p, by_path)), kind)
+        for p in wanted
     ]
 
 

@@ -138,7 +138,7 @@ class TransferReport:
     rejected: tuple[str, ...]  # files whose bytes do not hash to their name
 
 
-def _blob_names(root: Path) -> list[Path]:
+def blob_names(root: Path) -> list[Path]:
     return sorted(
         p
         for p in (root / "sha256").glob("*/*")
@@ -151,7 +151,7 @@ def export_cache(cache: Cache, dest: Path) -> TransferReport:
     CI can keep with its own cache action or object store."""
     copied, already = [], []
     index: dict[str, dict[str, object]] = {}
-    for blob in _blob_names(cache.root):
+    for blob in blob_names(cache.root):
         entry = cache.get(blob.name)
         if entry is None:
             continue  # altered or half-written: never exported
@@ -177,7 +177,7 @@ def import_cache(cache: Cache, source: Path) -> TransferReport:
     except (OSError, ValueError):
         index = {}
     copied, already, rejected = [], [], []
-    for blob in _blob_names(source):
+    for blob in blob_names(source):
         sha256 = blob.name
         with cache.lock(sha256):
             if cache.get(sha256) is not None:

@@ -11,7 +11,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from ortbundle._core.repairs import Repair, watching
-from ortbundle.fetch.cache import Cache, _blob_names
+from ortbundle.fetch.cache import Cache, blob_names
 
 
 @dataclass(frozen=True)
@@ -26,7 +26,7 @@ def verify_cache(root: Path) -> CacheVerifyReport:
     cache = Cache(root, verify_all=True)  # every entry is re-hashed, trusted or not
     good, unrecorded = [], []
     with watching() as repaired:
-        for sha256 in (p.name for p in _blob_names(root)):
+        for sha256 in (p.name for p in blob_names(root)):
             if cache.get(sha256) is not None:
                 good.append(sha256)
             elif not any(r.expected == sha256 for r in repaired):

@@ -8,8 +8,8 @@ import re
 from ortbundle.config.schema import choices as C
 from ortbundle.config.schema.definitions import FileSchema, Key, Pattern, Table
 from ortbundle.config.schema.inputs import (
-    _GROUP_KEYS,
     ARCH_GROUP,
+    GROUP_KEYS,
     LINUX_GROUP,
     WORD,
     table,
@@ -38,7 +38,7 @@ TARGET_DATA = Table(
             Table(
                 "[[<target>.externals]]",
                 "Libraries a kept file may need that the user's system provides.",
-                _GROUP_KEYS,
+                GROUP_KEYS,
             ),
             "allowed external groups",
             default="[]",

@@ -41,7 +41,7 @@ def tables(name: str, shape: Table, doc: str, required: bool = False, **more: An
 
 # --- externals (CONTRACT §1, §2): the tool's data, a recipe and a product share the group shape
 
-_GROUP_KEYS = (
+GROUP_KEYS = (
     text("group", "the group's name; a product's or recipe's group replaces the tool's", True),
     text("kind", "who provides it on the user's machine", True, choices=C.EXTERNAL_KINDS),
     texts("names", "library file names (globs) the group provides", True, nonempty=True),
@@ -110,7 +110,7 @@ EXTERNALS = Table(
     "ortbundle/data/targets.toml: a group of the same name replaces the tool's, a new one is "
     "added. Precedence: product > recipe > tool data.",
     (
-        *_GROUP_KEYS,
+        *GROUP_KEYS,
         texts("targets", "the targets it applies to", default="every target", choices=C.TARGETS),
         table("arch", ARCH_GROUP, "Arch packages, shaped like a [groups.<g>] of data/arch.toml"),
         table("deb", LINUX_GROUP, "Debian packages, shaped like data/linux-packages.toml"),

@@ -198,7 +198,7 @@ def _confirm_published(
     moves = []
     for s in moved:
         origin = replace(s.origin, version=version)  # type: ignore[arg-type]
-        sha256 = _download_new(s, origin, cache, reporter, ask)
+        sha256 = download_new(s, origin, cache, reporter, ask)
         if version == version_of(s.origin) and sha256 != s.sha256:
             raise IntegrityError(
                 f"source {s.id}: the registry serves {origin.describe()} with sha256 {sha256}, "
@@ -229,7 +229,7 @@ def _confirm_published(
     return tuple(moves)
 
 
-def _download_new(
+def download_new(
     source: Source, origin: Coordinates, cache: Cache, reporter: Reporter, ask: Lookups
 ) -> str:
     """Download `origin` (a version not pinned yet) into the cache, checked against the

@@ -32,7 +32,7 @@ from ortbundle.fetch.artifacts import Fetcher
 from ortbundle.fetch.cache import Cache
 from ortbundle.fetch.index import version_or_none
 from ortbundle.fetch.nested import renest
-from ortbundle.tools.pin.core import _download_new
+from ortbundle.tools.pin.core import download_new
 from ortbundle.tools.pin.options import Lookups
 from ortbundle.tools.pin.select import newest_release
 from ortbundle.tools.pin.wheels import Listed, listed_files, published_sha256
@@ -297,9 +297,9 @@ def _registry(wanted: Wanted, targets: Sequence[str], via: Asking) -> Resolved:
     else:
         origin = NpmCoordinates(wanted.name, version)
     placeholder = Source("aar", origin, "")
-    sha256 = _download_new(placeholder, origin, cache, via.reporter, ask)
+    sha256 = download_new(placeholder, origin, cache, via.reporter, ask)
     entry = cache.get(sha256)
-    assert entry is not None  # _download_new just adopted it
+    assert entry is not None  # download_new just adopted it
     nested: tuple[NestedMember, ...] = ()
     archive = entry.path
     if wanted.kind == "npm":

@@ -1,0 +1,255 @@
+"""invoke build, audit, fetch and clean: a build (or a no-op), its summary and details."""
+
+from __future__ import annotations
+
+import shutil
+import sys
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+from ortbundle._core.fsio import atomic_write
+from ortbundle.cli.common import ROOT, CommandFailed, guard, headline, write_places_of
+from ortbundle.config.project import BuildOptions, Project
+
+if TYPE_CHECKING:
+    from ortbundle._core.progress import Reporter
+    from ortbundle.licensing.audit import ChannelAudit
+    from ortbundle.pipeline.incremental import PreparedBuild
+    from ortbundle.pipeline.result import BuildResult
+
+
+def _build_or_report(
+    project: Project,
+    options: BuildOptions,
+    reporter: Reporter,
+    prepared: PreparedBuild | None = None,
+) -> BuildResult:
+    from ortbundle.licensing.audit import print_report
+    from ortbundle.pipeline.build import AuditFailed, build
+
+    try:
+        return build(project, options, reporter, prepared)
+    except AuditFailed as failed:
+        print_report(reporter.console, failed.audits)
+        raise
+
+
+def run_build(
+    options: BuildOptions,
+    *,
+    root: Path = ROOT,
+    dist: Path | None = None,
+    verbose: bool = False,
+    as_json: bool = False,
+) -> None:
+    """Build, then one summary: concise lines by default, the detail tables with `verbose`, the
+    JSON document (build-summary.json) on stdout with `as_json` (progress then goes to stderr)."""
+    from ortbundle.pipeline.noop import quick_previous
+
+    project = Project.at(root, dist)
+    places = write_places_of(project, options)
+    # nothing moved since the last build: said without planning (ortbundle/pipeline/noop.py)
+    previous = guard(lambda: quick_previous(project, options), places)
+    if previous is not None:
+        _print_up_to_date(previous, verbose=verbose, as_json=as_json)
+        return
+    from ortbundle.pipeline.incremental import prepare_build
+
+    prepared = guard(lambda: prepare_build(project, options), places)
+    if prepared.previous is not None:
+        _print_up_to_date(prepared.previous, verbose=verbose, as_json=as_json)
+        return
+    from ortbundle._core.progress import Reporter
+    from ortbundle._core.repairs import watching
+
+    stream = sys.stderr if as_json else sys.stdout
+    with (
+        Reporter(stream=stream) as reporter,
+        watching(lambda r: reporter.line(r.line())) as repairs,
+    ):
+        reporter.line(_plan_line(prepared, options))
+        result = guard(lambda: _build_or_report(project, options, reporter, prepared), places)
+        if result.up_to_date is not None:  # another build published the same meanwhile
+            _print_up_to_date(result.up_to_date, verbose=verbose, as_json=as_json)
+            return
+        from ortbundle.pipeline.result import summary_document
+        from ortbundle.pipeline.summary import read_summary, summary_lines
+
+        document = read_summary(result.version_dir) or summary_document(
+            result, reporter.phases, options
+        )
+        if verbose:
+            _print_details(reporter, result)
+        from ortbundle.stage.binaries.loads import warning_lines
+
+        found = [
+            (t.target, s.runtime, s.directory, f)
+            for t in result.targets
+            for s in t.runtimes
+            for f in s.closure.load_findings
+        ]
+        for line in warning_lines(found):
+            reporter.line(line)
+        from ortbundle.pipeline.reachable import (
+            warning_lines as never_chosen,  # a runtime no machine gets
+        )
+
+        verdicts = None if options.release else prepared.cache / "outputs" / "reachable"
+        for line in never_chosen([t.stage for t in result.targets], verdicts):
+            reporter.line(line)
+        for line in summary_lines(document):
+            reporter.line(line)
+        if not all(a.passed for a in result.audits):
+            reporter.line("LICENCE AUDIT FAILED: this build is not fit to ship (see above)")
+        if repairs:  # said as found (above), and again where a CI operator reads the summary
+            reporter.line(
+                f"cache: {len(repairs)} entries failed their hash and were fetched again: "
+                + ", ".join(r.path.name[:12] for r in repairs)
+            )
+    if as_json:
+        from ortbundle.pipeline.summary import summary_json
+
+        sys.stdout.write(summary_json(document))
+
+
+def _plan_line(prepared: PreparedBuild, options: BuildOptions) -> str:
+    from ortbundle.fetch.cache import Cache
+    from ortbundle.pipeline.summary import plan_line
+
+    plan = prepared.plan
+    cache = Cache(prepared.cache)
+    wanted = {source.sha256 for _, source in plan.all_sources()}
+    cached = sum(1 for sha256 in wanted if cache.blob_path(sha256).is_file())
+    channels = [c for c in plan.product.channels if not options.channels or c in options.channels]
+    return plan_line(
+        plan.product.name,
+        plan.product.version,
+        plan.targets,
+        plan.product.runtimes,
+        channels,
+        cached,
+        len(wanted),
+    )
+
+
+def _print_details(reporter: Reporter, result: BuildResult) -> None:
+    """--verbose: the tables an auditor or packager reads (sizes, libraries, hints, licences)."""
+    from ortbundle.licensing.audit import coverage_lines, print_report
+    from ortbundle.pipeline.result import externals_lines, size_table
+    from ortbundle.stage.system import summary_lines
+
+    reporter.console.print(size_table(result))
+    details = externals_lines(result)
+    runtimes = [(t.target, [(s.runtime, s) for s in t.runtimes]) for t in result.targets]
+    details += summary_lines(result.plan.product.system, runtimes)
+    for package in result.packages:  # what a packager must know (sizes, tools, next steps)
+        details += [f"{package.channel}: {note}" for note in package.notes]
+    for line in details:
+        reporter.line(line)
+    print_report(reporter.console, _distinct(result.audits))
+    for line in coverage_lines([t.licensing for t in result.targets]):
+        reporter.line(line)
+
+
+def _distinct(audits: tuple[ChannelAudit, ...]) -> list[ChannelAudit]:
+    """One table per verdict: channels that audit the same targets the same way share it."""
+    from dataclasses import replace
+
+    from ortbundle.pipeline.result import audit_groups
+
+    by_channel = {a.channel: a for a in audits}
+    return [
+        replace(by_channel[g["channels"][0]], channel=", ".join(g["channels"]))
+        for g in audit_groups(audits)
+    ]
+
+
+def _print_up_to_date(summary: dict[str, object], *, verbose: bool, as_json: bool) -> None:
+    """A no-op build: the earlier summary, read back from build-summary.json (json only: no
+    rich, no pipeline); without it, the verdicts the build record kept."""
+    from ortbundle._core.progress import terminal_width, wrap
+    from ortbundle.pipeline.summary import read_summary, summary_json, summary_lines
+
+    version_dir = Path(str(summary.get("version_dir", "")))
+    document = read_summary(version_dir)
+    if as_json and document is not None:
+        sys.stdout.write(summary_json({**document, "up_to_date": True, "phases": []}))
+        return
+    out = sys.stderr if as_json else sys.stdout
+    print("up to date: no input and no output changed; nothing was rebuilt", file=out)
+    if document is not None:
+        lines = summary_lines(document, short=not verbose)
+        width = terminal_width(out.isatty())
+        for line in wrap(lines, width) if width else lines:
+            print(line, file=out)
+        return
+    audit = summary.get("audit")
+    for line in audit if isinstance(audit, list) else []:
+        print(line, file=out)
+    print(f"staged: {version_dir}", file=out)
+
+
+def run_audit(
+    options: BuildOptions, *, json_path: Path | None, root: Path = ROOT, dist: Path | None = None
+) -> None:
+    """Stage aside, attribute and audit; publish nothing. The exit code is the gate."""
+    from ortbundle._core.progress import Reporter
+    from ortbundle.licensing.audit import coverage_lines, print_report, report_json
+    from ortbundle.pipeline.build import AuditFailed, build
+
+    project = Project.at(root, dist)
+    with Reporter() as reporter:
+        failure: AuditFailed | None = None
+        try:
+            result = guard(
+                lambda: build(project, options, reporter), write_places_of(project, options)
+            )
+            audits, product = result.audits, result.plan.product
+            licensing = [t.licensing for t in result.targets]
+        except CommandFailed as exc:
+            if not isinstance(exc.__context__, AuditFailed):
+                raise
+            failure = exc.__context__
+            audits, product, licensing = failure.audits, failure.product, failure.licensing
+        print_report(reporter.console, audits)
+        for line in coverage_lines(licensing):
+            reporter.line(line)
+        version_dir = Project.at(root, dist).dist / product.name / product.version
+        out = json_path or version_dir.with_name(f"{product.version}.audit.json")
+        text = report_json(product.name, product.version, audits, licensing)
+
+        def write_report() -> None:
+            out.parent.mkdir(parents=True, exist_ok=True)
+            atomic_write(out, text)
+
+        guard(write_report, {out.parent: "the audit report"})
+        reporter.line(f"audit report: {out}")
+        if failure is not None:
+            raise CommandFailed(headline(failure), failure.exit_code)
+
+
+def run_fetch(options: BuildOptions, *, root: Path = ROOT) -> None:
+    from ortbundle._core.progress import Reporter
+    from ortbundle.pipeline.build import fetch
+
+    project = Project.at(root)
+    with Reporter() as reporter:
+        _plan, artifacts = guard(
+            lambda: fetch(project, options, reporter), write_places_of(project, options)
+        )
+        for sha256, artifact in sorted(artifacts.items(), key=lambda i: i[1].source.filename):
+            source = artifact.source
+            if sha256 == source.sha256:
+                state = "downloaded" if artifact.downloaded else "cached"
+                name = source.filename
+            else:  # an archive inside the download (an AAR in an npm tarball)
+                state = "extracted" if artifact.downloaded else "cached"
+                name = f"{source.filename} → {source.archive_name}"
+            reporter.line(f"{state:10} {sha256[:12]}  {name}")
+
+
+def run_clean(*, root: Path = ROOT, dist: Path | None = None) -> None:
+    target = Project.at(root, dist).dist
+    if target.exists():
+        shutil.rmtree(target)
+    print(f"removed {target}", file=sys.stdout)

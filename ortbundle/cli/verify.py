@@ -1,0 +1,84 @@
+"""invoke verify: check a version tree against its signed manifest."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+from ortbundle._core.errors import IntegrityError, OrtbundleError
+from ortbundle.cli.common import ROOT, USAGE_EXIT, CommandFailed, guard
+from ortbundle.config.project import BuildOptions, Project
+
+if TYPE_CHECKING:
+    pass
+
+
+def run_verify(
+    tree: Path | None,
+    *,
+    manifest: Path | None,
+    target: str | None,
+    public_key: Path | None,
+    allow_unsigned: bool,
+    product: str,
+    root: Path = ROOT,
+) -> None:
+    """Re-hash a tree against the signed manifest; the exit code says whether it matched."""
+    from ortbundle.config.plan import load_plan
+    from ortbundle.evidence.verify import verify_tree
+
+    if tree is None:
+        plan = guard(lambda: load_plan(Project.at(root), BuildOptions(product=product)))
+        tree = Project.at(root).dist / plan.product.name / plan.product.version
+    key_path = public_key
+    if key_path is None:
+        # The key is chosen by the caller (--product), never by the tree being checked: a
+        # tampered manifest must not be able to name the key that "verifies" it.
+        default = Project.at(root).keys / f"{product}.pub"
+        key_path = default if default.is_file() else None
+        claimed = _manifest_product(tree, manifest, target)
+        if claimed is not None and claimed != product:
+            # a usage error (exit 2), not a failed check: no file was hashed yet. Only a product
+            # of this project is suggested: a tampered tree may name anything ("../../evil").
+            known = claimed.isidentifier() or claimed.replace("-", "_").isidentifier()
+            mine = known and (Project.at(root).manifests / f"{claimed}.toml").is_file()
+            hint = f"pass --product {claimed}" if mine else "pass the right --product"
+            raise CommandFailed(
+                f"ortbundle: usage error: the manifest says product {claimed!r}, not "
+                f"{product!r}; {hint} (its key verifies its trees), or --public-key explicitly",
+                USAGE_EXIT,
+            )
+    report = guard(
+        lambda: verify_tree(
+            tree,
+            manifest=manifest,
+            target=target,
+            public_key=key_path,
+            allow_unsigned=allow_unsigned,
+        )
+    )
+    signer = f"signature OK (key {report.signed_by})" if report.signed_by else "UNSIGNED"
+    print(f"{report.tree}: {report.product} {report.version}, {signer}")
+    if report.provenance is not None:
+        print(report.provenance.line())
+    for line in report.lines():
+        print(line)
+    if not report.ok:
+        raise CommandFailed(
+            f"ortbundle: integrity error: {len(report.modified)} modified, "
+            f"{len(report.missing)} missing, {len(report.unexpected)} unexpected "
+            f"(of {report.checked + len(report.missing)} files in the manifest)",
+            IntegrityError.exit_code,
+        )
+    print(f"{report.checked} files match the manifest")
+
+
+def _manifest_product(tree: Path, manifest: Path | None, target: str | None) -> str | None:
+    from ortbundle.evidence.verify import locate_manifest
+
+    try:
+        path, _ = locate_manifest(tree, manifest, target)
+        return str(json.loads(path.read_text("utf-8"))["product"]["name"])
+    except (OrtbundleError, OSError, ValueError, KeyError, TypeError):
+        return None
