@@ -24,7 +24,7 @@ from packaging.utils import (
 )
 from packaging.version import InvalidVersion, Version
 
-from ortbundle._core.errors import FetchError, IntegrityError
+from ortbundle._core.errors import FetchError
 from ortbundle.config.recipes import Coordinates, PypiCoordinates
 from ortbundle.fetch.config.urls import redact
 from ortbundle.fetch.download import ProgressFn, download
@@ -37,6 +37,7 @@ from ortbundle.fetch.registry import (
     RegistryBase,
     _ignore,
 )
+from ortbundle.fetch.trust import Voice, reconcile
 
 ACCEPT = (
     "application/vnd.pypi.simple.v1+json, "
@@ -212,23 +213,14 @@ class PypiRegistry(RegistryBase[PypiCoordinates]):
         """Refuse a published digest other than the pin before downloading anything."""
         coords = self.own(coords)
         found = self.resolve(coords)
-        published = next(iter(found.digests.get("sha256", ())), None)
-        if expected_sha256 is not None and published not in (None, expected_sha256):
-            raise IntegrityError(
-                f"the index publishes sha256 {published} for this file, "
-                f"but the recipe pins {expected_sha256}",
-                file=coords.filename,
-                fix="find out which is right before building; re-pin with `invoke pin` "
-                "only if the upstream release really changed",
-            )
-        wanted = expected_sha256 or published
+        # only the sha256 is checked (as `wanted`, by download): the index's other digests
+        # vouch for nothing
+        reconcile(expected_sha256, found.digests, voice(coords), checks={"sha256"})
+        # unpinned, the bytes must hash to the published sha256 (reconcile refused a wheel
+        # without one); an index lists one value per algorithm
+        wanted = expected_sha256
         if wanted is None:
-            raise IntegrityError(
-                f"the index publishes no sha256 for {coords.filename}; pin does not trust a "
-                "download it cannot check",
-                file=coords.filename,
-                fix="use an index that publishes digests (PEP 503 #sha256= or PEP 691 hashes)",
-            )
+            (wanted,) = found.digests["sha256"]
         _config, session = self.registries.pip()
         done = download(
             session,
@@ -272,6 +264,17 @@ class PypiRegistry(RegistryBase[PypiCoordinates]):
     def is_prerelease(self, version: str) -> bool:
         parsed = version_or_none(version)
         return parsed is None or parsed.is_prerelease
+
+
+def voice(coords: PypiCoordinates) -> Voice:
+    """How an index refuses a pin it contradicts, or an unpinned wheel it lists no sha256 for."""
+    return Voice(
+        file=coords.filename,
+        contradicts="the index publishes sha256 {published} for this file",
+        unvouched=f"the index publishes no sha256 for {coords.filename}",
+        fix="use an index that publishes digests (PEP 503 #sha256= or PEP 691 hashes)",
+        why="it cannot check",
+    )
 
 
 def _host(url: str) -> str:
