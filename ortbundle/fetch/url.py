@@ -10,7 +10,7 @@ from pathlib import Path
 
 from ortbundle.config.recipes import Coordinates, UrlCoordinates
 from ortbundle.fetch.download import ProgressFn, download
-from ortbundle.fetch.http import exists
+from ortbundle.fetch.http import NotFound, exists
 from ortbundle.fetch.registry import (
     Fetched,
     Location,
@@ -42,8 +42,6 @@ class UrlRegistry(RegistryBase[UrlCoordinates]):
 
     def resolve(self, coords: Coordinates) -> Location:
         """The URL itself, once the server says (by a HEAD) that it still has the file."""
-        from ortbundle.fetch.http import NotFound
-
         coords = self.own(coords)
         _config, session = self.registries.pip()
         if not exists(session, coords.url, self.policy, what=coords.filename):
