@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import hashlib
 import time
-from collections.abc import Callable, Collection, Mapping
+from collections.abc import Collection, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -36,10 +36,10 @@ from ortbundle.fetch.http import NotFound as NotFound  # re-exported
 from ortbundle.fetch.http import request_with_retries as request_with_retries  # re-exported
 from ortbundle.fetch.policy import RetryPolicy as RetryPolicy  # re-exported
 from ortbundle.fetch.registry import Downloaded as Downloaded  # re-exported
+from ortbundle.fetch.registry import ProgressFn as ProgressFn  # re-exported
 
 MAX_UNPINNED = 16 << 30  # a download with no pinned size stops here, not when the disk fills
 
-ProgressFn = Callable[[int, int | None], None]  # (bytes so far, total or None)
 _MIRROR_FIX = "the mirror serves a different file; fix the mirror or the pin"
 
 

@@ -9,7 +9,6 @@ from __future__ import annotations
 import json
 import threading
 from collections.abc import Callable
-from dataclasses import dataclass
 from html.parser import HTMLParser
 from pathlib import Path
 from typing import Any
@@ -31,6 +30,7 @@ from ortbundle.fetch.download import ProgressFn, download
 from ortbundle.fetch.http import NotFound, request_with_retries
 from ortbundle.fetch.registry import (
     Fetched,
+    IndexFile,
     Location,
     Published,
     Registries,
@@ -43,15 +43,6 @@ ACCEPT = (
     "application/vnd.pypi.simple.v1+json, "
     "application/vnd.pypi.simple.v1+html;q=0.2, text/html;q=0.01"
 )
-
-
-@dataclass(frozen=True)
-class IndexFile:
-    filename: str
-    url: str
-    hashes: dict[str, str]
-    yanked: bool = False  # PEP 592: `yanked` in JSON, `data-yanked` on an HTML anchor
-    size: int | None = None  # PEP 700, when the index publishes it
 
 
 class _AnchorParser(HTMLParser):

@@ -15,7 +15,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Generic, Protocol, TypeVar
 
-from ortbundle._core.errors import ConfigError
+from ortbundle._core.errors import ConfigError, FetchError
 from ortbundle.fetch.policy import RetryPolicy
 
 if TYPE_CHECKING:
@@ -25,11 +25,25 @@ if TYPE_CHECKING:
     from ortbundle.fetch.config.maven import MavenConfig
     from ortbundle.fetch.config.npm import NpmConfig
     from ortbundle.fetch.config.pip import IndexConfig
-    from ortbundle.fetch.download import ProgressFn
-    from ortbundle.fetch.index import IndexFile
 
 T = TypeVar("T")
 Digests = Mapping[str, frozenset[str]]  # algorithm → the hex values a registry accepts for it
+ProgressFn = Callable[[int, int | None], None]  # (bytes so far, total or None)
+
+
+class NotFound(FetchError):
+    """HTTP 404/410: the file is not at this URL (another repository may still have it)."""
+
+
+@dataclass(frozen=True)
+class IndexFile:
+    """A file a PyPI index lists (index.py reads the pages): `Published.files` carries them."""
+
+    filename: str
+    url: str
+    hashes: dict[str, str]
+    yanked: bool = False  # PEP 592: `yanked` in JSON, `data-yanked` on an HTML anchor
+    size: int | None = None  # PEP 700, when the index publishes it
 
 
 @dataclass(frozen=True)
@@ -133,8 +147,6 @@ class RegistryBase(Generic[C]):
 
     def absent(self) -> tuple[type[Exception], ...]:
         """What `resolve` raises when the registry does not have the file."""
-        from ortbundle.fetch.http import NotFound
-
         return (NotFound,)
 
     def published_digests(self, coords: Coordinates) -> Digests | None:
