@@ -21,7 +21,7 @@ from ortbundle.fetch.policy import RetryPolicy
 if TYPE_CHECKING:
     import requests
 
-    from ortbundle.config.recipes import Coordinates
+    from ortbundle.config.recipes import Coordinates, Source
     from ortbundle.fetch.config.maven import MavenConfig
     from ortbundle.fetch.config.npm import NpmConfig
     from ortbundle.fetch.config.pip import IndexConfig
@@ -75,6 +75,18 @@ class Downloaded:
 class Fetched:
     url: str  # the URL that served the bytes (credentials never in it)
     downloaded: Downloaded
+
+
+@dataclass(frozen=True)
+class Artifact:
+    """A verified upstream file on local disk: what the Fetcher (artifacts.py) hands a build,
+    and what nested.py unpacks an inner archive from and into."""
+
+    source: Source
+    path: Path
+    url: str
+    size: int
+    downloaded: bool  # False when the cache already held it
 
 
 def _ignore(_message: str) -> None:
