@@ -15,12 +15,13 @@ from typing import TYPE_CHECKING
 
 from ortbundle._core.errors import OfflineError, OrtbundleError
 from ortbundle.config.recipes import LocalCoordinates, Source
+from ortbundle.fetch import Registries
 from ortbundle.fetch.cache import Cache
 from ortbundle.fetch.config.urls import redact
 from ortbundle.fetch.nested import unnest
 from ortbundle.fetch.policy import RetryPolicy
 from ortbundle.fetch.registry import Artifact as Artifact  # re-exported: builds take it from here
-from ortbundle.fetch.registry import Fetched, ProgressFn, Registries
+from ortbundle.fetch.registry import Fetched, ProgressFn
 
 if TYPE_CHECKING:
     from ortbundle._core.progress import Reporter

@@ -33,8 +33,8 @@ from ortbundle.fetch.registry import (
     IndexFile,
     Location,
     Published,
-    Registries,
     RegistryBase,
+    Sources,
     _ignore,
 )
 from ortbundle.fetch.trust import Voice, reconcile
@@ -132,7 +132,7 @@ class PypiRegistry(RegistryBase[PypiCoordinates]):
     describes = "a PyPI file"
     kind = "pypi"
 
-    def __init__(self, registries: Registries) -> None:
+    def __init__(self, registries: Sources) -> None:
         super().__init__(registries)
         self._lock = threading.Lock()
         self._published: dict[str, Published | None] = {}

@@ -16,8 +16,9 @@ from ortbundle.config.recipes import (
     PypiCoordinates,
     Source,
 )
+from ortbundle.fetch import Registries
 from ortbundle.fetch.policy import RetryPolicy
-from ortbundle.fetch.registry import Digests, Published, Registries, Registry
+from ortbundle.fetch.registry import Digests, Published, Registry
 
 
 @dataclass(frozen=True)
