@@ -10,36 +10,26 @@ from __future__ import annotations
 from collections.abc import Iterable, Iterator, Mapping
 from concurrent.futures import ThreadPoolExecutor
 from contextlib import contextmanager
-from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
 
 from ortbundle._core.errors import OfflineError, OrtbundleError
 from ortbundle.config.recipes import LocalCoordinates, Source
 from ortbundle.config.retry import RetryPolicy
+from ortbundle.fetch import Registries
 from ortbundle.fetch.cache import Cache
 from ortbundle.fetch.config.urls import redact
-from ortbundle.fetch.registry import Fetched, Registries
+from ortbundle.fetch.nested import unnest
+from ortbundle.fetch.registry import Artifact as Artifact  # re-exported: builds take it from here
+from ortbundle.fetch.registry import Fetched, ProgressFn
 
 if TYPE_CHECKING:
     from ortbundle._core.progress import Reporter
-    from ortbundle.fetch.download import ProgressFn
 
 # The HTTP stack (requests, urllib3, the index, Maven, npm and download code) is imported only
 # when an artifact is missing from the cache (Registries makes a registry on first use): a warm
 # build never pays for it. So is each ecosystem's configuration: a build of wheels alone never
 # reads settings.xml or asks npm.
-
-
-@dataclass(frozen=True)
-class Artifact:
-    """A verified upstream file on local disk."""
-
-    source: Source
-    path: Path
-    url: str
-    size: int
-    downloaded: bool  # False when the cache already held it
 
 
 class Fetcher:
@@ -144,7 +134,5 @@ class Fetcher:
         outer = self.fetch(source, component=component)
         if not source.nested:
             return [(source.sha256, outer)]
-        from ortbundle.fetch.nested import unnest  # tarfile: only for a nested source
-
         inner = unnest(self.cache, outer, component=component)
         return [(source.sha256, outer), (source.archive_sha256, inner)]

@@ -10,7 +10,8 @@ from __future__ import annotations
 
 import hashlib
 import time
-from collections.abc import Callable, Collection, Mapping
+from collections.abc import Collection, Mapping
+from dataclasses import dataclass
 from pathlib import Path
 
 import requests
@@ -35,10 +36,10 @@ from ortbundle.fetch.http import TRANSIENT as TRANSIENT  # re-exported
 from ortbundle.fetch.http import NotFound as NotFound  # re-exported
 from ortbundle.fetch.http import request_with_retries as request_with_retries  # re-exported
 from ortbundle.fetch.registry import Downloaded as Downloaded  # re-exported
+from ortbundle.fetch.registry import ProgressFn as ProgressFn  # re-exported
 
 MAX_UNPINNED = 16 << 30  # a download with no pinned size stops here, not when the disk fills
 
-ProgressFn = Callable[[int, int | None], None]  # (bytes so far, total or None)
 _MIRROR_FIX = "the mirror serves a different file; fix the mirror or the pin"
 
 
@@ -91,6 +92,63 @@ def _hash_prefix(path: Path, extra: Collection[str]) -> tuple[_Hashes, int]:
     return hashes, size
 
 
+@dataclass
+class _Partial:
+    """The partial file as far as this call has it: its length, and the digests of every byte in
+    it. What an earlier build left is hashed once; from then on the digests follow every write,
+    so a retry resumes without reading the file again."""
+
+    path: Path
+    extra: Collection[str]  # the digests asked for besides the SHA-256
+    hashes: _Hashes
+    have: int = 0
+    stale: bool = False  # bytes from an earlier build, never verified
+
+    @classmethod
+    def resume(
+        cls, path: Path, extra: Collection[str], *, pinned: bool, expected_size: int | None
+    ) -> _Partial:
+        """What an earlier build left, hashed. Nothing for a file not pinned yet (bytes of unknown
+        provenance prove nothing), nor when it is already longer than the pinned size."""
+        path.parent.mkdir(parents=True, exist_ok=True)
+        if not pinned:
+            path.unlink(missing_ok=True)
+        hashes, have = _hash_prefix(path, extra) if path.exists() else (_Hashes(extra), 0)
+        state = cls(path, extra, hashes, have)
+        if expected_size is not None and state.have > expected_size:
+            path.unlink()
+            state.restart()
+        state.stale = state.have > 0
+        return state
+
+    def restart(self) -> None:
+        """From byte 0: the next attempt writes the file anew."""
+        self.hashes, self.have, self.stale = _Hashes(self.extra), 0, False
+
+
+@dataclass(frozen=True)
+class _Job:
+    """What stays the same over one download's attempts."""
+
+    session: requests.Session
+    url: str
+    headers: Mapping[str, str]  # with every request (credentials: never logged)
+    policy: RetryPolicy
+    what: str
+    expected_size: int | None
+    limit: int  # the most bytes taken: the pinned size, else MAX_UNPINNED
+    deadline: float  # time.monotonic() by which all attempts together must be done
+    progress: ProgressFn | None
+
+
+@dataclass(frozen=True)
+class _Retry:
+    """Why an attempt did not finish, and the wait the server asked for (None: the backoff)."""
+
+    failure: str
+    wait: float | None = None
+
+
 def download(
     session: requests.Session,
     url: str,
@@ -111,107 +169,24 @@ def download(
     `sha256=None` is for a file not pinned yet (`invoke pin`): nothing is resumed, since bytes of
     unknown provenance prove nothing, and the caller checks what the registry publishes.
     """
-    partial.parent.mkdir(parents=True, exist_ok=True)
-    if sha256 is None:
-        partial.unlink(missing_ok=True)
-    failure = ""
-    # Hash what an earlier build left once; from then on the digests follow every write, so a
-    # retry inside this call resumes without reading the partial file again.
-    digest, have = _hash_prefix(partial, digests) if partial.exists() else (_Hashes(digests), 0)
-    if expected_size is not None and have > expected_size:
-        partial.unlink()
-        digest, have = _Hashes(digests), 0
-    resumed_stale = have > 0  # bytes from an earlier build, never verified
-    limit = expected_size if expected_size is not None else MAX_UNPINNED
-    deadline = time.monotonic() + policy.deadline
-    for attempt in range(policy.attempts):
-        sent = dict(headers or {})
-        if have:
-            sent["Range"] = f"bytes={have}-"
-        try:
-            with session.get(url, headers=sent, stream=True, timeout=policy.timeout) as resp:
-                check_scheme(url, resp, what)
-                status = resp.status_code
-                if status == 416 and have:
-                    # Nothing left to send: the partial is either whole or wrong; the hash says.
-                    break
-                if status in RETRY_STATUS:
-                    failure = f"HTTP {status}"
-                    time.sleep(policy.delay(attempt, retry_after(resp)))
-                    continue
-                if status >= 400:
-                    error = NotFound if status in NOT_FOUND_STATUS else FetchError
-                    raise error(
-                        f"{what}: HTTP {status}",
-                        file=redact(url),
-                        fix=CREDENTIALS_FIX
-                        if status in (401, 403)
-                        else "the artifact is not at this URL; check the pin and the index",
-                    )
-                if status == 200 and have:
-                    digest, have = _Hashes(digests), 0  # the server ignored Range: start over
-                    resumed_stale = False
-                length = resp.headers.get("Content-Length")
-                total = have + int(length) if length and length.isdigit() else None
-                if expected_size is not None and total is not None and total > expected_size:
-                    raise IntegrityError(
-                        f"{what}: the server announces {total} bytes, the pin says {expected_size}",
-                        file=redact(url),
-                        fix=_MIRROR_FIX,
-                    )
-                need = None if total is None else total - have  # for a full disk's message
-                with writing(f"the download of {what}", partial, need=need):
-                    out = partial.open("ab" if have else "wb")
-                with out:  # each read reaches the file before the next one
-                    for chunk in chunks(resp):
-                        have += len(chunk)
-                        if have > limit:
-                            raise IntegrityError(
-                                f"{what}: more bytes than the pinned size {expected_size}"
-                                if expected_size is not None
-                                else f"{what}: more than {limit >> 30} GiB and still sending",
-                                file=redact(url),
-                                fix=_MIRROR_FIX,
-                            )
-                        if time.monotonic() > deadline:
-                            raise FetchError(
-                                f"{what}: still downloading after {policy.deadline:.0f} s "
-                                f"({have} bytes); {have} bytes kept for resuming",
-                                file=redact(url),
-                                fix="the server is too slow: build again to resume, or use a "
-                                "nearer mirror",
-                            )
-                        with writing(f"the download of {what}", partial, need=need):
-                            out.write(chunk)
-                        digest.update(chunk)
-                        if progress is not None:
-                            progress(have, total)
-                if total is None and expected_size is not None:
-                    total = expected_size  # no Content-Length: the pin still says how long
-                if total is not None and have < total:
-                    failure = f"body ended at {have} of {total} bytes"
-                    time.sleep(policy.delay(attempt))
-                    continue
-        except TRANSIENT as exc:
-            failure = f"{type(exc).__name__} after {have} bytes"
-            time.sleep(policy.delay(attempt))
-            continue
-        except IntegrityError:
-            partial.unlink(missing_ok=True)
-            raise
-        except requests.RequestException as exc:
-            raise unusable(exc, what, url) from None
-        break
-    else:
-        raise FetchError(
-            f"{what}: gave up after {policy.attempts} attempts ({failure}); "
-            f"{partial.stat().st_size if partial.exists() else 0} bytes kept for resuming",
-            file=redact(url),
-            fix="build again to resume, or check the network or the mirror",
-        )
-    # `digest` covers the resumed prefix and every byte written since: no second read.
-    actual = digest.sha256_hex()
-    if actual != sha256 and resumed_stale:
+    state = _Partial.resume(
+        partial, digests, pinned=sha256 is not None, expected_size=expected_size
+    )
+    job = _Job(
+        session,
+        url,
+        headers or {},
+        policy,
+        what,
+        expected_size,
+        limit=expected_size if expected_size is not None else MAX_UNPINNED,
+        deadline=time.monotonic() + policy.deadline,
+        progress=progress,
+    )
+    _attempts(job, state)
+    # `state.hashes` covers the resumed prefix and every byte written since: no second read.
+    actual = state.hashes.sha256_hex()
+    if actual != sha256 and state.stale:
         # An earlier build left bytes that were never verified (a captive portal, another
         # file): they are not evidence against the server. Start over, once, from byte 0.
         partial.unlink(missing_ok=True)
@@ -227,15 +202,129 @@ def download(
             headers=headers,
             digests=digests,
         )
-    if sha256 is not None and actual != sha256:
-        partial.unlink(missing_ok=True)
+    return _verified(job, state, actual, sha256)
+
+
+def _attempts(job: _Job, state: _Partial) -> None:
+    """Attempt until the file is complete, backing off between attempts; bytes proven wrong are
+    deleted, the rest kept for the next attempt (and the next build)."""
+    failure = ""
+    for attempt in range(job.policy.attempts):
+        try:
+            retry = _attempt(job, state)
+        except TRANSIENT as exc:
+            retry = _Retry(f"{type(exc).__name__} after {state.have} bytes")
+        except IntegrityError:
+            state.path.unlink(missing_ok=True)
+            raise
+        except requests.RequestException as exc:
+            raise unusable(exc, job.what, job.url) from None
+        if retry is None:
+            return
+        failure = retry.failure
+        time.sleep(job.policy.delay(attempt, retry.wait))
+    partial = state.path
+    raise FetchError(
+        f"{job.what}: gave up after {job.policy.attempts} attempts ({failure}); "
+        f"{partial.stat().st_size if partial.exists() else 0} bytes kept for resuming",
+        file=redact(job.url),
+        fix="build again to resume, or check the network or the mirror",
+    )
+
+
+def _attempt(job: _Job, state: _Partial) -> _Retry | None:
+    """One request, resuming at `state.have`: None when there is nothing more to fetch, a _Retry
+    when the server or a short body says to try again; an answer no retry can fix raises."""
+    sent = dict(job.headers)
+    if state.have:
+        sent["Range"] = f"bytes={state.have}-"
+    with job.session.get(job.url, headers=sent, stream=True, timeout=job.policy.timeout) as resp:
+        check_scheme(job.url, resp, job.what)
+        status = resp.status_code
+        if status == 416 and state.have:
+            # Nothing left to send: the partial is either whole or wrong; the hash says.
+            return None
+        if status in RETRY_STATUS:
+            return _Retry(f"HTTP {status}", retry_after(resp))
+        if status >= 400:
+            error = NotFound if status in NOT_FOUND_STATUS else FetchError
+            raise error(
+                f"{job.what}: HTTP {status}",
+                file=redact(job.url),
+                fix=CREDENTIALS_FIX
+                if status in (401, 403)
+                else "the artifact is not at this URL; check the pin and the index",
+            )
+        if status == 200 and state.have:
+            state.restart()  # the server ignored Range: start over
+        total = _announced(job, resp, state.have)
+        _stream(job, resp, state, total)
+        if total is None and job.expected_size is not None:
+            total = job.expected_size  # no Content-Length: the pin still says how long
+        if total is not None and state.have < total:
+            return _Retry(f"body ended at {state.have} of {total} bytes")
+    return None
+
+
+def _announced(job: _Job, resp: requests.Response, have: int) -> int | None:
+    """The whole file's length by the response's Content-Length; refused if over the pin."""
+    length = resp.headers.get("Content-Length")
+    total = have + int(length) if length and length.isdigit() else None
+    if job.expected_size is not None and total is not None and total > job.expected_size:
         raise IntegrityError(
-            f"{what}: downloaded sha256 {actual} does not match the pin {sha256} "
-            f"({have} bytes); nothing was cached",
-            file=redact(url),
+            f"{job.what}: the server announces {total} bytes, the pin says {job.expected_size}",
+            file=redact(job.url),
+            fix=_MIRROR_FIX,
+        )
+    return total
+
+
+def _stream(job: _Job, resp: requests.Response, state: _Partial, total: int | None) -> None:
+    """The body into the partial file and its digests. Each read reaches the file before the
+    next one, so a killed build keeps every byte that arrived; past the size limit or the
+    deadline it stops."""
+    need = None if total is None else total - state.have  # for a full disk's message
+    with writing(f"the download of {job.what}", state.path, need=need):
+        out = state.path.open("ab" if state.have else "wb")
+    with out:
+        for chunk in chunks(resp):
+            state.have += len(chunk)
+            if state.have > job.limit:
+                raise IntegrityError(
+                    f"{job.what}: more bytes than the pinned size {job.expected_size}"
+                    if job.expected_size is not None
+                    else f"{job.what}: more than {job.limit >> 30} GiB and still sending",
+                    file=redact(job.url),
+                    fix=_MIRROR_FIX,
+                )
+            if time.monotonic() > job.deadline:
+                raise FetchError(
+                    f"{job.what}: still downloading after {job.policy.deadline:.0f} s "
+                    f"({state.have} bytes); {state.have} bytes kept for resuming",
+                    file=redact(job.url),
+                    fix="the server is too slow: build again to resume, or use a nearer mirror",
+                )
+            with writing(f"the download of {job.what}", state.path, need=need):
+                out.write(chunk)
+            state.hashes.update(chunk)
+            if job.progress is not None:
+                job.progress(state.have, total)
+
+
+def _verified(job: _Job, state: _Partial, actual: str, sha256: str | None) -> Downloaded:
+    """The downloaded file, if its SHA-256 is the pin's (any, when not pinned yet); else it is
+    deleted and refused."""
+    if sha256 is not None and actual != sha256:
+        state.path.unlink(missing_ok=True)
+        raise IntegrityError(
+            f"{job.what}: downloaded sha256 {actual} does not match the pin {sha256} "
+            f"({state.have} bytes); nothing was cached",
+            file=redact(job.url),
             fix="the upstream or mirror serves different bytes; do not re-pin unless you know why",
         )
-    return Downloaded(path=partial, size=have, sha256=actual, digests=digest.hexdigests())
+    return Downloaded(
+        path=state.path, size=state.have, sha256=actual, digests=state.hashes.hexdigests()
+    )
 
 
 def check_published(

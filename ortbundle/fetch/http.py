@@ -18,6 +18,7 @@ import urllib3
 from ortbundle._core.errors import FetchError
 from ortbundle.config.retry import RetryPolicy
 from ortbundle.fetch.config.urls import redact
+from ortbundle.fetch.registry import NotFound as NotFound  # re-exported: raised here
 
 USER_AGENT = "ortbundle"
 CHUNK = 1 << 20
@@ -46,10 +47,6 @@ def new_session(cert: str | None = None) -> requests.Session:
     if cert:
         session.verify = cert
     return session
-
-
-class NotFound(FetchError):
-    """HTTP 404/410: the file is not at this URL (another repository may still have it)."""
 
 
 def retry_after(response: requests.Response) -> float | None:

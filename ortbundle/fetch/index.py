@@ -9,7 +9,6 @@ from __future__ import annotations
 import json
 import threading
 from collections.abc import Callable
-from dataclasses import dataclass
 from html.parser import HTMLParser
 from pathlib import Path
 from typing import Any
@@ -24,33 +23,26 @@ from packaging.utils import (
 )
 from packaging.version import InvalidVersion, Version
 
-from ortbundle._core.errors import FetchError, IntegrityError
+from ortbundle._core.errors import FetchError
 from ortbundle.config.recipes import Coordinates, PypiCoordinates
 from ortbundle.fetch.config.urls import redact
 from ortbundle.fetch.download import ProgressFn, download
 from ortbundle.fetch.http import NotFound, request_with_retries
 from ortbundle.fetch.registry import (
     Fetched,
+    IndexFile,
     Location,
     Published,
-    Registries,
     RegistryBase,
+    Sources,
     _ignore,
 )
+from ortbundle.fetch.trust import Voice, reconcile
 
 ACCEPT = (
     "application/vnd.pypi.simple.v1+json, "
     "application/vnd.pypi.simple.v1+html;q=0.2, text/html;q=0.01"
 )
-
-
-@dataclass(frozen=True)
-class IndexFile:
-    filename: str
-    url: str
-    hashes: dict[str, str]
-    yanked: bool = False  # PEP 592: `yanked` in JSON, `data-yanked` on an HTML anchor
-    size: int | None = None  # PEP 700, when the index publishes it
 
 
 class _AnchorParser(HTMLParser):
@@ -140,7 +132,7 @@ class PypiRegistry(RegistryBase[PypiCoordinates]):
     describes = "a PyPI file"
     kind = "pypi"
 
-    def __init__(self, registries: Registries) -> None:
+    def __init__(self, registries: Sources) -> None:
         super().__init__(registries)
         self._lock = threading.Lock()
         self._published: dict[str, Published | None] = {}
@@ -212,23 +204,14 @@ class PypiRegistry(RegistryBase[PypiCoordinates]):
         """Refuse a published digest other than the pin before downloading anything."""
         coords = self.own(coords)
         found = self.resolve(coords)
-        published = next(iter(found.digests.get("sha256", ())), None)
-        if expected_sha256 is not None and published not in (None, expected_sha256):
-            raise IntegrityError(
-                f"the index publishes sha256 {published} for this file, "
-                f"but the recipe pins {expected_sha256}",
-                file=coords.filename,
-                fix="find out which is right before building; re-pin with `invoke pin` "
-                "only if the upstream release really changed",
-            )
-        wanted = expected_sha256 or published
+        # only the sha256 is checked (as `wanted`, by download): the index's other digests
+        # vouch for nothing
+        reconcile(expected_sha256, found.digests, voice(coords), checks={"sha256"})
+        # unpinned, the bytes must hash to the published sha256 (reconcile refused a wheel
+        # without one); an index lists one value per algorithm
+        wanted = expected_sha256
         if wanted is None:
-            raise IntegrityError(
-                f"the index publishes no sha256 for {coords.filename}; pin does not trust a "
-                "download it cannot check",
-                file=coords.filename,
-                fix="use an index that publishes digests (PEP 503 #sha256= or PEP 691 hashes)",
-            )
+            (wanted,) = found.digests["sha256"]
         _config, session = self.registries.pip()
         done = download(
             session,
@@ -272,6 +255,17 @@ class PypiRegistry(RegistryBase[PypiCoordinates]):
     def is_prerelease(self, version: str) -> bool:
         parsed = version_or_none(version)
         return parsed is None or parsed.is_prerelease
+
+
+def voice(coords: PypiCoordinates) -> Voice:
+    """How an index refuses a pin it contradicts, or an unpinned wheel it lists no sha256 for."""
+    return Voice(
+        file=coords.filename,
+        contradicts="the index publishes sha256 {published} for this file",
+        unvouched=f"the index publishes no sha256 for {coords.filename}",
+        fix="use an index that publishes digests (PEP 503 #sha256= or PEP 691 hashes)",
+        why="it cannot check",
+    )
 
 
 def _host(url: str) -> str:

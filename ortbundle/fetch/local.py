@@ -5,7 +5,6 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from pathlib import Path
-from typing import TYPE_CHECKING
 
 from ortbundle._core.errors import ConfigError, FetchError, IntegrityError
 from ortbundle._core.fsio import sha256_file
@@ -16,12 +15,10 @@ from ortbundle.fetch.registry import (
     Downloaded,
     Fetched,
     Location,
+    ProgressFn,
     RegistryBase,
     _ignore,
 )
-
-if TYPE_CHECKING:
-    from ortbundle.fetch.download import ProgressFn
 
 
 class _Missing(FetchError):

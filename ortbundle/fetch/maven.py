@@ -16,7 +16,7 @@ from pathlib import Path
 
 import requests
 
-from ortbundle._core.errors import FetchError, IntegrityError
+from ortbundle._core.errors import FetchError
 from ortbundle._core.locations import ENV_MAVEN_URL
 from ortbundle.config.recipes import Coordinates, MavenCoordinates
 from ortbundle.config.retry import RetryPolicy
@@ -26,6 +26,7 @@ from ortbundle.fetch.config.xmldoc import parse_xml, xml_child, xml_children, xm
 from ortbundle.fetch.download import ProgressFn, check_published, download
 from ortbundle.fetch.http import NotFound, exists, request_with_retries
 from ortbundle.fetch.registry import Fetched, Location, Published, RegistryBase, _ignore
+from ortbundle.fetch.trust import Voice, only_the_pin, reconcile
 
 # The sidecars looked for, in order, with their hex length. Maven Central always has .sha1;
 # .sha256 is optional, and only consulted when .sha1 is missing.
@@ -207,6 +208,26 @@ def is_prerelease(version: str) -> bool:
     return "snapshot" in rest or any(w in _PRE_WORDS for w in words)
 
 
+def repository_voice(url: str) -> Voice:
+    """How one repository refuses a pin its .sha256 sidecar contradicts. An unpinned file it has
+    no sidecar for is not refused here: the next repository may have one."""
+    return Voice(
+        file=redact(url),
+        contradicts="the repository publishes sha256 {published} for this file",
+    )
+
+
+def unvouched_voice(coords: MavenCoordinates, looked: Sequence[str]) -> Voice:
+    """How an unpinned artifact is refused once no repository served it with a sidecar."""
+    return Voice(
+        file=coords.filename,
+        unvouched=f"{coords.describe()}: no configured repository publishes it with a digest "
+        f"({'; '.join(looked)})",
+        fix="check the version (is it in maven-metadata.xml?) or the repository",
+        refused=FetchError,
+    )
+
+
 # --- the registry ------------------------------------------------------------------------------
 
 
@@ -263,17 +284,11 @@ class MavenRegistry(RegistryBase[MavenCoordinates]):
         for repository in config.repositories:
             url = artifact_url(repository.url, coords)
             sidecar = sidecar_digest(session, url, repository, self.policy, what)
-            if sidecar is None and expected_sha256 is None:
+            published = {sidecar[0]: frozenset({sidecar[1]})} if sidecar else {}
+            vouching = reconcile(expected_sha256, published, repository_voice(url))
+            if vouching is None:  # not pinned, and this repository has no sidecar for it
                 looked.append(f"{repository.origin}: no .sha1 or .sha256 for it")
                 continue
-            if sidecar and sidecar[0] == "sha256" and sidecar[1] != (expected_sha256 or sidecar[1]):
-                raise IntegrityError(
-                    f"the repository publishes sha256 {sidecar[1]} for this file, "
-                    f"but the recipe pins {expected_sha256}",
-                    file=redact(url),
-                    fix="find out which is right before building; re-pin with `invoke pin` "
-                    "only if the upstream release really changed",
-                )
             try:
                 done = download(
                     session,
@@ -285,7 +300,7 @@ class MavenRegistry(RegistryBase[MavenCoordinates]):
                     what=what,
                     progress=progress,
                     headers=repository.headers,
-                    digests=(sidecar[0],) if sidecar else (),
+                    digests=tuple(vouching),
                 )
             except NotFound:
                 looked.append(
@@ -296,20 +311,17 @@ class MavenRegistry(RegistryBase[MavenCoordinates]):
                 continue
             if sidecar is None:
                 warn(
-                    f"{coords.describe()}: {repository.url} publishes no .sha1 or .sha256 beside "
-                    "it; only the recipe's SHA-256 pin vouches for these bytes"
+                    only_the_pin(
+                        f"{coords.describe()}: {repository.url} publishes no .sha1 or .sha256 "
+                        "beside it"
+                    )
                 )
             else:
                 by = f"the repository's .{sidecar[0]} sidecar"
-                check_published(done, {sidecar[0]: (sidecar[1],)}, what=what, url=url, by=by)
+                check_published(done, vouching, what=what, url=url, by=by)
             return Fetched(url, done)
-        if expected_sha256 is None:
-            raise FetchError(
-                f"{coords.describe()}: no configured repository publishes it with a digest "
-                f"({'; '.join(looked)}); pin does not trust a download nothing vouches for",
-                file=coords.filename,
-                fix="check the version (is it in maven-metadata.xml?) or the repository",
-            )
+        # every repository asked, and none served it with a sidecar: refused if not pinned
+        reconcile(expected_sha256, {}, unvouched_voice(coords, looked))
         raise NotFound(
             f"{coords.describe()} is not in the configured Maven repositories: {'; '.join(looked)}",
             file=coords.filename,

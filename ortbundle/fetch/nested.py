@@ -14,8 +14,8 @@ from pathlib import Path
 from ortbundle._core.errors import ArchiveError, FetchError, IntegrityError
 from ortbundle.config.recipes import NestedMember, Source
 from ortbundle.fetch.archives import extract_member
-from ortbundle.fetch.artifacts import Artifact
 from ortbundle.fetch.cache import Cache, CacheEntry
+from ortbundle.fetch.registry import Artifact
 
 
 def _extract(

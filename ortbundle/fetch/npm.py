@@ -20,7 +20,7 @@ from urllib.parse import quote, urljoin, urlsplit
 
 import requests
 
-from ortbundle._core.errors import FetchError, IntegrityError
+from ortbundle._core.errors import FetchError
 from ortbundle._core.locations import ENV_NPM_REGISTRY
 from ortbundle.config.recipes import Coordinates, NpmCoordinates
 from ortbundle.config.retry import RetryPolicy
@@ -29,6 +29,7 @@ from ortbundle.fetch.config.urls import redact
 from ortbundle.fetch.download import ProgressFn, check_published, download
 from ortbundle.fetch.http import DIGESTS, NotFound, request_with_retries
 from ortbundle.fetch.registry import Fetched, Location, Published, RegistryBase, _ignore
+from ortbundle.fetch.trust import Voice, only_the_pin, reconcile
 
 # The abbreviated ("corgi") document is much smaller and carries everything an install needs.
 ACCEPT = "application/vnd.npm.install-v1+json; q=1.0, application/json; q=0.8, */*"
@@ -236,6 +237,18 @@ def is_prerelease(version: str) -> bool:
     return key[0] == 0 or key[2] == 0
 
 
+def voice(coords: NpmCoordinates) -> Voice:
+    """How the registry refuses a pin its integrity contradicts, or an unpinned tarball it
+    publishes no integrity or shasum for."""
+    return Voice(
+        file=coords.filename,
+        contradicts="the registry's integrity gives sha256 {published}",
+        contradicted_file=coords.describe(),
+        unvouched=f"{coords.describe()}: the registry publishes no integrity or shasum for it",
+        fix="use a registry that publishes dist.integrity, or pin by hand",
+    )
+
+
 class NpmRegistry(RegistryBase[NpmCoordinates]):
     """The registry npm's own configuration gives each package (config/npm.py)."""
 
@@ -273,22 +286,7 @@ class NpmRegistry(RegistryBase[NpmCoordinates]):
         coords = self.own(coords)
         config, session = self.registries.npm()
         registry, dist = self.dist(coords)
-        published_sha256 = dist.integrity.get("sha256")
-        if expected_sha256 and published_sha256 and expected_sha256 not in published_sha256:
-            raise IntegrityError(
-                "the registry's integrity gives sha256 "
-                f"{' or '.join(sorted(published_sha256))}, but the recipe pins {expected_sha256}",
-                file=coords.describe(),
-                fix="find out which is right before building; re-pin with `invoke pin` only if "
-                "the upstream release really changed",
-            )
-        if expected_sha256 is None and not dist.digests:
-            raise IntegrityError(
-                f"{coords.describe()}: the registry publishes no integrity or shasum for it; "
-                "pin does not trust a download nothing vouches for",
-                file=coords.filename,
-                fix="use a registry that publishes dist.integrity, or pin by hand",
-            )
+        vouching = reconcile(expected_sha256, dist.digests, voice(coords))
         done = download(
             session,
             dist.tarball,
@@ -308,10 +306,12 @@ class NpmRegistry(RegistryBase[NpmCoordinates]):
             check_published(
                 done, {"sha1": (dist.shasum,)}, what=what, url=url, by="the registry's shasum"
             )
-        if not dist.digests:
+        if not vouching:
             warn(
-                f"{coords.describe()}: {redact(registry)} publishes no integrity or shasum for "
-                "it; only the recipe's SHA-256 pin vouches for these bytes"
+                only_the_pin(
+                    f"{coords.describe()}: {redact(registry)} publishes no integrity or shasum "
+                    "for it"
+                )
             )
         return Fetched(dist.tarball, done)
 

@@ -8,16 +8,25 @@ from __future__ import annotations
 from collections.abc import Callable
 from pathlib import Path
 
-from ortbundle._core.errors import IntegrityError
 from ortbundle.config.recipes import Coordinates, UrlCoordinates
 from ortbundle.fetch.download import ProgressFn, download
-from ortbundle.fetch.http import exists
+from ortbundle.fetch.http import NotFound, exists
 from ortbundle.fetch.registry import (
     Fetched,
     Location,
     RegistryBase,
     _ignore,
 )
+from ortbundle.fetch.trust import Voice, reconcile
+
+
+def voice(coords: UrlCoordinates) -> Voice:
+    """How a plain URL refuses to be pinned: nothing but a pin written by hand vouches for it."""
+    return Voice(
+        file=coords.url,
+        unvouched=f"{coords.url} publishes no digest",
+        fix="pin its sha256 by hand",
+    )
 
 
 class UrlRegistry(RegistryBase[UrlCoordinates]):
@@ -33,8 +42,6 @@ class UrlRegistry(RegistryBase[UrlCoordinates]):
 
     def resolve(self, coords: Coordinates) -> Location:
         """The URL itself, once the server says (by a HEAD) that it still has the file."""
-        from ortbundle.fetch.http import NotFound
-
         coords = self.own(coords)
         _config, session = self.registries.pip()
         if not exists(session, coords.url, self.policy, what=coords.filename):
@@ -56,13 +63,7 @@ class UrlRegistry(RegistryBase[UrlCoordinates]):
         warn: Callable[[str], None] = _ignore,
     ) -> Fetched:
         coords = self.own(coords)
-        if expected_sha256 is None:
-            raise IntegrityError(
-                f"{coords.url} publishes no digest; pin does not trust a download nothing "
-                "vouches for",
-                file=coords.url,
-                fix="pin its sha256 by hand",
-            )
+        reconcile(expected_sha256, {}, voice(coords))  # a plain URL publishes nothing
         _config, session = self.registries.pip()
         done = download(
             session,

@@ -14,6 +14,7 @@ import threading
 from dataclasses import dataclass
 
 from ortbundle._core.errors import ConfigError
+from ortbundle._core.oserrors import is_disk_error
 
 # pip reads its configuration in this order; the later scope wins (`:env:` is PIP_* variables).
 _SCOPES = ("global", "download", "install", ":env:")
@@ -68,8 +69,6 @@ def _start_pip(args: tuple[str, ...]) -> subprocess.Popen[str]:
             text=True,
         )
     except OSError as exc:
-        from ortbundle._core.oserrors import is_disk_error
-
         if is_disk_error(exc):
             raise  # the machine's limit (no descriptors, no space), said as such
         raise ConfigError(f"pip's configuration cannot be read: {exc}") from None

@@ -17,7 +17,8 @@ from ortbundle.config.recipes import (
     Source,
 )
 from ortbundle.config.retry import RetryPolicy
-from ortbundle.fetch.registry import Digests, Published, Registries, Registry
+from ortbundle.fetch import Registries
+from ortbundle.fetch.registry import Digests, Published, Registry
 
 
 @dataclass(frozen=True)

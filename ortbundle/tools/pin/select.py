@@ -11,7 +11,8 @@ from packaging.utils import canonicalize_name
 
 from ortbundle._core.errors import ConfigError, FetchError
 from ortbundle.config.recipes import Recipe, Source
-from ortbundle.fetch.registry import Registries, Registry
+from ortbundle.fetch import Registries
+from ortbundle.fetch.registry import Registry
 from ortbundle.tools.pin.options import VERSIONED, Lookups, PinOptions, project_of, version_of
 
 _ORDERS = Registries()  # reads no configuration: only each kind's version order is asked of it
