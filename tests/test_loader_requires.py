@@ -238,7 +238,9 @@ def test_no_runnable_runtime_names_every_reason(tmp_path: Path) -> None:
     root = nvidia_machine(tmp_path / "root")
     stage = write_stage(tmp_path / "stage", index(CUDA))
     # the loader as a package ships it: standalone, beside its index
-    shutil.copyfile(str(resources.files("ortbundle").joinpath("payload/loader.py")), stage / LOADER_NAME)
+    shutil.copyfile(
+        str(resources.files("ortbundle").joinpath("payload/loader.py")), stage / LOADER_NAME
+    )
     out = subprocess.run(
         [sys.executable, "-I", str(stage / LOADER_NAME), "--root", str(root)],
         capture_output=True,
@@ -635,7 +637,9 @@ def fake_core(path: Path, *providers: str) -> None:
 
 
 def open_json(stage: Path, root: Path) -> dict[str, Any]:
-    shutil.copyfile(str(resources.files("ortbundle").joinpath("payload/loader.py")), stage / LOADER_NAME)
+    shutil.copyfile(
+        str(resources.files("ortbundle").joinpath("payload/loader.py")), stage / LOADER_NAME
+    )
     return run_loader(stage, "--root", str(root), "--open")
 
 

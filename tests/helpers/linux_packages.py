@@ -105,7 +105,9 @@ def make_loadable_package(root: Path, **description: str) -> PackageInput:
         "runtimes": entries,
     }
     contents["runtimes.json"] = (json.dumps(index, indent=2, sort_keys=True) + "\n").encode()
-    contents["runtime_loader.py"] = resources.files("ortbundle").joinpath("payload/loader.py").read_bytes()
+    contents["runtime_loader.py"] = (
+        resources.files("ortbundle").joinpath("payload/loader.py").read_bytes()
+    )
     files = write_stage_files(stage, contents)
     for name, version in RUNTIMES.items():
         (stage / f"runtimes/{name}/libonnxruntime.so.1").symlink_to(f"libonnxruntime.so.{version}")
