@@ -16,7 +16,7 @@ import pytest
 from ortbundle._core.errors import BinaryError, ClosureError, ConfigError, OrtbundleError
 from ortbundle.config.recipes import Drop, TargetRecipe
 from ortbundle.config.targets import ExternalGroup, Target
-from ortbundle.stage.binaries import inspect
+from ortbundle.stage.binaries import BinaryInfo, inspect
 from ortbundle.stage.closure import (
     Candidate,
     Closure,
@@ -418,6 +418,29 @@ def test_a_library_for_another_machine_is_refused(
         error.fix
         == "the recipe takes the wrong wheel for this target, or the library glob is too wide"
     )
+
+
+def test_a_library_of_another_format_is_refused_even_with_the_targets_machine_name(
+    tmp_path: Path,
+) -> None:
+    """The readers never give a PE an ELF machine name: the analysed facts, made by hand."""
+    info = BinaryInfo(format="pe", machine="EM_X86_64", soname=None, needed=(), bits=64)
+    path = tmp_path / CORE
+    path.write_bytes(b"")
+
+    def materialize(cand: Candidate) -> Materialized:
+        return Materialized(path, _sha256(b""), 0, info)
+
+    recipe = TargetRecipe(LINUX.name, "libonnxruntime.so*", (), (CORE,), (), ())
+    with pytest.raises(ClosureError) as caught:
+        prune(
+            component="onnxruntime",
+            target=LINUX,
+            recipe=recipe,
+            candidates=[Candidate("wheel", CORE, CORE, 0, "x")],
+            materialize=materialize,
+        )
+    assert caught.value.message == f"{CORE} is PE EM_X86_64, not the target's ELF EM_X86_64"
 
 
 def test_an_unreadable_library_is_named_with_its_component_and_target(sources: Sources) -> None:
