@@ -22,7 +22,8 @@ CHANNEL_TARGETS: dict[str, tuple[str, ...]] = {
     "deb": ("linux-x86_64",),
     "rpm": ("linux-x86_64",),
 }
-EXTERNAL_KINDS = ("system", "toolchain", "redist", "driver", "toolkit")  # CONTRACT §1
+# who provides an external group on the user's machine (data/targets.toml says what each means)
+EXTERNAL_KINDS = ("system", "toolchain", "redist", "driver", "toolkit")
 OPERATING_SYSTEMS = ("linux", "windows", "android")
 BINARY_FORMATS = ("elf", "pe")
 

@@ -1,5 +1,6 @@
 #!/usr/bin/env python3
-"""Choose and open one ONNX Runtime per process (seeds/inference-backends.md §3.2).
+"""Choose and open one ONNX Runtime per process: only one may be loaded, and none is unloaded
+(a C++ runtime whose static constructors ran cannot be taken out again).
 
 Shipped in every package as `runtime_loader.py`, beside `runtimes.json`. Standard library only.
 

@@ -68,7 +68,8 @@ class ExternalNeed:
     kind: str
     note: str
     needed_by: tuple[str, ...]
-    # the group's requirement facts (CONTRACT §1), carried to every PackageInput
+    # what the group says of its libraries (without them the runtime still works? which
+    # version, how to install, can a Flatpak sandbox provide them?), carried to every PackageInput
     optional: bool = False
     version: str = ""
     install: str = ""

@@ -3,7 +3,7 @@
 Written into every target stage with the loader module beside it. Versioned by `schema`; the
 JSON Schema lives in ortbundle/data/runtimes.schema.json. An add-on product (`addon_of`) writes
 no loader and no runtimes.json but a fragment, runtimes.d/<product>.json, that the main
-package's loader reads beside its own index (CONTRACT §5).
+package's loader reads beside its own index.
 """
 
 from __future__ import annotations
