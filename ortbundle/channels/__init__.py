@@ -91,7 +91,7 @@ class PackageInput:
     supports: SystemSpec = field(default_factory=SystemSpec)
     # the product's and recipes' [[externals]] package names per channel (over data/arch.toml,
     # data/linux-packages.toml), the manifest that declares them, and the main product an
-    # add-on installs beside (CONTRACT §5)
+    # add-on installs beside (into its directory)
     packages: tuple[ChannelPackages, ...] = ()
     manifest: str = ""
     addon_of: Addon | None = None

@@ -1,5 +1,6 @@
 """APK channel: a Gradle Android library module carrying every Android ABI's runtimes, and a
-Java loader that picks one per process (seeds/inference-backends.md §2, §3, §3.2, §8).
+Java loader that picks one per process: the first runtime in the index's order (the Qualcomm NPU
+build first) whose requirements the device meets and whose entry library loads.
 
 `generate` runs once per Android target (arm64-v8a, then x86_64) into the same directory:
 

@@ -128,7 +128,8 @@ class ArchChannel:
             "PKGBUILD.j2",
             {
                 "pkgname": pkgname,
-                # an add-on installs into the main package's directory (CONTRACT §5)
+                # an add-on installs into the main package's directory, where the main
+                # package's loader reads the add-on's runtimes.d/ fragment
                 "lib_name": package.addon_of.package_name if package.addon_of else "",
                 **scalars,
                 **arrays,

@@ -66,7 +66,8 @@ class SystemSpec:
 
 @dataclass(frozen=True)
 class Addon:
-    """The main product an add-on installs beside (CONTRACT §5), read from its manifest."""
+    """The main product an add-on installs beside, read from its manifest: the add-on's files
+    go into that product's directory, where its loader reads the add-on's runtimes.d/ fragment."""
 
     name: str  # the main product's name
     package_name: str  # its [packaging] package_name: the add-on installs into its directory

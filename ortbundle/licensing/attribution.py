@@ -156,160 +156,217 @@ def attribute_target(
 
     `memo`: where each DLL's version resource is kept; `copyright_memo`: where each licence
     text's copyright lines are (by SHA-256); None reads them again (a release)."""
-    all_texts = list(texts)
-    uses: dict[str, _Collected] = {}
-    for recipe, staged in runtimes:
-        plan = recipe.for_target(target)
-        kept_source = {k.name: k.source for k in staged.closure.kept}
-        prefix = staged.directory + "/"
-        for f in staged.files:
-            name = f.path.removeprefix(prefix)
-            base = name.rsplit("/", 1)[-1]  # payload under assets/ matches by file name too
-            matching = [
-                r
-                for r in plan.licenses
-                if any(
-                    fnmatch.fnmatchcase(name, g) or fnmatch.fnmatchcase(base, g) for g in r.files
-                )
-            ]
-            if not matching:
-                raise LicenseError(
-                    f"staged file {f.path} has no licence attribution",
-                    component=recipe.name,
-                    target=target,
-                    file=str(recipe.path),
-                    fix=f"add a [[targets.{target}.licenses]] rule whose files match {name!r}",
-                )
-            if len(matching) > 1:
-                raise LicenseError(
-                    f"staged file {f.path} is claimed by components "
-                    f"{', '.join(r.component for r in matching)}",
-                    component=recipe.name,
-                    target=target,
-                    file=str(recipe.path),
-                    fix="narrow the [[licenses]] file globs so each file matches one rule",
-                )
-            rule = matching[0]
-            entry = uses.setdefault(rule.component, _Collected(rule, recipe))
-            previous = entry.rule
-            if (previous.version, previous.expression) != (rule.version, rule.expression):
-                raise LicenseError(
-                    f"component {rule.component} is declared as {previous.version} "
-                    f"({previous.expression}) and as {rule.version} ({rule.expression})",
-                    component=recipe.name,
-                    target=target,
-                    file=str(recipe.path),
-                    fix="one component, one version and licence: rename one of them",
-                )
-            entry.files.append(f)
-            source_id = kept_source.get(f.link_to or name)
-            if source_id is not None:
-                source = recipe.sources[source_id]
-                entry.sources[source.sha256] = source
-    result: list[ComponentUse] = []
-    for name, entry in sorted(uses.items()):
-        rule = entry.rule
-        expression, ids = normalize_expression(
-            rule.expression, where=f"{entry.recipe.path} ({name} on {target})"
-        )
-        own_texts = tuple(sorted((t for t in all_texts if t.component == name), key=_by_path))
-        sources = tuple(entry.sources.values())
-        # The package a registry publishes states its own version; a component bundled inside
-        # another's archive is checked against (or takes its version from) its files.
-        bundled = not any(s.origin.name == name for s in sources)
-        resolved = (
-            resolve_version(
-                name,
-                rule.version,
-                [(f.path, stage / f.path, f.sha256) for f in entry.files if f.link_to is None],
-                target=target,
-                recipe=str(entry.recipe.path),
-                memo=memo,
-            )
-            if bundled
-            else None
-        )
-        version = resolved.version if resolved else rule.version
-        purl = purl_for(rule, sources, version)
-        if version != rule.version and "@" not in purl:  # the files' version, for the SBOM too
-            purl = f"{purl}@{version}"
-        result.append(
-            ComponentUse(
-                name=name,
-                version=version,
-                expression=expression,
-                license_ids=ids,
-                purl=purl,
-                files=tuple(sorted(entry.files, key=_by_path)),
-                texts=own_texts,
-                copyrights=_copyrights(stage, own_texts, copyright_memo),
-                sources=tuple(sorted(sources, key=lambda s: s.filename)),
-                publisher=resolved.publisher if resolved else "",
-            )
-        )
-    for model in models:
-        model_recipe = model.recipe
-        if model_recipe.name in uses:
-            raise LicenseError(
-                f"model {model_recipe.name} has the name of a runtime component",
-                target=target,
-                file=str(model_recipe.path),
-                fix="give the model recipe a name of its own",
-            )
-        expression, ids = normalize_expression(
-            model_recipe.expression, where=str(model_recipe.path)
-        )
-        own_texts = tuple(
-            sorted((t for t in all_texts if t.component == model_recipe.name), key=_by_path)
-        )
-        used = {f.form.source for f in model.forms}
-        result.append(
-            ComponentUse(
-                name=model_recipe.name,
-                version=model_recipe.version,
-                expression=expression,
-                license_ids=ids,
-                purl=model.purl,
-                files=model.files,
-                texts=own_texts,
-                copyrights=_copyrights(stage, own_texts, copyright_memo),
-                sources=tuple(
-                    sorted((model_recipe.sources[s] for s in used), key=lambda s: s.filename)
-                ),
-            )
-        )
-    owners = set(uses) | {c.name for c in result}
-    unowned_texts = sorted({t.component for t in all_texts} - owners)
-    if unowned_texts:
-        raise LicenseError(
-            f"licence texts staged for {', '.join(unowned_texts)}, which ship no file here",
-            target=target,
-            fix="drop the unused [[licenses]] rule for this target or fix its file globs",
-        )
-    tool_texts = tuple(sorted(tool_texts, key=_by_path))
-    expression, ids = normalize_expression(TOOL_EXPRESSION, where="ortbundle")
-    result.append(
-        ComponentUse(
-            name=TOOL_COMPONENT,
-            version=tool_version,
-            expression=expression,
-            license_ids=ids,
-            purl=generic_purl(TOOL_COMPONENT, tool_version),
-            files=tuple(sorted(tool_files, key=_by_path)),
-            texts=tool_texts,
-            copyrights=_copyrights(stage, tool_texts, copyright_memo),
-            sources=(),
-        )
+    target_stage = _Stage(target, stage, tuple(texts), memo, copyright_memo)
+    collected = _collect_runtime_files(target, runtimes)
+    components = [
+        _runtime_component(name, found, target_stage) for name, found in sorted(collected.items())
+    ]
+    components += [_model_component(model, set(collected), target_stage) for model in models]
+    _refuse_unowned_texts(target_stage, set(collected) | {c.name for c in components})
+    components.append(_tool_component(target_stage, tool_files, tool_texts, tool_version))
+    return TargetLicensing(
+        target=target, components=tuple(sorted(components, key=lambda c: c.name))
     )
-    return TargetLicensing(target=target, components=tuple(sorted(result, key=lambda c: c.name)))
+
+
+@dataclass(frozen=True)
+class _Stage:
+    """The target stage being attributed: where it is, its licence texts, and the memos its
+    file versions and copyright lines are kept in (None: read again, a release)."""
+
+    target: str
+    path: Path
+    texts: tuple[StagedText, ...]
+    memo: Path | None
+    copyright_memo: Path | None
+
+    def texts_of(self, component: str) -> tuple[StagedText, ...]:
+        return tuple(sorted((t for t in self.texts if t.component == component), key=_by_path))
+
+    def copyrights(self, texts: Iterable[StagedText]) -> tuple[str, ...]:
+        return _copyrights(self.path, texts, self.copyright_memo)
 
 
 @dataclass
 class _Collected:
+    """One runtime component's files as attribution finds them, and the sources they came from."""
+
     rule: LicenseRule
     recipe: Recipe
     files: list[StagedFile] = field(default_factory=list)
-    sources: dict[str, Source] = field(default_factory=dict)
+    sources: dict[str, Source] = field(default_factory=dict)  # by archive SHA-256
+
+
+def _collect_runtime_files(
+    target: str, runtimes: Iterable[tuple[Recipe, StagedRuntime]]
+) -> dict[str, _Collected]:
+    """Each runtime's staged files, in order, under the component of the one rule claiming each."""
+    collected: dict[str, _Collected] = {}
+    for recipe, staged in runtimes:
+        rules = recipe.for_target(target).licenses
+        kept_source = {k.name: k.source for k in staged.closure.kept}
+        prefix = staged.directory + "/"
+        for f in staged.files:
+            relative = f.path.removeprefix(prefix)
+            rule = _claiming_rule(f, relative, rules, recipe, target)
+            found = collected.setdefault(rule.component, _Collected(rule, recipe))
+            _refuse_redeclared(found.rule, rule, recipe, target)
+            found.files.append(f)
+            source_id = kept_source.get(f.link_to or relative)
+            if source_id is not None:
+                source = recipe.sources[source_id]
+                found.sources[source.sha256] = source
+    return collected
+
+
+def _claiming_rule(
+    f: StagedFile, relative: str, rules: tuple[LicenseRule, ...], recipe: Recipe, target: str
+) -> LicenseRule:
+    """The one [[licenses]] rule whose globs match the file (its path in the runtime, or its
+    bare name: a payload under assets/ matches by file name too); none or several is refused."""
+    base = relative.rsplit("/", 1)[-1]
+    matching = [
+        r
+        for r in rules
+        if any(fnmatch.fnmatchcase(relative, g) or fnmatch.fnmatchcase(base, g) for g in r.files)
+    ]
+    if not matching:
+        raise LicenseError(
+            f"staged file {f.path} has no licence attribution",
+            component=recipe.name,
+            target=target,
+            file=str(recipe.path),
+            fix=f"add a [[targets.{target}.licenses]] rule whose files match {relative!r}",
+        )
+    if len(matching) > 1:
+        raise LicenseError(
+            f"staged file {f.path} is claimed by components "
+            f"{', '.join(r.component for r in matching)}",
+            component=recipe.name,
+            target=target,
+            file=str(recipe.path),
+            fix="narrow the [[licenses]] file globs so each file matches one rule",
+        )
+    return matching[0]
+
+
+def _refuse_redeclared(first: LicenseRule, rule: LicenseRule, recipe: Recipe, target: str) -> None:
+    """A component is one version under one licence, whichever rule or runtime names it."""
+    if (first.version, first.expression) != (rule.version, rule.expression):
+        raise LicenseError(
+            f"component {rule.component} is declared as {first.version} "
+            f"({first.expression}) and as {rule.version} ({rule.expression})",
+            component=recipe.name,
+            target=target,
+            file=str(recipe.path),
+            fix="one component, one version and licence: rename one of them",
+        )
+
+
+def _runtime_component(name: str, found: _Collected, target_stage: _Stage) -> ComponentUse:
+    """A runtime component with its licence checked, its texts and copyright lines, and the
+    version (and publisher) its files show when it came bundled in another's archive."""
+    rule = found.rule
+    expression, ids = normalize_expression(
+        rule.expression, where=f"{found.recipe.path} ({name} on {target_stage.target})"
+    )
+    own_texts = target_stage.texts_of(name)
+    sources = tuple(found.sources.values())
+    version, publisher = _version_and_publisher(name, found, sources, target_stage)
+    purl = purl_for(rule, sources, version)
+    if version != rule.version and "@" not in purl:  # the files' version, for the SBOM too
+        purl = f"{purl}@{version}"
+    return ComponentUse(
+        name=name,
+        version=version,
+        expression=expression,
+        license_ids=ids,
+        purl=purl,
+        files=tuple(sorted(found.files, key=_by_path)),
+        texts=own_texts,
+        copyrights=target_stage.copyrights(own_texts),
+        sources=tuple(sorted(sources, key=lambda s: s.filename)),
+        publisher=publisher,
+    )
+
+
+def _version_and_publisher(
+    name: str, found: _Collected, sources: tuple[Source, ...], target_stage: _Stage
+) -> tuple[str, str]:
+    """The package a registry publishes states its own version; a component bundled inside
+    another's archive is checked against (or takes its version from) its files."""
+    if any(s.origin.name == name for s in sources):
+        return found.rule.version, ""
+    resolved = resolve_version(
+        name,
+        found.rule.version,
+        [(f.path, target_stage.path / f.path, f.sha256) for f in found.files if f.link_to is None],
+        target=target_stage.target,
+        recipe=str(found.recipe.path),
+        memo=target_stage.memo,
+    )
+    return resolved.version, resolved.publisher
+
+
+def _model_component(
+    model: StagedModel, runtime_names: set[str], target_stage: _Stage
+) -> ComponentUse:
+    """A model as its recipe declares it; it may not take a runtime component's name."""
+    model_recipe = model.recipe
+    if model_recipe.name in runtime_names:
+        raise LicenseError(
+            f"model {model_recipe.name} has the name of a runtime component",
+            target=target_stage.target,
+            file=str(model_recipe.path),
+            fix="give the model recipe a name of its own",
+        )
+    expression, ids = normalize_expression(model_recipe.expression, where=str(model_recipe.path))
+    own_texts = target_stage.texts_of(model_recipe.name)
+    used = {f.form.source for f in model.forms}
+    return ComponentUse(
+        name=model_recipe.name,
+        version=model_recipe.version,
+        expression=expression,
+        license_ids=ids,
+        purl=model.purl,
+        files=model.files,
+        texts=own_texts,
+        copyrights=target_stage.copyrights(own_texts),
+        sources=tuple(sorted((model_recipe.sources[s] for s in used), key=lambda s: s.filename)),
+    )
+
+
+def _refuse_unowned_texts(target_stage: _Stage, owners: set[str]) -> None:
+    """A licence text staged for a component that ships no file on this target is a stale rule."""
+    unowned = sorted({t.component for t in target_stage.texts} - owners)
+    if unowned:
+        raise LicenseError(
+            f"licence texts staged for {', '.join(unowned)}, which ship no file here",
+            target=target_stage.target,
+            fix="drop the unused [[licenses]] rule for this target or fix its file globs",
+        )
+
+
+def _tool_component(
+    target_stage: _Stage,
+    tool_files: Iterable[StagedFile],
+    tool_texts: Iterable[StagedText],
+    tool_version: str,
+) -> ComponentUse:
+    """This tool's own files (the loader, runtimes.json, NOTICE) under its own licence."""
+    texts = tuple(sorted(tool_texts, key=_by_path))
+    expression, ids = normalize_expression(TOOL_EXPRESSION, where="ortbundle")
+    return ComponentUse(
+        name=TOOL_COMPONENT,
+        version=tool_version,
+        expression=expression,
+        license_ids=ids,
+        purl=generic_purl(TOOL_COMPONENT, tool_version),
+        files=tuple(sorted(tool_files, key=_by_path)),
+        texts=texts,
+        copyrights=target_stage.copyrights(texts),
+        sources=(),
+    )
 
 
 def _by_path(item: StagedFile | StagedText) -> str:

@@ -211,103 +211,170 @@ def audit_channel(
     """`today` decides which waivers have expired (default: today's date, UTC)."""
     today = today or datetime.now(UTC).date()
     targets = tuple(t for t in licensing if policy.covers(t.target))
-    relevant = [
+    relevant = _relevant_waivers(policy, waivers, targets)
+    components: list[ComponentAudit] = []
+    used: set[int] = set()  # indices into `relevant` of the waivers a shipped file matches
+    for (name, version), uses in sorted(_uses_by_component(targets).items()):
+        audit, hit = _audit_component(policy, name, version, uses, relevant, today)
+        components.append(audit)
+        used |= hit
+    return ChannelAudit(
+        channel=policy.name,
+        targets=tuple(t.target for t in targets),
+        components=tuple(components),
+        unused_waivers=tuple(w for i, w in enumerate(relevant) if i not in used),
+        release=release,
+    )
+
+
+# one component as it ships on one target: (target, the component there)
+_Use = tuple[str, ComponentUse]
+
+
+def _relevant_waivers(
+    policy: ChannelPolicy, waivers: Iterable[Waiver], targets: tuple[TargetLicensing, ...]
+) -> list[Waiver]:
+    """The waivers for this channel (or every channel) and for a target it covers (or any)."""
+    return [
         w
         for w in waivers
         if not w.channels or policy.name in w.channels
         if not w.targets or any(t.target in w.targets for t in targets)
     ]
-    used: set[int] = set()
-    grouped: dict[tuple[str, str], list[tuple[str, ComponentUse]]] = {}
+
+
+def _uses_by_component(targets: tuple[TargetLicensing, ...]) -> dict[tuple[str, str], list[_Use]]:
+    """Each (component, version) with where it ships: one audit row however many targets."""
+    grouped: dict[tuple[str, str], list[_Use]] = {}
     for tl in targets:
         for component in tl.components:
             grouped.setdefault((component.name, component.version), []).append(
                 (tl.target, component)
             )
-    results = []
-    for (name, version), uses in sorted(grouped.items()):
-        expressions = {c.expression for _, c in uses}
-        expression = (
-            " AND ".join(sorted(expressions)) if len(expressions) > 1 else uses[0][1].expression
-        )
-        verdict = policy.evaluate(expression)
-        files = [(t, f.path) for t, c in uses for f in c.files]
-        own_files = [(t, f.path) for t, c in uses for f in c.files if f.link_to is None]
-        shipped = [
-            CoveredFile(t, f.path, f.sha256) for t, c in uses for f in c.files if f.link_to is None
-        ]
-        text_present = all(c.has_text for _, c in uses)
-        problems: list[str] = []
-        if verdict == "refuse":
-            problems.append(f"licence {expression} is refused on the {policy.name} channel")
-        if not text_present:
-            missing = sorted(t for t, c in uses if not c.has_text)
-            problems.append(f"no licence text ({', '.join(missing)})")
-        if verdict == "review":
-            problems.append(f"licence {expression} needs review on the {policy.name} channel")
-        matched: list[Waiver] = []
-        for index, waiver in enumerate(relevant):
-            hits = [
-                (t, p)
-                for t, p in own_files
-                if fnmatch.fnmatchcase(p, waiver.file)
-                and (not waiver.targets or t in waiver.targets)
-            ]
-            if not hits:
-                continue
-            used.add(index)
-            if _same_expression(waiver.license, expression):
-                matched.append(waiver)
-            else:
-                problems.append(
-                    f"waiver for {waiver.file} accepts {waiver.license}, but the file is now "
-                    f"{expression}: the waiver no longer applies"
-                )
-        covered = all(
+    return grouped
+
+
+def _audit_component(
+    policy: ChannelPolicy,
+    name: str,
+    version: str,
+    uses: list[_Use],
+    relevant: list[Waiver],
+    today: date,
+) -> tuple[ComponentAudit, frozenset[int]]:
+    """One component's row: the policy's verdict on its licence, its texts, and the waivers
+    covering its files; with the indices of the waivers any of its files matches."""
+    expression = _combined_expression(uses)
+    verdict = policy.evaluate(expression)
+    files = [(t, f.path) for t, c in uses for f in c.files]
+    own_files = [(t, f.path) for t, c in uses for f in c.files if f.link_to is None]
+    text_present = all(c.has_text for _, c in uses)
+    problems = _policy_problems(policy, expression, verdict, uses, text_present)
+    waived = _match_waivers(relevant, own_files, expression)
+    problems += waived.problems
+    status = _status(verdict, problems, waived.covers(own_files), text_present)
+    shipped = [
+        CoveredFile(t, f.path, f.sha256) for t, c in uses for f in c.files if f.link_to is None
+    ]
+    audit = ComponentAudit(
+        name=name,
+        version=version,
+        expression=expression,
+        purl=uses[0][1].purl,
+        files=tuple(f"{t}/{p}" for t, p in sorted(files)),
+        size=sum(c.size for _, c in uses),
+        texts=tuple(sorted(f"{t}/{x.path}" for t, c in uses for x in c.texts)),
+        text_present=text_present,
+        verdict=verdict,
+        status=status,
+        waivers=waived.matched if status == "waived" else (),
+        problems=tuple(problems),
+        waiver_uses=tuple(use_of(w, shipped, today) for w in waived.matched)
+        if status == "waived"
+        else (),
+    )
+    return audit, waived.used
+
+
+def _combined_expression(uses: list[_Use]) -> str:
+    """The licence the channel ships the component under: where targets state it differently,
+    all of them at once."""
+    expressions = {c.expression for _, c in uses}
+    return " AND ".join(sorted(expressions)) if len(expressions) > 1 else uses[0][1].expression
+
+
+def _policy_problems(
+    policy: ChannelPolicy, expression: str, verdict: Verdict, uses: list[_Use], text_present: bool
+) -> list[str]:
+    """What the policy and the texts say is wrong, in the order the audit reports it."""
+    problems: list[str] = []
+    if verdict == "refuse":
+        problems.append(f"licence {expression} is refused on the {policy.name} channel")
+    if not text_present:
+        missing = sorted(t for t, c in uses if not c.has_text)
+        problems.append(f"no licence text ({', '.join(missing)})")
+    if verdict == "review":
+        problems.append(f"licence {expression} needs review on the {policy.name} channel")
+    return problems
+
+
+@dataclass(frozen=True)
+class _WaiverMatch:
+    """The waivers one component's files match: those accepting its licence, the indices of
+    every one matched, and a problem for each that accepts a licence it no longer has."""
+
+    matched: tuple[Waiver, ...]
+    used: frozenset[int]
+    problems: tuple[str, ...]
+
+    def covers(self, own_files: list[tuple[str, str]]) -> bool:
+        """Some accepting waiver names every file the component ships (links aside)."""
+        return bool(self.matched) and all(
             any(
                 fnmatch.fnmatchcase(p, w.file) and (not w.targets or t in w.targets)
-                for w in matched
+                for w in self.matched
             )
             for t, p in own_files
         )
-        status: Status
-        if verdict == "refuse":
-            status = "fail"  # no waiver overrides a refusal: the policy itself must change
-        elif not problems:
-            status = "ok"
-        elif matched and covered:
-            status = "waived"
-        elif not text_present:
-            status = "fail"
+
+
+def _match_waivers(
+    relevant: list[Waiver], own_files: list[tuple[str, str]], expression: str
+) -> _WaiverMatch:
+    """Each relevant waiver against the component's own files (target, path), in order."""
+    matched: list[Waiver] = []
+    used: set[int] = set()
+    problems: list[str] = []
+    for index, waiver in enumerate(relevant):
+        hits = [
+            (t, p)
+            for t, p in own_files
+            if fnmatch.fnmatchcase(p, waiver.file) and (not waiver.targets or t in waiver.targets)
+        ]
+        if not hits:
+            continue
+        used.add(index)
+        if _same_expression(waiver.license, expression):
+            matched.append(waiver)
         else:
-            status = "review"
-        results.append(
-            ComponentAudit(
-                name=name,
-                version=version,
-                expression=expression,
-                purl=uses[0][1].purl,
-                files=tuple(f"{t}/{p}" for t, p in sorted(files)),
-                size=sum(c.size for _, c in uses),
-                texts=tuple(sorted(f"{t}/{x.path}" for t, c in uses for x in c.texts)),
-                text_present=text_present,
-                verdict=verdict,
-                status=status,
-                waivers=tuple(matched) if status == "waived" else (),
-                problems=tuple(problems),
-                waiver_uses=tuple(use_of(w, shipped, today) for w in matched)
-                if status == "waived"
-                else (),
+            problems.append(
+                f"waiver for {waiver.file} accepts {waiver.license}, but the file is now "
+                f"{expression}: the waiver no longer applies"
             )
-        )
-    unused = tuple(w for i, w in enumerate(relevant) if i not in used)
-    return ChannelAudit(
-        channel=policy.name,
-        targets=tuple(t.target for t in targets),
-        components=tuple(results),
-        unused_waivers=unused,
-        release=release,
-    )
+    return _WaiverMatch(tuple(matched), frozenset(used), tuple(problems))
+
+
+def _status(verdict: Verdict, problems: list[str], covered: bool, text_present: bool) -> Status:
+    """A refusal fails whatever else holds; a gap all of whose files a waiver covers is waived."""
+    if verdict == "refuse":
+        return "fail"  # no waiver overrides a refusal: the policy itself must change
+    if not problems:
+        return "ok"
+    if covered:
+        return "waived"
+    if not text_present:
+        return "fail"
+    return "review"
 
 
 def _same_expression(a: str, b: str) -> bool:

@@ -7,6 +7,7 @@ import functools
 import os
 from collections.abc import Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass
 from pathlib import Path
 
 from ortbundle._core.errors import ClosureError
@@ -27,8 +28,8 @@ from ortbundle.config.plan import (
     policy_digest,
     with_models,
 )
-from ortbundle.config.recipes import Recipe
-from ortbundle.config.targets import get_target, overlays
+from ortbundle.config.recipes import Recipe, TargetRecipe
+from ortbundle.config.targets import Target, get_target, overlays
 from ortbundle.evidence.record import InputInfo, write_evidence
 from ortbundle.evidence.report.closures import write_closures
 from ortbundle.evidence.report.write import check_compare, write_report
@@ -66,6 +67,7 @@ from ortbundle.stage.plugins import refuse_bundled_core
 from ortbundle.stage.runtime_loads import refuse_undeclared, with_runtime_loads
 from ortbundle.stage.staging import (
     TEXT_MODE,
+    StagedFile,
     StagedRuntime,
     StagedText,
     discard,
@@ -176,81 +178,13 @@ def _stage_target(
     code: str,
     verify: bool,
 ) -> TargetResult:
+    """One target's stage in `tmp`: its runtimes, models and the tool's own files, every file
+    attributed to one component and NOTICE written; a worker thread runs one per target."""
+    work = _TargetWork(project, plan, target_name, artifacts, tmp, cache, code, verify)
     tmp.mkdir()
-    memo = cache / "outputs" / "members"
-    runtimes: list[tuple[Recipe, StagedRuntime]] = []
-    texts: list[StagedText] = []
-    problems: list[ClosureError] = []  # every runtime is pruned; all problems reported at once
-    for recipe, ids in plan.sources_for(target_name):
-        # the tool's data under the recipe's and the product's [[externals]]
-        target = overlays(plan.product.externals, recipe.externals).apply(get_target(target_name))
-        status(f"{target_name}: {recipe.name}")  # the live line of the stage phase
-        plan_t = recipe.for_target(target_name)
-        take_ids = {take.source for take in plan_t.takes} | {p.source for p in plan_t.payloads}
-        # what the pruned runtime depends on: its name, this target's recipe section, the bytes
-        # of the sources it takes — not the rest of the recipe, so a pin for another target
-        # leaves it alone
-        # a rename's bytes also depend on the patchelf that rewrote them
-        tools = f"\npatchelf {patchelf_version()}" if plan_t.renames else ""
-        key = runtime_key(
-            f"{recipe.name}\n{plan_t!r}{tools}\n{target.externals!r}",
-            target_name,
-            # the archive the members come from: for a nested source, the inner one's pin
-            (recipe.sources[i].archive_sha256 for i in take_ids),
-            code,
-        )
-        # the pruned runtime of an earlier build; never for a release: a record stored beside
-        # the memo cannot vouch for it, so a release prunes again from re-hashed wheels
-        staged = None if verify else restore_runtime(cache, key, tmp, recipe.directory)
-        text_ids = {t.source for rule in plan_t.licenses for t in rule.texts if t.source}
-        # a restored runtime reads only its licence texts, through the member memo: the wheels
-        # are opened (and their member names checked) only for a text the memo lacks
-        opened = ids if staged is None else set()
-        paths = {
-            sid: artifacts[recipe.sources[sid].archive_sha256].path for sid in opened | text_ids
-        }
-        archives = open_archives(recipe, opened, paths)
-        readers = {
-            sid: memo_reader(recipe, sid, paths[sid], archives.get(sid), None if verify else memo)
-            for sid in text_ids
-        }
-        try:
-            if staged is None:
-                try:
-                    staged = stage_runtime(recipe, target, archives, tmp)
-                except ClosureError as problem:
-                    problems.append(problem)
-                    continue
-                if recipe.kind == "plugin-ep":
-                    refuse_bundled_core(recipe, staged, target_name)
-                store_runtime(cache, key, tmp, staged)
-            staged = with_runtime_loads(staged, recipe, target)  # declared and found loads
-            if verify and staged.closure.load_findings:  # verify: a release build (strict)
-                raise refuse_undeclared(
-                    staged.closure.load_findings,
-                    component=recipe.name,
-                    target=target_name,
-                    file=str(recipe.path),
-                )
-            runtimes.append((recipe, staged))
-            texts.extend(stage_license_texts(recipe, target, readers, tmp, project.licenses))
-        finally:
-            for reader in readers.values():
-                reader.close()
-            for archive in archives.values():
-                archive.close()
-    raise_collected(problems, str(plan.product.path))
-    models = _stage_models(
-        project, plan, target_name, artifacts, tmp, texts, None if verify else memo
-    )
-    cores = [(r, s) for r, s in runtimes if r.kind == "runtime"]
-    plugins = [(r, s, plan.product.plugins[r.name]) for r, s in runtimes if r.kind == "plugin-ep"]
-    write_index(tmp, plan.product, target_name, cores, plugins)
-    tool_text = stage_tool_license(tmp, TOOL_COMPONENT, TOOL_LICENSE)
-    tool_files = [staged_file(tmp, name) for name in index_files(plan.product)]
-    if models:
-        index = models_index(plan.product.name, plan.product.version, target_name, models)
-        tool_files.append(write_models_index(tmp, index))
+    runtimes, texts = _stage_runtimes(work)
+    models = _stage_models(project, plan, target_name, artifacts, tmp, texts, work.memo("members"))
+    tool_text, tool_files = _write_tool_files(work, runtimes, models)
     licensing = attribute_target(
         target_name,
         tmp,
@@ -261,17 +195,158 @@ def _stage_target(
         __version__,
         models,
         # each bundled DLL's version resource, read once per SHA-256 (a release reads again)
-        memo=None if verify else cache / "outputs" / "file-versions",
-        copyright_memo=None if verify else cache / "outputs" / "copyrights",
+        memo=work.memo("file-versions"),
+        copyright_memo=work.memo("copyrights"),
     )
-    notice = tmp / NOTICE_NAME
-    atomic_write(notice, notice_text(plan.product.name, plan.product.version, licensing))
-    notice.chmod(TEXT_MODE)
-    licensing = with_tool_file(licensing, staged_file(tmp, NOTICE_NAME))
+    licensing = _write_notice(work, licensing)
     files = list_stage(tmp, licensing)
     return TargetResult(
         target_name, tmp, tuple(s for _, s in runtimes), tuple(texts), licensing, files
     )
+
+
+@dataclass(frozen=True)
+class _TargetWork:
+    """What every step of one target's stage reads: the project and plan, the target, the
+    fetched artifacts, the stage directory, the cache and the tool's code digest."""
+
+    project: Project
+    plan: Plan
+    target: str
+    artifacts: dict[str, Artifact]
+    tmp: Path  # the target's stage
+    cache: Path
+    code: str
+    verify: bool  # a release: every memoised input is read again, no pruned runtime restored
+
+    def memo(self, kind: str) -> Path | None:
+        """Where outputs of `kind` are memoised under the cache; None for a release."""
+        return None if self.verify else self.cache / "outputs" / kind
+
+
+def _stage_runtimes(
+    work: _TargetWork,
+) -> tuple[list[tuple[Recipe, StagedRuntime]], list[StagedText]]:
+    """Every runtime of the target with its licence texts; every runtime is pruned, and all
+    their closure problems are reported at once."""
+    runtimes: list[tuple[Recipe, StagedRuntime]] = []
+    texts: list[StagedText] = []
+    problems: list[ClosureError] = []
+    for recipe, ids in work.plan.sources_for(work.target):
+        staged = _stage_one_runtime(work, recipe, ids, texts, problems)
+        if staged is not None:
+            runtimes.append((recipe, staged))
+    raise_collected(problems, str(work.plan.product.path))
+    return runtimes, texts
+
+
+def _stage_one_runtime(
+    work: _TargetWork,
+    recipe: Recipe,
+    ids: set[str],
+    texts: list[StagedText],
+    problems: list[ClosureError],
+) -> StagedRuntime | None:
+    """One runtime, restored from the memo or pruned from its sources `ids`, its loads
+    checked, its licence texts added to `texts`; None when pruning found a problem (in
+    `problems`)."""
+    # the tool's data under the recipe's and the product's [[externals]]
+    target = overlays(work.plan.product.externals, recipe.externals).apply(get_target(work.target))
+    status(f"{work.target}: {recipe.name}")  # the live line of the stage phase
+    section = recipe.for_target(work.target)
+    key = _runtime_key(recipe, section, target, work.code)
+    # the pruned runtime of an earlier build; never for a release: a record stored beside
+    # the memo cannot vouch for it, so a release prunes again from re-hashed wheels
+    staged = None if work.verify else restore_runtime(work.cache, key, work.tmp, recipe.directory)
+    text_ids = {t.source for rule in section.licenses for t in rule.texts if t.source}
+    # a restored runtime reads only its licence texts, through the member memo: the wheels
+    # are opened (and their member names checked) only for a text the memo lacks
+    opened = ids if staged is None else set()
+    paths = {
+        sid: work.artifacts[recipe.sources[sid].archive_sha256].path for sid in opened | text_ids
+    }
+    archives = open_archives(recipe, opened, paths)
+    readers = {
+        sid: memo_reader(recipe, sid, paths[sid], archives.get(sid), work.memo("members"))
+        for sid in text_ids
+    }
+    try:
+        if staged is None:
+            try:
+                staged = stage_runtime(recipe, target, archives, work.tmp)
+            except ClosureError as problem:
+                problems.append(problem)
+                return None
+            if recipe.kind == "plugin-ep":
+                refuse_bundled_core(recipe, staged, work.target)
+            store_runtime(work.cache, key, work.tmp, staged)
+        staged = _with_checked_loads(work, recipe, target, staged)
+        texts.extend(stage_license_texts(recipe, target, readers, work.tmp, work.project.licenses))
+        return staged
+    finally:
+        for reader in readers.values():
+            reader.close()
+        for archive in archives.values():
+            archive.close()
+
+
+def _runtime_key(recipe: Recipe, section: TargetRecipe, target: Target, code: str) -> str:
+    """What the pruned runtime depends on: its name, this target's recipe section, the bytes
+    of the sources it takes — not the rest of the recipe, so a pin for another target leaves
+    it alone."""
+    take_ids = {take.source for take in section.takes} | {p.source for p in section.payloads}
+    # a rename's bytes also depend on the patchelf that rewrote them
+    tools = f"\npatchelf {patchelf_version()}" if section.renames else ""
+    return runtime_key(
+        f"{recipe.name}\n{section!r}{tools}\n{target.externals!r}",
+        target.name,  # get_target's name, which the overlays keep
+        # the archive the members come from: for a nested source, the inner one's pin
+        (recipe.sources[i].archive_sha256 for i in take_ids),
+        code,
+    )
+
+
+def _with_checked_loads(
+    work: _TargetWork, recipe: Recipe, target: Target, staged: StagedRuntime
+) -> StagedRuntime:
+    """The runtime with the libraries it opens by name, declared and found; a release refuses
+    one that opens a library its recipe does not declare."""
+    staged = with_runtime_loads(staged, recipe, target)
+    if work.verify and staged.closure.load_findings:
+        raise refuse_undeclared(
+            staged.closure.load_findings,
+            component=recipe.name,
+            target=work.target,
+            file=str(recipe.path),
+        )
+    return staged
+
+
+def _write_tool_files(
+    work: _TargetWork,
+    runtimes: list[tuple[Recipe, StagedRuntime]],
+    models: list[StagedModel],
+) -> tuple[StagedText, list[StagedFile]]:
+    """The tool's own files in the stage: runtimes.json and the loader, models.json when the
+    product has models, and the tool's licence text."""
+    product = work.plan.product
+    cores = [(r, s) for r, s in runtimes if r.kind == "runtime"]
+    plugins = [(r, s, product.plugins[r.name]) for r, s in runtimes if r.kind == "plugin-ep"]
+    write_index(work.tmp, product, work.target, cores, plugins)
+    tool_text = stage_tool_license(work.tmp, TOOL_COMPONENT, TOOL_LICENSE)
+    tool_files = [staged_file(work.tmp, name) for name in index_files(product)]
+    if models:
+        index = models_index(product.name, product.version, work.target, models)
+        tool_files.append(write_models_index(work.tmp, index))
+    return tool_text, tool_files
+
+
+def _write_notice(work: _TargetWork, licensing: TargetLicensing) -> TargetLicensing:
+    """NOTICE, written from the attribution and so attributed after it, to the tool."""
+    notice = work.tmp / NOTICE_NAME
+    atomic_write(notice, notice_text(work.plan.product.name, work.plan.product.version, licensing))
+    notice.chmod(TEXT_MODE)
+    return with_tool_file(licensing, staged_file(work.tmp, NOTICE_NAME))
 
 
 def build(

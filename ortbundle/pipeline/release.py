@@ -22,7 +22,14 @@ from ortbundle._core.fsio import sha256_file
 from ortbundle._core.templating import keep_in as keep_renderings
 from ortbundle._core.version import __version__
 from ortbundle.channels import CHANNEL_TARGETS
-from ortbundle.config.plan import BuildOptions, Project, load_plan, policy_digest, source_date_epoch
+from ortbundle.config.plan import (
+    BuildOptions,
+    Plan,
+    Project,
+    load_plan,
+    policy_digest,
+    source_date_epoch,
+)
 from ortbundle.evidence.names import MANIFEST_NAME
 from ortbundle.evidence.record import RECORDS_DIR
 from ortbundle.evidence.report.closures import copy_closures
@@ -142,19 +149,52 @@ def release(project: Project, runner_dirs: Sequence[Path], options: BuildOptions
     runners = tuple(
         _load_runner(_version_dir(d, product.name, product.version)) for d in runner_dirs
     )
-    recipe_digests = {name: r.digest for name, r in plan.all_recipes.items()}
-    expected: dict[str, Any] = {
+    _refuse_other_inputs(runners, _expected_identity(project, plan, epoch))
+    owner = _owners(runners, plan)
+    version_dir = project.dist / product.name / product.version
+    scratch = scratch_dir(version_dir)
+    try:
+        merged = _merge_runners(plan, owner, scratch)
+        audits = audit_targets(project, product, merged.licensing, options)
+        finish_version(
+            project,
+            plan,
+            scratch,
+            version_dir,
+            licensing=merged.licensing,
+            audits=audits,
+            inputs=merged.inputs,
+            epoch=epoch,
+            key=key,
+            options=options,
+            # each runner's tree was re-hashed against its manifest when it was loaded
+            digests=merged.packaging_digests,
+        )
+    except BaseException:
+        discard(scratch, up_to=project.dist)
+        raise
+    return ReleaseResult(version_dir, runners, audits, key.public_key().key_id_hex if key else None)
+
+
+def _expected_identity(project: Project, plan: Plan, epoch: int) -> dict[str, Any]:
+    """What this release is made of, in the shape `_identity` reads from a runner's manifest."""
+    return {
         "tool version": __version__,
-        "product manifest": product.digest,
-        "recipes": recipe_digests,
+        "product manifest": plan.product.digest,
+        "recipes": {name: r.digest for name, r in plan.all_recipes.items()},
         "SOURCE_DATE_EPOCH": epoch,
         "licence policy": policy_digest(project),
     }
+
+
+def _refuse_other_inputs(runners: tuple[RunnerTree, ...], expected: dict[str, Any]) -> None:
+    """Every runner must have built from this release's tool, manifests, recipes, policy and
+    SOURCE_DATE_EPOCH; the first that did not is named with every difference."""
     for runner in runners:
         found = _identity(runner.manifest)
         # a runner records only the recipes its targets use; compare those
         found_recipes = found["recipes"]
-        wanted = {**expected, "recipes": {n: recipe_digests.get(n) for n in found_recipes}}
+        wanted = {**expected, "recipes": {n: expected["recipes"].get(n) for n in found_recipes}}
         different = _differences(wanted, found)
         if different:
             raise ConfigError(
@@ -164,76 +204,89 @@ def release(project: Project, runner_dirs: Sequence[Path], options: BuildOptions
                 fix="build every target from the same commit (recipes, manifests, licences) "
                 "and the same SOURCE_DATE_EPOCH",
             )
+
+
+def _owners(runners: tuple[RunnerTree, ...], plan: Plan) -> dict[str, RunnerTree]:
+    """The runner each target of the product is taken from: the first that built it. Another
+    that built it too must have the same bytes; a target no runner built is refused."""
     owner: dict[str, RunnerTree] = {}
     for runner in runners:
         for target in runner.targets:
             if target in owner:
-                mine = _outputs_under(owner[target].manifest, f"{target}/")
-                theirs = _outputs_under(runner.manifest, f"{target}/")
-                if mine != theirs:
-                    raise IntegrityError(
-                        f"two runners built {target} with different bytes",
-                        target=target,
-                        file=f"{owner[target].path} and {runner.path}",
-                        fix="builds of one target from the same pins must be identical; "
-                        "rebuild one of them",
-                    )
+                _refuse_different_bytes(owner[target], runner, target)
                 continue
             owner[target] = runner
     missing = [t for t in plan.targets if t not in owner]
     if missing:
         raise ConfigError(
             f"no runner built {', '.join(missing)}",
-            file=str(product.path),
+            file=str(plan.product.path),
             fix="add a runner job per target of the product, or pass its dist/ directory",
         )
-    version_dir = project.dist / product.name / product.version
-    scratch = scratch_dir(version_dir)
-    try:
-        licensing: list[TargetLicensing] = []
-        inputs: dict[str, _Input] = {}
-        packaging_digests: dict[str, str] = {}
-        for target in plan.targets:
-            runner = owner[target]
-            shutil.copytree(runner.path / target, scratch / target, symlinks=True)
-            copy_closures(runner.path, scratch, target)  # report.html reads it
-            for channel in product.channels:
-                if target not in CHANNEL_TARGETS[channel]:
-                    continue
-                built = runner.path / "packaging" / channel
-                if not built.is_dir() or not any(built.iterdir()):
-                    raise ConfigError(
-                        f"the runner that built {target} made no {channel} package",
-                        target=target,
-                        file=str(runner.path),
-                        fix="build every target with all of its channels (no --channel), "
-                        "with the packaging tools installed",
-                    )
-                _merge_tree(built, scratch / "packaging" / channel, channel=channel)
-                packaging_digests |= _outputs_under(runner.manifest, f"packaging/{channel}/")
-            record = runner.path / RECORDS_DIR / f"{target}.json"
-            licensing.append(licensing_from_json(record.read_text("utf-8"), where=str(record)))
-            for item in runner.manifest["inputs"]:
-                inputs[item["sha256"]] = _Input(item["url"], item["size"])
-        audits = audit_targets(project, product, licensing, options)
-        finish_version(
-            project,
-            plan,
-            scratch,
-            version_dir,
-            licensing=licensing,
-            audits=audits,
-            inputs=inputs,
-            epoch=epoch,
-            key=key,
-            options=options,
-            # each runner's tree was re-hashed against its manifest when it was loaded
-            digests=packaging_digests,
+    return owner
+
+
+def _refuse_different_bytes(first: RunnerTree, other: RunnerTree, target: str) -> None:
+    """Builds of one target from the same pins are identical, output by output."""
+    mine = _outputs_under(first.manifest, f"{target}/")
+    theirs = _outputs_under(other.manifest, f"{target}/")
+    if mine != theirs:
+        raise IntegrityError(
+            f"two runners built {target} with different bytes",
+            target=target,
+            file=f"{first.path} and {other.path}",
+            fix="builds of one target from the same pins must be identical; rebuild one of them",
         )
-    except BaseException:
-        discard(scratch, up_to=project.dist)
-        raise
-    return ReleaseResult(version_dir, runners, audits, key.public_key().key_id_hex if key else None)
+
+
+@dataclass(frozen=True)
+class _Merged:
+    """What the runners' trees bring to the release's evidence: each target's attribution,
+    every input artifact, and the digest of every package file (already checked)."""
+
+    licensing: list[TargetLicensing]
+    inputs: dict[str, _Input]  # by SHA-256
+    packaging_digests: dict[str, str]  # by output path
+
+
+def _merge_runners(plan: Plan, owner: dict[str, RunnerTree], scratch: Path) -> _Merged:
+    """Each target's stage, closures, packages and record, from its runner into `scratch`."""
+    licensing: list[TargetLicensing] = []
+    inputs: dict[str, _Input] = {}
+    packaging_digests: dict[str, str] = {}
+    for target in plan.targets:
+        runner = owner[target]
+        shutil.copytree(runner.path / target, scratch / target, symlinks=True)
+        copy_closures(runner.path, scratch, target)  # report.html reads it
+        packaging_digests |= _merge_packages(plan.product.channels, target, runner, scratch)
+        record = runner.path / RECORDS_DIR / f"{target}.json"
+        licensing.append(licensing_from_json(record.read_text("utf-8"), where=str(record)))
+        for item in runner.manifest["inputs"]:
+            inputs[item["sha256"]] = _Input(item["url"], item["size"])
+    return _Merged(licensing, inputs, packaging_digests)
+
+
+def _merge_packages(
+    channels: tuple[str, ...], target: str, runner: RunnerTree, scratch: Path
+) -> dict[str, str]:
+    """The packages of every channel that carries `target`, from its runner into `scratch`;
+    their digests, as the runner's manifest records them."""
+    digests: dict[str, str] = {}
+    for channel in channels:
+        if target not in CHANNEL_TARGETS[channel]:
+            continue
+        built = runner.path / "packaging" / channel
+        if not built.is_dir() or not any(built.iterdir()):
+            raise ConfigError(
+                f"the runner that built {target} made no {channel} package",
+                target=target,
+                file=str(runner.path),
+                fix="build every target with all of its channels (no --channel), "
+                "with the packaging tools installed",
+            )
+        _merge_tree(built, scratch / "packaging" / channel, channel=channel)
+        digests |= _outputs_under(runner.manifest, f"packaging/{channel}/")
+    return digests
 
 
 def _merge_tree(built: Path, into: Path, *, channel: str) -> None:

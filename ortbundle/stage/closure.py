@@ -68,7 +68,8 @@ class ExternalNeed:
     kind: str
     note: str
     needed_by: tuple[str, ...]
-    # the group's requirement facts (CONTRACT §1), carried to every PackageInput
+    # what the group says of its libraries (without them the runtime still works? which
+    # version, how to install, can a Flatpak sandbox provide them?), carried to every PackageInput
     optional: bool = False
     version: str = ""
     install: str = ""
@@ -133,7 +134,7 @@ class _Group:
     def __init__(self, first: Candidate) -> None:
         self.members: list[Candidate] = [first]
         self.ruled_out: dict[str, str] = {}  # name -> drop reason
-        self.done: Materialized | None = None
+        self.opened: Materialized | None = None  # extracted and inspected, once
         self.why = ""
 
     @property
@@ -159,9 +160,58 @@ def prune(
     candidates: list[Candidate],
     materialize: Materialize,
 ) -> Closure:
-    def fail_config(message: str, fix: str) -> ConfigError:
-        return ConfigError(message, component=component, target=target.name, fix=fix)
+    """Keep the recipe's roots and what they need, drop the rest: a pure function of the
+    candidates and what `materialize` reads from them, refusing every ambiguity it meets."""
+    scope = _Scope(component, target, materialize)
+    index = _index_candidates(scope, candidates)
+    _rule_out_drops(index, recipe, target)
+    roots = _match_roots(scope, index, recipe.roots)
+    externals = _walk_needed(scope, index, roots)
+    staged = _sort_out(scope, index)
+    _refuse_link_collisions(scope, staged)
+    entry = _entry(scope, staged, recipe.entry)
+    return Closure(
+        kept=staged.kept,
+        links=tuple(sorted(staged.links)),
+        dropped=tuple(sorted(staged.dropped, key=lambda d: (d.source, d.member))),
+        externals=externals,
+        entry=entry,
+        unused=staged.unused,
+    )
 
+
+@dataclass(frozen=True)
+class _Scope:
+    """Whose closure it is, for which target, and how to open a candidate: what every step
+    needs to name its errors the same way."""
+
+    component: str
+    target: Target
+    materialize: Materialize
+
+    def config_error(self, message: str, fix: str) -> ConfigError:
+        return ConfigError(message, component=self.component, target=self.target.name, fix=fix)
+
+
+@dataclass(frozen=True)
+class _Index:
+    """The candidates grouped by identical bytes (in source, member order), and the group each
+    name the target's loader compares would be staged from."""
+
+    groups: tuple[_Group, ...]
+    by_name: dict[str, _Group]
+
+    def by_soname(self, key: str, target: Target) -> _Group | None:
+        """The opened group whose SONAME the loader would compare equal to `key`."""
+        for group in self.groups:
+            soname = group.opened.info.soname if group.opened else None
+            if soname and target.key(soname) == key:
+                return group
+        return None
+
+
+def _index_candidates(scope: _Scope, candidates: list[Candidate]) -> _Index:
+    """Group byte-identical candidates; two different libraries under one name are refused."""
     groups: dict[tuple[str, str], _Group] = {}
     by_name: dict[str, _Group] = {}
     for cand in sorted(candidates, key=lambda c: (c.source, c.member)):
@@ -170,181 +220,263 @@ def prune(
             group = groups[(cand.source, cand.identity)] = _Group(cand)
         else:
             group.members.append(cand)
-        key = target.key(cand.name)
+        key = scope.target.key(cand.name)
         other = by_name.get(key)
         if other is not None and other is not group:
-            raise fail_config(
+            raise scope.config_error(
                 f"two different libraries would both be staged as {cand.name} "
                 f"({other.canonical.source}:{other.canonical.member} and "
                 f"{cand.source}:{cand.member})",
                 "narrow the [[take]] library globs so each file name comes from one source",
             )
         by_name[key] = group
+    return _Index(tuple(groups.values()), by_name)
 
-    for group in groups.values():
+
+def _rule_out_drops(index: _Index, recipe: TargetRecipe, target: Target) -> None:
+    """Mark every name the recipe drops with the first drop rule's reason."""
+    for group in index.groups:
         for cand in group.members:
             for drop in recipe.drops:
                 if _matches(cand.name, drop.names, target):
                     group.ruled_out[cand.name] = drop.reason
                     break
 
-    queue: deque[_Group] = deque()
-    for root in recipe.roots:
-        hits = [g for k, g in sorted(by_name.items()) if fnmatch.fnmatchcase(k, target.key(root))]
+
+def _match_roots(scope: _Scope, index: _Index, roots: tuple[str, ...]) -> list[_Group]:
+    """The groups the root globs keep, in root order; a root that keeps nothing is refused."""
+    matched: list[_Group] = []
+    for root in roots:
+        pattern = scope.target.key(root)
+        hits = [g for k, g in sorted(index.by_name.items()) if fnmatch.fnmatchcase(k, pattern)]
         live_groups = [g for g in hits if g.live_names()]
         if not hits:
-            raise fail_config(
+            raise scope.config_error(
                 f"root {root!r} matches no library in the sources",
                 "check the root against the archive listing, or the [[take]] globs",
             )
         if not live_groups:
-            raise fail_config(
+            raise scope.config_error(
                 f"root {root!r} matches only libraries the recipe drops",
                 "remove the root or the drop rule",
             )
         for group in live_groups:
-            if not group.why:
-                group.why = "root"
-                queue.append(group)
+            _keep_for(group, "root", matched)
+    return matched
 
-    def open_group(group: _Group) -> Materialized:
-        if group.done is None:
-            cand = group.canonical
-            try:
-                group.done = materialize(cand)
-            except BinaryError as exc:
-                exc.component, exc.target = component, target.name
-                raise
-            info = group.done.info
-            wrong_bits = bool(info.bits and target.bits and info.bits != target.bits)
-            if info.format != target.format or info.machine != target.machine or wrong_bits:
-                raise ClosureError(
-                    f"{cand.name} is {info.format.upper()} {info.machine}"
-                    f"{f' {info.bits}-bit' if wrong_bits else ''}, not the target's "
-                    f"{target.format.upper()} {target.machine}"
-                    f"{f' {target.bits}-bit' if wrong_bits else ''}",
-                    component=component,
-                    target=target.name,
-                    file=f"{cand.source}:{cand.member}",
-                    fix="the recipe takes the wrong wheel for this target, or the library "
-                    "glob is too wide",
-                )
-        return group.done
 
-    def lookup_soname(key: str) -> _Group | None:
-        for group in groups.values():
-            soname = group.done.info.soname if group.done else None
-            if soname and target.key(soname) == key:
-                return group
-        return None
+def _keep_for(group: _Group, why: str, queue: list[_Group] | deque[_Group]) -> None:
+    """Keep `group` for the first reason found, and queue it to have its needs followed."""
+    if not group.why:
+        group.why = why
+        queue.append(group)
 
-    externals: dict[str, tuple[str, ExternalGroup, list[str]]] = {}
+
+def _open(scope: _Scope, group: _Group) -> Materialized:
+    """The group's library, extracted and inspected once; one built for another machine, word
+    size or format than the target's is refused."""
+    if group.opened is None:
+        cand = group.canonical
+        try:
+            group.opened = scope.materialize(cand)
+        except BinaryError as exc:
+            exc.component, exc.target = scope.component, scope.target.name
+            raise
+        info, target = group.opened.info, scope.target
+        wrong_bits = bool(info.bits and target.bits and info.bits != target.bits)
+        if info.format != target.format or info.machine != target.machine or wrong_bits:
+            raise ClosureError(
+                f"{cand.name} is {info.format.upper()} {info.machine}"
+                f"{f' {info.bits}-bit' if wrong_bits else ''}, not the target's "
+                f"{target.format.upper()} {target.machine}"
+                f"{f' {target.bits}-bit' if wrong_bits else ''}",
+                component=scope.component,
+                target=target.name,
+                file=f"{cand.source}:{cand.member}",
+                fix="the recipe takes the wrong wheel for this target, or the library "
+                "glob is too wide",
+            )
+    return group.opened
+
+
+# a needed name the target's system provides: (the name as first needed, its group, who needs it)
+_ExternalUse = tuple[str, ExternalGroup, list[str]]
+
+
+def _walk_needed(scope: _Scope, index: _Index, roots: list[_Group]) -> tuple[ExternalNeed, ...]:
+    """Follow every needed name from the roots, breadth first, keeping what resolves to a
+    candidate; the externals it reaches, or every unresolved name at once, is the answer."""
+    queue = deque(roots)
+    externals: dict[str, _ExternalUse] = {}
     unresolved: list[tuple[str, str]] = []
     learned_sonames = False
     while queue:
-        group = queue.popleft()
-        name = group.canonical.name
-        for needed in open_group(group).info.all_needed:
-            key = target.key(needed)
-            dep = by_name.get(key) or lookup_soname(key)
-            hit = [r for n, r in dep.ruled_out.items() if target.key(n) == key] if dep else []
-            if dep is not None and (hit or not dep.live_names()):
-                reason = hit[0] if hit else next(iter(dep.ruled_out.values()))
-                raise ClosureError(
-                    f"{name} needs {needed}, which the recipe drops ({reason})",
-                    component=component,
-                    target=target.name,
-                    file=name,
-                    fix="keep the library (remove the drop rule) or remove what needs it",
-                )
-            if dep is not None:
-                if not dep.why:
-                    dep.why = f"needed by {name}"
-                    queue.append(dep)
-                continue
-            ext = target.external_group(needed)
-            if ext is not None:
-                entry = externals.setdefault(key, (needed, ext, []))
-                entry[2].append(name)
-                continue
-            unresolved.append((name, needed))
+        unresolved += _follow_needs(scope, index, queue.popleft(), queue, externals)
         if not queue and unresolved and not learned_sonames:
-            # A needed SONAME may belong to a member named otherwise: inspect the rest once.
             learned_sonames = True
-            for other in groups.values():
-                if other.live_names():
-                    open_group(other)
-            retry, unresolved = unresolved, []
-            for name_, needed in retry:
-                dep = lookup_soname(target.key(needed))
-                if dep is None:
-                    unresolved.append((name_, needed))
-                elif not dep.why:
-                    dep.why = f"needed by {name_}"
-                    queue.append(dep)
+            unresolved = _retry_by_soname(scope, index, unresolved, queue)
     if unresolved:
-        raise Unresolved(tuple(unresolved), component=component, target=target.name)
+        raise Unresolved(tuple(unresolved), component=scope.component, target=scope.target.name)
+    return tuple(
+        ExternalNeed.of(name, group, tuple(sorted(set(needers))))
+        for name, group, needers in sorted(externals.values(), key=lambda e: (e[0], e[1].group))
+    )
 
+
+def _follow_needs(
+    scope: _Scope,
+    index: _Index,
+    group: _Group,
+    queue: deque[_Group],
+    externals: dict[str, _ExternalUse],
+) -> list[tuple[str, str]]:
+    """Resolve each name `group`'s library needs, in the order it lists them: a candidate is
+    queued (one the recipe drops is refused), a system library is recorded as an external;
+    what is neither comes back as (needer, needed)."""
+    target = scope.target
+    needer = group.canonical.name
+    unresolved: list[tuple[str, str]] = []
+    for needed in _open(scope, group).info.all_needed:
+        key = target.key(needed)
+        dep = index.by_name.get(key) or index.by_soname(key, target)
+        if dep is not None:
+            _refuse_dropped_need(scope, needer, needed, dep)
+            _keep_for(dep, f"needed by {needer}", queue)
+            continue
+        provider = target.external_group(needed)
+        if provider is not None:
+            externals.setdefault(key, (needed, provider, []))[2].append(needer)
+            continue
+        unresolved.append((needer, needed))
+    return unresolved
+
+
+def _refuse_dropped_need(scope: _Scope, needer: str, needed: str, dep: _Group) -> None:
+    """A kept library may not need one the recipe drops: the name itself, or every name of
+    the library it resolves to."""
+    key = scope.target.key(needed)
+    reasons = [r for n, r in dep.ruled_out.items() if scope.target.key(n) == key]
+    if reasons or not dep.live_names():
+        reason = reasons[0] if reasons else next(iter(dep.ruled_out.values()))
+        raise ClosureError(
+            f"{needer} needs {needed}, which the recipe drops ({reason})",
+            component=scope.component,
+            target=scope.target.name,
+            file=needer,
+            fix="keep the library (remove the drop rule) or remove what needs it",
+        )
+
+
+def _retry_by_soname(
+    scope: _Scope, index: _Index, unresolved: list[tuple[str, str]], queue: deque[_Group]
+) -> list[tuple[str, str]]:
+    """A needed SONAME may belong to a member named otherwise: inspect every live candidate
+    once, queue what now resolves, and return what still does not."""
+    for group in index.groups:
+        if group.live_names():
+            _open(scope, group)
+    still: list[tuple[str, str]] = []
+    for needer, needed in unresolved:
+        dep = index.by_soname(scope.target.key(needed), scope.target)
+        if dep is None:
+            still.append((needer, needed))
+        else:
+            _keep_for(dep, f"needed by {needer}", queue)
+    return still
+
+
+@dataclass(frozen=True)
+class _Staged:
+    """What the walk decided, file by file: the kept libraries (by canonical name), their
+    SONAME links, every candidate not staged and why, and files opened only to learn a SONAME."""
+
+    kept: tuple[KeptLibrary, ...]
+    links: tuple[tuple[str, str], ...]
+    dropped: tuple[Dropped, ...]
+    unused: tuple[Path, ...]
+
+
+def _sort_out(scope: _Scope, index: _Index) -> _Staged:
+    """Stage each kept group once, under its SONAME if it has that name, else its longest
+    name; every other member is an alias or a drop."""
     kept: list[KeptLibrary] = []
     links: list[tuple[str, str]] = []
     dropped: list[Dropped] = []
     unused: list[Path] = []
-    for group in sorted(groups.values(), key=lambda g: g.canonical.name):
-        live = group.live_names()
+    for group in sorted(index.groups, key=lambda g: g.canonical.name):
         if not group.why:
-            for cand in group.members:
-                reason = group.ruled_out.get(cand.name, "not needed by any root")
-                dropped.append(Dropped(cand.source, cand.member, cand.size, reason))
-            if group.done is not None:
-                unused.append(group.done.path)
+            dropped += _not_needed(group)
+            if group.opened is not None:
+                unused.append(group.opened.path)
             continue
-        done = open_group(group)
-        soname = done.info.soname
-        staged = soname if soname in live else sorted(live, key=lambda n: (-len(n), n))[0]
-        canonical = group.canonical
-        kept.append(
-            KeptLibrary(
-                name=staged,
-                source=canonical.source,
-                member=canonical.member,
-                path=done.path,
-                size=done.size,
-                sha256=done.sha256,
-                info=done.info,
-                why=group.why,
-            )
-        )
-        if soname and soname != staged and target.format == "elf":
-            links.append((soname, staged))
-        for cand in group.members:
-            if cand.name == staged:
-                continue
-            reason = group.ruled_out.get(cand.name, f"alias of {staged} (same bytes)")
-            dropped.append(Dropped(cand.source, cand.member, cand.size, reason))
+        library = _kept_library(scope, group)
+        kept.append(library)
+        soname = library.info.soname
+        if soname and soname != library.name and scope.target.format == "elf":
+            links.append((soname, library.name))
+        dropped += _aliases(group, library.name)
+    return _Staged(tuple(kept), tuple(links), tuple(dropped), tuple(unused))
 
-    staged_names = {k.name for k in kept}
-    link_names = {name for name, _ in links}
-    collisions = staged_names & link_names
+
+def _not_needed(group: _Group) -> list[Dropped]:
+    """Every member of a group nothing keeps, with its drop reason or "not needed"."""
+    return [
+        Dropped(c.source, c.member, c.size, group.ruled_out.get(c.name, "not needed by any root"))
+        for c in group.members
+    ]
+
+
+def _kept_library(scope: _Scope, group: _Group) -> KeptLibrary:
+    """The one file a kept group is staged as."""
+    opened = _open(scope, group)
+    live = group.live_names()
+    soname = opened.info.soname
+    name = soname if soname in live else sorted(live, key=lambda n: (-len(n), n))[0]
+    canonical = group.canonical
+    return KeptLibrary(
+        name=name,
+        source=canonical.source,
+        member=canonical.member,
+        path=opened.path,
+        size=opened.size,
+        sha256=opened.sha256,
+        info=opened.info,
+        why=group.why,
+    )
+
+
+def _aliases(group: _Group, staged: str) -> list[Dropped]:
+    """The kept group's other members: the same bytes under another name, or dropped."""
+    return [
+        Dropped(
+            c.source,
+            c.member,
+            c.size,
+            group.ruled_out.get(c.name, f"alias of {staged} (same bytes)"),
+        )
+        for c in group.members
+        if c.name != staged
+    ]
+
+
+def _refuse_link_collisions(scope: _Scope, staged: _Staged) -> None:
+    """A SONAME link may not take the name of a staged file (two kept libraries, one SONAME)."""
+    collisions = {k.name for k in staged.kept} & {name for name, _ in staged.links}
     if collisions:
-        raise fail_config(
+        raise scope.config_error(
             f"a SONAME link would replace a staged file: {', '.join(sorted(collisions))}",
             "two kept libraries claim the same SONAME; keep only one",
         )
-    entries = sorted(n for n in staged_names if fnmatch.fnmatchcase(n, recipe.entry))
+
+
+def _entry(scope: _Scope, staged: _Staged, entry_glob: str) -> str:
+    """The one kept library the entry glob names; none or several is refused."""
+    staged_names = {k.name for k in staged.kept}
+    entries = sorted(n for n in staged_names if fnmatch.fnmatchcase(n, entry_glob))
     if len(entries) != 1:
-        raise fail_config(
-            f"entry {recipe.entry!r} must match exactly one kept library, matched "
+        raise scope.config_error(
+            f"entry {entry_glob!r} must match exactly one kept library, matched "
             f"{entries or 'none'}",
             "make the entry glob name the ONNX Runtime core library",
         )
-    return Closure(
-        kept=tuple(kept),
-        links=tuple(sorted(links)),
-        dropped=tuple(sorted(dropped, key=lambda d: (d.source, d.member))),
-        externals=tuple(
-            ExternalNeed.of(name, g, tuple(sorted(set(by))))
-            for name, g, by in sorted(externals.values(), key=lambda e: (e[0], e[1].group))
-        ),
-        entry=entries[0],
-        unused=tuple(unused),
-    )
+    return entries[0]

@@ -39,7 +39,8 @@ class StagedForm:
 
     @property
     def identity(self) -> str:
-        """The numeric form is part of a model's identity (seeds §7): name, form and bytes."""
+        """A model's identity is its name, its numeric form (f32, a8w8, …) and its bytes: each
+        form is a model of its own, with its own backends."""
         return f"{self.form.name}:sha256:{self.file.sha256[:16]}"
 
 

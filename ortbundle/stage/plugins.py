@@ -13,7 +13,8 @@ _CORE_NAMES = ("libonnxruntime.so*", "libonnxruntime.*.dylib", "onnxruntime.dll"
 
 def refuse_bundled_core(recipe: Recipe, staged: StagedRuntime, target: str) -> None:
     """A plugin EP package that carries its own ONNX Runtime core is refused: two cores in one
-    process is exactly what one-runtime-per-process forbids (seeds §3.2)."""
+    process is exactly what the loader prevents: only one runtime may be loaded per process, and
+    one whose static constructors ran is never unloaded."""
     cores = [
         k.name
         for k in staged.closure.kept

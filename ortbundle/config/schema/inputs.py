@@ -39,7 +39,10 @@ def tables(name: str, shape: Table, doc: str, required: bool = False, **more: An
     return Key(name, "tables", doc, required, table=shape, **more)
 
 
-# --- externals (CONTRACT §1, §2): the tool's data, a recipe and a product share the group shape
+# --- externals: libraries a kept file may need that the user's machine provides, as groups
+# saying who provides them, whether the runtime works without them, which version, how to
+# install them and whether a Flatpak sandbox can; the tool's data, a recipe and a product
+# share the group shape
 
 GROUP_KEYS = (
     text("group", "the group's name; a product's or recipe's group replaces the tool's", True),

@@ -23,7 +23,8 @@ if TYPE_CHECKING:
 
 CLOSURES_DIR = "closures"
 CLOSURES_SCHEMA = "ortbundle.closures/1"
-# CONTRACT §1: what a group says of its libraries, when the build's data has it
+# what an external group says of its libraries (optional, version, install, sandbox) and how
+# a kept file reaches them (via: needed, or opened by name), when the build's data has it
 _REQUIREMENT_FIELDS = ("optional", "version", "install", "sandbox", "via")
 
 

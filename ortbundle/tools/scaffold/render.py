@@ -109,8 +109,9 @@ def _target(p: Proposal, component: str, version: str) -> Table:
 
 
 def external_block(p: Proposal) -> str:
-    """A commented [[externals]] group (CONTRACT §2) for what nothing provides: the user's
-    choice of group, kind and whether the runtime works without it."""
+    """A commented [[externals]] group (a system requirement, as a recipe or product declares
+    one) for what nothing provides: the user's choice of group, kind and whether the runtime
+    works without it."""
     names = sorted({needed for _, needed in p.unresolved})
     who = sorted({lib for lib, _ in p.unresolved})
     lines = [
