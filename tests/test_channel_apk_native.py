@@ -11,9 +11,10 @@ from pathlib import Path
 import pytest
 
 from ortbundle._core.errors import ConfigError
-from ortbundle.channels import ChannelOutput, ExternalLibrary, PackageInput
+from ortbundle.channels import ChannelOutput, PackageInput
 from ortbundle.channels.apk import ApkChannel
 from ortbundle.config.targets import ExternalGroup, get_target
+from ortbundle.stage.closure import ExternalLibrary
 from tests.helpers.apk import assemble, find_tools
 from tests.test_channel_apk import ARM, MAIN, QNN, X86, make_stage
 

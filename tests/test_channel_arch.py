@@ -16,9 +16,10 @@ from pathlib import Path
 import pytest
 
 from ortbundle._core.errors import ConfigError, OrtbundleError
-from ortbundle.channels import ChannelOutput, ExternalLibrary, PackageInput
+from ortbundle.channels import ChannelOutput, PackageInput
 from ortbundle.channels.arch import ArchChannel
 from ortbundle.licensing.attribution import ShippedFile
+from ortbundle.stage.closure import ExternalLibrary
 from tests.helpers.packages import EPOCH, make_package_input
 
 NOBODY = 65534  # makepkg refuses to run as root; as root we drop to this uid/gid

@@ -15,11 +15,12 @@ from pathlib import Path
 import pytest
 
 from ortbundle._core.errors import ConfigError, OrtbundleError
-from ortbundle.channels import ChannelOutput, ExternalLibrary, PackageInput
+from ortbundle.channels import ChannelOutput, PackageInput
 from ortbundle.channels.deb import DebChannel, copyright_text
 from ortbundle.channels.nfpm import render_dependencies
 from ortbundle.channels.rpm import RpmChannel
 from ortbundle.licensing.attribution import ShippedFile
+from ortbundle.stage.closure import ExternalLibrary
 from tests.helpers.linux_packages import (
     OVERRIDE_ENV,
     RUNTIMES,

@@ -13,9 +13,10 @@ from pathlib import Path
 import pytest
 
 from ortbundle._core.errors import ConfigError
-from ortbundle.channels import ChannelOutput, ExternalLibrary, PackageInput
+from ortbundle.channels import ChannelOutput, PackageInput
 from ortbundle.channels.flatpak import FlatpakChannel, check_manifest
 from ortbundle.licensing.attribution import ShippedFile
+from ortbundle.stage.closure import ExternalLibrary
 from tests.helpers.packages import SETTINGS, make_package_input
 from tests.test_channel_flatpak import (
     APP,

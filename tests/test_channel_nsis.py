@@ -16,10 +16,11 @@ import pefile
 import pytest
 
 from ortbundle._core.errors import ConfigError, IntegrityError, PackagingError
-from ortbundle.channels import ExternalLibrary, PackageInput
+from ortbundle.channels import PackageInput
 from ortbundle.channels.nsis import NsisChannel, _version_quad, nsis_string
 from ortbundle.config.products import Addon
 from ortbundle.licensing.attribution import ShippedFile
+from ortbundle.stage.closure import ExternalLibrary
 from tests.helpers.packages import SETTINGS, make_package_input
 
 HAVE_MAKENSIS = shutil.which("makensis") is not None

@@ -22,7 +22,7 @@ from ortbundle.stage.closure import (
     Candidate,
     Closure,
     Dropped,
-    ExternalNeed,
+    ExternalLibrary,
     Materialized,
     Unresolved,
     prune,
@@ -178,7 +178,7 @@ def test_externals_name_each_needer_once_with_their_groups_facts(sources: Source
     sources.add("libgpu.so", elf("libgpu.so", "libc.so.6", "libOpenCL.so.1", "libc.so.6"))
     closure = sources.prune()
     assert closure.externals == (
-        ExternalNeed(
+        ExternalLibrary(
             "libOpenCL.so.1",
             "opencl",
             "driver",
@@ -189,8 +189,8 @@ def test_externals_name_each_needer_once_with_their_groups_facts(sources: Source
             install="Install your GPU's OpenCL driver",
             sandbox=False,
         ),
-        ExternalNeed("libc.so.6", "glibc", "system", "", ("libgpu.so", CORE)),
-        ExternalNeed("libm.so.6", "glibc", "system", "", (CORE,)),
+        ExternalLibrary("libc.so.6", "glibc", "system", "", ("libgpu.so", CORE)),
+        ExternalLibrary("libm.so.6", "glibc", "system", "", (CORE,)),
     )
     assert all(e.via == "needed" for e in closure.externals)
 

@@ -13,7 +13,6 @@ import pytest
 
 from ortbundle._core.errors import ClosureError, ConfigError
 from ortbundle._core.progress import Reporter
-from ortbundle.channels import ExternalLibrary
 from ortbundle.channels.arch import ArchChannel
 from ortbundle.channels.nfpm import render_dependencies
 from ortbundle.config.externals import read_externals
@@ -26,6 +25,7 @@ from ortbundle.config.targets import (
 )
 from ortbundle.config.tomlreader import TableReader
 from ortbundle.pipeline.build import build
+from ortbundle.stage.closure import ExternalLibrary
 from tests.helpers.elf import make_elf
 from tests.helpers.packages import make_package_input
 from tests.helpers.pe import make_pe

@@ -32,7 +32,7 @@ from ortbundle.payload.loader import (
     system_libraries,
 )
 from ortbundle.pipeline.reachable import never_chosen, warning_lines
-from ortbundle.stage.closure import Closure, ExternalNeed
+from ortbundle.stage.closure import Closure, ExternalLibrary
 from ortbundle.stage.index_json import (
     FRAGMENTS_DIR,
     INDEX_NAME,
@@ -359,15 +359,15 @@ def test_windows_searches_own_dir_system32_windows_and_path(tmp_path: Path, wher
 # --- runtimes.json `requires`, from the closure's externals ------------------------------------
 
 
-def staged(name: str, target: str, *externals: ExternalNeed) -> StagedRuntime:
+def staged(name: str, target: str, *externals: ExternalLibrary) -> StagedRuntime:
     closure = Closure((), (), (), tuple(externals), "libonnxruntime.so.1", ())
     return StagedRuntime(name, target, f"runtimes/{name}", closure, (), 0)
 
 
 def ext(
     name: str, group: str, kind: str, optional: bool = False, install: str = ""
-) -> ExternalNeed:
-    return ExternalNeed(
+) -> ExternalLibrary:
+    return ExternalLibrary(
         name, group, kind, "", ("libonnxruntime.so.1",), optional=optional, install=install
     )
 
@@ -451,7 +451,7 @@ def _schema() -> dict[str, Any]:
     return schema
 
 
-def _core(stage: Path, name: str, *externals: ExternalNeed) -> StagedRuntime:
+def _core(stage: Path, name: str, *externals: ExternalLibrary) -> StagedRuntime:
     (stage / "runtimes" / name).mkdir(parents=True)
     (stage / "runtimes" / name / "libonnxruntime.so.1").write_bytes(b"core")
     return staged(name, LINUX, *externals)

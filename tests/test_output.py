@@ -131,9 +131,9 @@ def test_the_schema_refuses_what_it_does_not_know(
 
 def test_requirements_say_required_optional_and_how_to_install() -> None:
     """The summary renders each package's requirements from the CONTRACT §1 fields."""
-    from ortbundle.channels import ExternalLibrary
     from ortbundle.pipeline.result import requirement_groups
     from ortbundle.pipeline.summary import summary_lines
+    from ortbundle.stage.closure import ExternalLibrary
 
     externals = [
         ExternalLibrary(

@@ -14,9 +14,10 @@ from pathlib import Path
 
 import pytest
 
-from ortbundle.channels import ExternalLibrary, PackageInput, ShippedRuntime
+from ortbundle.channels import PackageInput, ShippedRuntime
 from ortbundle.channels.nsis import NsisChannel
 from ortbundle.config.products import Addon
+from ortbundle.stage.closure import ExternalLibrary
 from ortbundle.tools.smoke.installs import (
     run_setup,
     run_uninstaller,

@@ -29,22 +29,7 @@ from ortbundle.fetch.cache import stat_record
 from ortbundle.licensing.attribution import ShippedFile
 from ortbundle.stage.binaries.baseline import SystemBaseline
 from ortbundle.stage.binaries.baseline import render_dependency as render_dependency
-
-
-@dataclass(frozen=True)
-class ExternalLibrary:
-    """A library the staged files need but do not carry (from the closure)."""
-
-    name: str  # as the binaries name it: libstdc++.so.6, MSVCP140.dll
-    group: str  # targets.toml group: glibc, gcc-libs, msvc-runtime, opencl, vulkan, ...
-    kind: str  # system | toolchain | redist | driver | toolkit
-    note: str
-    needed_by: tuple[str, ...]  # staged paths
-    optional: bool = False  # True: the runtime still works without it (a rung is lost)
-    version: str = ""  # a constraint where it matters (">=13.0"); "" = any
-    install: str = ""  # one sentence telling the user what to install
-    sandbox: bool = True  # False: a Flatpak sandbox cannot provide it (host-only stack)
-    via: str = "needed"  # "needed" (DT_NEEDED / import table) or "loads" (opened by name)
+from ortbundle.stage.closure import ExternalLibrary
 
 
 @dataclass(frozen=True)

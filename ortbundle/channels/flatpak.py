@@ -34,8 +34,9 @@ from typing import Any
 
 from ortbundle._core.errors import ConfigError, IntegrityError
 from ortbundle._core.fsio import atomic_write, sha256_file
-from ortbundle.channels import ChannelOutput, ExternalLibrary, PackageInput
+from ortbundle.channels import ChannelOutput, PackageInput
 from ortbundle.channels.tarball import write_stage_tarball
+from ortbundle.stage.closure import ExternalLibrary
 from ortbundle.stage.index_json import INDEX_NAME
 
 __all__ = ["FlatpakChannel", "check_app_id", "check_manifest"]

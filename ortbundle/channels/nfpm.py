@@ -36,7 +36,7 @@ from urllib.parse import urlsplit
 
 from ortbundle._core.errors import ConfigError, OrtbundleError, PackagingError
 from ortbundle._core.fsio import atomic_write
-from ortbundle.channels import ExternalLibrary, PackageInput, check_staged
+from ortbundle.channels import PackageInput, check_staged
 from ortbundle.channels.arch import check_path, directories_of, resolve_link
 from ortbundle.channels.memo import input_key, memoized
 from ortbundle.config.externals import constraints, snippet
@@ -44,6 +44,7 @@ from ortbundle.config.schema import check_document
 from ortbundle.config.targets import ChannelPackages, get_target
 from ortbundle.config.vocabulary import PACKAGE_RELATIONS
 from ortbundle.stage.binaries.baseline import SystemBaseline, render_dependency
+from ortbundle.stage.closure import ExternalLibrary
 
 CONFIG_NAME = "nfpm.yaml"
 GENERATED_DIR = "generated"  # files the channel writes for the package (copyright, SBOM, …)

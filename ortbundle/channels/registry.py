@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Callable, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
@@ -11,7 +12,6 @@ from ortbundle.channels import (
     Attribution,
     Channel,
     ChannelOutput,
-    ExternalLibrary,
     PackageInput,
     ShippedRuntime,
 )
@@ -25,6 +25,7 @@ from ortbundle.config.recipes import Product, Recipe
 from ortbundle.config.targets import PACKAGE_CHANNELS, get_target, overlays
 from ortbundle.evidence.record import cached_sbom_json
 from ortbundle.licensing.attribution import ShippedFile, TargetLicensing
+from ortbundle.stage.closure import ExternalLibrary
 from ortbundle.stage.index_json import GENERIC_GPU_PROVIDERS
 from ortbundle.stage.staging import StagedRuntime
 from ortbundle.stage.system import package_system
@@ -66,18 +67,7 @@ def package_input(
                 users = tuple(sorted({*externals[ext.name].needed_by, *users}))
             earlier = externals.get(ext.name)
             via = "needed" if earlier is not None and earlier.via != ext.via else ext.via
-            externals[ext.name] = ExternalLibrary(
-                ext.name,
-                ext.group,
-                ext.kind,
-                ext.note,
-                users,
-                optional=ext.optional,
-                version=ext.version,
-                install=ext.install,
-                sandbox=ext.sandbox,
-                via=via,
-            )
+            externals[ext.name] = dataclasses.replace(ext, needed_by=users, via=via)
     overlay = overlays(product.externals, (s for r, _ in runtimes for s in r.externals))
     return PackageInput(
         product=product.name,

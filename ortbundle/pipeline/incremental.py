@@ -39,7 +39,7 @@ from ortbundle.pipeline.noop import (
 from ortbundle.pipeline.noop import record_build as record_build
 from ortbundle.stage.binaries.info import info_from_json, info_to_json
 from ortbundle.stage.binaries.loads import FileScan, LoadScan
-from ortbundle.stage.closure import Closure, Dropped, ExternalNeed, KeptLibrary
+from ortbundle.stage.closure import Closure, Dropped, ExternalLibrary, KeptLibrary
 from ortbundle.stage.staging import LIBRARY_MODE, StagedFile, StagedRuntime
 
 if TYPE_CHECKING:
@@ -186,7 +186,7 @@ def _runtime_from_json(data: dict[str, Any], runtime_dir: Path) -> StagedRuntime
         links=tuple((a, b) for a, b in c["links"]),
         dropped=tuple(Dropped(**d) for d in c["dropped"]),
         externals=tuple(
-            ExternalNeed(**{**e, "needed_by": tuple(e["needed_by"])}) for e in c["externals"]
+            ExternalLibrary(**{**e, "needed_by": tuple(e["needed_by"])}) for e in c["externals"]
         ),
         entry=c["entry"],
         unused=(),

@@ -21,7 +21,7 @@ from typing import TYPE_CHECKING, Any
 
 from ortbundle._core.fsio import atomic_write
 from ortbundle._core.version import __version__
-from ortbundle.channels import ChannelOutput, ExternalLibrary
+from ortbundle.channels import ChannelOutput
 from ortbundle.config.plan import (
     BuildOptions,
     Plan,
@@ -34,6 +34,7 @@ from ortbundle.licensing.attribution import (
     TargetLicensing,
 )
 from ortbundle.licensing.audit import ChannelAudit
+from ortbundle.stage.closure import ExternalLibrary
 from ortbundle.stage.staging import (
     StagedRuntime,
     StagedText,
@@ -139,13 +140,9 @@ def _runs_on(runtimes: Sequence[Any]) -> str:
 
 
 def _closure_externals(target: Any) -> list[ExternalLibrary]:
-    """No package was made (a strict audit failed): the closure's own findings."""
-
-    return [
-        ExternalLibrary(e.name, e.group, e.kind, e.note, e.needed_by)
-        for staged in target.runtimes
-        for e in staged.closure.externals
-    ]
+    """No package was made (a strict audit failed): the closure's own findings, with all
+    their requirement facts (optional, version, install), as a package would have them."""
+    return [e for staged in target.runtimes for e in staged.closure.externals]
 
 
 def requirement_groups(externals: Iterable[ExternalLibrary]) -> list[dict[str, Any]]:

@@ -62,24 +62,26 @@ class Dropped:
 
 
 @dataclass(frozen=True)
-class ExternalNeed:
-    name: str
-    group: str
-    kind: str
+class ExternalLibrary:
+    """A library the staged files need but do not carry: the closure finds it, and every
+    output that says what the user's machine must provide (summary, runtimes.json, packages,
+    SBOM) renders this one record."""
+
+    name: str  # as the binaries name it: libstdc++.so.6, MSVCP140.dll
+    group: str  # targets.toml group: glibc, gcc-libs, msvc-runtime, opencl, vulkan, ...
+    kind: str  # system | toolchain | redist | driver | toolkit
     note: str
-    needed_by: tuple[str, ...]
-    # what the group says of its libraries (without them the runtime still works? which
-    # version, how to install, can a Flatpak sandbox provide them?), carried to every PackageInput
-    optional: bool = False
-    version: str = ""
-    install: str = ""
-    sandbox: bool = True
-    via: str = "needed"  # or "loads": opened by name at run time, declared by the recipe
+    needed_by: tuple[str, ...]  # the files that need it (staged paths in a package's input)
+    optional: bool = False  # True: the runtime still works without it (a rung is lost)
+    version: str = ""  # a constraint where it matters (">=13.0"); "" = any
+    install: str = ""  # one sentence telling the user what to install
+    sandbox: bool = True  # False: a Flatpak sandbox cannot provide it (host-only stack)
+    via: str = "needed"  # "needed" (DT_NEEDED / import table) or "loads" (opened by name)
 
     @classmethod
     def of(
         cls, name: str, group: ExternalGroup, needed_by: tuple[str, ...], via: str = "needed"
-    ) -> ExternalNeed:
+    ) -> ExternalLibrary:
         """`name` as the closure reports it: provided by `group`, with its requirement facts."""
         return cls(
             name,
@@ -118,7 +120,7 @@ class Closure:
     kept: tuple[KeptLibrary, ...]
     links: tuple[tuple[str, str], ...]  # (link name, staged file it points to)
     dropped: tuple[Dropped, ...]
-    externals: tuple[ExternalNeed, ...]
+    externals: tuple[ExternalLibrary, ...]
     entry: str
     unused: tuple[Path, ...]  # extracted only to learn a SONAME; the stage deletes them
     load_scans: tuple[FileScan, ...] = ()  # what each kept file can open by name (memoised)
@@ -303,7 +305,7 @@ def _open(scope: _Scope, group: _Group) -> Materialized:
 _ExternalUse = tuple[str, ExternalGroup, list[str]]
 
 
-def _walk_needed(scope: _Scope, index: _Index, roots: list[_Group]) -> tuple[ExternalNeed, ...]:
+def _walk_needed(scope: _Scope, index: _Index, roots: list[_Group]) -> tuple[ExternalLibrary, ...]:
     """Follow every needed name from the roots, breadth first, keeping what resolves to a
     candidate; the externals it reaches, or every unresolved name at once, is the answer."""
     queue = deque(roots)
@@ -318,7 +320,7 @@ def _walk_needed(scope: _Scope, index: _Index, roots: list[_Group]) -> tuple[Ext
     if unresolved:
         raise Unresolved(tuple(unresolved), component=scope.component, target=scope.target.name)
     return tuple(
-        ExternalNeed.of(name, group, tuple(sorted(set(needers))))
+        ExternalLibrary.of(name, group, tuple(sorted(set(needers))))
         for name, group, needers in sorted(externals.values(), key=lambda e: (e[0], e[1].group))
     )
 

@@ -25,7 +25,7 @@ from ortbundle.stage.binaries.loads import (
     runtime_loads,
     unresolved_error,
 )
-from ortbundle.stage.closure import ExternalNeed
+from ortbundle.stage.closure import ExternalLibrary
 from ortbundle.stage.staging import StagedRuntime
 
 # ones that can open libraries at all, else the entry library
@@ -59,7 +59,7 @@ def with_runtime_loads(staged: StagedRuntime, recipe: Recipe, target: Target) ->
 
     # a declared load resolved to its group through this same lookup: it is never None here
     added = tuple(
-        ExternalNeed.of(d.name, group, d.needed_by, via="loads")
+        ExternalLibrary.of(d.name, group, d.needed_by, via="loads")
         for d in result.declared
         if (group := target.external_group(d.name)) is not None
     )

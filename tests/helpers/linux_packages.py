@@ -18,9 +18,10 @@ from pathlib import Path
 
 import pytest
 
-from ortbundle.channels import Attribution, ExternalLibrary, PackageInput, ShippedRuntime
+from ortbundle.channels import Attribution, PackageInput, ShippedRuntime
 from ortbundle.licensing.attribution import ShippedFile
 from ortbundle.payload.loader import SCHEMA, loader_source
+from ortbundle.stage.closure import ExternalLibrary
 from tests.helpers.packages import EPOCH, SETTINGS, write_stage_files
 
 OVERRIDE_ENV = "DEMO_ORT_DIR"

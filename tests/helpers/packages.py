@@ -6,8 +6,9 @@ import hashlib
 from dataclasses import replace
 from pathlib import Path
 
-from ortbundle.channels import ExternalLibrary, PackageInput, PackagingSettings, ShippedRuntime
+from ortbundle.channels import PackageInput, PackagingSettings, ShippedRuntime
 from ortbundle.licensing.attribution import ShippedFile
+from ortbundle.stage.closure import ExternalLibrary
 from tests.helpers.elf import make_elf
 from tests.helpers.pe import make_pe
 
