@@ -23,8 +23,7 @@ from typing import Any
 
 from ortbundle._core.templating import render
 from ortbundle._core.version import __version__
-from ortbundle.channels import Attribution, ChannelOutput, PackageInput
-from ortbundle.channels import nfpm as common
+from ortbundle.channels import Attribution, ChannelOutput, PackageInput, nfpm
 
 _PACKAGER = "deb"
 _FORMAT = "https://www.debian.org/doc/packaging-manuals/copyright-format/1.0/"
@@ -62,7 +61,7 @@ class DebChannel:
     target = "linux-x86_64"
 
     def generate(self, package: PackageInput, out: Path) -> ChannelOutput:
-        meta = common.describe(package, _PACKAGER)
+        meta = nfpm.describe(package, _PACKAGER)
         name, version, release, arch = meta.name, meta.version, meta.release, meta.arch
         out.mkdir(parents=True, exist_ok=True)
 
@@ -77,31 +76,31 @@ class DebChannel:
         if package.sbom:
             generated["sbom.cdx.json"] = package.sbom.encode("utf-8")
         docs = [
-            common.Doc(f"{doc}/copyright", f"{common.GENERATED_DIR}/copyright"),
-            common.Doc(f"{doc}/changelog.Debian.gz", f"{common.GENERATED_DIR}/changelog.Debian.gz"),
-            common.Doc(
-                f"/usr/share/lintian/overrides/{name}", f"{common.GENERATED_DIR}/lintian-overrides"
+            nfpm.Doc(f"{doc}/copyright", f"{nfpm.GENERATED_DIR}/copyright"),
+            nfpm.Doc(f"{doc}/changelog.Debian.gz", f"{nfpm.GENERATED_DIR}/changelog.Debian.gz"),
+            nfpm.Doc(
+                f"/usr/share/lintian/overrides/{name}", f"{nfpm.GENERATED_DIR}/lintian-overrides"
             ),
-            *common.licence_docs(package, out, _PACKAGER, doc),
+            *nfpm.licence_docs(package, out, _PACKAGER, doc),
         ]
         if package.sbom:
-            docs.append(common.Doc(f"{doc}/sbom.cdx.json", f"{common.GENERATED_DIR}/sbom.cdx.json"))
+            docs.append(nfpm.Doc(f"{doc}/sbom.cdx.json", f"{nfpm.GENERATED_DIR}/sbom.cdx.json"))
         description = (
-            f"{common.synopsis(package, _PACKAGER)}\n{common.long_description(package, _PACKAGER)}"
+            f"{nfpm.synopsis(package, _PACKAGER)}\n{nfpm.long_description(package, _PACKAGER)}"
         )
         fields: dict[str, Any] = {
             **meta.fields(package, description),
             "section": "libs",
             "priority": "optional",
             "contents": [
-                *common.stage_contents(package, f"/usr/lib/{name}", _PACKAGER, out),
-                *common.doc_contents(package, docs, (doc,)),
+                *nfpm.stage_contents(package, f"/usr/lib/{name}", _PACKAGER, out),
+                *nfpm.doc_contents(package, docs, (doc,)),
             ],
             "deb": {"compression": "gzip"},
         }
         file_name = f"{name}_{version}-{release}_{arch}.deb"
-        files, digest = common.pack(
-            package, out, _PACKAGER, common.config(package, fields), file_name, generated
+        files, digest = nfpm.pack(
+            package, out, _PACKAGER, nfpm.config(package, fields), file_name, generated
         )
         notes = (
             f"{file_name}: the stage under /usr/lib/{name}/, licence texts, copyright (DEP-5) "

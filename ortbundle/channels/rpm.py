@@ -19,8 +19,7 @@ from typing import Any
 
 from ortbundle._core.fsio import atomic_write
 from ortbundle._core.version import __version__
-from ortbundle.channels import ChannelOutput, PackageInput
-from ortbundle.channels import nfpm as common
+from ortbundle.channels import ChannelOutput, PackageInput, nfpm
 
 _PACKAGER = "rpm"
 _BUILDHOST = "reproducible"  # nfpm writes the machine's host name otherwise
@@ -46,38 +45,38 @@ class RpmChannel:
     target = "linux-x86_64"
 
     def generate(self, package: PackageInput, out: Path) -> ChannelOutput:
-        meta = common.describe(package, _PACKAGER)
+        meta = nfpm.describe(package, _PACKAGER)
         name, version, release, arch = meta.name, meta.version, meta.release, meta.arch
         out.mkdir(parents=True, exist_ok=True)
 
         licenses, doc = f"/usr/share/licenses/{name}", f"/usr/share/doc/{name}"
         generated = {"changelog.yaml": _changelog(package, f"{version}-{release}", meta.maintainer)}
-        docs = common.licence_docs(package, out, _PACKAGER, licenses, "license")
+        docs = nfpm.licence_docs(package, out, _PACKAGER, licenses, "license")
         roots = [licenses]
         if package.sbom:
             generated["sbom.cdx.json"] = package.sbom.encode("utf-8")
             docs.append(
-                common.Doc(f"{doc}/sbom.cdx.json", f"{common.GENERATED_DIR}/sbom.cdx.json", "doc")
+                nfpm.Doc(f"{doc}/sbom.cdx.json", f"{nfpm.GENERATED_DIR}/sbom.cdx.json", "doc")
             )
             roots.append(doc)
         fields: dict[str, Any] = {
-            **meta.fields(package, common.long_description(package, _PACKAGER)),
-            "changelog": f"{common.GENERATED_DIR}/changelog.yaml",
+            **meta.fields(package, nfpm.long_description(package, _PACKAGER)),
+            "changelog": f"{nfpm.GENERATED_DIR}/changelog.yaml",
             "contents": [
-                *common.stage_contents(package, f"/usr/lib/{name}", _PACKAGER, out),
-                *common.doc_contents(package, docs, roots),
+                *nfpm.stage_contents(package, f"/usr/lib/{name}", _PACKAGER, out),
+                *nfpm.doc_contents(package, docs, roots),
             ],
             "rpm": {
-                "summary": common.synopsis(package, _PACKAGER),
+                "summary": nfpm.synopsis(package, _PACKAGER),
                 "group": "System/Libraries",
-                "packager": common.inert(meta.maintainer),
+                "packager": nfpm.inert(meta.maintainer),
                 "buildhost": _BUILDHOST,
                 "compression": "zstd",
             },
         }
         file_name = f"{name}-{version}-{release}.{arch}.rpm"
-        files, digest = common.pack(
-            package, out, _PACKAGER, common.config(package, fields), file_name, generated
+        files, digest = nfpm.pack(
+            package, out, _PACKAGER, nfpm.config(package, fields), file_name, generated
         )
         rpmlintrc = out / f"{name}.rpmlintrc"
         duplicated = _duplicated_texts(package, docs)
@@ -97,7 +96,7 @@ def _changelog(package: PackageInput, version: str, maintainer: str) -> bytes:
     """nfpm's changelog (chglog format, JSON is YAML): one entry, stamped with the epoch."""
     entry = {
         "semver": version,
-        "date": common.mtime(package),
+        "date": nfpm.mtime(package),
         "packager": maintainer,
         "changes": [
             {"note": f"Packaged by ortbundle {__version__} from the pinned upstream artifacts"}
@@ -106,7 +105,7 @@ def _changelog(package: PackageInput, version: str, maintainer: str) -> bytes:
     return (json.dumps([entry], indent=2) + "\n").encode("utf-8")
 
 
-def _duplicated_texts(package: PackageInput, docs: Sequence[common.Doc]) -> bool:
+def _duplicated_texts(package: PackageInput, docs: Sequence[nfpm.Doc]) -> bool:
     """Whether two licence files in one directory tree hold the same bytes (rpmlint compares
     files below the same two top directories: /usr/share, /usr/lib)."""
     by_path = {f.path: f for f in package.files}
