@@ -998,6 +998,7 @@ def test_every_directory_written_into_is_flushed_once(
     import ortbundle._core.fsio as fsio
     import ortbundle.channels.apk as apk
 
+    package = make_stage(tmp_path / "stages", ARM)  # made first: only generate is counted
     flushed: list[Path] = []
     real = fsio.fsync_dir
 
@@ -1008,7 +1009,7 @@ def test_every_directory_written_into_is_flushed_once(
     monkeypatch.setattr(fsio, "fsync_dir", recording)
     out = tmp_path / "apk"
     out.mkdir()
-    output = apk.ApkChannel().generate(make_stage(tmp_path / "stages", ARM), out)
+    output = apk.ApkChannel().generate(package, out)
     parents = {path.parent for path in output.files}
     assert parents <= set(flushed)  # durable: each directory holding a new file was flushed
-    assert len(flushed) == len(set(flushed))  # and once, not once per file
+    assert len(flushed) == len(set(flushed)), flushed  # and once, not once per file
