@@ -1,7 +1,9 @@
-"""`invoke smoke` without the real tier: its refusals, and the probe's line protocol."""
+"""`invoke smoke` without the real tier: its refusals, the probe's line protocol, and the probe
+on a stand-in core compiled here (tests/helpers/fakeort.py)."""
 
 from __future__ import annotations
 
+import shutil
 import subprocess
 import sys
 from pathlib import Path
@@ -9,15 +11,17 @@ from pathlib import Path
 import pytest
 
 from ortbundle._core.errors import SmokeError
-from ortbundle.tools.smoke.probe import input_values, parse_probe
+from ortbundle.tools.smoke.probe import build_probe, input_values, parse_probe
+from ortbundle.tools.smoke.probe.checks import ProbeRunner, check_tree
 from ortbundle.tools.smoke.run import smoke
+from tests.helpers.fakeort import fake_runtime, write_stage
 from tests.helpers.real import ROOT
 
 
 def test_nothing_built_is_one_clear_error(tmp_path: Path) -> None:
     (tmp_path / "windows-x86_64").mkdir()  # a directory without runtimes.json is not a stage
     with pytest.raises(SmokeError, match="no built target") as caught:
-        smoke(tmp_path, root=ROOT, package_name="x", say=lambda _: None)
+        smoke(tmp_path, package_name="x", say=lambda _: None)
     assert caught.value.exit_code == 13
     assert caught.value.fix == "run `invoke build` first"
 
@@ -26,7 +30,7 @@ def test_a_target_that_was_not_built_is_refused_by_name(tmp_path: Path) -> None:
     (tmp_path / "linux-x86_64").mkdir()
     (tmp_path / "linux-x86_64" / "runtimes.json").write_text("{}")
     with pytest.raises(SmokeError, match="target windows-x86_64 was not built here"):
-        smoke(tmp_path, root=ROOT, package_name="x", targets=["windows-x86_64"], say=lambda _: None)
+        smoke(tmp_path, package_name="x", targets=["windows-x86_64"], say=lambda _: None)
 
 
 def test_targets_this_machine_cannot_run_are_reported_not_run(tmp_path: Path) -> None:
@@ -34,7 +38,7 @@ def test_targets_this_machine_cannot_run_are_reported_not_run(tmp_path: Path) ->
         (tmp_path / target).mkdir()
         (tmp_path / target / "runtimes.json").write_text("{}")
     said: list[str] = []
-    report = smoke(tmp_path, root=ROOT, package_name="x", say=said.append)
+    report = smoke(tmp_path, package_name="x", say=said.append)
     assert [line.verdict for line in report.lines] == ["NOT RUN", "NOT RUN"]
     assert "Android device" in report.lines[0].detail
     assert "Wine here runs x86_64 programs only" in report.lines[1].detail
@@ -89,3 +93,37 @@ def test_the_probe_protocol_keeps_paths_with_spaces_whole() -> None:
 
 def test_the_fixed_input_is_the_probes() -> None:
     assert input_values(12) == [-2.5, -2.0, -1.5, -1.0, -0.5, 0.0, 0.5, 1.0, 1.5, 2.0, 2.5, -2.5]
+
+
+def test_a_failed_load_carries_the_platform_loaders_own_words() -> None:
+    out = "load /s/libx.so failed 1\nwhy libnvinfer.so.10: cannot open shared object file\n"
+    assert parse_probe(0, out).loads["/s/libx.so"] == (
+        False,
+        "1: libnvinfer.so.10: cannot open shared object file",
+    )
+
+
+# --- the probe on a stand-in core (tests/helpers/fakeort.py) --------------------------------
+
+LINUX = "linux-x86_64"
+
+
+@pytest.fixture(scope="module")
+def linux_probe(tmp_path_factory: pytest.TempPathFactory) -> ProbeRunner:
+    if shutil.which("gcc") is None:
+        pytest.skip("gcc is not installed (Debian/Ubuntu: apt-get install gcc)")
+    return ProbeRunner(build_probe(tmp_path_factory.mktemp("probe"), windows=False))
+
+
+def test_the_probe_drives_a_core_through_its_own_ortapi_declarations(
+    tmp_path: Path, linux_probe: ProbeRunner
+) -> None:
+    """Built from ortprobe.c alone (no header, nothing downloaded), the probe finds the core's
+    OrtApi table and calls entries at the indices it declares."""
+    stage = tmp_path / "stage"
+    cpu = fake_runtime(stage, "cpu", windows=False, providers=("XnnpackExecutionProvider",))
+    write_stage(stage, LINUX, [cpu])
+    (check,) = check_tree(stage, linux_probe, target=LINUX, where="stage")
+    assert check.passed, check.detail
+    assert check.result is not None and check.result.api == 99
+    assert check.detail.startswith("ONNX Runtime 1.99.0; Xnnpack; 1 libraries loaded")

@@ -35,7 +35,6 @@ def run_smoke(
             )
         report = smoke(
             version_dir,
-            root=root,
             package_name=plan.product.packaging.package_name,
             targets=targets,
             scratch=scratch,

@@ -82,7 +82,6 @@ class _Session:
     """What every step of one smoke run shares: where things are, and where lines go."""
 
     version_dir: Path
-    root: Path
     package_name: str
     work: Path
     emit: Callable[[SmokeLine], None]
@@ -116,7 +115,6 @@ def _scratch(chosen: Path | None) -> Iterator[Path]:
 def smoke(
     version_dir: Path,
     *,
-    root: Path,
     package_name: str,
     targets: Sequence[str] = (),
     scratch: Path | None = None,
@@ -146,7 +144,7 @@ def smoke(
         say(line.text())
 
     with _scratch(scratch) as work:
-        session = _Session(version_dir, root, package_name, work, emit, checks)
+        session = _Session(version_dir, package_name, work, emit, checks)
         for target in wanted:
             stage = version_dir / target
             if target == "linux-x86_64":
@@ -173,7 +171,7 @@ def smoke(
 def _linux(session: _Session, stage: Path) -> None:
     target, emit, version_dir = stage.name, session.emit, session.version_dir
     try:
-        runner = ProbeRunner(build_probe(session.root, session.work / "probe-linux", windows=False))
+        runner = ProbeRunner(build_probe(session.work / "probe-linux", windows=False))
     except OrtbundleError as exc:
         emit(SmokeLine("NOT RUN", target, "runtimes", "", f"no probe: {exc}"))
         return
@@ -229,7 +227,7 @@ def _windows(session: _Session, stage: Path) -> None:
         )
         emit(SmokeLine("NOT RUN", target, "runtimes", "", reason))
         return
-    runner_exe = build_probe(session.root, work / "probe-windows", windows=True)
+    runner_exe = build_probe(work / "probe-windows", windows=True)
     prefix = work / "wine-prefix"
     shutil.rmtree(prefix, ignore_errors=True)
     with wine_session(prefix) as wine:
