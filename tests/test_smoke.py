@@ -1,5 +1,6 @@
 """`invoke smoke` without the real tier: its refusals, the probe's line protocol, and the probe
-on a stand-in core compiled here (tests/helpers/fakeort.py)."""
+and its judge on a stand-in core compiled here (tests/helpers/fakeort.py), natively and under
+Wine for `-m windows`: what a machine lacks is NOT RUN with the reason, not FAIL."""
 
 from __future__ import annotations
 
@@ -14,8 +15,11 @@ from ortbundle._core.errors import SmokeError
 from ortbundle.tools.smoke.probe import build_probe, input_values, parse_probe
 from ortbundle.tools.smoke.probe.checks import ProbeRunner, check_tree
 from ortbundle.tools.smoke.run import smoke
-from tests.helpers.fakeort import fake_runtime, write_stage
+from ortbundle.tools.smoke.wine import wine_session
+from tests.helpers.fakeort import compile_needing, fake_runtime, need, write_stage
+from tests.helpers.pe import make_pe
 from tests.helpers.real import ROOT
+from tests.helpers.windows import skip_without_wine
 
 
 def test_nothing_built_is_one_clear_error(tmp_path: Path) -> None:
@@ -105,7 +109,20 @@ def test_a_failed_load_carries_the_platform_loaders_own_words() -> None:
 
 # --- the probe on a stand-in core (tests/helpers/fakeort.py) --------------------------------
 
-LINUX = "linux-x86_64"
+LINUX, WINDOWS = "linux-x86_64", "windows-x86_64"
+DRIVER = need(
+    "libortbundle_absent_cuda.so.1",
+    "nvidia-driver",
+    optional=False,
+    install="Install the NVIDIA driver 580 or newer",
+)
+TENSORRT = need(
+    "libortbundle_absent_nvinfer.so.10",
+    "tensorrt",
+    optional=True,
+    install="Install NVIDIA TensorRT 10 to use the TensorRT execution provider",
+)
+OPENCL = need("libortbundle_absent_opencl.so.1", "opencl", optional=True, install="")
 
 
 @pytest.fixture(scope="module")
@@ -124,6 +141,107 @@ def test_the_probe_drives_a_core_through_its_own_ortapi_declarations(
     cpu = fake_runtime(stage, "cpu", windows=False, providers=("XnnpackExecutionProvider",))
     write_stage(stage, LINUX, [cpu])
     (check,) = check_tree(stage, linux_probe, target=LINUX, where="stage")
-    assert check.passed, check.detail
+    assert check.verdict == "PASS", check.detail
     assert check.result is not None and check.result.api == 99
     assert check.detail.startswith("ONNX Runtime 1.99.0; Xnnpack; 1 libraries loaded")
+
+
+def test_a_missing_required_library_is_not_run_with_its_reason(
+    tmp_path: Path, linux_probe: ProbeRunner
+) -> None:
+    """A CUDA runtime on a machine without the NVIDIA driver: the loader skips it there, so the
+    smoke cannot run it, and says why; it is no failure of the package."""
+    stage = tmp_path / "stage"
+    cuda_dir, stubs = stage / "runtimes" / "cuda", tmp_path / "stubs"
+    cuda_dir.mkdir(parents=True)
+    provider = compile_needing(
+        cuda_dir, "libonnxruntime_providers_cuda.so", [DRIVER["name"]], stubs=stubs
+    )
+    cuda = fake_runtime(
+        stage,
+        "cuda",
+        windows=False,
+        extra={"libonnxruntime_providers_cuda.so": provider},
+        requires=[DRIVER],
+    )
+    write_stage(stage, LINUX, [cuda, fake_runtime(stage, "cpu", windows=False)])
+    checks = check_tree(stage, linux_probe, target=LINUX, where="stage")
+    assert [(c.runtime, c.verdict) for c in checks] == [("cuda", "NOT RUN"), ("cpu", "PASS")]
+    assert checks[0].detail == (
+        "libortbundle_absent_cuda.so.1 (nvidia-driver) not on this machine — Install the NVIDIA "
+        "driver 580 or newer; the loader skips this runtime on this machine"
+    )
+
+
+def test_a_missing_optional_library_makes_only_what_needs_it_not_run(
+    tmp_path: Path, linux_probe: ProbeRunner
+) -> None:
+    """TensorRT absent: its provider (and what imports that provider) is NOT RUN, named with
+    the group and what to install; the core and the rest are probed and PASS. An optional
+    library only opened at run time (OpenCL) blocks nothing: the PASS line names it."""
+    stage = tmp_path / "stage"
+    trt = "libonnxruntime_providers_tensorrt.so"
+    cuda_dir, stubs = stage / "runtimes" / "cuda", tmp_path / "stubs"
+    cuda_dir.mkdir(parents=True)
+    (cuda_dir / trt).write_bytes(compile_needing(cuda_dir, trt, [TENSORRT["name"]], stubs=stubs))
+    helper = compile_needing(cuda_dir, "libtrt_helper.so", [trt], stubs=stubs)
+    cuda = fake_runtime(
+        stage,
+        "cuda",
+        windows=False,
+        extra={"libtrt_helper.so": helper},
+        requires=[TENSORRT, OPENCL],
+    )
+    write_stage(stage, LINUX, [cuda])
+    checks = check_tree(stage, linux_probe, target=LINUX, where="stage")
+    assert [c.verdict for c in checks] == ["PASS", "NOT RUN"], [c.line() for c in checks]
+    assert checks[0].detail.endswith(
+        "; libortbundle_absent_opencl.so.1 (opencl, optional) not on this machine"
+    )
+    assert checks[1].detail == (
+        f"{trt}, libtrt_helper.so not probed: libortbundle_absent_nvinfer.so.10 (tensorrt, "
+        "optional) not on this machine — Install NVIDIA TensorRT 10 to use the TensorRT "
+        "execution provider"
+    )
+
+
+@pytest.mark.windows
+def test_under_wine_the_probe_loads_a_core_and_skips_what_the_prefix_lacks(
+    tmp_path: Path,
+) -> None:
+    """The same on Windows: the mingw-w64 probe under Wine drives a core through its own
+    declarations; a runtime needing a DLL Windows lacks is NOT RUN, and a provider importing
+    an absent optional DLL is NOT RUN while its core PASSes."""
+    skip_without_wine()
+    stage = tmp_path / "stage"
+    driver = {**DRIVER, "name": "ortbundle_absent_nvcuda.dll"}
+    tensorrt = {**TENSORRT, "name": "ortbundle_absent_nvinfer_10.dll"}
+    cuda = fake_runtime(
+        stage,
+        "cuda",
+        windows=True,
+        extra={"onnxruntime_providers_cuda.dll": make_pe(imports=(driver["name"],))},
+        requires=[driver],
+    )
+    trt = "onnxruntime_providers_tensorrt.dll"
+    gpu = fake_runtime(
+        stage,
+        "gpu",
+        windows=True,
+        extra={trt: make_pe(imports=(tensorrt["name"],))},
+        requires=[tensorrt],
+    )
+    write_stage(stage, WINDOWS, [cuda, gpu])
+    exe = build_probe(tmp_path / "probe", windows=True)
+    with wine_session(tmp_path / "prefix") as wine:
+        checks = check_tree(stage, ProbeRunner(exe, wine), target=WINDOWS, where="stage")
+    shutil.rmtree(tmp_path / "prefix", ignore_errors=True)
+    lines = [c.line() for c in checks]
+    assert [(c.runtime, c.verdict) for c in checks] == [
+        ("cuda", "NOT RUN"),
+        ("gpu", "PASS"),
+        ("gpu", "NOT RUN"),
+    ], lines
+    assert checks[0].detail.startswith("ortbundle_absent_nvcuda.dll (nvidia-driver) not on this")
+    assert checks[1].detail.startswith("ONNX Runtime 1.99.0; CPU; 1 libraries loaded"), lines
+    assert checks[2].detail.startswith(f"{trt} not probed: ortbundle_absent_nvinfer_10.dll")

@@ -104,6 +104,31 @@ def compile_core(
     return library
 
 
+def compile_needing(directory: Path, name: str, needed: Sequence[str], *, stubs: Path) -> bytes:
+    """The bytes of a real Linux shared library `name` (gcc) whose DT_NEEDED lists `needed`:
+    one already in `directory` is linked as it is, any other against an empty stub made in
+    `stubs`, which stays out of every search path (ld.so cannot find it, as on a machine
+    without that vendor library). Skips when gcc is missing."""
+    gcc = shutil.which("gcc")
+    if gcc is None:
+        pytest.skip("gcc is not installed (Debian/Ubuntu: apt-get install gcc)")
+    stubs.mkdir(parents=True, exist_ok=True)
+    empty = stubs / "empty.c"
+    empty.write_text("int ortbundle_stub;\n", "utf-8")
+
+    def link(name: str, *more: str) -> Path:
+        out = stubs / name
+        command = [gcc, "-shared", "-fPIC", f"-Wl,-soname,{name}", "-o", str(out), str(empty)]
+        subprocess.run([*command, *more], check=True, capture_output=True, timeout=120)
+        return out
+
+    for library in needed:
+        if not (directory / library).is_file():
+            link(library)
+    links = [f"-l:{library}" for library in needed]
+    return link(name, "-Wl,--no-as-needed", f"-L{directory}", f"-L{stubs}", *links).read_bytes()
+
+
 def need(name: str, group: str, *, optional: bool, install: str) -> dict[str, Any]:
     """One `requires` entry of runtimes.json."""
     return {"name": name, "group": group, "optional": optional, "install": install}

@@ -10,7 +10,8 @@ For a built version directory (`dist/<product>/<version>/`), target by target:
   runtime from `C:\\Program Files\\<package>`, and the uninstaller must leave nothing and no
   uninstall entry behind.
 - The Flatpak and every target this machine cannot execute (Windows on Arm, Android, other
-  CPUs) are reported as NOT RUN, with the reason.
+  CPUs) are reported as NOT RUN, with the reason; so is a runtime (or the part of one) that
+  needs a library its `requires` names and this machine lacks (probe/checks.py).
 
 One line per runtime (and per package step): PASS, FAIL or NOT RUN. A model's outputs must be
 the same wherever it ran (probe/checks.py). Nothing is written outside the scratch
@@ -94,8 +95,7 @@ class _Session:
 
 
 def _line(check: RuntimeCheck) -> SmokeLine:
-    verdict = "PASS" if check.passed else "FAIL"
-    return SmokeLine(verdict, check.target, check.runtime, check.where, check.detail)
+    return SmokeLine(check.verdict, check.target, check.runtime, check.where, check.detail)
 
 
 @contextmanager
