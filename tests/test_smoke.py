@@ -1,9 +1,11 @@
 """`invoke smoke` without the real tier: its refusals, the probe's line protocol, and the probe
 and its judge on a stand-in core compiled here (tests/helpers/fakeort.py), natively and under
-Wine for `-m windows`: what a machine lacks is NOT RUN with the reason, not FAIL."""
+Wine for `-m windows`: what a machine lacks is NOT RUN with the reason, not FAIL, and a FAIL
+says what was expected and what was found."""
 
 from __future__ import annotations
 
+import math
 import shutil
 import subprocess
 import sys
@@ -12,8 +14,21 @@ from pathlib import Path
 import pytest
 
 from ortbundle._core.errors import SmokeError
-from ortbundle.tools.smoke.probe import build_probe, input_values, parse_probe
-from ortbundle.tools.smoke.probe.checks import ProbeRunner, check_tree
+from ortbundle.tools.smoke.installs import tree_difference
+from ortbundle.tools.smoke.probe import (
+    ProbeOutput,
+    ProbeResult,
+    build_probe,
+    input_values,
+    parse_probe,
+)
+from ortbundle.tools.smoke.probe.checks import (
+    ProbeRunner,
+    RuntimeCheck,
+    _judge_outputs,
+    agree,
+    check_tree,
+)
 from ortbundle.tools.smoke.run import smoke
 from ortbundle.tools.smoke.wine import wine_session
 from tests.helpers.fakeort import compile_needing, fake_runtime, need, write_stage
@@ -205,6 +220,52 @@ def test_a_missing_optional_library_makes_only_what_needs_it_not_run(
     )
 
 
+def test_a_fail_says_what_was_expected_and_what_was_found(
+    tmp_path: Path, linux_probe: ProbeRunner
+) -> None:
+    stage = tmp_path / "stage"
+    cpu = fake_runtime(
+        stage,
+        "cpu",
+        windows=False,
+        index_version="1.98.0",
+        index_providers=["CUDAExecutionProvider", "CPUExecutionProvider"],
+        extra={"libbroken.so": b"this is not a library" * 100},
+    )
+    write_stage(stage, LINUX, [cpu])
+    (check,) = check_tree(stage, linux_probe, target=LINUX, where="stage")
+    assert check.verdict == "FAIL"
+    problems = check.detail.split("; ")
+    assert problems[0] == "version '1.99.0', the index says 1.98.0"
+    assert problems[1] == (
+        "providers CPUExecutionProvider, the index says CUDAExecutionProvider CPUExecutionProvider"
+    )
+    assert problems[2].startswith("cannot load libbroken.so (1: ")
+    assert "libbroken.so: invalid ELF header" in problems[2]
+
+
+def test_wrong_numbers_and_disagreeing_runs_name_the_element_expected_and_found() -> None:
+    result = ProbeResult(0, inputs={"m": (("x", "3"),)})
+    off = (ProbeOutput("y", "float", (0.0758582, 0.5, 0.1)),)  # sigmoid(-2.5, -2.0, -1.5)
+    (problem,) = _judge_outputs("sigmoid", result, "m", off)
+    assert problem == (
+        "model sigmoid: y[1] = 0.5, expected sigmoid(-2) = 0.1192029 (off by 0.381, "
+        "tolerance 1e-05)"
+    )
+    nan = (ProbeOutput("y", "float", (0.1, math.nan)),)
+    assert _judge_outputs("logreg", result, "m", nan) == [
+        "model logreg: output y is not finite (y[1] = nan, 1 such)"
+    ]
+    first = RuntimeCheck(LINUX, "stage", "cpu", "PASS", "ok", (("ab" * 32, off),))
+    other = (ProbeOutput("y", "float", (0.0758582, 0.25, 0.1)),)
+    second = RuntimeCheck(WINDOWS, "stage", "cpu", "PASS", "ok", (("ab" * 32, other),))
+    judged = agree([first, second])
+    assert judged[0] is first and judged[1].verdict == "FAIL"
+    assert judged[1].detail == (
+        "model abababababab disagrees with linux-x86_64 cpu (stage): y[1] = 0.25 here, 0.5 there"
+    )
+
+
 @pytest.mark.windows
 def test_under_wine_the_probe_loads_a_core_and_skips_what_the_prefix_lacks(
     tmp_path: Path,
@@ -245,3 +306,12 @@ def test_under_wine_the_probe_loads_a_core_and_skips_what_the_prefix_lacks(
     assert checks[0].detail.startswith("ortbundle_absent_nvcuda.dll (nvidia-driver) not on this")
     assert checks[1].detail.startswith("ONNX Runtime 1.99.0; CPU; 1 libraries loaded"), lines
     assert checks[2].detail.startswith(f"{trt} not probed: ortbundle_absent_nvinfer_10.dll")
+
+
+def test_tree_difference_names_what_is_missing_unexpected_and_changed() -> None:
+    expected = {"a": "1", "b": "2", "c": "3", "d": "4", "e": "5"}
+    found = {"b": "2", "c": "x", "z": "9"}
+    assert tree_difference(found, expected, shown=2) == (
+        "3 missing (a, d and 1 more), 1 unexpected (z), 1 changed (c)"
+    )
+    assert tree_difference(expected, dict(expected)) == ""

@@ -13,9 +13,10 @@ For a built version directory (`dist/<product>/<version>/`), target by target:
   CPUs) are reported as NOT RUN, with the reason; so is a runtime (or the part of one) that
   needs a library its `requires` names and this machine lacks (probe/checks.py).
 
-One line per runtime (and per package step): PASS, FAIL or NOT RUN. A model's outputs must be
-the same wherever it ran (probe/checks.py). Nothing is written outside the scratch
-directory, which is removed afterwards unless the caller chose it.
+One line per runtime (and per package step): PASS, FAIL or NOT RUN; a FAIL says what was
+expected and what was found. A model's outputs must be the same wherever it ran
+(probe/checks.py). Nothing is written outside the scratch directory, which is removed
+afterwards unless the caller chose it.
 """
 
 from __future__ import annotations
@@ -32,6 +33,7 @@ from ortbundle.tools.smoke.installs import (
     install_arch,
     run_setup,
     run_uninstaller,
+    tree_difference,
     tree_digests,
     windows_install_dir,
 )
@@ -199,11 +201,13 @@ def _linux(session: _Session, stage: Path) -> None:
         else:
             lib = installed.lib(session.package_name)
             where = f"installed (pacman --root {installed.root})"
-            same = tree_digests(lib) == tree_digests(stage)
-            verdict = "PASS" if installed.check_ok and same else "FAIL"
+            difference = tree_difference(tree_digests(lib), tree_digests(stage))
+            verdict = "PASS" if installed.check_ok and not difference else "FAIL"
             detail = installed.check.splitlines()[-1] if installed.check else "(no report)"
-            if not same:
-                detail += f"; {lib} differs from the stage"
+            if not installed.check_ok:
+                detail = f"pacman -Qkk should report 0 altered files, it says: {detail}"
+            if difference:
+                detail += f"; {lib} should equal the stage: {difference}"
             emit(SmokeLine(verdict, target, "arch", where, detail))
             session.record(check_tree(lib, runner, target=target, where=where))
     emit(SmokeLine("NOT RUN", target, "flatpak", "", _flatpak_reason(version_dir)))
@@ -255,11 +259,16 @@ def _install_windows(
     key = wine.registry_key(_UNINSTALL_KEY + package_name)
     problems = []
     if result.returncode != 0:
-        problems.append(f"{setup.name} /S exited {result.returncode}")
-    if files != expected:
-        problems.append(f"{len(set(files) ^ set(expected))} files differ from the stage")
+        problems.append(f"{setup.name} /S exited {result.returncode}, expected 0")
+    if difference := tree_difference(files, expected):
+        problems.append(f"the installed files should equal the stage: {difference}")
     if not has_uninstaller or key is None:
-        problems.append("no uninstaller or no uninstall entry")
+        found = ", ".join(
+            what
+            for what, there in (("uninstall.exe", has_uninstaller), ("the entry", key is not None))
+            if there
+        )
+        problems.append(f"expected uninstall.exe and an uninstall entry, found {found or 'none'}")
     detail = "; ".join(problems) or f"{len(files)} files equal to the stage, uninstall entry"
     if missing:
         detail += f"; setup found required or optional libraries missing ({package_name}-setup.log)"
@@ -272,9 +281,17 @@ def _install_windows(
     left = tree_digests(installed)
     gone = wine.registry_key(_UNINSTALL_KEY + package_name) is None
     ok = code == 0 and not left and not installed.exists() and gone
+    leftover = [f"exit {code}"] if code else []
+    if left:
+        leftover.append(tree_difference(left, {}).replace("unexpected", "files left"))
+    elif installed.exists():
+        leftover.append("the directory left")
+    if not gone:
+        leftover.append("the uninstall entry left")
     detail = (
         "removed every file, the directory and the uninstall entry"
         if ok
-        else f"exit {code}, {len(left)} files left, entry {'gone' if gone else 'still there'}"
+        else "expected exit 0 with no file, directory or uninstall entry left; found "
+        + ", ".join(leftover)
     )
     emit(SmokeLine("PASS" if ok else "FAIL", target, "uninstall", str(directory), detail))

@@ -17,7 +17,8 @@ the shipped loader does and this module checks, against the tree's own index:
 What the runtime's `requires` names and this machine lacks is not a failure of the package:
 a missing required library makes the whole runtime NOT RUN (the shipped loader skips it here
 too), a missing optional one makes NOT RUN only the libraries that need it (the TensorRT
-provider without TensorRT), each with the group and the install sentence.
+provider without TensorRT), each with the group and the install sentence. Every FAIL says what
+was expected and what was found.
 
 `agree` then compares the outputs of one model across every run (runtimes, targets, staged and
 installed copies): one model must give one answer everywhere.
@@ -269,35 +270,45 @@ def _check_runtime(
     result = runner.run(command)
     problems: list[str] = []
     if result.error or result.exit_code not in (0, 1):
-        problems.append(result.error or f"the probe crashed (exit {result.exit_code})")
+        stderr = result.stderr.strip().splitlines()
+        said = f": {stderr[-1][:300]}" if stderr else ""
+        problems.append(result.error or f"the probe crashed (exit {result.exit_code}{said})")
     if result.version != runtime["ort_version"]:
         problems.append(f"version {result.version!r}, the index says {runtime['ort_version']}")
     if list(result.providers) != list(runtime["providers"]):
-        problems.append(f"providers {' '.join(result.providers) or '(none)'}")
+        problems.append(
+            f"providers {' '.join(result.providers) or '(none)'}, the index says "
+            f"{' '.join(runtime['providers']) or '(none)'}"
+        )
     loaded = {n.casefold() for n in result.loaded}
     for provider, lib in sorted(providers.items()):
         if PurePosixPath(lib).name.casefold() not in loaded:
-            problems.append(f"the core did not load {lib} for {provider}")
+            session = sessions[provider].split(":")[0]
+            _, said = result.eps.get(session, (False, "no answer"))
+            problems.append(
+                f"the core did not load {lib} for {provider} (appending {session} said: "
+                f"{said or 'ok'})"
+            )
     failed_loads = [
-        PurePosixPath(path.replace("\\", "/")).name
-        for path, (ok, _) in result.loads.items()
+        f"{PurePosixPath(path.replace(chr(92), '/')).name} ({detail or 'no reason given'})"
+        for path, (ok, detail) in result.loads.items()
         if not ok
     ]
     if failed_loads:
         problems.append(f"cannot load {', '.join(failed_loads)}")
     tried = len(libraries) + len(plugin_libraries)
     if len(result.loads) != tried and not result.error:
-        problems.append(f"{tried - len(result.loads)} libraries were never tried")
+        problems.append(f"the probe tried {len(result.loads)} of the {tried} libraries")
     for plugin, _ in plugins:
         ok, detail = result.plugins.get(plugin, (False, "not reported"))
         if not ok:
-            problems.append(f"plugin EP {plugin}: {detail}")
+            problems.append(f"plugin EP {plugin} did not register: {detail}")
     outputs: list[tuple[str, tuple[ProbeOutput, ...]]] = []
     for model_name, form in forms:
         path = runner.path(root / form["path"])
         ok, message = result.models.get(path, (False, "not run"))
         if not ok:
-            problems.append(f"model {model_name}: {message}")
+            problems.append(f"model {model_name} did not run: {message}")
             continue
         got = result.outputs.get(path, ())
         problems += _judge_outputs(model_name, result, path, got)
@@ -332,19 +343,35 @@ def _judge_outputs(
 ) -> list[str]:
     problems = []
     if not outputs:
-        return [f"model {model}: no outputs"]
+        return [f"model {model} gave no outputs"]
     for output in outputs:
-        if output.kind == "float" and not all(math.isfinite(v) for v in output.values):
-            problems.append(f"model {model}: output {output.name} is not finite")
+        bad = [i for i, v in enumerate(output.values) if not math.isfinite(v)]
+        if output.kind == "float" and bad:
+            problems.append(
+                f"model {model}: output {output.name} is not finite "
+                f"({output.name}[{bad[0]}] = {output.values[bad[0]]}, {len(bad)} such)"
+            )
     reference = _REFERENCES.get(model)
     if reference is not None:
         shapes = result.inputs.get(path, ())
         count = math.prod(int(d) for d in shapes[0][1].split("x")) if shapes else 0
         expected = [reference(x) for x in input_values(count)]
         got = outputs[0].values
-        worst = max((abs(a - b) for a, b in zip(got, expected, strict=False)), default=math.inf)
-        if len(got) != len(expected) or worst > _TOLERANCE:
-            problems.append(f"model {model}: {outputs[0].name} is off by {worst:.3g}")
+        name = outputs[0].name
+        if len(got) != len(expected):
+            problems.append(
+                f"model {model}: {name} has {len(got)} values, {model} of its "
+                f"{count}-element input has {len(expected)}"
+            )
+        else:
+            off = [(abs(a - b), i) for i, (a, b) in enumerate(zip(got, expected, strict=True))]
+            worst, at = max(off, default=(0.0, 0))
+            if worst > _TOLERANCE:
+                problems.append(
+                    f"model {model}: {name}[{at}] = {got[at]:.7g}, expected {model}"
+                    f"({input_values(count)[at]:g}) = {expected[at]:.7g} (off by {worst:.3g}, "
+                    f"tolerance {_TOLERANCE:g})"
+                )
     return problems
 
 
@@ -356,10 +383,11 @@ def agree(checks: list[RuntimeCheck]) -> list[RuntimeCheck]:
         problems = []
         for sha, outputs in check.outputs:
             seen = first.setdefault(sha, (check, outputs))
-            if seen[0] is not check and not _same(seen[1], outputs):
+            difference = _difference(seen[1], outputs)
+            if seen[0] is not check and difference:
                 problems.append(
                     f"model {sha[:12]} disagrees with {seen[0].target} {seen[0].runtime} "
-                    f"({seen[0].where})"
+                    f"({seen[0].where}): {difference}"
                 )
         if problems:
             detail = "; ".join(problems) if check.passed else f"{check.detail}; {problems[0]}"
@@ -368,11 +396,19 @@ def agree(checks: list[RuntimeCheck]) -> list[RuntimeCheck]:
     return judged
 
 
-def _same(a: tuple[ProbeOutput, ...], b: tuple[ProbeOutput, ...]) -> bool:
-    if [(o.name, o.kind, len(o.values)) for o in a] != [(o.name, o.kind, len(o.values)) for o in b]:
-        return False
-    return all(
-        abs(x - y) <= _TOLERANCE
-        for oa, ob in zip(a, b, strict=True)
-        for x, y in zip(oa.values, ob.values, strict=True)
-    )
+def _difference(a: tuple[ProbeOutput, ...], b: tuple[ProbeOutput, ...]) -> str:
+    """The first difference between two runs' outputs, `b` as found and `a` as expected; empty
+    when they agree within the tolerance."""
+    shape_a = [(o.name, o.kind, len(o.values)) for o in a]
+    shape_b = [(o.name, o.kind, len(o.values)) for o in b]
+    if shape_a != shape_b:
+        return f"outputs {_shapes(shape_b)} here, {_shapes(shape_a)} there"
+    for oa, ob in zip(a, b, strict=True):
+        for i, (x, y) in enumerate(zip(oa.values, ob.values, strict=True)):
+            if not abs(x - y) <= _TOLERANCE:
+                return f"{ob.name}[{i}] = {y:.7g} here, {x:.7g} there"
+    return ""
+
+
+def _shapes(outputs: list[tuple[str, str, int]]) -> str:
+    return ", ".join(f"{name} ({kind} x{count})" for name, kind, count in outputs) or "(none)"
