@@ -1,7 +1,7 @@
 """`invoke smoke` without the real tier: its refusals, the probe's line protocol, and the probe
 and its judge on a stand-in core compiled here (tests/helpers/fakeort.py), natively and under
-Wine for `-m windows`: what a machine lacks is NOT RUN with the reason, not FAIL, and a FAIL
-says what was expected and what was found."""
+Wine for `-m windows`: what a machine lacks is NOT RUN with the reason, not FAIL, a FAIL says
+what was expected and what was found, and only the product's channels are listed."""
 
 from __future__ import annotations
 
@@ -40,7 +40,7 @@ from tests.helpers.windows import skip_without_wine
 def test_nothing_built_is_one_clear_error(tmp_path: Path) -> None:
     (tmp_path / "windows-x86_64").mkdir()  # a directory without runtimes.json is not a stage
     with pytest.raises(SmokeError, match="no built target") as caught:
-        smoke(tmp_path, package_name="x", say=lambda _: None)
+        smoke(tmp_path, package_name="x", channels=(), say=lambda _: None)
     assert caught.value.exit_code == 13
     assert caught.value.fix == "run `invoke build` first"
 
@@ -49,7 +49,13 @@ def test_a_target_that_was_not_built_is_refused_by_name(tmp_path: Path) -> None:
     (tmp_path / "linux-x86_64").mkdir()
     (tmp_path / "linux-x86_64" / "runtimes.json").write_text("{}")
     with pytest.raises(SmokeError, match="target windows-x86_64 was not built here"):
-        smoke(tmp_path, package_name="x", targets=["windows-x86_64"], say=lambda _: None)
+        smoke(
+            tmp_path,
+            package_name="x",
+            channels=(),
+            targets=["windows-x86_64"],
+            say=lambda _: None,
+        )
 
 
 def test_targets_this_machine_cannot_run_are_reported_not_run(tmp_path: Path) -> None:
@@ -57,7 +63,7 @@ def test_targets_this_machine_cannot_run_are_reported_not_run(tmp_path: Path) ->
         (tmp_path / target).mkdir()
         (tmp_path / target / "runtimes.json").write_text("{}")
     said: list[str] = []
-    report = smoke(tmp_path, package_name="x", say=said.append)
+    report = smoke(tmp_path, package_name="x", channels=("nsis", "apk"), say=said.append)
     assert [line.verdict for line in report.lines] == ["NOT RUN", "NOT RUN"]
     assert "Android device" in report.lines[0].detail
     assert "Wine here runs x86_64 programs only" in report.lines[1].detail
@@ -264,6 +270,38 @@ def test_wrong_numbers_and_disagreeing_runs_name_the_element_expected_and_found(
     assert judged[1].detail == (
         "model abababababab disagrees with linux-x86_64 cpu (stage): y[1] = 0.25 here, 0.5 there"
     )
+
+
+def _version_dir(tmp_path: Path, *, with_core: bool) -> Path:
+    version_dir = tmp_path / "dist" / "app" / "1.0"
+    stage = version_dir / LINUX
+    runtimes = [fake_runtime(stage, "cpu", windows=False)] if with_core else []
+    write_stage(stage, LINUX, runtimes)
+    return version_dir
+
+
+def test_only_the_products_channels_are_listed(tmp_path: Path, linux_probe: ProbeRunner) -> None:
+    """A product without a Flatpak gets no Flatpak line; one with deb and rpm is told the
+    smoke does not install those (it installs the Arch package and the Windows installer)."""
+    version_dir = _version_dir(tmp_path, with_core=True)
+    said: list[str] = []
+    report = smoke(version_dir, package_name="app", channels=("arch",), say=said.append)
+    assert [(line.verdict, line.subject) for line in report.lines] == [
+        ("PASS", "cpu"),
+        ("NOT RUN", "arch"),
+    ]
+    assert report.lines[1].detail.startswith("no PKGBUILD was built in ")
+    assert not any("flatpak" in line.casefold() for line in said)
+
+    (version_dir / "packaging" / "flatpak").mkdir(parents=True)
+    report = smoke(version_dir, package_name="app", channels=("flatpak", "deb"), say=said.append)
+    assert [(line.verdict, line.subject) for line in report.lines] == [
+        ("PASS", "cpu"),
+        ("NOT RUN", "flatpak"),
+        ("NOT RUN", "deb"),
+    ]
+    assert "flatpak install org.freedesktop.Sdk" in report.lines[1].detail
+    assert report.lines[2].detail.startswith("no deb package was built in ")
 
 
 @pytest.mark.windows

@@ -39,6 +39,7 @@ def _smoke(result: BuildResult) -> SmokeReport:
     report = smoke(
         result.version_dir,
         package_name=result.plan.product.packaging.package_name,
+        channels=result.plan.product.channels,
         say=lines.append,
     )
     print("\n".join(lines), f"({time.monotonic() - started:.0f} s)", sep="\n")

@@ -36,6 +36,7 @@ def run_smoke(
         report = smoke(
             version_dir,
             package_name=plan.product.packaging.package_name,
+            channels=plan.product.channels,
             targets=targets,
             scratch=scratch,
         )

@@ -9,9 +9,10 @@ For a built version directory (`dist/<product>/<version>/`), target by target:
   prefix; the installer runs silently, its files must equal the stage's, the probe runs every
   runtime from `C:\\Program Files\\<package>`, and the uninstaller must leave nothing and no
   uninstall entry behind.
-- The Flatpak and every target this machine cannot execute (Windows on Arm, Android, other
-  CPUs) are reported as NOT RUN, with the reason; so is a runtime (or the part of one) that
-  needs a library its `requires` names and this machine lacks (probe/checks.py).
+- The product's other channels (Flatpak, deb, rpm) and every target this machine cannot
+  execute (Windows on Arm, Android, other CPUs) are reported as NOT RUN, with the reason; a
+  channel the product does not have is not mentioned. So is a runtime (or the part of one)
+  that needs a library its `requires` names and this machine lacks (probe/checks.py).
 
 One line per runtime (and per package step): PASS, FAIL or NOT RUN; a FAIL says what was
 expected and what was found. A model's outputs must be the same wherever it ran
@@ -86,6 +87,7 @@ class _Session:
 
     version_dir: Path
     package_name: str
+    channels: frozenset[str]
     work: Path
     emit: Callable[[SmokeLine], None]
     checks: list[RuntimeCheck]
@@ -118,11 +120,14 @@ def smoke(
     version_dir: Path,
     *,
     package_name: str,
+    channels: Sequence[str],
     targets: Sequence[str] = (),
     scratch: Path | None = None,
     say: Callable[[str], None] = print,
 ) -> SmokeReport:
-    """Smoke-test the packages of one built version directory; print each line as it comes."""
+    """Smoke-test the packages of one built version directory; print each line as it comes.
+
+    `channels` are the product's packaging channels: only those get a line."""
     built = sorted(p.name for p in version_dir.iterdir() if (p / "runtimes.json").is_file())
     if not built:
         raise SmokeError(
@@ -146,7 +151,7 @@ def smoke(
         say(line.text())
 
     with _scratch(scratch) as work:
-        session = _Session(version_dir, package_name, work, emit, checks)
+        session = _Session(version_dir, package_name, frozenset(channels), work, emit, checks)
         for target in wanted:
             stage = version_dir / target
             if target == "linux-x86_64":
@@ -171,18 +176,28 @@ def smoke(
 
 
 def _linux(session: _Session, stage: Path) -> None:
-    target, emit, version_dir = stage.name, session.emit, session.version_dir
+    target, emit = stage.name, session.emit
     try:
         runner = ProbeRunner(build_probe(session.work / "probe-linux", windows=False))
     except OrtbundleError as exc:
         emit(SmokeLine("NOT RUN", target, "runtimes", "", f"no probe: {exc}"))
         return
     session.record(check_tree(stage, runner, target=target, where="stage"))
-    arch = version_dir / "packaging" / "arch"
+    if "arch" in session.channels:
+        _arch(session, stage, runner)
+    for channel in ("flatpak", "deb", "rpm"):
+        if channel in session.channels:
+            emit(SmokeLine("NOT RUN", target, channel, "", _not_installed(session, channel)))
+
+
+def _arch(session: _Session, stage: Path, runner: ProbeRunner) -> None:
+    target, emit = stage.name, session.emit
+    arch = session.version_dir / "packaging" / "arch"
     missing = [tool for tool in ("makepkg", "pacman", "fakeroot") if shutil.which(tool) is None]
     if not (arch / "PKGBUILD").is_file():
-        emit(SmokeLine("NOT RUN", target, "arch", "", "no PKGBUILD was built"))
-    elif missing:
+        emit(SmokeLine("NOT RUN", target, "arch", "", f"no PKGBUILD was built in {arch}"))
+        return
+    if missing:
         emit(
             SmokeLine(
                 "NOT RUN",
@@ -193,33 +208,35 @@ def _linux(session: _Session, stage: Path) -> None:
                 "pacman-package-manager fakeroot libarchive-tools)",
             )
         )
-    else:
-        try:
-            installed = install_arch(arch, session.work / "arch")
-        except RuntimeError as exc:
-            emit(SmokeLine("FAIL", target, "arch", "makepkg + pacman", str(exc)))
-        else:
-            lib = installed.lib(session.package_name)
-            where = f"installed (pacman --root {installed.root})"
-            difference = tree_difference(tree_digests(lib), tree_digests(stage))
-            verdict = "PASS" if installed.check_ok and not difference else "FAIL"
-            detail = installed.check.splitlines()[-1] if installed.check else "(no report)"
-            if not installed.check_ok:
-                detail = f"pacman -Qkk should report 0 altered files, it says: {detail}"
-            if difference:
-                detail += f"; {lib} should equal the stage: {difference}"
-            emit(SmokeLine(verdict, target, "arch", where, detail))
-            session.record(check_tree(lib, runner, target=target, where=where))
-    emit(SmokeLine("NOT RUN", target, "flatpak", "", _flatpak_reason(version_dir)))
+        return
+    try:
+        installed = install_arch(arch, session.work / "arch")
+    except RuntimeError as exc:
+        emit(SmokeLine("FAIL", target, "arch", "makepkg + pacman", str(exc)))
+        return
+    lib = installed.lib(session.package_name)
+    where = f"installed (pacman --root {installed.root})"
+    difference = tree_difference(tree_digests(lib), tree_digests(stage))
+    verdict = "PASS" if installed.check_ok and not difference else "FAIL"
+    detail = installed.check.splitlines()[-1] if installed.check else "(no report)"
+    if not installed.check_ok:
+        detail = f"pacman -Qkk should report 0 altered files, it says: {detail}"
+    if difference:
+        detail += f"; {lib} should equal the stage: {difference}"
+    emit(SmokeLine(verdict, target, "arch", where, detail))
+    session.record(check_tree(lib, runner, target=target, where=where))
 
 
-def _flatpak_reason(version_dir: Path) -> str:
-    if not (version_dir / "packaging" / "flatpak").is_dir():
-        return "no Flatpak manifest was built"
-    return (
-        "building the Flatpak needs its SDK and runtime installed (flatpak install "
-        "org.freedesktop.Sdk); the smoke does not run flatpak-builder"
-    )
+def _not_installed(session: _Session, channel: str) -> str:
+    """Why a channel of the product gets no install here."""
+    if not (session.version_dir / "packaging" / channel).is_dir():
+        return f"no {channel} package was built in {session.version_dir / 'packaging'}"
+    if channel == "flatpak":
+        return (
+            "building the Flatpak needs its SDK and runtime installed (flatpak install "
+            "org.freedesktop.Sdk); the smoke does not run flatpak-builder"
+        )
+    return f"the smoke installs the Arch package and the Windows installer, not the {channel}"
 
 
 def _windows(session: _Session, stage: Path) -> None:
@@ -237,9 +254,13 @@ def _windows(session: _Session, stage: Path) -> None:
     with wine_session(prefix) as wine:
         runner = ProbeRunner(runner_exe, wine)
         session.record(check_tree(stage, runner, target=target, where="stage"))
-        setups = sorted((session.version_dir / "packaging" / "nsis").glob("*-setup.exe"))
+        if "nsis" not in session.channels:
+            return
+        nsis = session.version_dir / "packaging" / "nsis"
+        setups = sorted(nsis.glob("*-setup.exe"))
         if not setups:
-            emit(SmokeLine("NOT RUN", target, "installer", "", "not built (makensis missing)"))
+            reason = f"no installer was compiled in {nsis} (makensis was missing at build time)"
+            emit(SmokeLine("NOT RUN", target, "installer", "", reason))
             return
         _install_windows(session, wine, setups[0], stage, runner)
 
