@@ -199,6 +199,28 @@ def test_the_joined_file_refuses_an_empty_index(tmp_path: Path) -> None:
     assert done.stderr.startswith(f"runtime_loader: cannot read {stage / 'runtimes.json'}: ")
 
 
+def test_a_reader_that_stops_early_ends_the_loader_quietly(tmp_path: Path) -> None:
+    """`runtime_loader.py --json | head`: the reader goes away; the loader exits 141 (128 +
+    SIGPIPE, as a shell reports any writer so stopped) without a traceback."""
+    root = _machine(tmp_path / "machine")
+    stage = _stage(tmp_path / "stage", INDEX)
+    (stage / "runtimes.d/broken.json").unlink()  # its complaint is not what this is about
+    for flag in ("--json", "--explain"):
+        read, write = os.pipe()
+        os.close(read)  # the reader has gone before the first byte
+        try:
+            done = subprocess.run(
+                [sys.executable, "-I", str(stage / "runtime_loader.py"), "--root", str(root), flag],
+                stdout=write,
+                stderr=subprocess.PIPE,
+                text=True,
+                check=False,
+            )
+        finally:
+            os.close(write)
+        assert (done.returncode, done.stderr) == (141, ""), done.stderr
+
+
 # --- the joined text -------------------------------------------------------------------------
 
 

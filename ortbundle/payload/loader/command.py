@@ -26,7 +26,9 @@ trusts that over the index: a GPU runtime whose GPU provider is not available fa
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
+import os
 import sys
 from dataclasses import asdict
 from pathlib import Path
@@ -37,9 +39,26 @@ from ortbundle.payload.loader.ortapi import Registered, open_best, register_plug
 from ortbundle.payload.loader.scoring import choose
 from ortbundle.payload.loader.search import system_libraries
 
+# 128 + SIGPIPE: what a shell reports for a writer whose reader went away (`--json | head`)
+_CLOSED_PIPE = 141
+
 
 def main(argv: list[str] | None = None) -> int:
-    """The command line: 0 once a runtime is chosen (and opened, if asked), 1 with the reason."""
+    """The command line: 0 once a runtime is chosen (and opened, if asked), 1 with the reason,
+    141 without a word when the reader of its output went away (`--json | head`)."""
+    try:
+        code = _command(argv)
+        sys.stdout.flush()  # a closed pipe shows here, not in the interpreter's last flush
+    except BrokenPipeError:
+        # nothing more can be said; keep the interpreter's exit from trying again (a stdout
+        # without a descriptor, a test's capture, has nothing left to flush)
+        with contextlib.suppress(OSError, ValueError):
+            os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        return _CLOSED_PIPE
+    return code
+
+
+def _command(argv: list[str] | None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0] if __doc__ else None)
     # runtime_loader.py is this module joined with its siblings into one file that sits in the
     # stage beside runtimes.json: its own directory is the stage
