@@ -41,6 +41,26 @@ from ortbundle.payload.loader.search import system_libraries
 
 # 128 + SIGPIPE: what a shell reports for a writer whose reader went away (`--json | head`)
 _CLOSED_PIPE = 141
+_SYSTEMS = {"linux": "Linux", "windows": "Windows", "android": "Android"}
+
+
+def wrong_system(target: str, platform: str = sys.platform) -> str | None:
+    """Why a bundle built for `target` (runtimes.json) cannot run under `platform`
+    (sys.platform), or None when it can or either is unknown. Said first: a Windows bundle on
+    Linux would otherwise be refused for lacking MSVCP140.dll, which is not the problem."""
+    wanted = target.split("-", 1)[0]
+    here = {"win32": "windows", "android": "android"}.get(platform, "")
+    here = here or ("linux" if platform.startswith("linux") else "")
+    if wanted not in _SYSTEMS or not here or wanted == here:
+        return None
+    if wanted == "android" and here == "linux":  # Android's Python said "linux" before 3.13
+        return None
+    article = "an" if wanted == "android" else "a"
+    return (
+        f"this is {article} {_SYSTEMS[wanted]} bundle (target {target}) and this machine runs "
+        f"{_SYSTEMS[here]}: install the product's {_SYSTEMS[here]} package, or run this one on "
+        f"{_SYSTEMS[wanted]}"
+    )
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -73,6 +93,9 @@ def _command(argv: list[str] | None) -> int:
     args = parser.parse_args(argv)
     try:
         index = load_index(args.stage)
+        problem = wrong_system(str(index.get("target", "")))
+        if problem:
+            raise LoaderError(f"{args.stage / 'runtimes.json'}: {problem}")
         hardware = detect(args.root)
         libraries = system_libraries(
             str(index.get("target", "")), args.root, windows=sys.platform == "win32"
