@@ -94,7 +94,8 @@ _BUILD_HELP = {
     "offline": "use the download cache only; name any artifact it lacks",
     "index-url": "Python package index to resolve wheels through (default: pip's configuration)",
     "jobs": "parallel workers (default: one per core)",
-    "release": "strict: the licence audit accepts no waiver or review, a signing key is required",
+    "release": "strict: the licence audit accepts no review and only signed-off waivers, a "
+    "signing key is required",
     "dist": "output directory (default: dist/ in the repository)",
     "compare": "report.html compares with this earlier build (default: the newest older version "
     "in dist/<product>/)",
@@ -144,7 +145,8 @@ def build(
         "product": f"product manifest under manifests/ (default: {DEFAULT_PRODUCT})",
         "channel": "audit only this channel (repeatable; default: the product's channels; "
         "also: source, apk)",
-        "release": "fail on anything waived or needing review, not only on refusals and gaps",
+        "release": "also fail on a licence needing review or a waiver not signed off, not only "
+        "on refusals and gaps",
         "offline": "use the download cache only",
         "index-url": "Python package index to resolve wheels through",
         "json": "where to write the JSON report (default: dist/<product>/<version>.audit.json)",
