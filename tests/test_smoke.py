@@ -258,6 +258,10 @@ def test_wrong_numbers_and_disagreeing_runs_name_the_element_expected_and_found(
         "model sigmoid: y[1] = 0.5, expected sigmoid(-2) = 0.1192029 (off by 0.381, "
         "tolerance 1e-05)"
     )
+    short = (ProbeOutput("y", "float", (0.1, 0.2)),)
+    assert _judge_outputs("sigmoid", result, "m", short) == [
+        "model sigmoid: y has 2 values, expected 3 (sigmoid of each input value)"
+    ]
     nan = (ProbeOutput("y", "float", (0.1, math.nan)),)
     assert _judge_outputs("logreg", result, "m", nan) == [
         "model logreg: output y is not finite (y[1] = nan, 1 such)"

@@ -360,8 +360,8 @@ def _judge_outputs(
         name = outputs[0].name
         if len(got) != len(expected):
             problems.append(
-                f"model {model}: {name} has {len(got)} values, {model} of its "
-                f"{count}-element input has {len(expected)}"
+                f"model {model}: {name} has {len(got)} values, expected {len(expected)} "
+                f"({model} of each input value)"
             )
         else:
             off = [(abs(a - b), i) for i, (a, b) in enumerate(zip(got, expected, strict=True))]
