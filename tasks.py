@@ -94,7 +94,8 @@ _BUILD_HELP = {
     "offline": "use the download cache only; name any artifact it lacks",
     "index-url": "Python package index to resolve wheels through (default: pip's configuration)",
     "jobs": "parallel workers (default: one per core)",
-    "release": "strict: the licence audit accepts no waiver or review, a signing key is required",
+    "release": "strict: the licence audit accepts no review and only signed-off waivers, a "
+    "signing key is required",
     "dist": "output directory (default: dist/ in the repository)",
     "compare": "report.html compares with this earlier build (default: the newest older version "
     "in dist/<product>/)",
@@ -144,7 +145,8 @@ def build(
         "product": f"product manifest under manifests/ (default: {DEFAULT_PRODUCT})",
         "channel": "audit only this channel (repeatable; default: the product's channels; "
         "also: source, apk)",
-        "release": "fail on anything waived or needing review, not only on refusals and gaps",
+        "release": "also fail on a licence needing review or a waiver not signed off, not only "
+        "on refusals and gaps",
         "offline": "use the download cache only",
         "index-url": "Python package index to resolve wheels through",
         "json": "where to write the JSON report (default: dist/<product>/<version>.audit.json)",
@@ -235,8 +237,11 @@ def package(
         "(default: dist/<product>/<version>)",
         "manifest": "the manifest.json to check against (default: in or beside PATH)",
         "target": "the target an unpacked package was built for",
-        "public-key": "minisign public key (default: keys/<product>.pub)",
-        "allow-unsigned": "check hashes of an unsigned development build",
+        "public-key": "minisign public key (default: keys/<product>.pub); given, a signature "
+        "is required",
+        "signed": "require a valid signature: an unsigned development tree fails (exit 4)",
+        "allow-unsigned": "the default for an unsigned development tree (its hashes checked); "
+        "a tree whose manifest names a signing key never verifies without its signature",
         "product": f"product whose dist/ tree to verify by default ({DEFAULT_PRODUCT})",
     }
 )
@@ -246,10 +251,12 @@ def verify(
     manifest: str | None = None,
     target: str | None = None,
     public_key: str | None = None,
+    signed: bool = False,
     allow_unsigned: bool = False,
     product: str = DEFAULT_PRODUCT,
 ) -> None:
-    """Re-hash a tree against the signed build manifest: modified, missing, unexpected files."""
+    """Re-hash a tree against its build manifest: modified, missing, unexpected files; the
+    signature too when there is one (a release), or when --signed asks for it."""
     try:
         run_verify(
             Path(path) if path else None,
@@ -258,6 +265,7 @@ def verify(
             public_key=Path(public_key) if public_key else None,
             allow_unsigned=allow_unsigned,
             product=product,
+            signed=signed,
         )
     except CommandFailed as exc:
         raise Exit(str(exc), code=exc.code) from None

@@ -19,7 +19,7 @@ import pytest
 from ortbundle import payload
 from ortbundle._core.progress import Reporter
 from ortbundle.payload import loader
-from ortbundle.payload.loader import EXPORTS, MODULES, join, loader_source, main
+from ortbundle.payload.loader import EXPORTS, MODULES, join, loader_source, main, wrong_system
 from ortbundle.pipeline.build import build
 from tests.helpers.probe import run_python
 from tests.helpers.project import FakeProject
@@ -197,6 +197,58 @@ def test_the_joined_file_refuses_an_empty_index(tmp_path: Path) -> None:
     done = _run(stage, tmp_path, "--explain")
     assert done.returncode == 1
     assert done.stderr.startswith(f"runtime_loader: cannot read {stage / 'runtimes.json'}: ")
+
+
+def test_a_reader_that_stops_early_ends_the_loader_quietly(tmp_path: Path) -> None:
+    """`runtime_loader.py --json | head`: the reader goes away; the loader exits 141 (128 +
+    SIGPIPE, as a shell reports any writer so stopped) without a traceback."""
+    root = _machine(tmp_path / "machine")
+    stage = _stage(tmp_path / "stage", INDEX)
+    (stage / "runtimes.d/broken.json").unlink()  # its complaint is not what this is about
+    for flag in ("--json", "--explain"):
+        read, write = os.pipe()
+        os.close(read)  # the reader has gone before the first byte
+        try:
+            done = subprocess.run(
+                [sys.executable, "-I", str(stage / "runtime_loader.py"), "--root", str(root), flag],
+                stdout=write,
+                stderr=subprocess.PIPE,
+                text=True,
+                check=False,
+            )
+        finally:
+            os.close(write)
+        assert (done.returncode, done.stderr) == (141, ""), done.stderr
+
+
+def test_a_bundle_for_another_system_says_which_system_it_is_for(tmp_path: Path) -> None:
+    """A Windows bundle run by Linux's Python is refused for being a Windows bundle, not for
+    lacking MSVCP140.dll (which it only would on a Windows without the runtime)."""
+    msvc = {"name": "MSVCP140.dll", "group": "msvc-runtime", "optional": False, "install": "x"}
+    index = {
+        **INDEX,
+        "target": "windows-x86_64",
+        "runtimes": [_runtime("cpu", "CPU", requires=[msvc])],
+    }
+    stage = _stage(tmp_path / "stage", index)
+    done = _run(stage, tmp_path, "--root", str(tmp_path), "--explain")
+    assert (done.returncode, done.stdout) == (1, "")
+    assert done.stderr == (
+        f"runtime_loader: {stage / 'runtimes.json'}: this is a Windows bundle (target "
+        "windows-x86_64) and this machine runs Linux: install the product's Linux package, or "
+        "run this one on Windows\n"
+    )
+    assert str(wrong_system("linux-x86_64", "win32")).startswith("this is a Linux bundle")
+    assert str(wrong_system("android-arm64-v8a", "win32")).startswith("this is an Android bundle")
+    for target, platform in [
+        ("linux-x86_64", "linux"),
+        ("windows-arm64", "win32"),
+        ("android-x86_64", "linux"),  # Android's Python before 3.13
+        ("android-x86_64", "android"),
+        ("linux-x86_64", "darwin"),  # not a system bundles are built for: the search says
+        ("", "linux"),  # an index without a target
+    ]:
+        assert wrong_system(target, platform) is None, (target, platform)
 
 
 # --- the joined text -------------------------------------------------------------------------

@@ -154,6 +154,83 @@ def test_unsigned_build_verifies_only_when_allowed(
         build(written.project, written.options(environ=environ, release=True), reporter)
 
 
+def _verify(
+    fake: FakeProject,
+    tree: Path,
+    *,
+    signed: bool = False,
+    allow_unsigned: bool = False,
+    public_key: Path | None = None,
+) -> None:
+    """What `invoke verify --path TREE --product fakeproduct …` runs."""
+    from ortbundle.cli.verify import run_verify
+
+    run_verify(
+        tree,
+        manifest=None,
+        target=None,
+        public_key=public_key,
+        allow_unsigned=allow_unsigned,
+        product="fakeproduct",
+        root=fake.root,
+        signed=signed,
+    )
+
+
+def test_invoke_verify_checks_an_unsigned_development_tree_and_says_it_is_unsigned(
+    written: FakeProject, reporter: Reporter, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Right after a development build without a key, `invoke verify` checks every hash, says
+    the tree is unsigned, and exits 0; `--signed` (or a key given to check with) fails it."""
+    from ortbundle.cli.common import CommandFailed
+
+    environ = {k: v for k, v in written.environ.items() if not k.startswith("ORTBUNDLE_SIGNING")}
+    result = build(written.project, written.options(environ=environ), reporter)
+    pub(written).unlink()  # the project has no key yet, as the default product has none
+    capsys.readouterr()
+    _verify(written, result.version_dir)
+    out = capsys.readouterr().out.splitlines()
+    assert out[0].endswith(
+        "fakeproduct 1.2.3, UNSIGNED development build: its files are checked against its own "
+        "manifest, which no key vouches for (--signed requires a signature)"
+    )
+    assert out[-1].endswith(" files match the manifest")
+    _, other = generate_keypair()
+    write_public_key(written.root / "other.pub", other)
+    for signed, key in ((True, None), (False, written.root / "other.pub")):
+        with pytest.raises(CommandFailed, match="not signed") as caught:
+            _verify(written, result.version_dir, signed=signed, public_key=key)
+        assert caught.value.code == 4
+    with pytest.raises(CommandFailed, match="usage error: --signed asks for") as usage:
+        _verify(written, result.version_dir, signed=True, allow_unsigned=True)
+    assert usage.value.code == 2
+
+    stage_file = next(result.version_dir.glob("linux-x86_64/runtimes/*/*.so*"))
+    stage_file.unlink()  # unsigned is no pass for a changed tree
+    with pytest.raises(CommandFailed, match="integrity error: 0 modified, 1 missing") as broken:
+        _verify(written, result.version_dir)
+    assert broken.value.code == 4
+
+
+def test_a_signed_tree_never_verifies_without_its_signature(
+    built: BuildResult, fake: FakeProject
+) -> None:
+    """Removing manifest.json.minisig does not make a release an unsigned tree that passes:
+    its manifest names the key, and neither the default nor --allow-unsigned accepts it."""
+    from ortbundle.cli.common import CommandFailed
+
+    manifest = json.loads((built.version_dir / "manifest.json").read_text())
+    key_id = manifest["signing_key_id"]
+    assert key_id
+    (built.version_dir / "manifest.json.minisig").unlink()
+    with pytest.raises(IntegrityError, match=f"says key {key_id} signed it"):
+        verify_tree(built.version_dir, allow_unsigned=True)
+    for allow_unsigned in (False, True):
+        with pytest.raises(CommandFailed, match="manifest.json.minisig is missing") as caught:
+            _verify(fake, built.version_dir, allow_unsigned=allow_unsigned)
+        assert caught.value.code == 4
+
+
 def test_source_date_epoch_never_comes_from_the_clock(tmp_path: Path) -> None:
     assert source_date_epoch(tmp_path, {"SOURCE_DATE_EPOCH": "123"}) == 123
     assert source_date_epoch(tmp_path, {}) == 0  # not a git checkout

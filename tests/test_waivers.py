@@ -207,6 +207,33 @@ def test_a_signed_off_waiver_lets_a_release_pass(fake: FakeProject, reporter: Re
     assert verify_tree(result.version_dir, public_key=fake.root / "keys" / "fakeproduct.pub").ok
 
 
+def _comment(path: Path) -> str:
+    """A file's leading comment as one line of prose."""
+    lines = path.read_text("utf-8").splitlines()
+    head = [line.lstrip("#").strip() for line in lines[: lines.index("")] if line.startswith("#")]
+    return " ".join(head)
+
+
+def test_the_words_say_what_a_release_does_with_a_waiver() -> None:
+    """The test above shows a release passing on a signed-off waiver, the one below refusing
+    one that is not: licenses/policy.toml (where a reviewer reads the rule), the README and the
+    --release help of `invoke build` and `invoke audit` must say that, and not that a release
+    refuses anything waived."""
+    import tasks
+
+    policy = _comment(ROOT / "licenses" / "policy.toml")
+    assert (
+        "`--release` passes only with a waiver in the product manifest that is signed off" in policy
+    )
+    assert "refuses one that is not" in policy
+    readme = " ".join((ROOT / "README.md").read_text("utf-8").split())
+    assert "`--release` accepts a waiver only when it is signed off" in readme
+    helps = [tasks.build.help["release"], tasks.audit.help["release"]]
+    assert all("signed-off waivers" in h or "waiver not signed off" in h for h in helps), helps
+    for words in (policy, readme, *helps):
+        assert "anything waived" not in words and "accepts no waiver" not in words
+
+
 @pytest.mark.parametrize(
     ("fields", "says"),
     [

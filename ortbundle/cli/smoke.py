@@ -35,8 +35,8 @@ def run_smoke(
             )
         report = smoke(
             version_dir,
-            root=root,
             package_name=plan.product.packaging.package_name,
+            channels=plan.product.channels,
             targets=targets,
             scratch=scratch,
         )

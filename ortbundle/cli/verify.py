@@ -23,11 +23,24 @@ def run_verify(
     allow_unsigned: bool,
     product: str,
     root: Path = ROOT,
+    signed: bool = False,
 ) -> None:
-    """Re-hash a tree against the signed manifest; the exit code says whether it matched."""
+    """Re-hash a tree against the signed manifest; the exit code says whether it matched.
+
+    Whether a signature is required: always for a tree whose manifest names a signing key (a
+    release); for an unsigned development tree only when asked (`signed`, or a `public_key`
+    given to check with), else its hashes are checked and it is said to be unsigned."""
     from ortbundle.config.plan import load_plan
     from ortbundle.evidence.verify import verify_tree
 
+    require = signed or public_key is not None
+    if require and allow_unsigned:
+        asked = "--signed" if signed else "--public-key"
+        raise CommandFailed(
+            f"ortbundle: usage error: {asked} asks for a signed check and --allow-unsigned "
+            "allows none; pass one of them",
+            USAGE_EXIT,
+        )
     if tree is None:
         plan = guard(lambda: load_plan(Project.at(root), BuildOptions(product=product)))
         tree = Project.at(root).dist / plan.product.name / plan.product.version
@@ -55,10 +68,15 @@ def run_verify(
             manifest=manifest,
             target=target,
             public_key=key_path,
-            allow_unsigned=allow_unsigned,
+            allow_unsigned=not require,
         )
     )
-    signer = f"signature OK (key {report.signed_by})" if report.signed_by else "UNSIGNED"
+    signer = (
+        f"signature OK (key {report.signed_by})"
+        if report.signed_by
+        else "UNSIGNED development build: its files are checked against its own manifest, "
+        "which no key vouches for (--signed requires a signature)"
+    )
     print(f"{report.tree}: {report.product} {report.version}, {signer}")
     if report.provenance is not None:
         print(report.provenance.line())

@@ -1,5 +1,11 @@
 """Verify: re-hash a version directory, a target stage or an unpacked package against the
-signed build manifest, and report every modified, missing and unexpected file by path."""
+signed build manifest, and report every modified, missing and unexpected file by path.
+
+A manifest that names a signing key (every release: `--release` refuses to build unsigned)
+never verifies without its signature, whatever the caller allows: removing
+manifest.json.minisig must not turn a release into an "unsigned" tree that passes. A
+development build made without a key names none; its hashes can be checked (`allow_unsigned`),
+which proves the tree matches its own manifest and nothing about who built it."""
 
 from __future__ import annotations
 
@@ -65,13 +71,21 @@ def check_signature(
 ) -> tuple[str | None, str | None]:
     signature = manifest.with_name(SIGNATURE_NAME)
     if not signature.is_file():
+        claimed = _signing_key_id(data)
+        if claimed:
+            raise IntegrityError(
+                f"the manifest says key {claimed} signed it, and {SIGNATURE_NAME} is missing",
+                file=str(signature),
+                fix="verify the tree as it was published, with its signature: a signed build "
+                "never verifies without it",
+            )
         if allow_unsigned:
             return None, None
         raise IntegrityError(
-            "the build manifest is not signed",
+            "the build manifest is not signed (a development build made without a key)",
             file=str(manifest),
-            fix="build with a signing key (invoke keygen), or pass --allow-unsigned to check "
-            "hashes only",
+            fix="for a signed tree build with a signing key (invoke keygen); to check an "
+            "unsigned tree's hashes run invoke verify without --signed and --public-key",
         )
     if public_key is None:
         raise ConfigError(
@@ -81,6 +95,16 @@ def check_signature(
         )
     comment = verify(data, signature.read_text("utf-8"), public_key, source=str(signature))
     return public_key.key_id_hex, comment
+
+
+def _signing_key_id(data: bytes) -> str | None:
+    """The key the manifest says signed it (`signing_key_id`), None when it names none; an
+    unreadable manifest names none here and is refused by _parse."""
+    try:
+        claimed = json.loads(data).get("signing_key_id")
+    except (UnicodeDecodeError, ValueError, AttributeError):
+        return None
+    return str(claimed) if claimed else None
 
 
 def verify_tree(

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import fnmatch
 import os
+import zipfile
 from collections.abc import Callable, Mapping
 from pathlib import Path
 
@@ -11,7 +12,7 @@ import pytest
 
 from ortbundle._core.progress import plain_reporter
 from ortbundle.config.targets import get_target
-from ortbundle.pipeline.build import BuildOptions, Project, build
+from ortbundle.pipeline.build import DEFAULT_PRODUCT, BuildOptions, Project, build, fetch
 from ortbundle.pipeline.result import BuildResult, TargetResult
 from ortbundle.stage.binaries import inspect
 from ortbundle.stage.staging import StagedRuntime
@@ -66,6 +67,27 @@ KEPT_FILES = {
         "dxil.dll",
     },
 }
+
+
+# The C API headers of the default product's pinned Android AAR (MIT): what the probe's and the
+# shipped loader's OrtApi indices are checked against. Neither needs them to be built or run.
+HEADER_TARGET = "android-arm64-v8a"
+C_API_HEADERS = ("onnxruntime_c_api.h", "onnxruntime_ep_c_api.h", "onnxruntime_error_code.h")
+
+
+def c_api_headers(out: Path) -> Path:
+    """Extract `C_API_HEADERS` from the pinned AAR (fetched into the cache once, SHA-256
+    checked like every input) into `out`."""
+    project = Project.at(ROOT)
+    options = BuildOptions(product=DEFAULT_PRODUCT, targets=(HEADER_TARGET,))
+    plan, artifacts = fetch(project, options, plain_reporter())
+    nested = [n for r in plan.recipes.values() for s in r.sources.values() for n in s.nested]
+    (aar,) = [artifacts[n.sha256].path for n in nested if n.member.endswith(".aar")]
+    out.mkdir(parents=True, exist_ok=True)
+    with zipfile.ZipFile(aar) as archive:
+        for name in C_API_HEADERS:
+            (out / name).write_bytes(archive.read(f"headers/{name}"))
+    return out
 
 
 _BUILT: dict[str, BuildResult] = {}  # one build per product per session; no test writes to it

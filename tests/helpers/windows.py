@@ -12,7 +12,6 @@ import pytest
 from ortbundle.tools.smoke.probe import build_probe
 from ortbundle.tools.smoke.probe.checks import ProbeRunner
 from ortbundle.tools.smoke.wine import Wine, missing_wine, wine_session
-from tests.helpers.real import ROOT
 
 UNINSTALL_KEY = "Software\\Microsoft\\Windows\\CurrentVersion\\Uninstall\\"
 
@@ -43,9 +42,7 @@ def probes(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, Path]:
     """ortprobe.exe (mingw-w64) and ortprobe (gcc), from the one source, built once."""
     skip_without_wine()
     out = tmp_path_factory.mktemp("probe")
-    return build_probe(ROOT, out / "windows", windows=True), build_probe(
-        ROOT, out / "linux", windows=False
-    )
+    return build_probe(out / "windows", windows=True), build_probe(out / "linux", windows=False)
 
 
 def runner(wine: Wine, probes: tuple[Path, Path]) -> ProbeRunner:

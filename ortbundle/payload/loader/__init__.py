@@ -18,6 +18,7 @@ from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
     from ortbundle.payload.loader.command import main as main
+    from ortbundle.payload.loader.command import wrong_system as wrong_system
     from ortbundle.payload.loader.hardware import VENDORS as VENDORS
     from ortbundle.payload.loader.hardware import Gpu as Gpu
     from ortbundle.payload.loader.hardware import Hardware as Hardware
@@ -93,7 +94,7 @@ EXPORTS: dict[str, tuple[str, ...]] = {
         "register_plugins",
         "verify_files",
     ),
-    "command": ("main",),
+    "command": ("main", "wrong_system"),
 }
 _HOME = {name: module for module, names in EXPORTS.items() for name in names}
 

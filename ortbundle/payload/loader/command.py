@@ -26,7 +26,9 @@ trusts that over the index: a GPU runtime whose GPU provider is not available fa
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
+import os
 import sys
 from dataclasses import asdict
 from pathlib import Path
@@ -37,9 +39,46 @@ from ortbundle.payload.loader.ortapi import Registered, open_best, register_plug
 from ortbundle.payload.loader.scoring import choose
 from ortbundle.payload.loader.search import system_libraries
 
+# 128 + SIGPIPE: what a shell reports for a writer whose reader went away (`--json | head`)
+_CLOSED_PIPE = 141
+_SYSTEMS = {"linux": "Linux", "windows": "Windows", "android": "Android"}
+
+
+def wrong_system(target: str, platform: str = sys.platform) -> str | None:
+    """Why a bundle built for `target` (runtimes.json) cannot run under `platform`
+    (sys.platform), or None when it can or either is unknown. Said first: a Windows bundle on
+    Linux would otherwise be refused for lacking MSVCP140.dll, which is not the problem."""
+    wanted = target.split("-", 1)[0]
+    here = {"win32": "windows", "android": "android"}.get(platform, "")
+    here = here or ("linux" if platform.startswith("linux") else "")
+    if wanted not in _SYSTEMS or not here or wanted == here:
+        return None
+    if wanted == "android" and here == "linux":  # Android's Python said "linux" before 3.13
+        return None
+    article = "an" if wanted == "android" else "a"
+    return (
+        f"this is {article} {_SYSTEMS[wanted]} bundle (target {target}) and this machine runs "
+        f"{_SYSTEMS[here]}: install the product's {_SYSTEMS[here]} package, or run this one on "
+        f"{_SYSTEMS[wanted]}"
+    )
+
 
 def main(argv: list[str] | None = None) -> int:
-    """The command line: 0 once a runtime is chosen (and opened, if asked), 1 with the reason."""
+    """The command line: 0 once a runtime is chosen (and opened, if asked), 1 with the reason,
+    141 without a word when the reader of its output went away (`--json | head`)."""
+    try:
+        code = _command(argv)
+        sys.stdout.flush()  # a closed pipe shows here, not in the interpreter's last flush
+    except BrokenPipeError:
+        # nothing more can be said; keep the interpreter's exit from trying again (a stdout
+        # without a descriptor, a test's capture, has nothing left to flush)
+        with contextlib.suppress(OSError, ValueError):
+            os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        return _CLOSED_PIPE
+    return code
+
+
+def _command(argv: list[str] | None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0] if __doc__ else None)
     # runtime_loader.py is this module joined with its siblings into one file that sits in the
     # stage beside runtimes.json: its own directory is the stage
@@ -54,6 +93,9 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
     try:
         index = load_index(args.stage)
+        problem = wrong_system(str(index.get("target", "")))
+        if problem:
+            raise LoaderError(f"{args.stage / 'runtimes.json'}: {problem}")
         hardware = detect(args.root)
         libraries = system_libraries(
             str(index.get("target", "")), args.root, windows=sys.platform == "win32"

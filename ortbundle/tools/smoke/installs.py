@@ -28,6 +28,7 @@ __all__ = [
     "install_arch",
     "run_setup",
     "run_uninstaller",
+    "tree_difference",
     "tree_digests",
     "windows_install_dir",
 ]
@@ -84,6 +85,22 @@ def tree_digests(root: Path) -> dict[str, str]:
         elif path.is_file():
             found[relative] = sha256_file(path)
     return found
+
+
+def tree_difference(found: dict[str, str], expected: dict[str, str], *, shown: int = 3) -> str:
+    """What differs between two `tree_digests`, `found` against `expected`, naming the first few
+    paths of each kind; empty when they are equal."""
+    kinds = (
+        ("missing", sorted(set(expected) - set(found))),
+        ("unexpected", sorted(set(found) - set(expected))),
+        ("changed", sorted(p for p in set(found) & set(expected) if found[p] != expected[p])),
+    )
+    parts = []
+    for kind, paths in kinds:
+        if paths:
+            more = f" and {len(paths) - shown} more" if len(paths) > shown else ""
+            parts.append(f"{len(paths)} {kind} ({', '.join(paths[:shown])}{more})")
+    return ", ".join(parts)
 
 
 @dataclass(frozen=True)

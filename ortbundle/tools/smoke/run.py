@@ -9,12 +9,15 @@ For a built version directory (`dist/<product>/<version>/`), target by target:
   prefix; the installer runs silently, its files must equal the stage's, the probe runs every
   runtime from `C:\\Program Files\\<package>`, and the uninstaller must leave nothing and no
   uninstall entry behind.
-- The Flatpak and every target this machine cannot execute (Windows on Arm, Android, other
-  CPUs) are reported as NOT RUN, with the reason.
+- The product's other channels (Flatpak, deb, rpm) and every target this machine cannot
+  execute (Windows on Arm, Android, other CPUs) are reported as NOT RUN, with the reason; a
+  channel the product does not have is not mentioned. So is a runtime (or the part of one)
+  that needs a library its `requires` names and this machine lacks (probe/checks.py).
 
-One line per runtime (and per package step): PASS, FAIL or NOT RUN. A model's outputs must be
-the same wherever it ran (probe/checks.py). Nothing is written outside the scratch
-directory, which is removed afterwards unless the caller chose it.
+One line per runtime (and per package step): PASS, FAIL or NOT RUN; a FAIL says what was
+expected and what was found. A model's outputs must be the same wherever it ran
+(probe/checks.py). Nothing is written outside the scratch directory, which is removed
+afterwards unless the caller chose it.
 """
 
 from __future__ import annotations
@@ -31,6 +34,7 @@ from ortbundle.tools.smoke.installs import (
     install_arch,
     run_setup,
     run_uninstaller,
+    tree_difference,
     tree_digests,
     windows_install_dir,
 )
@@ -82,8 +86,8 @@ class _Session:
     """What every step of one smoke run shares: where things are, and where lines go."""
 
     version_dir: Path
-    root: Path
     package_name: str
+    channels: frozenset[str]
     work: Path
     emit: Callable[[SmokeLine], None]
     checks: list[RuntimeCheck]
@@ -95,8 +99,7 @@ class _Session:
 
 
 def _line(check: RuntimeCheck) -> SmokeLine:
-    verdict = "PASS" if check.passed else "FAIL"
-    return SmokeLine(verdict, check.target, check.runtime, check.where, check.detail)
+    return SmokeLine(check.verdict, check.target, check.runtime, check.where, check.detail)
 
 
 @contextmanager
@@ -116,13 +119,15 @@ def _scratch(chosen: Path | None) -> Iterator[Path]:
 def smoke(
     version_dir: Path,
     *,
-    root: Path,
     package_name: str,
+    channels: Sequence[str],
     targets: Sequence[str] = (),
     scratch: Path | None = None,
     say: Callable[[str], None] = print,
 ) -> SmokeReport:
-    """Smoke-test the packages of one built version directory; print each line as it comes."""
+    """Smoke-test the packages of one built version directory; print each line as it comes.
+
+    `channels` are the product's packaging channels: only those get a line."""
     built = sorted(p.name for p in version_dir.iterdir() if (p / "runtimes.json").is_file())
     if not built:
         raise SmokeError(
@@ -146,7 +151,7 @@ def smoke(
         say(line.text())
 
     with _scratch(scratch) as work:
-        session = _Session(version_dir, root, package_name, work, emit, checks)
+        session = _Session(version_dir, package_name, frozenset(channels), work, emit, checks)
         for target in wanted:
             stage = version_dir / target
             if target == "linux-x86_64":
@@ -171,18 +176,28 @@ def smoke(
 
 
 def _linux(session: _Session, stage: Path) -> None:
-    target, emit, version_dir = stage.name, session.emit, session.version_dir
+    target, emit = stage.name, session.emit
     try:
-        runner = ProbeRunner(build_probe(session.root, session.work / "probe-linux", windows=False))
+        runner = ProbeRunner(build_probe(session.work / "probe-linux", windows=False))
     except OrtbundleError as exc:
         emit(SmokeLine("NOT RUN", target, "runtimes", "", f"no probe: {exc}"))
         return
     session.record(check_tree(stage, runner, target=target, where="stage"))
-    arch = version_dir / "packaging" / "arch"
+    if "arch" in session.channels:
+        _arch(session, stage, runner)
+    for channel in ("flatpak", "deb", "rpm"):
+        if channel in session.channels:
+            emit(SmokeLine("NOT RUN", target, channel, "", _not_installed(session, channel)))
+
+
+def _arch(session: _Session, stage: Path, runner: ProbeRunner) -> None:
+    target, emit = stage.name, session.emit
+    arch = session.version_dir / "packaging" / "arch"
     missing = [tool for tool in ("makepkg", "pacman", "fakeroot") if shutil.which(tool) is None]
     if not (arch / "PKGBUILD").is_file():
-        emit(SmokeLine("NOT RUN", target, "arch", "", "no PKGBUILD was built"))
-    elif missing:
+        emit(SmokeLine("NOT RUN", target, "arch", "", f"no PKGBUILD was built in {arch}"))
+        return
+    if missing:
         emit(
             SmokeLine(
                 "NOT RUN",
@@ -193,31 +208,35 @@ def _linux(session: _Session, stage: Path) -> None:
                 "pacman-package-manager fakeroot libarchive-tools)",
             )
         )
-    else:
-        try:
-            installed = install_arch(arch, session.work / "arch")
-        except RuntimeError as exc:
-            emit(SmokeLine("FAIL", target, "arch", "makepkg + pacman", str(exc)))
-        else:
-            lib = installed.lib(session.package_name)
-            where = f"installed (pacman --root {installed.root})"
-            same = tree_digests(lib) == tree_digests(stage)
-            verdict = "PASS" if installed.check_ok and same else "FAIL"
-            detail = installed.check.splitlines()[-1] if installed.check else "(no report)"
-            if not same:
-                detail += f"; {lib} differs from the stage"
-            emit(SmokeLine(verdict, target, "arch", where, detail))
-            session.record(check_tree(lib, runner, target=target, where=where))
-    emit(SmokeLine("NOT RUN", target, "flatpak", "", _flatpak_reason(version_dir)))
+        return
+    try:
+        installed = install_arch(arch, session.work / "arch")
+    except RuntimeError as exc:
+        emit(SmokeLine("FAIL", target, "arch", "makepkg + pacman", str(exc)))
+        return
+    lib = installed.lib(session.package_name)
+    where = f"installed (pacman --root {installed.root})"
+    difference = tree_difference(tree_digests(lib), tree_digests(stage))
+    verdict = "PASS" if installed.check_ok and not difference else "FAIL"
+    detail = installed.check.splitlines()[-1] if installed.check else "(no report)"
+    if not installed.check_ok:
+        detail = f"pacman -Qkk should report 0 altered files, it says: {detail}"
+    if difference:
+        detail += f"; {lib} should equal the stage: {difference}"
+    emit(SmokeLine(verdict, target, "arch", where, detail))
+    session.record(check_tree(lib, runner, target=target, where=where))
 
 
-def _flatpak_reason(version_dir: Path) -> str:
-    if not (version_dir / "packaging" / "flatpak").is_dir():
-        return "no Flatpak manifest was built"
-    return (
-        "building the Flatpak needs its SDK and runtime installed (flatpak install "
-        "org.freedesktop.Sdk); the smoke does not run flatpak-builder"
-    )
+def _not_installed(session: _Session, channel: str) -> str:
+    """Why a channel of the product gets no install here."""
+    if not (session.version_dir / "packaging" / channel).is_dir():
+        return f"no {channel} package was built in {session.version_dir / 'packaging'}"
+    if channel == "flatpak":
+        return (
+            "building the Flatpak needs its SDK and runtime installed (flatpak install "
+            "org.freedesktop.Sdk); the smoke does not run flatpak-builder"
+        )
+    return f"the smoke installs the Arch package and the Windows installer, not the {channel}"
 
 
 def _windows(session: _Session, stage: Path) -> None:
@@ -229,15 +248,19 @@ def _windows(session: _Session, stage: Path) -> None:
         )
         emit(SmokeLine("NOT RUN", target, "runtimes", "", reason))
         return
-    runner_exe = build_probe(session.root, work / "probe-windows", windows=True)
+    runner_exe = build_probe(work / "probe-windows", windows=True)
     prefix = work / "wine-prefix"
     shutil.rmtree(prefix, ignore_errors=True)
     with wine_session(prefix) as wine:
         runner = ProbeRunner(runner_exe, wine)
         session.record(check_tree(stage, runner, target=target, where="stage"))
-        setups = sorted((session.version_dir / "packaging" / "nsis").glob("*-setup.exe"))
+        if "nsis" not in session.channels:
+            return
+        nsis = session.version_dir / "packaging" / "nsis"
+        setups = sorted(nsis.glob("*-setup.exe"))
         if not setups:
-            emit(SmokeLine("NOT RUN", target, "installer", "", "not built (makensis missing)"))
+            reason = f"no installer was compiled in {nsis} (makensis was missing at build time)"
+            emit(SmokeLine("NOT RUN", target, "installer", "", reason))
             return
         _install_windows(session, wine, setups[0], stage, runner)
 
@@ -257,11 +280,16 @@ def _install_windows(
     key = wine.registry_key(_UNINSTALL_KEY + package_name)
     problems = []
     if result.returncode != 0:
-        problems.append(f"{setup.name} /S exited {result.returncode}")
-    if files != expected:
-        problems.append(f"{len(set(files) ^ set(expected))} files differ from the stage")
+        problems.append(f"{setup.name} /S exited {result.returncode}, expected 0")
+    if difference := tree_difference(files, expected):
+        problems.append(f"the installed files should equal the stage: {difference}")
     if not has_uninstaller or key is None:
-        problems.append("no uninstaller or no uninstall entry")
+        found = ", ".join(
+            what
+            for what, there in (("uninstall.exe", has_uninstaller), ("the entry", key is not None))
+            if there
+        )
+        problems.append(f"expected uninstall.exe and an uninstall entry, found {found or 'none'}")
     detail = "; ".join(problems) or f"{len(files)} files equal to the stage, uninstall entry"
     if missing:
         detail += f"; setup found required or optional libraries missing ({package_name}-setup.log)"
@@ -274,9 +302,17 @@ def _install_windows(
     left = tree_digests(installed)
     gone = wine.registry_key(_UNINSTALL_KEY + package_name) is None
     ok = code == 0 and not left and not installed.exists() and gone
+    leftover = [f"exit {code}"] if code else []
+    if left:
+        leftover.append(tree_difference(left, {}).replace("unexpected", "files left"))
+    elif installed.exists():
+        leftover.append("the directory left")
+    if not gone:
+        leftover.append("the uninstall entry left")
     detail = (
         "removed every file, the directory and the uninstall entry"
         if ok
-        else f"exit {code}, {len(left)} files left, entry {'gone' if gone else 'still there'}"
+        else "expected exit 0 with no file, directory or uninstall entry left; found "
+        + ", ".join(leftover)
     )
     emit(SmokeLine("PASS" if ok else "FAIL", target, "uninstall", str(directory), detail))

@@ -1,10 +1,10 @@
 """Build `ortprobe` (ortprobe.c, one file) for Windows with mingw-w64 and for Linux with gcc.
 
-The probe is compiled against ONNX Runtime's own `onnxruntime_c_api.h`, taken from the pinned
-Android AAR (recipes/android-generic.toml, `headers/` in the AAR, MIT): the build fetches that
-AAR already, so the header is checked by the same SHA-256 pin and never vendored here. The
-OrtApi table is append-only, so a newer header drives an older core as long as the probe asks
-the core for the newest API version it offers (the probe does).
+The probe declares the few ONNX Runtime C API entries it calls itself (ortprobe.c: each
+OrtApi entry at its fixed index), so building it needs a C compiler and nothing downloaded: no
+150 MiB archive fetched for one header. The OrtApi table is append-only, so those indices hold
+for every core that offers the entry; tests/test_smoke_real.py compiles the probe against the
+real `onnxruntime_c_api.h` and asserts each index there.
 
 `run_probe` runs a built probe (under Wine for the .exe) and parses its line protocol into a
 `ProbeResult`; ortbundle/tools/smoke/run.py and the Windows test tier read that, never raw text.
@@ -14,33 +14,26 @@ from __future__ import annotations
 
 import shutil
 import subprocess
-import zipfile
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from importlib import resources
 from pathlib import Path
 
-import tomlkit
-
-from ortbundle._core.errors import ConfigError, IntegrityError, OfflineError, PackagingError
-from ortbundle._core.fsio import sha256_file
-from ortbundle._core.locations import default_cache_dir
+from ortbundle._core.errors import PackagingError
 
 __all__ = [
+    "FLAGS",
     "MINGW_CC",
     "ProbeOutput",
     "ProbeResult",
     "build_probe",
-    "c_api_headers",
     "input_values",
     "parse_probe",
 ]
 
 _COMPONENT = "ortprobe"
-HEADER_RECIPE = "android-generic"  # its AAR carries headers/onnxruntime_c_api.h
 MINGW_CC = "x86_64-w64-mingw32-gcc"
-_HEADERS = ("onnxruntime_c_api.h", "onnxruntime_ep_c_api.h", "onnxruntime_error_code.h")
-_FLAGS = ["-O2", "-std=c99", "-Wall", "-Wextra", "-Werror"]
+FLAGS = ("-O2", "-std=c99", "-Wall", "-Wextra", "-Werror")
 
 
 @dataclass(frozen=True)
@@ -76,67 +69,31 @@ def input_values(count: int) -> list[float]:
     return [((i % 11) - 5) * 0.5 for i in range(count)]
 
 
-def c_api_headers(root: Path, out: Path, *, cache: Path | None = None) -> Path:
-    """Extract the C API headers from the cached, SHA-256-checked pinned AAR into `out`."""
-    recipe_path = root / "recipes" / f"{HEADER_RECIPE}.toml"
-    try:
-        recipe = tomlkit.parse(recipe_path.read_text(encoding="utf-8")).unwrap()
-        nested = recipe["sources"]["aar"]["nested"][-1]
-        sha256, member = str(nested["sha256"]), str(nested["member"])
-    except (OSError, KeyError, IndexError, TypeError, ValueError) as exc:
-        raise ConfigError(
-            f"cannot read the AAR pin that carries onnxruntime_c_api.h: {exc}",
-            component=_COMPONENT,
-            file=str(recipe_path),
-        ) from None
-    blob = (cache or default_cache_dir()) / "sha256" / sha256[:2] / sha256
-    if not blob.is_file():
-        raise OfflineError(
-            f"the pinned AAR ({member}) that carries onnxruntime_c_api.h is not in the cache",
-            component=_COMPONENT,
-            file=str(blob),
-            fix="run `invoke fetch --target android-arm64-v8a` (the default product's AAR) once",
-        )
-    if sha256_file(blob) != sha256:
-        raise IntegrityError(
-            "the cached AAR does not match its pin",
-            component=_COMPONENT,
-            file=str(blob),
-            fix="delete that cache entry and fetch again",
-        )
-    out.mkdir(parents=True, exist_ok=True)
-    with zipfile.ZipFile(blob) as aar:
-        for name in _HEADERS:
-            (out / name).write_bytes(aar.read(f"headers/{name}"))
-    return out
-
-
-def build_probe(root: Path, out: Path, *, windows: bool, cache: Path | None = None) -> Path:
+def build_probe(out: Path, *, windows: bool) -> Path:
     """Compile ortprobe.c into `out` (ortprobe.exe with mingw-w64, or ortprobe with gcc)."""
     compiler = MINGW_CC if windows else "gcc"
+    target = "windows-x86_64" if windows else "linux-x86_64"
     found = shutil.which(compiler)
     if found is None:
         package = "gcc-mingw-w64-x86-64" if windows else "gcc"
         raise PackagingError(
             f"{compiler} is not on PATH",
             component=_COMPONENT,
-            target="windows-x86_64" if windows else "linux-x86_64",
+            target=target,
             fix=f"install it (Debian/Ubuntu: apt-get install {package})",
         )
     out.mkdir(parents=True, exist_ok=True)
-    include = c_api_headers(root, out / "include", cache=cache)
-    source = resources.files("ortbundle.tools.smoke.probe") / "ortprobe.c"
-    with resources.as_file(source) as source_path:
-        exe = out / ("ortprobe.exe" if windows else "ortprobe")
-        # -isystem: the header's own SAL stubs redefine mingw's, in headers only
-        command = [found, *_FLAGS, "-isystem", str(include), "-o", str(exe), str(source_path)]
+    exe = out / ("ortprobe.exe" if windows else "ortprobe")
+    with resources.as_file(resources.files(__name__) / "ortprobe.c") as source:
+        command = [found, *FLAGS, "-o", str(exe), str(source)]
         command += ["-lshell32"] if windows else ["-D_GNU_SOURCE", "-ldl"]
         result = subprocess.run(command, capture_output=True, text=True, check=False)
     if result.returncode != 0 or not exe.is_file():
         raise PackagingError(
             f"{compiler} could not build the probe:\n{result.stderr.strip()[-2000:]}",
             component=_COMPONENT,
-            file=str(source_path),
+            target=target,
+            file=str(source),
         )
     return exe
 
@@ -177,7 +134,7 @@ def parse_probe(exit_code: int, stdout: str, stderr: str = "") -> ProbeResult:
     outputs: dict[str, list[ProbeOutput]] = {}
     loads: dict[str, tuple[bool, str]] = {}
     loaded: set[str] = set()
-    current = ""
+    current, failed_load = "", ""
     for line in stdout.splitlines():
         word, _, rest = line.rstrip("\r").partition(" ")
         if word == "api":
@@ -199,6 +156,10 @@ def parse_probe(exit_code: int, stdout: str, stderr: str = "") -> ProbeResult:
             else:
                 path, _, detail = rest.rpartition(" failed ")
                 table[path] = (False, detail)
+                failed_load = path if word == "load" else ""
+        elif word == "why" and failed_load in loads:  # the loader's words for that failure
+            code = loads[failed_load][1]
+            loads[failed_load] = (False, f"{code}: {rest.strip()}" if rest.strip() else code)
         elif word == "input":
             name, _, shape = rest.partition(" float ")
             inputs.setdefault(current, []).append((name, shape))

@@ -1,13 +1,14 @@
 /*
  * ortprobe: load one staged ONNX Runtime the way the shipped loader (runtime_loader.py) does,
  * and say what it can do, one fact per line on stdout. Built from this one file by
- * ortbundle/probe/__init__.py: with mingw-w64 for Windows (run under Wine or on Windows) and
- * with gcc for Linux, against onnxruntime_c_api.h from the pinned Android AAR.
+ * ortbundle/tools/smoke/probe/__init__.py: with mingw-w64 for Windows (run under Wine or on
+ * Windows) and with gcc for Linux. It needs no ONNX Runtime header: the few C API entries it
+ * calls are declared below (the OrtApi table's indices are fixed once published).
  *
  *   ortprobe --lib DIR/onnxruntime.dll [--plugin NAME=PATH]... [--ep NAME[:KEY=VALUE,...]]...
  *            [--model PATH]... [--load PATH]... [--hold SECONDS]
  *
- * Output lines (the caller, ortbundle/smoke.py, parses them):
+ * Output lines (the caller, ortbundle/tools/smoke/probe/__init__.py, parses them):
  *   api N                          the newest OrtApi version the core offers
  *   version X.Y.Z                  OrtGetApiBase()->GetVersionString()
  *   providers A B ...              GetAvailableProviders()
@@ -20,12 +21,15 @@
  *   loaded NAME                    a library of the core's directory that the core, its
  *                                  providers and plugins have mapped by now
  *   load PATH ok | load PATH failed CODE     then each --load, loaded directly
+ *   why MESSAGE                    after a failed load: the platform loader's own words
  *   holding                        --hold: it now sleeps with everything loaded (a
  *                                  running application, for the installer's in-use tests)
  *   error MESSAGE                  the probe stopped (exit 1)
  * Exit status: 0 when the core loaded and every model ran; 1 otherwise. A failed --ep, --plugin
  * or --load is reported but does not change it: the caller decides what it needed.
  */
+#include <stddef.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -39,13 +43,141 @@
 #include <unistd.h>
 #endif
 
+/* ------------------------------------------------------------------ the ONNX Runtime C API
+ * OrtGetApiBase() gives GetApi(version), which returns the OrtApi struct: a table of function
+ * pointers that ONNX Runtime only ever appends to, so each entry's index is the same in every
+ * release that has it. ORT_ENTRY(name, index, return type, parameters) declares one entry as
+ * onnxruntime_c_api.h declares it (index = offsetof(OrtApi, name) / sizeof(void *)).
+ *
+ * Built with -DORTPROBE_CHECK_HEADER and the real header on the include path, the probe is
+ * compiled against that header instead, and each index and constant below is asserted against
+ * it (tests/test_smoke_real.py does that, with the header of the pinned Android AAR).
+ */
+#define PROBE_API_MIN 12  /* SessionOptionsAppendExecutionProvider: ONNX Runtime 1.12 */
+#define PLUGIN_API_MIN 22 /* RegisterExecutionProviderLibrary, GetEpDevices: 1.22 */
+#define PROBE_API_SEARCH 64 /* a core whose version string is not 1.N: try from here down */
+
+#ifdef ORTPROBE_CHECK_HEADER
 #include "onnxruntime_c_api.h"
+typedef OrtApi ort_table;
+#define ORT_ENTRY(name, index, ret, params)                                                      \
+    _Static_assert(offsetof(OrtApi, name) == (index) * sizeof(void *), #name " is not entry " #index);
+#define ORT_CONSTANT(name, value) _Static_assert((name) == (value), #name " is not " #value);
+#define ORT(name) (api->name)
+#else
+#ifdef _WIN32
+#define ORT_API_CALL __stdcall
+typedef wchar_t ORTCHAR_T;
+#else
+#define ORT_API_CALL
+typedef char ORTCHAR_T;
+#endif
+typedef struct OrtAllocator OrtAllocator;
+typedef struct OrtEnv OrtEnv;
+typedef struct OrtEpDevice OrtEpDevice;
+typedef struct OrtMemoryInfo OrtMemoryInfo;
+typedef struct OrtRunOptions OrtRunOptions;
+typedef struct OrtSession OrtSession;
+typedef struct OrtSessionOptions OrtSessionOptions;
+typedef struct OrtStatus OrtStatus;
+typedef struct OrtTensorTypeAndShapeInfo OrtTensorTypeAndShapeInfo;
+typedef struct OrtTypeInfo OrtTypeInfo;
+typedef struct OrtValue OrtValue;
+/* the header's enums: int-sized in both ABIs, their few values below */
+typedef int OrtLoggingLevel;
+typedef int OrtAllocatorType;
+typedef int OrtMemType;
+typedef int ONNXTensorElementDataType;
+typedef struct OrtApiBase {
+    const void *(ORT_API_CALL *GetApi)(uint32_t version); /* const OrtApi * */
+    const char *(ORT_API_CALL *GetVersionString)(void);
+} OrtApiBase;
+typedef void (*ort_table)(void); /* one entry of OrtApi, cast to its type by ORT() */
+#define ORT_ENTRY(name, index, ret, params)                                                      \
+    typedef ret(ORT_API_CALL *name##_fn) params;                                                  \
+    enum { name##_index = (index) };
+#define ORT_CONSTANT(name, value) enum { name = (value) };
+#define ORT(name) ((name##_fn)api[name##_index])
+#endif
+
+ORT_CONSTANT(ORT_LOGGING_LEVEL_ERROR, 3)
+ORT_CONSTANT(OrtArenaAllocator, 1)
+ORT_CONSTANT(OrtMemTypeDefault, 0)
+ORT_CONSTANT(ONNX_TENSOR_ELEMENT_DATA_TYPE_UNDEFINED, 0)
+ORT_CONSTANT(ONNX_TENSOR_ELEMENT_DATA_TYPE_FLOAT, 1)
+ORT_CONSTANT(ONNX_TENSOR_ELEMENT_DATA_TYPE_INT64, 7)
+
+ORT_ENTRY(GetErrorMessage, 2, const char *, (const OrtStatus *status))
+ORT_ENTRY(CreateEnv, 3, OrtStatus *, (OrtLoggingLevel level, const char *logid, OrtEnv **out))
+ORT_ENTRY(CreateSession, 7, OrtStatus *,
+          (const OrtEnv *env, const ORTCHAR_T *model_path, const OrtSessionOptions *options,
+           OrtSession **out))
+ORT_ENTRY(Run, 9, OrtStatus *,
+          (OrtSession *session, const OrtRunOptions *run_options, const char *const *input_names,
+           const OrtValue *const *inputs, size_t input_len, const char *const *output_names,
+           size_t output_names_len, OrtValue **outputs))
+ORT_ENTRY(CreateSessionOptions, 10, OrtStatus *, (OrtSessionOptions **options))
+ORT_ENTRY(SessionGetInputCount, 30, OrtStatus *, (const OrtSession *session, size_t *out))
+ORT_ENTRY(SessionGetOutputCount, 31, OrtStatus *, (const OrtSession *session, size_t *out))
+ORT_ENTRY(SessionGetInputTypeInfo, 33, OrtStatus *,
+          (const OrtSession *session, size_t index, OrtTypeInfo **type_info))
+ORT_ENTRY(SessionGetInputName, 36, OrtStatus *,
+          (const OrtSession *session, size_t index, OrtAllocator *allocator, char **value))
+ORT_ENTRY(SessionGetOutputName, 37, OrtStatus *,
+          (const OrtSession *session, size_t index, OrtAllocator *allocator, char **value))
+ORT_ENTRY(CreateTensorWithDataAsOrtValue, 49, OrtStatus *,
+          (const OrtMemoryInfo *info, void *p_data, size_t p_data_len, const int64_t *shape,
+           size_t shape_len, ONNXTensorElementDataType type, OrtValue **out))
+ORT_ENTRY(IsTensor, 50, OrtStatus *, (const OrtValue *value, int *out))
+ORT_ENTRY(GetTensorMutableData, 51, OrtStatus *, (OrtValue *value, void **out))
+ORT_ENTRY(CastTypeInfoToTensorInfo, 55, OrtStatus *,
+          (const OrtTypeInfo *type_info, const OrtTensorTypeAndShapeInfo **out))
+ORT_ENTRY(GetTensorElementType, 60, OrtStatus *,
+          (const OrtTensorTypeAndShapeInfo *info, ONNXTensorElementDataType *out))
+ORT_ENTRY(GetDimensionsCount, 61, OrtStatus *,
+          (const OrtTensorTypeAndShapeInfo *info, size_t *out))
+ORT_ENTRY(GetDimensions, 62, OrtStatus *,
+          (const OrtTensorTypeAndShapeInfo *info, int64_t *dim_values, size_t dim_values_length))
+ORT_ENTRY(GetTensorShapeElementCount, 64, OrtStatus *,
+          (const OrtTensorTypeAndShapeInfo *info, size_t *out))
+ORT_ENTRY(GetTensorTypeAndShape, 65, OrtStatus *,
+          (const OrtValue *value, OrtTensorTypeAndShapeInfo **out))
+ORT_ENTRY(CreateCpuMemoryInfo, 69, OrtStatus *,
+          (OrtAllocatorType type, OrtMemType mem_type, OrtMemoryInfo **out))
+ORT_ENTRY(AllocatorFree, 76, OrtStatus *, (OrtAllocator *allocator, void *p))
+ORT_ENTRY(GetAllocatorWithDefaultOptions, 78, OrtStatus *, (OrtAllocator **out))
+ORT_ENTRY(ReleaseStatus, 93, void, (OrtStatus *input))
+ORT_ENTRY(ReleaseMemoryInfo, 94, void, (OrtMemoryInfo *input))
+ORT_ENTRY(ReleaseSession, 95, void, (OrtSession *input))
+ORT_ENTRY(ReleaseValue, 96, void, (OrtValue *input))
+ORT_ENTRY(ReleaseTypeInfo, 98, void, (OrtTypeInfo *input))
+ORT_ENTRY(ReleaseTensorTypeAndShapeInfo, 99, void, (OrtTensorTypeAndShapeInfo *input))
+ORT_ENTRY(ReleaseSessionOptions, 100, void, (OrtSessionOptions *input))
+ORT_ENTRY(GetAvailableProviders, 125, OrtStatus *, (char ***out_ptr, int *provider_length))
+ORT_ENTRY(ReleaseAvailableProviders, 126, OrtStatus *, (char **ptr, int providers_length))
+ORT_ENTRY(SessionOptionsAppendExecutionProvider, 216, OrtStatus *,
+          (OrtSessionOptions *options, const char *provider_name,
+           const char *const *provider_options_keys, const char *const *provider_options_values,
+           size_t num_keys))
+ORT_ENTRY(RegisterExecutionProviderLibrary, 301, OrtStatus *,
+          (OrtEnv *env, const char *registration_name, const ORTCHAR_T *path))
+ORT_ENTRY(GetEpDevices, 303, OrtStatus *,
+          (const OrtEnv *env, const OrtEpDevice *const **ep_devices, size_t *num_ep_devices))
+ORT_ENTRY(EpDevice_EpName, 312, const char *, (const OrtEpDevice *ep_device))
 
 #define MAX_ITEMS 64
 #define MAX_DIMS 8
 
-static const OrtApi *api;
+static const ort_table *api;
 static uint32_t api_version;
+static char load_error[1024]; /* why the last open_library failed, in the platform's words */
+
+static void one_line(char *text) {
+    size_t i;
+    for (i = 0; text[i]; i++) {
+        if (text[i] == '\n' || text[i] == '\r') text[i] = ' ';
+    }
+}
 
 static void fail(const char *message) {
     printf("error %s\n", message);
@@ -56,13 +188,10 @@ static void fail(const char *message) {
 /* The message of a failed call, on one line; the status is released. */
 static const char *message_of(OrtStatus *status) {
     static char text[1024];
-    const char *raw = api->GetErrorMessage(status);
-    size_t i;
+    const char *raw = ORT(GetErrorMessage)(status);
     snprintf(text, sizeof text, "%s", raw ? raw : "unknown error");
-    for (i = 0; text[i]; i++) {
-        if (text[i] == '\n' || text[i] == '\r') text[i] = ' ';
-    }
-    api->ReleaseStatus(status);
+    one_line(text);
+    ORT(ReleaseStatus)(status);
     return text;
 }
 
@@ -104,6 +233,12 @@ static void *open_library(const char *path, unsigned long *code) {
         wpath, NULL, LOAD_LIBRARY_SEARCH_DEFAULT_DIRS | LOAD_LIBRARY_SEARCH_DLL_LOAD_DIR);
     *code = module ? 0 : GetLastError();
     free(wpath);
+    load_error[0] = 0;
+    if (module == NULL) {
+        FormatMessageA(FORMAT_MESSAGE_FROM_SYSTEM | FORMAT_MESSAGE_IGNORE_INSERTS, NULL,
+                       (DWORD)*code, 0, load_error, sizeof load_error, NULL);
+        one_line(load_error);
+    }
     return (void *)module;
 }
 
@@ -157,8 +292,10 @@ static ort_path ort_path_of(const char *utf8) { return utf8; }
 
 static void *open_library(const char *path, unsigned long *code) {
     void *library = dlopen(path, RTLD_NOW | RTLD_GLOBAL);
+    const char *why = library ? NULL : dlerror();
     *code = library ? 0 : 1;
-    if (library == NULL) fprintf(stderr, "%s\n", dlerror());
+    snprintf(load_error, sizeof load_error, "%s", why ? why : "");
+    one_line(load_error);
     return library;
 }
 
@@ -194,11 +331,11 @@ static float input_value(size_t i) { return (float)((int)(i % 11) - 5) * 0.5f; }
 static void print_providers(void) {
     char **names = NULL;
     int count = 0, i;
-    check(api->GetAvailableProviders(&names, &count), "GetAvailableProviders");
+    check(ORT(GetAvailableProviders)(&names, &count), "GetAvailableProviders");
     printf("providers");
     for (i = 0; i < count; i++) printf(" %s", names[i]);
     printf("\n");
-    check(api->ReleaseAvailableProviders(names, count), "ReleaseAvailableProviders");
+    check(ORT(ReleaseAvailableProviders)(names, count), "ReleaseAvailableProviders");
 }
 
 static void register_plugin(OrtEnv *env, const char *spec) {
@@ -211,20 +348,20 @@ static void register_plugin(OrtEnv *env, const char *spec) {
     if (equals == NULL || (size_t)(equals - spec) >= sizeof name) fail("--plugin wants NAME=PATH");
     memcpy(name, spec, (size_t)(equals - spec));
     name[equals - spec] = 0;
-    if (api_version < 22) {
-        printf("plugin %s failed this core offers API %u; plugin EPs need 22\n", name,
-               (unsigned)api_version);
+    if (api_version < PLUGIN_API_MIN) {
+        printf("plugin %s failed this core offers API %u; plugin EPs need %d\n", name,
+               (unsigned)api_version, PLUGIN_API_MIN);
         return;
     }
     path = ort_path_of(equals + 1);
-    status = api->RegisterExecutionProviderLibrary(env, name, path);
+    status = ORT(RegisterExecutionProviderLibrary)(env, name, path);
     if (status != NULL) {
         printf("plugin %s failed %s\n", name, message_of(status));
         return;
     }
-    check(api->GetEpDevices(env, &devices, &count), "GetEpDevices");
+    check(ORT(GetEpDevices)(env, &devices, &count), "GetEpDevices");
     printf("plugin %s ok", name);
-    for (i = 0; i < count; i++) printf(" %s", api->EpDevice_EpName(devices[i]));
+    for (i = 0; i < count; i++) printf(" %s", ORT(EpDevice_EpName)(devices[i]));
     printf("\n");
 }
 
@@ -247,15 +384,15 @@ static void try_provider(OrtEnv *env, const char *spec, const char *model) {
             values[count++] = equals + 1;
         }
     }
-    check(api->CreateSessionOptions(&options), "CreateSessionOptions");
-    status = api->SessionOptionsAppendExecutionProvider(
+    check(ORT(CreateSessionOptions)(&options), "CreateSessionOptions");
+    status = ORT(SessionOptionsAppendExecutionProvider)(
         options, buffer, (const char *const *)keys, (const char *const *)values, count);
     if (status == NULL && model != NULL)
-        status = api->CreateSession(env, ort_path_of(model), options, &session);
+        status = ORT(CreateSession)(env, ort_path_of(model), options, &session);
     if (status != NULL) printf("ep %s failed %s\n", buffer, message_of(status));
     else printf("ep %s ok\n", buffer);
-    if (session) api->ReleaseSession(session);
-    api->ReleaseSessionOptions(options);
+    if (session) ORT(ReleaseSession)(session);
+    ORT(ReleaseSessionOptions)(options);
 }
 
 static int run_model(OrtEnv *env, const char *model) {
@@ -271,17 +408,17 @@ static int run_model(OrtEnv *env, const char *model) {
     int64_t shapes[MAX_ITEMS][MAX_DIMS];
     size_t ranks[MAX_ITEMS];
 
-    check(api->CreateSessionOptions(&options), "CreateSessionOptions");
-    status = api->CreateSession(env, ort_path_of(model), options, &session);
-    api->ReleaseSessionOptions(options);
+    check(ORT(CreateSessionOptions)(&options), "CreateSessionOptions");
+    status = ORT(CreateSession)(env, ort_path_of(model), options, &session);
+    ORT(ReleaseSessionOptions)(options);
     if (status != NULL) {
         printf("model %s failed %s\n", model, message_of(status));
         return 0;
     }
-    check(api->GetAllocatorWithDefaultOptions(&allocator), "GetAllocatorWithDefaultOptions");
-    check(api->CreateCpuMemoryInfo(OrtArenaAllocator, OrtMemTypeDefault, &memory), "MemoryInfo");
-    check(api->SessionGetInputCount(session, &inputs), "SessionGetInputCount");
-    check(api->SessionGetOutputCount(session, &outputs), "SessionGetOutputCount");
+    check(ORT(GetAllocatorWithDefaultOptions)(&allocator), "GetAllocatorWithDefaultOptions");
+    check(ORT(CreateCpuMemoryInfo)(OrtArenaAllocator, OrtMemTypeDefault, &memory), "MemoryInfo");
+    check(ORT(SessionGetInputCount)(session, &inputs), "SessionGetInputCount");
+    check(ORT(SessionGetOutputCount)(session, &outputs), "SessionGetOutputCount");
     if (inputs > MAX_ITEMS || outputs > MAX_ITEMS) fail("model has too many inputs or outputs");
 
     for (i = 0; i < inputs; i++) {
@@ -290,16 +427,16 @@ static int run_model(OrtEnv *env, const char *model) {
         ONNXTensorElementDataType element;
         int64_t dims[MAX_DIMS];
         size_t rank = 0, count = 1;
-        check(api->SessionGetInputName(session, i, allocator, &input_names[i]), "input name");
-        check(api->SessionGetInputTypeInfo(session, i, &type), "SessionGetInputTypeInfo");
-        check(api->CastTypeInfoToTensorInfo(type, &tensor), "CastTypeInfoToTensorInfo");
+        check(ORT(SessionGetInputName)(session, i, allocator, &input_names[i]), "input name");
+        check(ORT(SessionGetInputTypeInfo)(session, i, &type), "SessionGetInputTypeInfo");
+        check(ORT(CastTypeInfoToTensorInfo)(type, &tensor), "CastTypeInfoToTensorInfo");
         if (tensor == NULL) fail("a model input is not a tensor");
-        check(api->GetTensorElementType(tensor, &element), "GetTensorElementType");
+        check(ORT(GetTensorElementType)(tensor, &element), "GetTensorElementType");
         if (element != ONNX_TENSOR_ELEMENT_DATA_TYPE_FLOAT) fail("a model input is not float");
-        check(api->GetDimensionsCount(tensor, &rank), "GetDimensionsCount");
+        check(ORT(GetDimensionsCount)(tensor, &rank), "GetDimensionsCount");
         if (rank > MAX_DIMS) fail("a model input has too many dimensions");
-        check(api->GetDimensions(tensor, dims, rank), "GetDimensions");
-        api->ReleaseTypeInfo(type);
+        check(ORT(GetDimensions)(tensor, dims, rank), "GetDimensions");
+        ORT(ReleaseTypeInfo)(type);
         for (j = 0; j < rank; j++) {
             if (dims[j] <= 0) dims[j] = 3; /* a free dimension (batch): three rows */
             count *= (size_t)dims[j];
@@ -310,16 +447,16 @@ static int run_model(OrtEnv *env, const char *model) {
         if (buffers[i] == NULL) fail("out of memory");
         for (j = 0; j < count; j++) buffers[i][j] = input_value(j);
         input_values[i] = NULL;
-        check(api->CreateTensorWithDataAsOrtValue(memory, buffers[i], sizeof(float) * count, dims,
+        check(ORT(CreateTensorWithDataAsOrtValue)(memory, buffers[i], sizeof(float) * count, dims,
                                                   rank, ONNX_TENSOR_ELEMENT_DATA_TYPE_FLOAT,
                                                   &input_values[i]),
               "CreateTensorWithDataAsOrtValue");
     }
     for (i = 0; i < outputs; i++) {
-        check(api->SessionGetOutputName(session, i, allocator, &output_names[i]), "output name");
+        check(ORT(SessionGetOutputName)(session, i, allocator, &output_names[i]), "output name");
         output_values[i] = NULL;
     }
-    status = api->Run(session, NULL, (const char *const *)input_names,
+    status = ORT(Run)(session, NULL, (const char *const *)input_names,
                       (const OrtValue *const *)input_values, inputs,
                       (const char *const *)output_names, outputs, output_values);
     if (status != NULL) {
@@ -338,13 +475,13 @@ static int run_model(OrtEnv *env, const char *model) {
         ONNXTensorElementDataType element = ONNX_TENSOR_ELEMENT_DATA_TYPE_UNDEFINED;
         size_t count = 0;
         void *data = NULL;
-        check(api->IsTensor(output_values[i], &is_tensor), "IsTensor");
+        check(ORT(IsTensor)(output_values[i], &is_tensor), "IsTensor");
         if (is_tensor) {
-            check(api->GetTensorTypeAndShape(output_values[i], &info), "GetTensorTypeAndShape");
-            check(api->GetTensorElementType(info, &element), "GetTensorElementType");
-            check(api->GetTensorShapeElementCount(info, &count), "GetTensorShapeElementCount");
-            api->ReleaseTensorTypeAndShapeInfo(info);
-            check(api->GetTensorMutableData(output_values[i], &data), "GetTensorMutableData");
+            check(ORT(GetTensorTypeAndShape)(output_values[i], &info), "GetTensorTypeAndShape");
+            check(ORT(GetTensorElementType)(info, &element), "GetTensorElementType");
+            check(ORT(GetTensorShapeElementCount)(info, &count), "GetTensorShapeElementCount");
+            ORT(ReleaseTensorTypeAndShapeInfo)(info);
+            check(ORT(GetTensorMutableData)(output_values[i], &data), "GetTensorMutableData");
         }
         if (element == ONNX_TENSOR_ELEMENT_DATA_TYPE_FLOAT) {
             printf("output %s float %zu", output_names[i], count);
@@ -356,16 +493,16 @@ static int run_model(OrtEnv *env, const char *model) {
             printf("output %s other", output_names[i]);
         }
         printf("\n");
-        api->ReleaseValue(output_values[i]);
-        check(api->AllocatorFree(allocator, output_names[i]), "AllocatorFree");
+        ORT(ReleaseValue)(output_values[i]);
+        check(ORT(AllocatorFree)(allocator, output_names[i]), "AllocatorFree");
     }
     for (i = 0; i < inputs; i++) {
-        api->ReleaseValue(input_values[i]);
+        ORT(ReleaseValue)(input_values[i]);
         free(buffers[i]);
-        check(api->AllocatorFree(allocator, input_names[i]), "AllocatorFree");
+        check(ORT(AllocatorFree)(allocator, input_names[i]), "AllocatorFree");
     }
-    api->ReleaseMemoryInfo(memory);
-    api->ReleaseSession(session);
+    ORT(ReleaseMemoryInfo)(memory);
+    ORT(ReleaseSession)(session);
     return 1;
 }
 
@@ -404,7 +541,7 @@ static int probe(int argc, char **argv) {
     core = open_library(lib, &code);
     if (core == NULL) {
         char line[4200];
-        snprintf(line, sizeof line, "cannot load %s (code %lu)", lib, code);
+        snprintf(line, sizeof line, "cannot load %s (code %lu): %s", lib, code, load_error);
         fail(line);
     }
     *(void **)&get_base = symbol(core, "OrtGetApiBase");
@@ -414,20 +551,25 @@ static int probe(int argc, char **argv) {
     /* ORT 1.N offers OrtApi versions 1..N: ask for that first (an unknown version makes the
      * core print a complaint), then walk down in case a build numbers differently. */
     version = base->GetVersionString();
-    if (version != NULL && sscanf(version, "1.%u", &api_version) == 1 &&
-        api_version <= ORT_API_VERSION && api_version > 0)
-        api = base->GetApi(api_version);
+    if (version != NULL && sscanf(version, "1.%u", &api_version) == 1 && api_version > 0)
+        api = (const ort_table *)base->GetApi(api_version);
     if (api == NULL) {
-        for (api_version = ORT_API_VERSION; api_version > 0; api_version--) {
-            api = base->GetApi(api_version);
+        for (api_version = PROBE_API_SEARCH; api_version >= PROBE_API_MIN; api_version--) {
+            api = (const ort_table *)base->GetApi(api_version);
             if (api != NULL) break;
         }
     }
-    if (api == NULL) fail("the core offers no OrtApi version this probe knows");
+    if (api == NULL || api_version < PROBE_API_MIN) {
+        char line[256];
+        snprintf(line, sizeof line,
+                 "ONNX Runtime %s offers no OrtApi version %d or newer, which this probe needs",
+                 version ? version : "(no version)", PROBE_API_MIN);
+        fail(line);
+    }
     printf("api %u\n", (unsigned)api_version);
     printf("version %s\n", version ? version : "");
     print_providers();
-    check(api->CreateEnv(ORT_LOGGING_LEVEL_ERROR, "ortprobe", &env), "CreateEnv");
+    check(ORT(CreateEnv)(ORT_LOGGING_LEVEL_ERROR, "ortprobe", &env), "CreateEnv");
     for (i = 0; i < n_plugins; i++) register_plugin(env, plugins[i]);
     for (i = 0; i < n_eps; i++) try_provider(env, eps[i], n_models ? models[0] : NULL);
     for (i = 0; i < n_models; i++) ok &= run_model(env, models[i]);
@@ -435,7 +577,7 @@ static int probe(int argc, char **argv) {
     for (i = 0; i < n_loads; i++) {
         void *library = open_library(loads[i], &code);
         if (library) printf("load %s ok\n", loads[i]);
-        else printf("load %s failed %lu\n", loads[i], code);
+        else printf("load %s failed %lu\nwhy %s\n", loads[i], code, load_error);
     }
     fflush(stdout);
     if (hold > 0) {
