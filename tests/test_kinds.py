@@ -1,0 +1,141 @@
+"""What the libraries say a component is: their exports, provider names and a core's provider
+table, read from synthetic ELF and PE files (stage/binaries/)."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from ortbundle._core.errors import BinaryError
+from ortbundle.stage.binaries import inspect
+from ortbundle.stage.binaries.info import role
+from ortbundle.stage.binaries.memo import inspect_known
+from ortbundle.stage.binaries.providers import available_providers, in_place_pointers
+from tests.helpers.elf import make_elf
+from tests.helpers.pe import make_pe
+from tests.helpers.project import CORE_EXPORTS, PLUGIN_EXPORTS
+
+# a core's table as ONNX Runtime lays it out: every provider it knows, the CPU one last
+TABLE = [
+    ("TensorrtExecutionProvider", False),
+    ("CUDAExecutionProvider", False),
+    ("OpenVINOExecutionProvider", False),
+    ("DmlExecutionProvider", True),
+    ("WebGpuExecutionProvider", False),
+    ("CPUExecutionProvider", True),
+]
+
+
+def _read(tmp_path: Path, name: str, data: bytes) -> Any:
+    path = tmp_path / name
+    path.write_bytes(data)
+    return inspect(path)
+
+
+# --- the facts --------------------------------------------------------------------------------
+
+
+def test_an_elf_core_s_exports_provider_names_and_table_read_back(tmp_path: Path) -> None:
+    """The table's pointers are RELA relocations with empty slots, as lld leaves them; a name
+    inside a longer text is no provider name; a C++ export is not listed."""
+    info = _read(
+        tmp_path,
+        "libonnxruntime.so.1",
+        make_elf(
+            soname="libonnxruntime.so.1",
+            exports=("OrtGetApiBase", "OrtSessionOptionsAppendExecutionProvider_CPU", "_ZN2ns1fEv"),
+            rodata=("use WebNNExecutionProvider instead", "QNNExecutionProvider"),
+            provider_table=TABLE,
+        ),
+    )
+    assert info.exports == ("OrtGetApiBase", "OrtSessionOptionsAppendExecutionProvider_CPU")
+    assert role(info) == "core"
+    assert "WebNNExecutionProvider" not in info.ep_names
+    assert set(info.ep_names) == {"QNNExecutionProvider", *(name for name, _ in TABLE)}
+    assert info.available_providers == ("DmlExecutionProvider", "CPUExecutionProvider")
+
+
+def test_a_pe_core_s_table_read_back_as_msvc_lays_it_out(tmp_path: Path) -> None:
+    """A DirectML build: its core names every provider, and its table offers DML and CPU."""
+    info = _read(
+        tmp_path,
+        "onnxruntime.dll",
+        make_pe(exports=("OrtGetApiBase", "?f@@YAXXZ"), provider_table=TABLE),
+    )
+    assert (info.exports, role(info)) == (("OrtGetApiBase",), "core")
+    assert info.available_providers == ("DmlExecutionProvider", "CPUExecutionProvider")
+    assert "CUDAExecutionProvider" in info.ep_names  # named, not offered
+
+
+@pytest.mark.parametrize(
+    ("exports", "expected"),
+    [
+        (PLUGIN_EXPORTS, "plugin-ep"),
+        (("GetProvider",), "provider"),
+        (("CreateEpFactories",), ""),  # RegisterExecutionProviderLibrary needs both
+        ((), ""),
+    ],
+)
+def test_what_a_library_is_comes_from_its_exports(
+    tmp_path: Path, exports: tuple[str, ...], expected: str
+) -> None:
+    assert role(_read(tmp_path, "a.so", make_elf(exports=exports))) == expected
+    assert role(_read(tmp_path, "a.dll", make_pe(exports=exports))) == expected
+
+
+def test_the_table_reader_takes_only_a_table_of_flags_ending_with_the_cpu_provider() -> None:
+    """Older releases keep `{const char*, bool}` (two words); a run of pointers that is no
+    table (an array of names, flags that are not 0 or 1) gives nothing."""
+    names = {0x100 + 32 * i: name for i, (name, _) in enumerate(TABLE)}
+    table = bytearray()  # at 0x1000, 16 bytes an entry
+    for address, (_, on) in zip(names, TABLE, strict=True):
+        table += address.to_bytes(8, "little") + int(on).to_bytes(8, "little")
+    sites = in_place_pointers(bytes(table), 0x1000, names, 8)
+    assert len(sites) == len(TABLE)
+
+    def word(address: int) -> int | None:
+        at = address - 0x1000
+        return int.from_bytes(table[at : at + 8], "little") if 0 <= at < len(table) else None
+
+    found = available_providers(names, sites, word, 8)
+    assert found == ("DmlExecutionProvider", "CPUExecutionProvider")
+    without_cpu = {s: t for s, t in sites.items() if names[t] != "CPUExecutionProvider"}
+    assert available_providers(names, without_cpu, word, 8) == ()
+    table[8:16] = (2).to_bytes(8, "little")  # a "flag" of 2: not a table of flags
+    assert available_providers(names, sites, word, 8) == ()
+
+
+def test_a_memo_entry_from_before_the_facts_is_read_again(tmp_path: Path) -> None:
+    """An entry without the exports and provider facts is not taken as a library exporting
+    and naming nothing: the file is read again."""
+    path = tmp_path / "onnxruntime.dll"
+    path.write_bytes(make_pe(exports=CORE_EXPORTS, provider_table=TABLE))
+    memo = tmp_path / "memo"
+    first = inspect_known(path, "0" * 64, name=path.name, memo=memo)
+    (entry,) = memo.rglob("*.json")
+    old = json.loads(entry.read_text())
+    for key in ("exports", "ep_names", "available_providers"):
+        del old[key]
+    entry.write_text(json.dumps(old))
+    again = inspect_known(path, "0" * 64, name=path.name, memo=memo)
+    assert again == first and again.exports == ("OrtGetApiBase",)
+
+
+@pytest.mark.parametrize("fmt", ["elf", "pe"])
+def test_corrupt_export_counts_are_a_clear_error_or_nothing(tmp_path: Path, fmt: str) -> None:
+    """A symbol count or a table no file could hold asks for no more than the file has."""
+    data = bytearray(
+        make_elf(exports=CORE_EXPORTS) if fmt == "elf" else make_pe(exports=CORE_EXPORTS)
+    )
+    marker = b"OrtGetApiBase"
+    at = data.index(marker)
+    data[at - 8 : at] = b"\xff" * 8
+    path = tmp_path / f"lib.{fmt}"
+    path.write_bytes(bytes(data))
+    try:
+        inspect(path)
+    except BinaryError as exc:
+        assert path.name in str(exc)
