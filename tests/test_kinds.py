@@ -1,5 +1,6 @@
 """What the libraries say a component is: their exports, provider names and a core's provider
-table, read from synthetic ELF and PE files (stage/binaries/)."""
+table, read from synthetic ELF and PE files (stage/binaries/), and the build holding a recipe's
+kind, entry, providers and EP name against them (stage/kinds.py)."""
 
 from __future__ import annotations
 
@@ -9,14 +10,18 @@ from typing import Any
 
 import pytest
 
-from ortbundle._core.errors import BinaryError
+from ortbundle._core.errors import BinaryError, ConfigError
+from ortbundle._core.progress import Reporter
+from ortbundle.cli.build import run_build
+from ortbundle.pipeline.build import build
 from ortbundle.stage.binaries import inspect
 from ortbundle.stage.binaries.info import role
 from ortbundle.stage.binaries.memo import inspect_known
 from ortbundle.stage.binaries.providers import available_providers, in_place_pointers
 from tests.helpers.elf import make_elf
 from tests.helpers.pe import make_pe
-from tests.helpers.project import CORE_EXPORTS, PLUGIN_EXPORTS
+from tests.helpers.project import CORE_EXPORTS, CPU, PLUGIN_EXPORTS, FakeProject
+from tests.helpers.toml_edit import edit_toml, set_key
 
 # a core's table as ONNX Runtime lays it out: every provider it knows, the CPU one last
 TABLE = [
@@ -139,3 +144,125 @@ def test_corrupt_export_counts_are_a_clear_error_or_nothing(tmp_path: Path, fmt:
         inspect(path)
     except BinaryError as exc:
         assert path.name in str(exc)
+
+
+# --- the build --------------------------------------------------------------------------------
+
+
+def _plugin_as_windows_runtime(fake: FakeProject) -> FakeProject:
+    """What the scaffold once wrote for NVIDIA's TensorRT-RTX plugin EP: a "runtime" whose
+    entry is the plugin library."""
+    plugin = "onnxruntime_providers_nv_tensorrt_rtx.dll"
+    fake.windows[f"onnxruntime/capi/{plugin}"] = make_pe(
+        imports=("KERNEL32.dll", "tensorrt_rtx_1_7.dll"),
+        exports=PLUGIN_EXPORTS,
+        rodata=("NvTensorRTRTXExecutionProvider", *CPU),
+    )
+    fake.windows["onnxruntime/capi/tensorrt_rtx_1_7.dll"] = make_pe(imports=("KERNEL32.dll",))
+    fake.windows_roots = [plugin]
+    fake.write()
+    set_key(fake.root / "recipes/fake.toml", "targets.windows-x86_64.entry", plugin)
+    return fake
+
+
+def test_a_runtime_whose_entry_is_a_plugin_is_refused(
+    fake: FakeProject, reporter: Reporter
+) -> None:
+    _plugin_as_windows_runtime(fake)
+    with pytest.raises(ConfigError) as refused:
+        build(fake.project, fake.options(), reporter)
+    error = refused.value
+    assert (error.component, error.target) == ("fake", "windows-x86_64")
+    assert error.file is not None and error.file.endswith("recipes/fake.toml")
+    assert error.message == (
+        "runtime fake: its entry onnxruntime_providers_nv_tensorrt_rtx.dll is not an ONNX "
+        "Runtime core (it exports OrtGetApiBase); it is a plugin EP library (it exports "
+        "CreateEpFactories and ReleaseEpFactory)"
+    )
+    assert error.fix is not None and 'kind = "plugin-ep"' in error.fix
+    assert "[plugin.fake] pairs_with" in error.fix
+    assert not (fake.root / "dist").exists()
+
+
+def test_an_entry_that_is_no_core_names_the_core_to_take(
+    fake: FakeProject, reporter: Reporter
+) -> None:
+    fake.write()
+    set_key(fake.root / "recipes/fake.toml", "targets.windows-x86_64.entry", "dep.dll")
+    with pytest.raises(ConfigError) as refused:
+        build(fake.project, fake.options(), reporter)
+    assert "its entry dep.dll is not an ONNX Runtime core" in refused.value.message
+    assert "it exports none of OrtGetApiBase" in refused.value.message
+    assert refused.value.fix == (
+        'set entry = "onnxruntime.dll" in [targets.windows-x86_64] (it exports OrtGetApiBase)'
+    )
+
+
+def test_a_misspelled_provider_is_refused_with_the_nearest_one_even_when_restored(
+    fake: FakeProject, reporter: Reporter, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The providers are checked against the facts kept with the pruned runtime: a build that
+    restores it checks them without reading a library."""
+    fake.write()
+    build(fake.project, fake.options(), reporter)
+    set_key(fake.root / "recipes/fake.toml", "component.providers", ["CPUExecutionProvidr"])
+
+    def no_reading(*args: object, **kwargs: object) -> None:
+        raise AssertionError("a restored runtime's libraries were read again")
+
+    monkeypatch.setattr("ortbundle.stage.staging.inspect", no_reading)
+    with pytest.raises(ConfigError) as refused:
+        build(fake.project, fake.options(), reporter)
+    error = refused.value
+    assert error.message == (
+        "runtime fake: providers names CPUExecutionProvidr (did you mean CPUExecutionProvider?), "
+        "which none of its libraries carries"
+    )
+    assert error.component == "fake" and error.target in ("linux-x86_64", "windows-x86_64")
+    assert error.file is not None and error.file.endswith("recipes/fake.toml")
+    assert error.fix == (
+        "list in [component] providers only what its libraries carry "
+        "(they offer CPUExecutionProvider)"
+    )
+
+
+def test_a_provider_the_core_offers_and_the_recipe_omits_is_a_warning_once(
+    fake: FakeProject, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Both targets' cores offer WebGPU and not CUDA: the recipe that leaves WebGPU out and
+    names CUDA builds, with one warning for each across the targets."""
+    table = [
+        ("CUDAExecutionProvider", False),
+        ("WebGpuExecutionProvider", True),
+        ("XnnpackExecutionProvider", False),
+        ("CPUExecutionProvider", True),
+    ]
+    core = "onnxruntime/capi/libonnxruntime.so.1.0.0"
+    fake.linux[core] = make_elf(
+        soname="libonnxruntime.so.1",
+        needed=("libdep.so.2", "libc.so.6"),
+        exports=CORE_EXPORTS,
+        provider_table=table,
+    )
+    fake.windows["onnxruntime/capi/onnxruntime.dll"] = make_pe(
+        imports=("KERNEL32.dll", "dep.dll"), exports=CORE_EXPORTS, provider_table=table
+    )
+    fake.write()
+
+    def providers(document: Any) -> None:
+        document["component"]["providers"] = ["CUDAExecutionProvider", "CPUExecutionProvider"]
+
+    edit_toml(fake.root / "recipes/fake.toml", providers)
+    run_build(fake.options(), root=fake.root)
+    out = capsys.readouterr().out
+    recipe = fake.root / "recipes/fake.toml"
+    left_out = (
+        "WARNING: fake on linux-x86_64, windows-x86_64: its libraries offer "
+        f"WebGpuExecutionProvider, which [component] providers in {recipe} leaves out"
+    )
+    unavailable = (
+        "WARNING: fake on linux-x86_64, windows-x86_64: [component] providers in "
+        f"{recipe} names CUDAExecutionProvider, which its core's provider table marks unavailable"
+    )
+    assert out.count(left_out) == 1 and out.count(unavailable) == 1
+    assert out.count("WARNING: fake") == 2

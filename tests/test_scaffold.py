@@ -22,7 +22,14 @@ from tests.helpers.elf import make_elf
 from tests.helpers.index_server import IndexServer
 from tests.helpers.maven_server import MavenServer
 from tests.helpers.npm_server import NpmServer, make_tarball
-from tests.helpers.project import FAST_RETRY, REPO_POLICY, linux_members, windows_members
+from tests.helpers.project import (
+    CORE_EXPORTS,
+    CPU,
+    FAST_RETRY,
+    REPO_POLICY,
+    linux_members,
+    windows_members,
+)
 from tests.helpers.tarballs import make_aar
 from tests.helpers.wheels import make_wheel
 
@@ -237,6 +244,8 @@ def aar(version: str) -> bytes:
             needed=BIONIC,
             align=K16,
             payload=version.encode(),
+            exports=CORE_EXPORTS,
+            rodata=CPU,
         )
         members[f"jni/{abi}/libonnxruntime4j_jni.so"] = make_elf(
             machine=machine,
