@@ -10,7 +10,7 @@ from typing import Any
 
 import pytest
 
-from ortbundle._core.errors import BinaryError, ConfigError
+from ortbundle._core.errors import ConfigError
 from ortbundle._core.progress import Reporter
 from ortbundle.cli.build import run_build
 from ortbundle.pipeline.build import build
@@ -52,7 +52,7 @@ def test_an_elf_core_s_exports_provider_names_and_table_read_back(tmp_path: Path
         make_elf(
             soname="libonnxruntime.so.1",
             exports=("OrtGetApiBase", "OrtSessionOptionsAppendExecutionProvider_CPU", "_ZN2ns1fEv"),
-            rodata=("use WebNNExecutionProvider instead", "QNNExecutionProvider"),
+            rodata=("not registered: WebNNExecutionProvider", "QNNExecutionProvider"),
             provider_table=TABLE,
         ),
     )
@@ -127,23 +127,6 @@ def test_a_memo_entry_from_before_the_facts_is_read_again(tmp_path: Path) -> Non
     entry.write_text(json.dumps(old))
     again = inspect_known(path, "0" * 64, name=path.name, memo=memo)
     assert again == first and again.exports == ("OrtGetApiBase",)
-
-
-@pytest.mark.parametrize("fmt", ["elf", "pe"])
-def test_corrupt_export_counts_are_a_clear_error_or_nothing(tmp_path: Path, fmt: str) -> None:
-    """A symbol count or a table no file could hold asks for no more than the file has."""
-    data = bytearray(
-        make_elf(exports=CORE_EXPORTS) if fmt == "elf" else make_pe(exports=CORE_EXPORTS)
-    )
-    marker = b"OrtGetApiBase"
-    at = data.index(marker)
-    data[at - 8 : at] = b"\xff" * 8
-    path = tmp_path / f"lib.{fmt}"
-    path.write_bytes(bytes(data))
-    try:
-        inspect(path)
-    except BinaryError as exc:
-        assert path.name in str(exc)
 
 
 # --- the build --------------------------------------------------------------------------------
