@@ -93,24 +93,28 @@ def test_what_a_library_is_comes_from_its_exports(
 
 def test_the_table_reader_takes_only_a_table_of_flags_ending_with_the_cpu_provider() -> None:
     """Older releases keep `{const char*, bool}` (two words); a run of pointers that is no
-    table (an array of names, flags that are not 0 or 1) gives nothing."""
+    table (too short, flags that are not 0 or 1, no CPU provider at its end) gives nothing."""
     names = {0x100 + 32 * i: name for i, (name, _) in enumerate(TABLE)}
     table = bytearray()  # at 0x1000, 16 bytes an entry
     for address, (_, on) in zip(names, TABLE, strict=True):
         table += address.to_bytes(8, "little") + int(on).to_bytes(8, "little")
-    sites = in_place_pointers(bytes(table), 0x1000, names, 8)
-    assert len(sites) == len(TABLE)
+    cpu = [a for a, name in names.items() if name == "CPUExecutionProvider"]
+    slots = in_place_pointers(bytes(table), 0x1000, cpu, 8)
+    assert list(slots) == [0x1000 + 16 * (len(TABLE) - 1)]
 
     def word(address: int) -> int | None:
         at = address - 0x1000
         return int.from_bytes(table[at : at + 8], "little") if 0 <= at < len(table) else None
 
-    found = available_providers(names, sites, word, 8)
+    found = available_providers(names, slots, word, word, 8)
     assert found == ("DmlExecutionProvider", "CPUExecutionProvider")
-    without_cpu = {s: t for s, t in sites.items() if names[t] != "CPUExecutionProvider"}
-    assert available_providers(names, without_cpu, word, 8) == ()
+    assert available_providers(names, [], word, word, 8) == ()  # no pointer to the CPU name
+    short = {
+        a: n for a, n in names.items() if n in ("DmlExecutionProvider", "CPUExecutionProvider")
+    }
+    assert available_providers(short, slots, word, word, 8) == ()  # two entries: no table
     table[8:16] = (2).to_bytes(8, "little")  # a "flag" of 2: not a table of flags
-    assert available_providers(names, sites, word, 8) == ()
+    assert available_providers(names, slots, word, word, 8) == ()
 
 
 def test_a_memo_entry_from_before_the_facts_is_read_again(tmp_path: Path) -> None:

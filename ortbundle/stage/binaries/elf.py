@@ -320,12 +320,19 @@ def _providers(image: _Image, dyn: dict[str, int]) -> tuple[tuple[str, ...], tup
     found = tuple(sorted(set(names.values())))
     if providers.CPU not in found or not image.elf.little_endian:
         return found, ()
-    sites: dict[int, int] = {}
+    relocated: dict[int, int] = {}
     if "DT_RELA" in dyn and dyn.get("DT_RELAENT", 3 * image.pointer) == 3 * image.pointer:
         table = image.at(dyn["DT_RELA"], dyn.get("DT_RELASZ", 0))
-        sites.update(providers.rela_pointers(table, names, image.pointer))
+        relocated = providers.rela_pointers(table, names, image.pointer)
+    cpu = [address for address, name in names.items() if name == providers.CPU]
+    slots = {slot for slot, target in relocated.items() if target in cpu}
     for seg in image.segments:
         if seg.writable:
             data = image.read(seg.offset, seg.size)
-            sites.update(providers.in_place_pointers(data, seg.vaddr, names, image.pointer))
-    return found, providers.available_providers(names, sites, image.word, image.pointer)
+            slots.update(providers.in_place_pointers(data, seg.vaddr, cpu, image.pointer))
+
+    def target_of(slot: int) -> int | None:
+        return relocated[slot] if slot in relocated else image.word(slot)
+
+    available = providers.available_providers(names, slots, target_of, image.word, image.pointer)
+    return found, available

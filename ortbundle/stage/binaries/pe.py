@@ -129,9 +129,10 @@ def _providers(pe: Any, bits: int) -> tuple[tuple[str, ...], tuple[str, ...]]:
     pointer = 8 if bits == 64 else 4
     base = int(pe.OPTIONAL_HEADER.ImageBase)
     data = [(rva, section.get_data()) for label, rva, section in sections if label in _POINTERS]
-    sites: dict[int, int] = {}
+    cpu = [address for address, name in names.items() if name == providers.CPU]
+    slots: set[int] = set()
     for rva, chunk in data:
-        sites.update(providers.in_place_pointers(chunk, rva, names, pointer, base))
+        slots.update(providers.in_place_pointers(chunk, rva, cpu, pointer, base))
 
     def word(address: int) -> int | None:
         for rva, chunk in data:
@@ -139,7 +140,11 @@ def _providers(pe: Any, bits: int) -> tuple[tuple[str, ...], tuple[str, ...]]:
                 return int.from_bytes(chunk[address - rva : address - rva + pointer], "little")
         return None
 
-    return found, providers.available_providers(names, sites, word, pointer)
+    def target_of(slot: int) -> int | None:
+        value = word(slot)
+        return value - base if value is not None and value >= base else None
+
+    return found, providers.available_providers(names, slots, target_of, word, pointer)
 
 
 def _versioned_imports(entries: list[Any]) -> tuple[tuple[str, str], ...]:

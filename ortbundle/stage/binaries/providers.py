@@ -11,6 +11,8 @@ of the wheel.
 
 from __future__ import annotations
 
+import sys
+from array import array
 from collections.abc import Callable, Iterable, Mapping
 
 SUFFIX = "ExecutionProvider"
@@ -61,58 +63,58 @@ def in_place_pointers(
 def rela_pointers(table: bytes, targets: Iterable[int], pointer: int) -> dict[int, int]:
     """The ELF RELA entries (r_offset, r_info, r_addend) whose addend is one of `targets`:
     {r_offset: addend}. A relative relocation's slot holds zero until the loader writes it."""
-    entry = 3 * pointer
-    sites: dict[int, int] = {}
-    for target in targets:
-        encoded = target.to_bytes(pointer, "little")
-        hit = table.find(encoded)
-        while hit >= 0:
-            start = hit - 2 * pointer
-            if start >= 0 and start % entry == 0:
-                sites[int.from_bytes(table[start : start + pointer], "little")] = target
-            hit = table.find(encoded, hit + 1)
-    return sites
+    code = "Q" if pointer == 8 else "I"
+    words = array(code, table[: len(table) // (3 * pointer) * 3 * pointer])
+    if sys.byteorder != "little":
+        words.byteswap()
+    wanted = set(targets)
+    return {o: a for o, a in zip(words[0::3], words[2::3], strict=True) if a in wanted}
 
 
 def available_providers(
     names: Mapping[int, str],
-    sites: Mapping[int, int],
+    cpu_slots: Iterable[int],
+    target_of: Callable[[int], int | None],
     word: Callable[[int], int | None],
     pointer: int,
 ) -> tuple[str, ...]:
     """The providers a core's table marks available, in its order; () when no table is found.
 
-    `names` are the provider names by address, `sites` the pointer slots that point at them,
-    `word(address)` the pointer-sized little-endian word there (None: not in the file). The
-    table is the longest run of slots at one stride (two or three words: `{const char*, bool}`
-    in older releases, `{std::string_view, bool}` since) naming distinct providers and ending
-    with the CPU provider; its flag sits after the pointer, or after the length a string view
-    keeps beside it (before the pointer in libstdc++, after it in MSVC's and libc++'s)."""
-    slots = sorted(s for s, target in sites.items() if target in names)
-    named = {s: names[sites[s]] for s in slots}
-    best: list[int] = []
-    for stride in (2 * pointer, 3 * pointer):
-        run: list[int] = []
-        for slot in slots:
-            seen = {named[s] for s in run}
-            follows = bool(run) and slot - run[-1] == stride and named[slot] not in seen
-            run = [*run, slot] if follows else [slot]
-            if named[slot] == CPU and len(run) > len(best):
+    `names` are the provider names by address; `cpu_slots` the pointer slots that point at
+    the CPU provider's name (the table's last entry); `target_of(slot)` the address a slot
+    points at (None: none); `word(address)` the pointer-sized little-endian word there. From
+    each CPU slot the table is walked backwards at one stride (two or three words:
+    `{const char*, bool}` in older releases, `{std::string_view, bool}` since) while each slot
+    names another provider; the longest run is the table. Its flag sits after the pointer, or
+    after the length a string view keeps beside it (before the pointer in libstdc++, after it
+    in MSVC's and libc++'s). Walking from the CPU slots costs a few reads where searching for
+    every name's pointers cost a pass over the data each."""
+    best: list[tuple[int, str]] = []
+    for cpu in cpu_slots:
+        for stride in (2 * pointer, 3 * pointer):
+            run = [(cpu, CPU)]
+            while True:
+                slot = run[0][0] - stride
+                target = target_of(slot)
+                name = names.get(target) if target is not None else None
+                if name is None or any(name == n for _, n in run):
+                    break
+                run.insert(0, (slot, name))
+            if len(run) > len(best):
                 best = run
     if len(best) < _MIN_TABLE:
         return ()
-    stride = best[1] - best[0]
-    entries = [(slot, named[slot]) for slot in best]
-    if stride == 3 * pointer and all(word(s + pointer) == len(n) for s, n in entries):
+    stride = best[1][0] - best[0][0]
+    if stride == 3 * pointer and all(word(s + pointer) == len(n) for s, n in best):
         flag = 2 * pointer  # {pointer, length}, then the flag
-    elif stride == 3 * pointer and all(word(s - pointer) == len(n) for s, n in entries):
+    elif stride == 3 * pointer and all(word(s - pointer) == len(n) for s, n in best):
         flag = pointer  # {length, pointer}, then the flag
     elif stride == 2 * pointer:
         flag = pointer
     else:
         return ()
-    flags = [word(s + flag) for s, _ in entries]
+    flags = [word(s + flag) for s, _ in best]
     bits = [f & 0xFF if f is not None else -1 for f in flags]
     if any(b not in (0, 1) for b in bits) or bits[-1] != 1:
         return ()  # not a table of flags, or the CPU provider unavailable: not what we read
-    return tuple(n for (_, n), b in zip(entries, bits, strict=True) if b)
+    return tuple(n for (_, n), b in zip(best, bits, strict=True) if b)
