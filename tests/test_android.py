@@ -28,6 +28,7 @@ from tests.helpers.android import (
 from tests.helpers.elf import make_elf
 from tests.helpers.maven_server import MavenServer
 from tests.helpers.npm_server import NpmServer
+from tests.helpers.project import CORE_EXPORTS, CPU
 from tests.helpers.tarballs import make_aar, make_tarball
 
 
@@ -237,7 +238,12 @@ def test_a_new_nested_pin_is_never_served_from_the_runtime_memo(
     the tarball (the fetched file) is the same."""
     other = stock_members()
     other["jni/x86_64/libonnxruntime.so"] = make_elf(
-        machine="EM_X86_64", soname="libonnxruntime.so", needed=("libc.so",), align=0x4000
+        machine="EM_X86_64",
+        soname="libonnxruntime.so",
+        needed=("libc.so",),
+        align=0x4000,
+        exports=CORE_EXPORTS,
+        rodata=CPU,
     )
     first, second = make_aar(stock_members()), make_aar(other)
     tarball = make_tarball({AAR_MEMBER: first, "package/other.aar": second})
@@ -263,7 +269,12 @@ def test_a_renamed_library_leaves_no_link_by_its_old_soname(
     android.stock = stock_members()
     for abi, machine in (("arm64-v8a", "EM_AARCH64"), ("x86_64", "EM_X86_64")):
         android.stock[f"jni/{abi}/libonnxruntime.so"] = make_elf(
-            machine=machine, soname="libort_core.so", needed=("libc.so",), align=0x4000
+            machine=machine,
+            soname="libort_core.so",
+            needed=("libc.so",),
+            align=0x4000,
+            exports=CORE_EXPORTS,
+            rodata=CPU,
         )
     seeded(android, registries)
     result = build(android.project, android.options(), plain_reporter())

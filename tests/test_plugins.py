@@ -12,7 +12,7 @@ from ortbundle._core.progress import Reporter
 from ortbundle.pipeline.build import build
 from tests.helpers.elf import make_elf
 from tests.helpers.pe import make_pe
-from tests.helpers.project import FakeProject
+from tests.helpers.project import PLUGIN_EXPORTS, FakeProject
 from tests.helpers.wheels import make_wheel, sha256_of
 
 LINUX_WHEEL = "onnxruntime_ep_fake-0.1.0-py3-none-manylinux_2_28_x86_64.whl"
@@ -25,12 +25,16 @@ def add_plugin(
     min_core: str = "1.0.0",
     with_core: bool = False,
     expression: str = "GPL-3.0-or-later",
+    ep_name: str = "FakeExecutionProvider",
 ) -> FakeProject:
-    """A plugin EP wheel per OS (provider + a dependency), its recipe, and the pairing."""
+    """A plugin EP wheel per OS (provider + a dependency), its recipe, and the pairing. The
+    plugin library exports what a plugin exports and names its provider (and the CPU one, as
+    real plugins do)."""
     fake.write()
+    names = ("FakeExecutionProvider", "CPUExecutionProvider")
     linux = {
         "ep_fake/libonnxruntime_providers_fake.so": make_elf(
-            needed=("libfakedep.so.1", "libc.so.6")
+            needed=("libfakedep.so.1", "libc.so.6"), exports=PLUGIN_EXPORTS, rodata=names
         ),
         "ep_fake/libfakedep.so.1": make_elf(soname="libfakedep.so.1"),
         "ep_fake/__init__.py": b"",
@@ -39,7 +43,9 @@ def add_plugin(
     if with_core:
         linux["ep_fake/libonnxruntime.so.1"] = make_elf(soname="libonnxruntime.so.1")
     windows = {
-        "ep_fake/onnxruntime_providers_fake.dll": make_pe(imports=("KERNEL32.dll",)),
+        "ep_fake/onnxruntime_providers_fake.dll": make_pe(
+            imports=("KERNEL32.dll",), exports=PLUGIN_EXPORTS, rodata=names
+        ),
         "ep_fake/LICENSE": linux["ep_fake/LICENSE"],
     }
     wheels = fake.root / "plugin-wheels"
@@ -60,7 +66,7 @@ version = "0.1.0"
 label = "Fake plugin"
 description = "A synthetic plugin execution provider"
 providers = ["FakeExecutionProvider"]
-ep_name = "FakeExecutionProvider"
+ep_name = "{ep_name}"
 min_core = "{min_core}"
 
 [sources.linux]
@@ -157,3 +163,21 @@ def test_a_plugin_needing_a_newer_core_is_refused(fake: FakeProject, reporter: R
         ConfigError, match=r"needs ONNX Runtime 1.24.4 or newer; runtime fake is 1.0.0"
     ):
         build(fake.project, fake.options(), reporter)
+
+
+def test_a_misspelled_ep_name_is_refused_with_the_name_the_plugin_carries(
+    fake: FakeProject, reporter: Reporter
+) -> None:
+    """The loader registers a plugin and looks its devices up by ep_name: one the plugin's
+    factory does not register finds nothing, which only `invoke smoke` used to notice."""
+    add_plugin(fake, ep_name="FakeExecutionProvidr")
+    with pytest.raises(ConfigError) as refused:
+        build(fake.project, fake.options(), reporter)
+    text = str(refused.value)
+    assert (
+        "plugin-ep ep-fake: ep_name FakeExecutionProvidr (did you mean FakeExecutionProvider?)"
+        in text
+    )
+    assert "is not a name its entry" in text and "ep-fake.toml" in text
+    assert 'fix: set ep_name = "FakeExecutionProvider" in [component]' in text
+    assert refused.value.exit_code == 2 and refused.value.target

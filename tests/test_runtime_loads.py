@@ -20,7 +20,7 @@ from ortbundle.stage.binaries import loads
 from ortbundle.stage.binaries.loads import LoadScan, UnresolvedLoad, scan_binary, warning_lines
 from tests.helpers.native import compile_opener, compile_pe_opener
 from tests.helpers.pe import make_pe
-from tests.helpers.project import FakeProject
+from tests.helpers.project import CORE_EXPORTS, CPU, FakeProject
 from tests.helpers.toml_edit import edit_toml
 
 CUDA_LINUX = ("libcudnn.so.9", "libvulkan.so.1")
@@ -154,6 +154,8 @@ def opening(fake: FakeProject, tmp_path: Path) -> FakeProject:
         delay_imports=("delayed.dll",),
         functions={"KERNEL32.dll": ["LoadLibraryExW"]},
         payload=_utf16(*CUDA_WINDOWS, "dep.dll"),
+        exports=CORE_EXPORTS,
+        rodata=CPU,
     )
     return fake.write()
 

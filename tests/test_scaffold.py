@@ -22,7 +22,15 @@ from tests.helpers.elf import make_elf
 from tests.helpers.index_server import IndexServer
 from tests.helpers.maven_server import MavenServer
 from tests.helpers.npm_server import NpmServer, make_tarball
-from tests.helpers.project import FAST_RETRY, REPO_POLICY, linux_members, windows_members
+from tests.helpers.pe import make_pe
+from tests.helpers.project import (
+    CORE_EXPORTS,
+    CPU,
+    FAST_RETRY,
+    REPO_POLICY,
+    linux_members,
+    windows_members,
+)
 from tests.helpers.tarballs import make_aar
 from tests.helpers.wheels import make_wheel
 
@@ -137,7 +145,7 @@ def test_pypi_scaffold_writes_a_recipe_that_builds(
     assert windows["entry"] == "onnxruntime.dll"
     assert windows["drop"] == [{"names": ["*.pyd"], "reason": "Python binding"}]
     text = result.recipe.read_text()
-    assert "# guessed: the ONNX Runtime core library" in text
+    assert "# libonnxruntime.so.1.0.0 exports OrtGetApiBase: the ONNX Runtime core" in text
     assert "left out (a text of that file name is taken): onnxruntime/LICENSE" in text
     lines = result.lines()
     assert "    onnxruntime_pybind11_state.so: drop (Python binding)" in lines
@@ -237,6 +245,8 @@ def aar(version: str) -> bytes:
             needed=BIONIC,
             align=K16,
             payload=version.encode(),
+            exports=CORE_EXPORTS,
+            rodata=CPU,
         )
         members[f"jni/{abi}/libonnxruntime4j_jni.so"] = make_elf(
             machine=machine,
@@ -335,3 +345,109 @@ def test_a_target_the_release_does_not_publish_is_named(
     )
     assert "windows-arm64: acme-inference 2.0.0 publishes nothing for it" in result.notes
     assert set(tomllib.loads(result.recipe.read_text())["targets"]) == {"linux-x86_64"}
+
+
+# --- what the component is and offers, from its libraries' exports and strings ---------------
+
+DML_TABLE = [
+    ("TensorrtExecutionProvider", False),
+    ("CUDAExecutionProvider", False),
+    ("OpenVINOExecutionProvider", False),
+    ("DmlExecutionProvider", True),
+    ("WebGpuExecutionProvider", False),
+    ("CPUExecutionProvider", True),
+]
+
+
+def test_the_providers_are_the_ones_the_core_offers(
+    tmp_path: Path, index: IndexServer, reporter: Reporter
+) -> None:
+    """A DirectML build: its onnxruntime.dll names every provider ONNX Runtime knows and its
+    table offers DML and CPU; no provider library says so by its file name."""
+    members = {
+        "onnxruntime/capi/onnxruntime.dll": make_pe(
+            imports=("KERNEL32.dll", "DirectML.dll"),
+            exports=("OrtGetApiBase", "OrtSessionOptionsAppendExecutionProvider_DML"),
+            provider_table=DML_TABLE,
+        ),
+        "onnxruntime/capi/DirectML.dll": make_pe(imports=("KERNEL32.dll",)),
+        "onnxruntime/capi/onnxruntime_providers_shared.dll": make_pe(imports=("KERNEL32.dll",)),
+        "onnxruntime/LICENSE": MIT,
+    }
+    wheel = tmp_path / "w" / "dml_like-1.24.4-cp312-cp312-win_amd64.whl"
+    index.add("dml-like", make_wheel(wheel, "dml-like", "1.24.4", members))
+    root = _root(tmp_path)
+    project = Project.at(root)
+    result = new_recipe(
+        project, options(tmp_path, "pypi:dml-like", index_url=index.url, product="dml"), reporter
+    )
+    assert result.choices == ()
+    recipe = tomllib.loads(result.recipe.read_text())
+    assert recipe["component"]["kind"] == "runtime"
+    assert recipe["component"]["providers"] == ["DmlExecutionProvider", "CPUExecutionProvider"]
+    assert recipe["targets"]["windows-x86_64"]["entry"] == "onnxruntime.dll"
+    text = result.recipe.read_text()
+    assert "# read from the core's provider table (GetAvailableProviders)" in text
+    assert "# read from the exports: onnxruntime.dll exports OrtGetApiBase" in text
+    build(project, build_options(tmp_path, "dml", index_url=index.url), reporter)
+
+
+def _nvidia_like(tmp_path: Path, index: IndexServer) -> None:
+    """NVIDIA's TensorRT-RTX plugin EP as its -cu13 wheel lays it out: the plugin library, the
+    TensorRT-RTX libraries it needs (which most others need: the old scaffold's entry) and the
+    CUDA runtime; no ONNX Runtime core."""
+    members = {
+        "nv_ep/onnxruntime_providers_nv_tensorrt_rtx.dll": make_pe(
+            imports=("KERNEL32.dll", "tensorrt_rtx_1_7.dll", "cudart64_13.dll"),
+            exports=("CreateEpFactories", "ReleaseEpFactory"),
+            rodata=("NvTensorRTRTXExecutionProvider", "CPUExecutionProvider"),
+        ),
+        "nv_ep/tensorrt_rtx_1_7.dll": make_pe(
+            imports=("KERNEL32.dll", "cudart64_13.dll"), payload=b"t" * 4000
+        ),
+        "nv_ep/tensorrt_onnxparser_rtx_1_7.dll": make_pe(imports=("tensorrt_rtx_1_7.dll",)),
+        "nv_ep/cudart64_13.dll": make_pe(imports=("KERNEL32.dll",)),
+        "nv_ep/LICENSE": MIT,
+    }
+    wheel = tmp_path / "w" / "nv_ep_like-0.5.0-py3-none-win_amd64.whl"
+    requires = "Requires-Dist: onnxruntime>=1.23.0\n"
+    index.add("nv-ep-like", make_wheel(wheel, "nv-ep-like", "0.5.0", members, metadata=requires))
+
+
+def test_a_plugin_ep_is_scaffolded_as_one_and_paired_with_the_projects_core(
+    tmp_path: Path, index: IndexServer, reporter: Reporter
+) -> None:
+    _nvidia_like(tmp_path, index)
+    root = _root(tmp_path)
+    project = Project.at(root)
+    alone = new_recipe(
+        project,
+        options(tmp_path, "pypi:nv-ep-like", index_url=index.url, product="lonely"),
+        reporter,
+    )
+    assert any(c.startswith("the pairing: lonely.toml needs a runtime") for c in alone.choices)
+    recipe = tomllib.loads(alone.recipe.read_text())
+    component = recipe["component"]
+    assert component["kind"] == "plugin-ep"
+    assert component["ep_name"] == "NvTensorRTRTXExecutionProvider"
+    assert component["providers"] == ["NvTensorRTRTXExecutionProvider"]
+    assert component["gpu_vendors"] == ["nvidia"]
+    assert component["min_core"] == "1.23.0"  # what the wheel requires
+    entry = recipe["targets"]["windows-x86_64"]["entry"]
+    assert entry == "onnxruntime_providers_nv_tensorrt_rtx.dll"
+
+    # with a core in the project, the product pairs the plugin with it and builds
+    new_recipe(project, options(tmp_path, PROJECT, index_url=index.url), reporter)
+    paired = new_recipe(
+        project,
+        options(tmp_path, "pypi:nv-ep-like", index_url=index.url, product="app", force=True),
+        reporter,
+    )
+    assert paired.choices == ()
+    product = tomllib.loads((root / "manifests/app.toml").read_text())
+    assert product["product"]["runtimes"] == [PROJECT]
+    assert product["plugin"] == {"nv-ep-like": {"pairs_with": [PROJECT]}}
+    result = build(project, build_options(tmp_path, "app", index_url=index.url), reporter)
+    (target,) = result.targets
+    plugin = target.stage / "plugins/nv-ep-like/onnxruntime_providers_nv_tensorrt_rtx.dll"
+    assert plugin.is_file()

@@ -33,7 +33,7 @@ from ortbundle.stage.binaries.info import BinaryInfo
 from tests.helpers.elf import make_elf
 from tests.helpers.packages import make_package_input
 from tests.helpers.pe import make_pe
-from tests.helpers.project import FakeProject, linux_members, windows_members
+from tests.helpers.project import CORE_EXPORTS, CPU, FakeProject, linux_members, windows_members
 
 SCHEMA = Path(__file__).resolve().parents[1] / "ortbundle" / "data" / "runtimes.schema.json"
 
@@ -242,6 +242,8 @@ def _versioned_linux() -> dict[str, bytes]:
         runpath="$ORIGIN",
         payload=b"core" * 2000,
         version_needs=CORE_NEEDS,
+        exports=CORE_EXPORTS,
+        rodata=CPU,
     )
     return members
 
@@ -252,6 +254,8 @@ def _versioned_windows() -> dict[str, bytes]:
         imports=("KERNEL32.dll", "dep.dll", "MSVCP140.dll"),
         delay_imports=("delayed.dll",),
         subsystem_version=(10, 0),
+        exports=CORE_EXPORTS,
+        rodata=CPU,
     )
     return members
 

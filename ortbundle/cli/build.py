@@ -90,6 +90,13 @@ def run_build(
         ]
         for line in warning_lines(found):
             reporter.line(line)
+        from ortbundle.stage.kinds import provider_warnings
+
+        recipes = result.plan.recipes
+        for line in provider_warnings(
+            (recipes[s.runtime], t.target, s) for t in result.targets for s in t.runtimes
+        ):
+            reporter.line(line)
         from ortbundle.pipeline.reachable import (
             warning_lines as never_chosen,  # a runtime no machine gets
         )

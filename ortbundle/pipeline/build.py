@@ -62,6 +62,7 @@ from ortbundle.pipeline.result import BuildResult, TargetResult, write_summary
 from ortbundle.stage.binaries.soname import patchelf_version
 from ortbundle.stage.closure_report import raise_collected
 from ortbundle.stage.index_json import index_files, write_index
+from ortbundle.stage.kinds import check_component
 from ortbundle.stage.models import StagedModel, models_index, stage_model, write_models_index
 from ortbundle.stage.plugins import refuse_bundled_core
 from ortbundle.stage.runtime_loads import refuse_undeclared, with_runtime_loads
@@ -280,6 +281,9 @@ def _stage_one_runtime(
             if recipe.kind == "plugin-ep":
                 refuse_bundled_core(recipe, staged, work.target)
             store_runtime(work.cache, key, work.tmp, staged)
+        # the kind, providers and EP name against the kept libraries' facts, restored or not:
+        # the component table is not part of the key, so an edit to it prunes nothing again
+        check_component(recipe, staged, work.target)
         staged = _with_checked_loads(work, recipe, target, staged)
         texts.extend(stage_license_texts(recipe, target, readers, work.tmp, work.project.licenses))
         return staged

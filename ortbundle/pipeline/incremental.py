@@ -45,7 +45,9 @@ from ortbundle.stage.staging import LIBRARY_MODE, StagedFile, StagedRuntime
 if TYPE_CHECKING:
     from ortbundle.stage.staging import StagedRuntime
 
-_FORMAT = "ortbundle-incremental/2"  # of a runtime-stage entry (2: payload files, renames)
+# of a runtime-stage entry (2: payload files, renames; 3: each kept library's exports and
+# provider names, which the build checks the recipe's kind and providers against)
+_FORMAT = "ortbundle-incremental/3"
 
 
 def runtime_key(recipe_part: str, target: str, source_hashes: Iterable[str], code: str) -> str:

@@ -11,7 +11,7 @@ from pathlib import Path
 
 from ortbundle.config.plan import BuildOptions, Project
 from tests.helpers.elf import make_elf
-from tests.helpers.project import FAST_RETRY, REPO_POLICY
+from tests.helpers.project import CORE_EXPORTS, CPU, FAST_RETRY, REPO_POLICY
 from tests.helpers.tarballs import make_aar, make_tarball
 
 AAR_MEMBER = "package/Plugins/Android/onnxruntime.aar"
@@ -28,7 +28,12 @@ def stock_members(align: int = K16) -> dict[str, bytes]:
     members: dict[str, bytes] = {"headers/onnxruntime_c_api.h": b"/* C API */\n"}
     for abi, machine in (("arm64-v8a", "EM_AARCH64"), ("x86_64", "EM_X86_64")):
         members[f"jni/{abi}/libonnxruntime.so"] = make_elf(
-            machine=machine, soname="libonnxruntime.so", needed=BIONIC, align=align
+            machine=machine,
+            soname="libonnxruntime.so",
+            needed=BIONIC,
+            align=align,
+            exports=CORE_EXPORTS,
+            rodata=CPU,
         )
         members[f"jni/{abi}/libonnxruntime4j_jni.so"] = make_elf(
             machine=machine,
@@ -73,7 +78,12 @@ class AndroidProject:
     qnn_ort: dict[str, bytes] = field(
         default_factory=lambda: {
             "jni/arm64-v8a/libonnxruntime.so": make_elf(
-                machine="EM_AARCH64", soname="libonnxruntime.so", needed=BIONIC, align=K16
+                machine="EM_AARCH64",
+                soname="libonnxruntime.so",
+                needed=BIONIC,
+                align=K16,
+                exports=CORE_EXPORTS,
+                rodata=("QNNExecutionProvider", *CPU),
             )
         }
     )

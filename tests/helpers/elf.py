@@ -1,7 +1,8 @@
 """Build minimal but well-formed ELF shared libraries with chosen SONAME, NEEDED, machine, class,
-PT_LOAD layout, symbol-version needs (.gnu.version_r) and Android API note: small enough to
-write per test, real enough for pyelftools, readelf, auditwheel and patchelf (which refuses a
-file without section headers)."""
+PT_LOAD layout, symbol-version needs (.gnu.version_r), Android API note, exported symbols
+(.dynsym), read-only strings (.rodata) and an ONNX Runtime core's provider table (relocated
+through .rela.dyn, as lld leaves it): small enough to write per test, real enough for
+pyelftools, readelf, auditwheel and patchelf (which refuses a file without section headers)."""
 
 from __future__ import annotations
 
@@ -12,7 +13,10 @@ EM = {"EM_X86_64": 62, "EM_AARCH64": 183, "EM_386": 3, "EM_QDSP6": 164, "EM_ARM"
 PT_LOAD, PT_DYNAMIC, PT_NOTE = 1, 2, 4
 DT_NULL, DT_NEEDED, DT_STRTAB, DT_STRSZ, DT_SONAME, DT_RUNPATH = 0, 1, 5, 10, 14, 29
 SHT_STRTAB, SHT_DYNAMIC, SHT_NOTE, SHT_GNU_VERNEED = 3, 6, 7, 0x6FFFFFFE
+SHT_PROGBITS, SHT_RELA, SHT_HASH, SHT_DYNSYM = 1, 4, 5, 11
 DT_VERNEED, DT_VERNEEDNUM = 0x6FFFFFFE, 0x6FFFFFFF
+DT_HASH, DT_SYMTAB, DT_RELA, DT_RELASZ, DT_RELAENT, DT_SYMENT = 4, 6, 7, 8, 9, 11
+RELATIVE = {"EM_X86_64": 8, "EM_AARCH64": 1027}  # R_*_RELATIVE
 SHF_WRITE, SHF_ALLOC = 1, 2
 PF_R, PF_W, PF_X = 4, 2, 1
 
@@ -30,6 +34,9 @@ def make_elf(
     loads: Sequence[tuple[int, int, int]] | None = None,
     version_needs: Sequence[tuple[str, Sequence[str]]] = (),
     android_api: int | None = None,
+    exports: Sequence[str] = (),
+    rodata: Sequence[str] = (),
+    provider_table: Sequence[tuple[str, bool]] = (),
 ) -> bytes:
     """A little-endian ET_DYN: ELF header, program headers, .dynstr, .dynamic, payload.
 
@@ -45,6 +52,12 @@ def make_elf(
     (`[("libc.so.6", ["GLIBC_2.2.5", "GLIBC_2.34"])]`); `android_api` adds the NDK's
     `.note.android.ident` (and the PT_NOTE segment that maps it) with that API level. Both need
     `sections`.
+
+    `exports` are global functions defined in the file (.dynsym, with DT_HASH to count them);
+    `rodata` NUL-terminated strings in a `.rodata` section; `provider_table` the (name, available)
+    entries of a core's provider table, `{std::string_view, bool}` as libstdc++ lays it out (the
+    length, then the pointer, then the flag), its names in `.rodata` and each pointer a RELA
+    relative relocation with the slot left zero. These need `sections`; the table a 64-bit file.
     """
     if bits not in (32, 64):
         raise ValueError(f"bits must be 32 or 64, not {bits}")
@@ -57,10 +70,15 @@ def make_elf(
     phnum = len(layout) + 1 + (android_api is not None)  # PT_NOTE maps the Android note
     base = layout[0][1]  # vaddr of offset 0: the first segment maps the headers and .dynamic
 
+    if (exports or rodata or provider_table) and not sections:
+        raise ValueError("exports, strings and the provider table live in sections: keep sections")
+    if provider_table and not wide:
+        raise ValueError("the provider table is written for 64-bit files only")
     strtab = bytearray(b"\x00")
     offsets: dict[str, int] = {}
     version_names = [n for file, nodes in version_needs for n in (file, *nodes)]
-    for name in (*needed, *(n for n in (soname, runpath) if n), *version_names):
+    names_in_strtab = (*needed, *(n for n in (soname, runpath) if n), *version_names, *exports)
+    for name in names_in_strtab:
         if name not in offsets:
             offsets[name] = len(strtab)
             strtab += name.encode() + b"\x00"
@@ -74,19 +92,25 @@ def make_elf(
         entries.append((DT_RUNPATH, offsets[runpath]))
     entries += [(DT_STRTAB, base + strtab_off), (DT_STRSZ, len(strtab))]
     dyn_format = "<qQ" if wide else "<iI"
-    dyn_size = struct.calcsize(dyn_format) * (len(entries) + 1 + (2 if version_needs else 0))
+    more_tags = (2 if version_needs else 0) + (3 if exports else 0) + (3 if provider_table else 0)
+    dyn_size = struct.calcsize(dyn_format) * (len(entries) + 1 + more_tags)
     verneed_off = dyn_off + dyn_size  # .gnu.version_r, then the note, right after .dynamic
     verneed = _verneed(version_needs, offsets)
     note_off = verneed_off + len(verneed)
     note = _android_note(android_api) if android_api is not None else b""
     if version_needs:
         entries += [(DT_VERNEED, base + verneed_off), (DT_VERNEEDNUM, len(version_needs))]
+    extra = _Extra(note_off + len(note), base, wide, machine)
+    extra.add_exports(exports, offsets)
+    extra.add_rodata(rodata, provider_table)
+    extra.add_table(provider_table)
+    entries += extra.tags
     entries.append((DT_NULL, 0))
     dynamic = b"".join(struct.pack(dyn_format, tag, value) for tag, value in entries)
 
     body = bytearray(b"\x00" * strtab_off + strtab)
     body += b"\x00" * (dyn_off - len(body))
-    body += dynamic + verneed + note + payload
+    body += dynamic + verneed + note + extra.data + payload
     for offset, _vaddr, _align in layout[1:]:
         body += b"\x00" * (offset - len(body))
         if offset >= len(body):
@@ -108,8 +132,12 @@ def make_elf(
     tail = bytearray()
     if sections:
         names = b"\x00.dynstr\x00.dynamic\x00.shstrtab\x00"
-        if version_needs or note:  # the names of the optional sections, after the old ones
+        if version_needs or note or extra.sections:  # the optional sections' names, after
             names += b".gnu.version_r\x00.note.android.ident\x00"
+        extra_names = {}
+        for label in dict.fromkeys(name for name, *_ in extra.sections):
+            extra_names[label] = len(names)
+            names += label.encode() + b"\x00"
         shstr_off = loaded_end + (-loaded_end % word)
         shoff = shstr_off + len(names)
         shoff += -shoff % word
@@ -137,6 +165,14 @@ def make_elf(
                 wide, note_name, SHT_NOTE, SHF_ALLOC, base + note_off, note_off, len(note), 0, 4, 0
             )
             shnum += 1
+        dynsym_index = shnum if exports else 0  # .dynsym comes first of these
+        for label, kind, flags, offset, size, entsize in extra.sections:
+            link = {SHT_DYNSYM: 1, SHT_HASH: dynsym_index, SHT_RELA: dynsym_index}.get(kind, 0)
+            tail += _shdr(
+                wide, extra_names[label], kind, flags, base + offset, offset, size, link, 8,
+                entsize, info=1 if kind == SHT_DYNSYM else 0,
+            )  # fmt: skip
+            shnum += 1
         tail += _shdr(wide, shstrtab_name, SHT_STRTAB, 0, 0, shstr_off, len(names), 0, 1, 0)
         shstrndx = shnum
         shnum += 1
@@ -149,6 +185,77 @@ def make_elf(
     header = ident + struct.pack(header_format, 3, *fields, shnum, shstrndx)
     body[: len(header) + len(phdrs)] = header + phdrs
     return bytes(body + tail)
+
+
+class _Extra:
+    """The optional data after the note: .dynsym and .hash (exports), .rodata (strings and the
+    provider names), .data.rel.ro (the provider table) and .rela.dyn (its relocations), laid
+    out from `start`, with the dynamic tags and section headers that describe them."""
+
+    def __init__(self, start: int, base: int, wide: bool, machine: str) -> None:
+        self.start, self.base, self.wide, self.machine = start, base, wide, machine
+        self.data = bytearray()
+        self.tags: list[tuple[int, int]] = []
+        # (name, type, flags, offset, size, entsize); .dynsym first: the others link to it
+        self.sections: list[tuple[str, int, int, int, int, int]] = []
+        self.strings: dict[str, int] = {}  # .rodata string → address
+
+    def _put(self, data: bytes) -> int:
+        self.data += b"\x00" * (-(self.start + len(self.data)) % 8)
+        offset = self.start + len(self.data)
+        self.data += data
+        return offset
+
+    def add_exports(self, exports: Sequence[str], offsets: dict[str, int]) -> None:
+        if not exports:
+            return
+        symbols = bytearray(b"\x00" * (24 if self.wide else 16))  # index 0: the null symbol
+        for name in exports:  # STB_GLOBAL, STT_FUNC, defined in section 1
+            if self.wide:
+                symbols += struct.pack("<IBBHQQ", offsets[name], 0x12, 0, 1, 0x1000, 16)
+            else:
+                symbols += struct.pack("<IIIBBH", offsets[name], 0x1000, 16, 0x12, 0, 1)
+        count = len(exports) + 1
+        chain = [0, *range(2, count), 0] if count > 1 else [0]
+        table = struct.pack(f"<{2 + 1 + len(chain)}I", 1, count, 1, *chain[:count])
+        symtab = self._put(bytes(symbols))
+        hashes = self._put(table)
+        entsize = 24 if self.wide else 16
+        self.tags += [(DT_SYMTAB, self.base + symtab), (DT_SYMENT, entsize)]
+        self.tags.append((DT_HASH, self.base + hashes))
+        self.sections.append((".dynsym", SHT_DYNSYM, SHF_ALLOC, symtab, len(symbols), entsize))
+        self.sections.append((".hash", SHT_HASH, SHF_ALLOC, hashes, len(table), 4))
+
+    def add_rodata(self, rodata: Sequence[str], table: Sequence[tuple[str, bool]]) -> None:
+        texts = list(dict.fromkeys([*rodata, *(name for name, _ in table)]))
+        if not texts:
+            return
+        blob = bytearray(b"\x00")
+        at = {}
+        for text in texts:
+            at[text] = len(blob)
+            blob += text.encode() + b"\x00"
+        offset = self._put(bytes(blob))
+        self.strings = {text: self.base + offset + where for text, where in at.items()}
+        self.sections.append((".rodata", SHT_PROGBITS, SHF_ALLOC, offset, len(blob), 0))
+
+    def add_table(self, table: Sequence[tuple[str, bool]]) -> None:
+        if not table:
+            return
+        entries = b"".join(struct.pack("<QQQ", len(name), 0, int(on)) for name, on in table)
+        slots = self._put(entries)
+        relocations = b"".join(
+            struct.pack(
+                "<QQq", self.base + slots + 24 * i + 8, RELATIVE[self.machine], self.strings[name]
+            )
+            for i, (name, _) in enumerate(table)
+        )
+        rela = self._put(relocations)
+        self.tags += [(DT_RELA, self.base + rela), (DT_RELASZ, len(relocations))]
+        self.tags.append((DT_RELAENT, 24))
+        flags = SHF_ALLOC | SHF_WRITE
+        self.sections.append((".data.rel.ro", SHT_PROGBITS, flags, slots, len(entries), 0))
+        self.sections.append((".rela.dyn", SHT_RELA, SHF_ALLOC, rela, len(relocations), 24))
 
 
 def elf_hash(name: str) -> int:

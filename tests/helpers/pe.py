@@ -1,14 +1,16 @@
 """Build minimal but well-formed PE32+ DLLs with chosen imports (by ordinal, or by name),
-delay imports, and OS / subsystem versions in the optional header."""
+delay imports, exports, strings, an ONNX Runtime core's provider table, and OS / subsystem
+versions in the optional header."""
 
 from __future__ import annotations
 
 import struct
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 
 MACHINE = {"AMD64": 0x8664, "ARM64": 0xAA64, "I386": 0x14C}
 SECTION_RVA = 0x1000
 FILE_ALIGN = 0x200
+IMAGE_BASE = 0x180000000
 
 
 def make_pe(
@@ -21,6 +23,9 @@ def make_pe(
     os_version: tuple[int, int] = (6, 0),
     subsystem_version: tuple[int, int] = (6, 0),
     version: dict[str, str] | None = None,
+    exports: Sequence[str] = (),
+    rodata: Sequence[str] = (),
+    provider_table: Sequence[tuple[str, bool]] = (),
 ) -> bytes:
     """A DLL whose single .rdata section holds the import and delay-import directories, and a
     VS_VERSIONINFO resource with these strings (FileVersion, ProductVersion, CompanyName, …)
@@ -28,7 +33,10 @@ def make_pe(
 
     Each import takes one function by ordinal, or the ones `functions` names for that DLL by
     name (hint/name entries); the header's OS and subsystem versions are the defaults of the
-    MSVC linker for x64 unless given."""
+    MSVC linker for x64 unless given. `exports` fill an export directory; `rodata` are
+    NUL-terminated strings; `provider_table` the (name, available) entries of a core's provider
+    table, `{std::string_view, bool}` as MSVC lays it out (the pointer, an absolute address,
+    then the length, then the flag)."""
     section = bytearray()
 
     def put(data: bytes, align: int = 8) -> int:
@@ -61,6 +69,18 @@ def make_pe(
     import_size = 20 * (len(imports) + 1) if imports else 0
     delay_rva = put(b"".join(delay_descs) + b"\x00" * 32, 4) if delay_imports else 0
     delay_size = 32 * (len(delay_imports) + 1) if delay_imports else 0
+    export_rva, export_size = _exports(put, exports)
+    strings = {}
+    for text in dict.fromkeys([*rodata, *(name for name, _ in provider_table)]):
+        put(b"\x00")  # a string of its own: not the tail of the bytes before it
+        strings[text] = put(text.encode() + b"\x00", 1)
+    if provider_table:
+        put(
+            b"".join(
+                struct.pack("<QQQ", IMAGE_BASE + strings[name], len(name), int(on))
+                for name, on in provider_table
+            )
+        )
     resource_rva, resource_size = 0, 0
     if version is not None:
         section.extend(b"\x00" * (-len(section) % 8))
@@ -77,6 +97,7 @@ def make_pe(
     struct.pack_into("<I", dos, 0x3C, 64)
     coff = struct.pack("<HHIIIHH", MACHINE[machine], 1, 0, 0, 0, 240, 0x2022)
     directories = [(0, 0)] * 16
+    directories[0] = (export_rva, export_size)
     directories[1] = (import_rva, import_size)
     directories[13] = (delay_rva, delay_size)
     directories[2] = (resource_rva, resource_size)
@@ -91,7 +112,7 @@ def make_pe(
         0,
         0,
         SECTION_RVA,
-        0x180000000,
+        IMAGE_BASE,
         0x1000,
         FILE_ALIGN,
         *os_version,
@@ -128,6 +149,23 @@ def make_pe(
     head = header + sec
     head += b"\x00" * (FILE_ALIGN - len(head))
     return head + bytes(section)
+
+
+def _exports(put: Callable[..., int], exports: Sequence[str]) -> tuple[int, int]:
+    """An export directory naming `exports` (each a function at the section's start): the
+    directory's RVA and size, or (0, 0) for none."""
+    if not exports:
+        return 0, 0
+    names = sorted(exports)
+    dll = 0  # the DLL's own name is optional: a string here would read as another library
+    name_rvas = [put(n.encode() + b"\x00", 2) for n in names]
+    functions = put(struct.pack(f"<{len(names)}I", *[SECTION_RVA] * len(names)), 4)
+    name_table = put(struct.pack(f"<{len(names)}I", *name_rvas), 4)
+    ordinals = put(struct.pack(f"<{len(names)}H", *range(len(names))), 2)
+    directory = struct.pack(
+        "<IIHHIIIIIII", 0, 0, 0, 0, dll, 1, len(names), len(names), functions, name_table, ordinals
+    )
+    return put(directory, 4), len(directory)
 
 
 def _wstr(text: str) -> bytes:

@@ -25,6 +25,11 @@ files = ["*.dll"]
 texts = [{ source = "windows", member = "onnxruntime/LICENSE" }]
 """
 FAST_RETRY = RetryPolicy(attempts=4, base_delay=0.01, max_delay=0.05, read_timeout=2.0)
+# what makes a fixture library an ONNX Runtime core to the build: it exports the C API's entry
+# point and names the providers the recipe states (ortbundle/stage/kinds.py)
+CORE_EXPORTS = ("OrtGetApiBase",)
+PLUGIN_EXPORTS = ("CreateEpFactories", "ReleaseEpFactory")  # a plugin EP's, likewise
+CPU = ("CPUExecutionProvider",)
 
 
 def linux_members() -> dict[str, bytes]:
@@ -33,6 +38,8 @@ def linux_members() -> dict[str, bytes]:
         needed=("libdep.so.2", "libc.so.6", "libstdc++.so.6"),
         runpath="$ORIGIN",
         payload=b"core" * 2000,
+        exports=CORE_EXPORTS,
+        rodata=CPU,
     )
     dep = make_elf(soname="libdep.so.2", needed=("libm.so.6",), payload=b"dep" * 1000)
     return {
@@ -53,7 +60,10 @@ def linux_members() -> dict[str, bytes]:
 def windows_members() -> dict[str, bytes]:
     return {
         "onnxruntime/capi/onnxruntime.dll": make_pe(
-            imports=("KERNEL32.dll", "dep.dll", "MSVCP140.dll"), delay_imports=("delayed.dll",)
+            imports=("KERNEL32.dll", "dep.dll", "MSVCP140.dll"),
+            delay_imports=("delayed.dll",),
+            exports=CORE_EXPORTS,
+            rodata=CPU,
         ),
         "onnxruntime/capi/dep.dll": make_pe(imports=("kernel32.dll",)),
         "onnxruntime/capi/Delayed.dll": make_pe(imports=("api-ms-win-crt-heap-l1-1-0.dll",)),

@@ -242,7 +242,12 @@ TARGET = Table(
     "[targets.<target>]",
     "What the component ships on one target.",
     (
-        text("entry", "glob naming the entry library among the staged files", True),
+        text(
+            "entry",
+            "glob naming the entry library among the staged files: a runtime's exports "
+            "OrtGetApiBase, a plugin EP's CreateEpFactories and ReleaseEpFactory (checked)",
+            True,
+        ),
         texts("roots", "globs over library names the closure starts from", True, nonempty=True),
         tables(
             "take",
@@ -336,12 +341,23 @@ COMPONENT = Table(
         text("version", "the component's version", True),
         text("description", "one line", True),
         text("label", 'how a person names it ("OpenVINO")', default="the name"),
-        texts("providers", "its execution providers", True, nonempty=True),
+        texts(
+            "providers",
+            "its execution providers, each a name its libraries carry (checked; one its core "
+            "offers and this leaves out is a warning)",
+            True,
+            nonempty=True,
+        ),
         texts(
             "gpu_vendors", "the GPU vendors it is ranked for", default="[]", choices=C.GPU_VENDORS
         ),
         texts("soc_families", "SoC vendors it needs (empty: any)", default="[]", pattern=LOWER),
-        text("ep_name", "the factory's EP name", True, when=("kind", ("plugin-ep",))),
+        text(
+            "ep_name",
+            "the factory's EP name, a name its entry carries (checked)",
+            True,
+            when=("kind", ("plugin-ep",)),
+        ),
         text(
             "min_core",
             "the oldest ONNX Runtime core it registers with",

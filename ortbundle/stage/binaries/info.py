@@ -33,6 +33,10 @@ class BinaryInfo:
     os_version: str = ""  # PE MajorOperatingSystemVersion.MinorOperatingSystemVersion
     subsystem_version: str = ""  # PE MajorSubsystemVersion.MinorSubsystemVersion
     versioned_imports: tuple[tuple[str, str], ...] = ()  # PE (dll, function) in baselines.toml
+    # what the library is and offers (see role() and providers.py), read in the same parse:
+    exports: tuple[str, ...] = ()  # C names it exports: ELF dynamic symbols, PE export directory
+    ep_names: tuple[str, ...] = ()  # "…ExecutionProvider" strings its read-only data holds
+    available_providers: tuple[str, ...] = ()  # a core's provider table: the available ones
 
     def __post_init__(self) -> None:
         # a memo stores this as JSON, where tuples come back as lists: make them tuples again
@@ -40,10 +44,35 @@ class BinaryInfo:
             value = getattr(self, name)
             if not isinstance(value, tuple) or any(not isinstance(v, tuple) for v in value):
                 object.__setattr__(self, name, tuple((str(a), str(b)) for a, b in value))
+        for name in ("exports", "ep_names", "available_providers"):
+            if not isinstance(getattr(self, name), tuple):
+                object.__setattr__(self, name, tuple(getattr(self, name)))
 
     @property
     def all_needed(self) -> tuple[str, ...]:
         return self.needed + self.delay_needed
+
+
+CORE_EXPORT = "OrtGetApiBase"  # the C API's entry point: an ONNX Runtime core
+PLUGIN_EXPORTS = ("CreateEpFactories", "ReleaseEpFactory")  # RegisterExecutionProviderLibrary's
+PROVIDER_EXPORT = "GetProvider"  # a provider library a core loads (libonnxruntime_providers_*)
+ROLE_EXPORTS = (CORE_EXPORT, *PLUGIN_EXPORTS, PROVIDER_EXPORT)
+
+
+def role(info: BinaryInfo) -> str:
+    """What a library is to ONNX Runtime, from what it exports: "core", "plugin-ep" (it has both
+    functions RegisterExecutionProviderLibrary looks up), "provider", or "" (anything else)."""
+    exports = set(info.exports)
+    if CORE_EXPORT in exports:
+        return "core"
+    if exports.issuperset(PLUGIN_EXPORTS):
+        return "plugin-ep"
+    if PROVIDER_EXPORT in exports:
+        return "provider"
+    return ""
+
+
+_FACTS = ("exports", "ep_names", "available_providers")  # required in a memo entry
 
 
 def info_to_json(info: BinaryInfo) -> dict[str, Any]:
@@ -51,9 +80,11 @@ def info_to_json(info: BinaryInfo) -> dict[str, Any]:
 
 
 def info_from_json(data: dict[str, Any]) -> BinaryInfo:
-    """The inverse of `info_to_json`: JSON lists become the tuples the dataclass holds."""
+    """The inverse of `info_to_json`: JSON lists become the tuples the dataclass holds. The
+    export and provider facts are required: an entry written before they existed is refused
+    (KeyError) and its library read again, never taken as exporting and naming nothing."""
     fields = dict(data)
-    for key in ("needed", "delay_needed", "runpath"):
+    for key in ("needed", "delay_needed", "runpath", *_FACTS):
         fields[key] = tuple(fields[key])
     fields["loads"] = tuple(LoadSegment(**segment) for segment in fields["loads"])
     return BinaryInfo(**fields)

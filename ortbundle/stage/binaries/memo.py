@@ -3,8 +3,8 @@
 A channel that needs a staged library's facts (the apk channel checks every ELF's machine and
 16 KB alignment) would otherwise parse each one with pyelftools on every build, and import
 pyelftools to do it. The facts are a pure function of the bytes, so they are kept under the
-cache per SHA-256 and per version of ortbundle's code (a new field or a fixed parser reads
-again). A release passes no memo: it reads every file afresh.
+cache per SHA-256, per version of ortbundle's code and per format of the entry (a new field or
+a fixed parser reads again). A release passes no memo: it reads every file afresh.
 """
 
 from __future__ import annotations
@@ -15,10 +15,13 @@ from ortbundle._core.memo import code_digest, digest_of, remembered
 from ortbundle.stage.binaries import inspect
 from ortbundle.stage.binaries.info import BinaryInfo, info_from_json, info_to_json
 
+# of an entry: 2 added the exports, provider names and a core's available providers
+_FORMAT = "binary-info/2"
+
 
 def inspect_known(path: Path, sha256: str, *, name: str, memo: Path | None) -> BinaryInfo:
     """`inspect(path)` for a file already checked to have `sha256`; from `memo` when it has it."""
-    key = digest_of([sha256, code_digest()]) if memo is not None else ""
+    key = digest_of([_FORMAT, sha256, code_digest()]) if memo is not None else ""
     return remembered(
         memo / key[:2] / f"{key}.json" if memo is not None else None,
         lambda: inspect(path, name=name),

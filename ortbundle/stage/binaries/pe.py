@@ -1,4 +1,5 @@
-"""PE: machine, import and delay-import tables, OS and subsystem versions, through pefile."""
+"""PE: machine, import, delay-import and export tables, OS and subsystem versions, and the
+execution providers its read-only data names, through pefile."""
 
 from __future__ import annotations
 
@@ -9,12 +10,14 @@ from typing import Any
 import pefile
 
 from ortbundle._core.errors import BinaryError
+from ortbundle.stage.binaries import providers
 from ortbundle.stage.binaries.baseline import windows_functions
 from ortbundle.stage.binaries.info import BinaryInfo
 
 _DIRECTORIES = [
     pefile.DIRECTORY_ENTRY["IMAGE_DIRECTORY_ENTRY_IMPORT"],
     pefile.DIRECTORY_ENTRY["IMAGE_DIRECTORY_ENTRY_DELAY_IMPORT"],
+    pefile.DIRECTORY_ENTRY["IMAGE_DIRECTORY_ENTRY_EXPORT"],
 ]
 
 
@@ -58,6 +61,8 @@ def inspect_pe(path: Path, label: str) -> BinaryInfo:
             os_version = f"{head.MajorOperatingSystemVersion}.{head.MinorOperatingSystemVersion}"
             subsystem = f"{head.MajorSubsystemVersion}.{head.MinorSubsystemVersion}"
             versioned = _versioned_imports(imports + delay)
+            exports = _exports(pe)
+            ep_names, available = _providers(pe, bits)
         finally:
             pe.close()
     except BinaryError:
@@ -87,7 +92,59 @@ def inspect_pe(path: Path, label: str) -> BinaryInfo:
         os_version=os_version,
         subsystem_version=subsystem,
         versioned_imports=versioned,
+        exports=exports,
+        ep_names=ep_names,
+        available_providers=available,
     )
+
+
+def _exports(pe: Any) -> tuple[str, ...]:
+    """The names in the export directory, without MSVC's C++ ones (`?…`): ONNX Runtime finds a
+    library's entry points by C name, as on ELF (elf.py)."""
+    directory = getattr(pe, "DIRECTORY_ENTRY_EXPORT", None)
+    names = set()
+    for symbol in getattr(directory, "symbols", None) or []:
+        raw = symbol.name
+        if isinstance(raw, bytes) and raw and not raw.startswith(b"?"):
+            names.add(raw.decode("ascii", errors="replace"))
+    return tuple(sorted(names))
+
+
+_READ_ONLY = (b".rdata",)  # where MSVC and MinGW put string literals and constant tables
+_POINTERS = (b".rdata", b".data")  # where a constant table's absolute addresses sit
+
+
+def _providers(pe: Any, bits: int) -> tuple[tuple[str, ...], tuple[str, ...]]:
+    """The provider names `.rdata` holds, and (a core's) the ones its table marks available.
+    A PE stores a pointer as an absolute address (image base + RVA, moved by base relocations
+    when loaded elsewhere), so the table's pointers are found in place."""
+    sections = [(s.Name.rstrip(b"\0"), int(s.VirtualAddress), s) for s in pe.sections]
+    names: dict[int, str] = {}
+    for label, rva, section in sections:
+        if label in _READ_ONLY:
+            names.update(providers.named_providers(section.get_data(), rva))
+    found = tuple(sorted(set(names.values())))
+    if providers.CPU not in found:
+        return found, ()
+    pointer = 8 if bits == 64 else 4
+    base = int(pe.OPTIONAL_HEADER.ImageBase)
+    data = [(rva, section.get_data()) for label, rva, section in sections if label in _POINTERS]
+    cpu = [address for address, name in names.items() if name == providers.CPU]
+    slots: set[int] = set()
+    for rva, chunk in data:
+        slots.update(providers.in_place_pointers(chunk, rva, cpu, pointer, base))
+
+    def word(address: int) -> int | None:
+        for rva, chunk in data:
+            if rva <= address and address - rva + pointer <= len(chunk):
+                return int.from_bytes(chunk[address - rva : address - rva + pointer], "little")
+        return None
+
+    def target_of(slot: int) -> int | None:
+        value = word(slot)
+        return value - base if value is not None and value >= base else None
+
+    return found, providers.available_providers(names, slots, target_of, word, pointer)
 
 
 def _versioned_imports(entries: list[Any]) -> tuple[tuple[str, str], ...]:

@@ -17,11 +17,13 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from packaging.version import InvalidVersion, Version
+
 from ortbundle._core.errors import ClosureError, ConfigError, OrtbundleError
 from ortbundle._core.fsio import atomic_write
 from ortbundle._core.progress import Reporter
 from ortbundle.config.plan import Project
-from ortbundle.config.recipes import load_recipe
+from ortbundle.config.recipes import Recipe, load_recipe
 from ortbundle.config.retry import RetryPolicy
 from ortbundle.config.targets import all_targets, get_target
 from ortbundle.config.vocabulary import NAME_WORD
@@ -225,6 +227,7 @@ def _read_check_write(
             choices.append(f"{p.target}: the proposal does not prune: {exc}")
             continue
         kept[p.target] = tuple(k.name for k in closure.kept)
+    choices += _kind_choices(proposals)
     if any(p.licence.expression.endswith("-unknown") for p in proposals):
         choices.append(
             f"the licence: {resolved.wanted.name} declares none; set `expression` to the SPDX "
@@ -235,10 +238,60 @@ def _read_check_write(
     if product_path is not None:
         product_path.parent.mkdir(parents=True, exist_ok=True)
         targets = [t for t in all_targets() if any(p.target == t for p in proposals)]
-        atomic_write(product_path, product_text(product_path.stem, name, targets))
+        plugin = proposals[0].kind == "plugin-ep"
+        pairs = _cores_for(project, recipe, name) if plugin else ()
+        if plugin and not pairs:
+            choices.append(
+                f"the pairing: {product_path.name} needs a runtime for {name} to register with "
+                f"(ONNX Runtime {recipe.min_core} or newer, on {', '.join(targets)}); scaffold "
+                "one (invoke new-recipe -s pypi:onnxruntime==VERSION) and list it in runtimes "
+                f"and [plugin.{name}] pairs_with"
+            )
+        text = product_text(product_path.stem, name, targets, plugin=plugin, pairs=pairs)
+        atomic_write(product_path, text)
     return ScaffoldResult(
         recipe_path, product_path, resolved, tuple(proposals), kept, tuple(choices), tuple(notes)
     )
+
+
+def _kind_choices(proposals: Sequence[Proposal]) -> list[str]:
+    """What the exports left open: no core nor plugin, targets that disagree, no EP name."""
+    out = [
+        f"{p.target}: the kind: {p.entry_why}; the build refuses a runtime whose entry exports "
+        "no OrtGetApiBase, so point entry at the core (or, for a plugin EP, at the library "
+        'exporting CreateEpFactories, with kind = "plugin-ep")'
+        for p in proposals
+        if p.unknown_kind
+    ]
+    kinds = sorted({p.kind for p in proposals})
+    if len(kinds) > 1:
+        out.append(
+            f"the kind: the targets' entries disagree ({', '.join(kinds)}); a recipe is one or "
+            "the other: scaffold each with --target"
+        )
+    if proposals[0].kind == "plugin-ep" and not any(p.ep_name for p in proposals):
+        out.append(
+            "the EP name: the plugin library names no execution provider; set ep_name to the "
+            "name its factory registers"
+        )
+    return out
+
+
+def _cores_for(project: Project, plugin: Recipe, name: str) -> tuple[str, ...]:
+    """The project's runtime recipes a plugin EP can register with: on a target it ships on,
+    at least its minimum core."""
+    found = []
+    for path in sorted(project.recipes.glob("*.toml")):
+        if path.stem == name:
+            continue
+        try:
+            other = load_recipe(path)
+            fits = Version(other.version) >= Version(plugin.min_core or "0")
+        except (OrtbundleError, InvalidVersion):
+            continue  # a model, or a recipe the build would refuse anyway
+        if other.kind == "runtime" and fits and set(other.targets) & set(plugin.targets):
+            found.append(other.name)
+    return tuple(found)
 
 
 def _only_used(resolved: Resolved, proposals: Sequence[Proposal]) -> Resolved:

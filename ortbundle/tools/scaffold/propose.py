@@ -1,8 +1,9 @@
 """What a recipe for one target could say, read from the archive: which members are native
 libraries of the target's machine, what each needs, which nothing else needs (the roots), which
-to drop (Python and Java bindings, test binaries, another machine's files, with reasons), and
-where the licence texts and the licence expression are. Every guess carries its reason, which
-the written recipe repeats as a comment."""
+to drop (Python and Java bindings, test binaries, another machine's files, with reasons), what
+the component is and offers (a core or a plugin EP, by what its libraries export; its providers
+and EP name, by what they carry), and where the licence texts and the licence expression are.
+Every guess carries its reason, which the written recipe repeats as a comment."""
 
 from __future__ import annotations
 
@@ -19,7 +20,8 @@ from ortbundle.config.recipes import Drop
 from ortbundle.config.targets import Target
 from ortbundle.fetch.archives import ZipArchive
 from ortbundle.stage.binaries import inspect
-from ortbundle.stage.binaries.info import BinaryInfo
+from ortbundle.stage.binaries.info import CORE_EXPORT, PLUGIN_EXPORTS, BinaryInfo, role
+from ortbundle.stage.binaries.providers import CPU
 from ortbundle.stage.closure import Candidate, Materialized
 
 
@@ -63,6 +65,13 @@ class Proposal:
     unresolved: tuple[tuple[str, str], ...]  # (staged name, needed name) nothing provides
     candidates: tuple[Candidate, ...]  # for the closure check
     providers: tuple[str, ...]
+    providers_why: str = ""
+    kind: str = "runtime"  # or "plugin-ep": what the entry exports says
+    ep_name: str = ""  # a plugin EP's, when its library names one
+    ep_name_why: str = ""
+    unknown_kind: bool = False  # no library exports a core's or a plugin's entry points
+    min_core: str = ""  # a plugin EP's oldest core
+    min_core_why: str = ""
 
 
 _ELF_LIB = ("*.so", "*.so.*")
@@ -205,15 +214,10 @@ def propose(
                 externals.add((name, group.group))
             else:
                 unresolved.append((lib.staged, name))
-    core = [lib for lib in kept if any(_CORE.match(n) for n in lib.names)]
-    if core:
-        entry_lib, entry_why = core[0], "guessed: the ONNX Runtime core library"
-    else:
-        entry_lib = max(
-            kept, key=lambda lib: (sum(lib.staged in ds for ds in needs.values()), lib.size)
-        )
-        entry_why = "guessed: no library is named onnxruntime; took the one most others need"
-    providers = _providers(kept)
+    identity = _identity(kept, needs)
+    min_core, min_core_why = (
+        _min_core(archive, scratch) if identity.kind == "plugin-ep" else ("", "")
+    )
     drop_rules = _drop_rules(
         {n: r for lib in libraries if (r := drops.get(lib.staged)) for n in lib.names} | unreadable
     )
@@ -227,8 +231,8 @@ def propose(
             target=target.name,
             source=source,
             takes=_takes([m for lib in libraries for m in lib.members], target),
-            entry=version_glob(entry_lib.staged),
-            entry_why=entry_why,
+            entry=version_glob(identity.entry.staged),
+            entry_why=identity.entry_why,
             roots=tuple(sorted({root_glob(r.staged) for r in roots})),
             drops=drop_rules,
             licence=licence(archive, scratch, component),
@@ -238,9 +242,86 @@ def propose(
             externals=tuple(sorted(externals)),
             unresolved=tuple(unresolved),
             candidates=candidates,
-            providers=providers,
+            providers=identity.providers,
+            providers_why=identity.providers_why,
+            kind=identity.kind,
+            ep_name=identity.ep_name,
+            ep_name_why=identity.ep_name_why,
+            unknown_kind=identity.unknown,
+            min_core=min_core,
+            min_core_why=min_core_why,
         ),
         _left_out(target, unreadable),
+    )
+
+
+@dataclass(frozen=True)
+class _Identity:
+    """What the kept libraries say the component is: its kind, entry, providers, EP name."""
+
+    kind: str
+    entry: Library
+    entry_why: str
+    providers: tuple[str, ...]
+    providers_why: str
+    ep_name: str = ""
+    ep_name_why: str = ""
+    unknown: bool = False
+
+
+def _identity(kept: list[Library], needs: dict[str, tuple[str, ...]]) -> _Identity:
+    """A core (it exports OrtGetApiBase) makes a runtime, offering what its provider table
+    marks available; else a plugin (CreateEpFactories and ReleaseEpFactory) makes a plugin EP,
+    named by the provider name it carries; else the entry is a guess the user must settle."""
+    cores = [lib for lib in kept if role(lib.info) == "core"]
+    plugins = [lib for lib in kept if role(lib.info) == "plugin-ep"]
+    if cores:
+        core = cores[0]
+        table = tuple(dict.fromkeys(p for lib in cores for p in lib.info.available_providers))
+        if table:
+            providers, why = table, "read from the core's provider table (GetAvailableProviders)"
+        else:
+            providers = _providers(kept)
+            why = "guessed from the provider libraries it carries: the core holds no table"
+        return _Identity(
+            "runtime", core, f"{core.staged} exports {CORE_EXPORT}: the ONNX Runtime core",
+            providers, why,
+        )  # fmt: skip
+    if plugins:
+        plugin = plugins[0]
+        names = [n for n in plugin.info.ep_names if n != CPU]
+        if len(names) == 1:
+            ep_name, ep_why = names[0], f"the provider name {plugin.staged} carries"
+        elif names:
+            ep_name = names[0]
+            ep_why = (
+                f"guessed: {plugin.staged} carries {', '.join(names)}; keep the one it registers"
+            )
+        else:
+            ep_name, ep_why = "", ""
+        return _Identity(
+            "plugin-ep",
+            plugin,
+            f"{plugin.staged} exports {' and '.join(PLUGIN_EXPORTS)}: a plugin EP",
+            (ep_name,) if ep_name else (),
+            "the provider it adds to the core it registers with: its EP name",
+            ep_name,
+            ep_why,
+        )
+    named = [lib for lib in kept if any(_CORE.match(n) for n in lib.names)]
+    entry = (
+        named[0]
+        if named
+        else max(kept, key=lambda lib: (sum(lib.staged in ds for ds in needs.values()), lib.size))
+    )
+    return _Identity(
+        "runtime",
+        entry,
+        f"guessed: no library exports {CORE_EXPORT} (a core) or {PLUGIN_EXPORTS[0]} (a plugin "
+        "EP); took " + ("the one named onnxruntime" if named else "the one most others need"),
+        _providers(kept),
+        "guessed from the provider libraries it carries",
+        unknown=True,
     )
 
 
@@ -294,6 +375,26 @@ def _providers(kept: list[Library]) -> tuple[str, ...]:
 
 def gpu_vendors(providers: tuple[str, ...]) -> tuple[str, ...]:
     return tuple(sorted({v for ep, v in PROVIDERS.values() if v and ep in providers}))
+
+
+FIRST_PLUGIN_CORE = "1.22.0"  # the first ONNX Runtime with RegisterExecutionProviderLibrary
+_REQUIRES_CORE = re.compile(
+    r"^\s*onnxruntime(?:[-_.][A-Za-z0-9_.-]+)?\s*\(?\s*>=\s*([0-9]+(?:\.[0-9]+)*)"
+)
+
+
+def _min_core(archive: ZipArchive, scratch: Path) -> tuple[str, str]:
+    """A plugin EP's oldest core, and why: the onnxruntime version its wheel requires, else the
+    first release plugins can register with."""
+    metadata = sorted(n for n in archive.members if n.endswith(".dist-info/METADATA"))
+    headers = HeaderParser().parsestr(_read(archive, metadata[0], scratch)) if metadata else None
+    for requirement in (headers.get_all("Requires-Dist") if headers else None) or []:
+        found = _REQUIRES_CORE.match(str(requirement))
+        if found:
+            return found[1], f"the wheel requires {str(requirement).strip()}"
+    return FIRST_PLUGIN_CORE, (
+        "guessed: the first ONNX Runtime that registers plugin EPs; the archive states none"
+    )
 
 
 # --- licences -----------------------------------------------------------------------------------

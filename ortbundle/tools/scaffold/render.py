@@ -147,15 +147,25 @@ def recipe_text(
         doc.add(tomlkit.comment(note))
     doc.add(tomlkit.nl())
     providers = tuple(dict.fromkeys(ep for p in proposals for ep in p.providers))
+    first = proposals[0]
     component = tomlkit.table()
     component.add("name", name)
-    component.add("kind", "runtime")
+    component.add("kind", first.kind)
+    component["kind"].comment(f"read from the exports: {first.entry_why}")
     component.add("label", project)
     component.add("version", resolved.version)
     component.add("description", f"{project} {resolved.version}")
     component.add("providers", _array(providers))
-    component["providers"].comment("guessed from the provider libraries it carries")
+    component["providers"].comment(first.providers_why)
     component.add("gpu_vendors", _array(gpu_vendors(providers)))
+    if first.kind == "plugin-ep":
+        ep_name = next((p for p in proposals if p.ep_name), first)
+        component.add("ep_name", ep_name.ep_name or "FILL-IN")
+        component["ep_name"].comment(
+            ep_name.ep_name_why or "YOUR CHOICE: the name the plugin's factory registers"
+        )
+        component.add("min_core", first.min_core)
+        component["min_core"].comment(first.min_core_why)
     doc.add("component", component)
     doc.add(tomlkit.nl())
     doc.add("sources", _sources(resolved))
@@ -172,16 +182,38 @@ def recipe_text(
     return text
 
 
-def product_text(product: str, recipe: str, targets: Sequence[str]) -> str:
+def product_text(
+    product: str,
+    recipe: str,
+    targets: Sequence[str],
+    *,
+    plugin: bool = False,
+    pairs: Sequence[str] = (),
+) -> str:
+    """A product shipping the runtime `recipe`; for a plugin EP, the runtimes `pairs` (the
+    project's cores it can register with) and the plugin paired with them."""
     doc = tomlkit.document()
     doc.add(tomlkit.comment(f"A minimal product around recipes/{recipe}.toml, scaffolded by"))
     doc.add(tomlkit.comment("`invoke new-recipe --product`: set the version, description and url."))
     table = tomlkit.table()
     table.add("name", product)
     table.add("version", "0.1.0")
-    table.add("description", f"{product}: the {recipe} runtime")
+    what = f"the {recipe} plugin EP" if plugin else f"the {recipe} runtime"
+    table.add("description", f"{product}: {what}")
     table.add("url", "https://example.invalid/")
     table.add("targets", _array(list(targets)))
-    table.add("runtimes", _array([recipe]))
+    table.add("runtimes", _array(list(pairs) if plugin else [recipe]))
+    if plugin:
+        table["runtimes"].comment(
+            "the project's runtimes it can register with"
+            if pairs
+            else "YOUR CHOICE: a plugin EP needs a runtime (an ONNX Runtime core) to register with"
+        )
     doc.add("product", table)
+    if plugin:
+        pairing = tomlkit.table()
+        pairing.add("pairs_with", _array(list(pairs)))
+        section = tomlkit.table(is_super_table=True)
+        section.add(recipe, pairing)
+        doc.add("plugin", section)
     return tomlkit.dumps(doc)
