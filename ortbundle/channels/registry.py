@@ -6,6 +6,7 @@ from collections.abc import Callable, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
+from ortbundle._core.memo import NO_MEMO, Memo
 from ortbundle.channels import (
     CHANNEL_TARGETS,
     Attribution,
@@ -55,9 +56,10 @@ def package_input(
     runtimes: Sequence[tuple[Recipe, StagedRuntime]],
     epoch: int,
     cache: Path | None,
-    verify_cache: bool = False,
+    memo: Memo = NO_MEMO,
 ) -> PackageInput:
-    """The hand-off: everything a channel may know about one target stage."""
+    """The hand-off: everything a channel may know about one target stage; `memo`: the build's,
+    where a channel keeps what it produced."""
     externals: dict[str, ExternalLibrary] = {}
     for _recipe, staged in runtimes:
         for ext in staged.closure.externals:
@@ -101,8 +103,7 @@ def package_input(
         ),
         settings=product.packaging,
         source_date_epoch=epoch,
-        cache=cache,
-        verify_cache=verify_cache,
+        memo=memo,
         attribution=tuple(
             Attribution(
                 c.name,

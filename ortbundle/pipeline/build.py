@@ -438,7 +438,7 @@ def _package(
             [(plan.recipes[r.runtime], r) for r in t.runtimes],
             prepared.epoch,
             prepared.cache,
-            verify_cache=options.release,
+            prepared.memo,  # off for a release: every package is produced afresh
         )
         for t in staged
     }
