@@ -9,7 +9,6 @@ anything is published.
 from __future__ import annotations
 
 import fnmatch
-import hashlib
 import json
 import re
 from collections.abc import Iterable, Mapping
@@ -17,7 +16,7 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 from ortbundle._core.errors import LicenseError
-from ortbundle._core.memo import code_digest, remembered
+from ortbundle._core.memo import Memo
 from ortbundle._core.templating import render
 from ortbundle.config.recipes import (
     LicenseRule,
@@ -149,13 +148,13 @@ def attribute_target(
     tool_texts: Iterable[StagedText],
     tool_version: str,
     models: Iterable[StagedModel] = (),
-    memo: Path | None = None,
-    copyright_memo: Path | None = None,
+    *,
+    memo: Memo,
 ) -> TargetLicensing:
     """Map every staged file to exactly one component; a file left over or claimed twice fails.
 
-    `memo`: where each DLL's version resource is kept; `copyright_memo`: where each licence
-    text's copyright lines are (by SHA-256); None reads them again (a release)."""
+    `memo`: the build's, where each DLL's version resource and each licence text's copyright
+    lines are kept (by SHA-256); off, they are read again (a release)."""
     all_texts = list(texts)
     uses: dict[str, _Collected] = {}
     for recipe, staged in runtimes:
@@ -242,7 +241,7 @@ def attribute_target(
                 purl=purl,
                 files=tuple(sorted(entry.files, key=_by_path)),
                 texts=own_texts,
-                copyrights=_copyrights(stage, own_texts, copyright_memo),
+                copyrights=_copyrights(stage, own_texts, memo),
                 sources=tuple(sorted(sources, key=lambda s: s.filename)),
                 publisher=resolved.publisher if resolved else "",
             )
@@ -272,7 +271,7 @@ def attribute_target(
                 purl=model.purl,
                 files=model.files,
                 texts=own_texts,
-                copyrights=_copyrights(stage, own_texts, copyright_memo),
+                copyrights=_copyrights(stage, own_texts, memo),
                 sources=tuple(
                     sorted((model_recipe.sources[s] for s in used), key=lambda s: s.filename)
                 ),
@@ -297,7 +296,7 @@ def attribute_target(
             purl=generic_purl(TOOL_COMPONENT, tool_version),
             files=tuple(sorted(tool_files, key=_by_path)),
             texts=tool_texts,
-            copyrights=_copyrights(stage, tool_texts, copyright_memo),
+            copyrights=_copyrights(stage, tool_texts, memo),
             sources=(),
         )
     )
@@ -316,7 +315,7 @@ def _by_path(item: StagedFile | StagedText) -> str:
     return item.path
 
 
-def _copyrights(stage: Path, texts: Iterable[StagedText], memo: Path | None) -> tuple[str, ...]:
+def _copyrights(stage: Path, texts: Iterable[StagedText], memo: Memo) -> tuple[str, ...]:
     lines: dict[str, None] = {}
     for text in texts:
         for line in _text_copyrights(stage / text.path, text.sha256, memo):
@@ -324,14 +323,13 @@ def _copyrights(stage: Path, texts: Iterable[StagedText], memo: Path | None) -> 
     return tuple(lines)
 
 
-def _text_copyrights(path: Path, sha256: str, memo: Path | None) -> tuple[str, ...]:
+def _text_copyrights(path: Path, sha256: str, memo: Memo) -> tuple[str, ...]:
     """copyright_lines of one staged text (whose SHA-256 the stage checked as it copied it),
     kept by that SHA-256 and the tool's code: every target of a build quotes the same texts,
     and a warm build quotes them again, line by line, for nothing."""
-
-    key = hashlib.sha256(f"{code_digest()}\0{sha256}".encode()).hexdigest()
-    return remembered(
-        None if memo is None else memo / key[:2] / f"{key}.json",
+    return memo.remembered(
+        "copyrights",
+        [sha256],  # and the tool's code
         lambda: copyright_lines(path.read_bytes()),
         list,
         lambda kept: tuple(str(line) for line in kept),

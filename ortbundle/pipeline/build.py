@@ -11,7 +11,7 @@ from pathlib import Path
 
 from ortbundle._core.errors import ClosureError
 from ortbundle._core.fsio import atomic_write, locked
-from ortbundle._core.memo import digest_of
+from ortbundle._core.memo import Memo, digest_of
 from ortbundle._core.progress import Reporter, status
 from ortbundle._core.templating import keep_in as keep_renderings
 from ortbundle._core.version import __version__
@@ -119,7 +119,7 @@ def _stage_models(
     artifacts: dict[str, Artifact],
     tmp: Path,
     texts: list[StagedText],
-    memo: Path | None,
+    memo: Memo,
 ) -> list[StagedModel]:
     """Every model of the product, gated, under models/<name>/, with its licence texts."""
     staged = []
@@ -173,11 +173,10 @@ def _stage_target(
     artifacts: dict[str, Artifact],
     tmp: Path,
     cache: Path,
-    code: str,
+    memo: Memo,
     verify: bool,
 ) -> TargetResult:
     tmp.mkdir()
-    memo = cache / "outputs" / "members"
     runtimes: list[tuple[Recipe, StagedRuntime]] = []
     texts: list[StagedText] = []
     problems: list[ClosureError] = []  # every runtime is pruned; all problems reported at once
@@ -197,11 +196,11 @@ def _stage_target(
             target_name,
             # the archive the members come from: for a nested source, the inner one's pin
             (recipe.sources[i].archive_sha256 for i in take_ids),
-            code,
         )
-        # the pruned runtime of an earlier build; never for a release: a record stored beside
-        # the memo cannot vouch for it, so a release prunes again from re-hashed wheels
-        staged = None if verify else restore_runtime(cache, key, tmp, recipe.directory)
+        # the pruned runtime of an earlier build; never for a release (its memo is off): a
+        # record stored beside the memo cannot vouch for it, so a release prunes again from
+        # re-hashed wheels
+        staged = restore_runtime(cache, key, tmp, recipe.directory) if memo.on else None
         text_ids = {t.source for rule in plan_t.licenses for t in rule.texts if t.source}
         # a restored runtime reads only its licence texts, through the member memo: the wheels
         # are opened (and their member names checked) only for a text the memo lacks
@@ -211,8 +210,7 @@ def _stage_target(
         }
         archives = open_archives(recipe, opened, paths)
         readers = {
-            sid: memo_reader(recipe, sid, paths[sid], archives.get(sid), None if verify else memo)
-            for sid in text_ids
+            sid: memo_reader(recipe, sid, paths[sid], archives.get(sid), memo) for sid in text_ids
         }
         try:
             if staged is None:
@@ -223,6 +221,7 @@ def _stage_target(
                     continue
                 if recipe.kind == "plugin-ep":
                     refuse_bundled_core(recipe, staged, target_name)
+                # kept by a release too: pruned from re-hashed wheels, as a build would prune it
                 store_runtime(cache, key, tmp, staged)
             staged = with_runtime_loads(staged, recipe, target)  # declared and found loads
             if verify and staged.closure.load_findings:  # verify: a release build (strict)
@@ -240,9 +239,7 @@ def _stage_target(
             for archive in archives.values():
                 archive.close()
     raise_collected(problems, str(plan.product.path))
-    models = _stage_models(
-        project, plan, target_name, artifacts, tmp, texts, None if verify else memo
-    )
+    models = _stage_models(project, plan, target_name, artifacts, tmp, texts, memo)
     cores = [(r, s) for r, s in runtimes if r.kind == "runtime"]
     plugins = [(r, s, plan.product.plugins[r.name]) for r, s in runtimes if r.kind == "plugin-ep"]
     write_index(tmp, plan.product, target_name, cores, plugins)
@@ -260,9 +257,9 @@ def _stage_target(
         [tool_text],
         __version__,
         models,
-        # each bundled DLL's version resource, read once per SHA-256 (a release reads again)
-        memo=None if verify else cache / "outputs" / "file-versions",
-        copyright_memo=None if verify else cache / "outputs" / "copyrights",
+        # each bundled DLL's version resource and each text's copyright lines, read once per
+        # SHA-256 (a release reads again)
+        memo=memo,
     )
     notice = tmp / NOTICE_NAME
     atomic_write(notice, notice_text(plan.product.name, plan.product.version, licensing))
@@ -342,8 +339,8 @@ def _build_locked(
                     artifacts,
                     scratch / t,
                     prepared.cache,
-                    prepared.code,
-                    options.release,  # a release re-hashes every memoised input
+                    prepared.memo,  # off for a release: it re-hashes every memoised input
+                    options.release,  # and is strict about undeclared loads
                 )
                 for t in plan.targets
             ]

@@ -26,7 +26,7 @@ from typing import TYPE_CHECKING, Any
 
 from ortbundle._core.fsio import atomic_write, locked, remove_dead_leftovers
 from ortbundle._core.locations import default_cache_dir
-from ortbundle._core.memo import Memo, digest_of
+from ortbundle._core.memo import Memo, digest_of, memo_key
 from ortbundle.config.plan import TOOL_LICENSE, BuildOptions, Plan, Project, load_plan
 from ortbundle.fetch.cache import stat_record
 from ortbundle.pipeline.noop import (
@@ -48,8 +48,9 @@ if TYPE_CHECKING:
 _FORMAT = "ortbundle-incremental/2"  # of a runtime-stage entry (2: payload files, renames)
 
 
-def runtime_key(recipe_part: str, target: str, source_hashes: Iterable[str], code: str) -> str:
-    return digest_of(["runtime", recipe_part, target, *sorted(source_hashes), code])
+def runtime_key(recipe_part: str, target: str, source_hashes: Iterable[str]) -> str:
+    """A pruned runtime's key: its recipe part, its target, its sources' bytes, the tool's code."""
+    return memo_key(["runtime", recipe_part, target, *sorted(source_hashes)])
 
 
 # --- whole builds ---------------------------------------------------------------------------
