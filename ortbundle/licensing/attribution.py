@@ -16,7 +16,7 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 from ortbundle._core.errors import LicenseError
-from ortbundle._core.memo import Memo
+from ortbundle._core.memo import NO_MEMO, Memo
 from ortbundle._core.templating import render
 from ortbundle.config.recipes import (
     LicenseRule,
@@ -42,13 +42,16 @@ _COPYRIGHT = re.compile(
 )
 
 
-def normalize_expression(expression: str, *, where: str) -> tuple[str, tuple[str, ...]]:
+def normalize_expression(
+    expression: str, *, where: str, memo: Memo = NO_MEMO
+) -> tuple[str, tuple[str, ...]]:
     """Validate an SPDX expression; return it normalised and its licence ids (sorted).
 
     `LicenseRef-…` ids stand for terms SPDX does not list (a vendor EULA, unknown terms).
+    `memo`: the build's, where the expression's facts are kept (spdx.facts).
     """
     try:
-        parsed = facts(expression)
+        parsed = facts(expression, memo)
     except NotAnExpression as exc:
         if str(exc) == "empty licence expression":
             raise LicenseError(
@@ -154,7 +157,8 @@ def attribute_target(
     """Map every staged file to exactly one component; a file left over or claimed twice fails.
 
     `memo`: the build's, where each DLL's version resource and each licence text's copyright
-    lines are kept (by SHA-256); off, they are read again (a release)."""
+    lines are kept (by SHA-256), and each licence expression's facts; off, they are read
+    again (a release)."""
     all_texts = list(texts)
     uses: dict[str, _Collected] = {}
     for recipe, staged in runtimes:
@@ -209,7 +213,7 @@ def attribute_target(
     for name, entry in sorted(uses.items()):
         rule = entry.rule
         expression, ids = normalize_expression(
-            rule.expression, where=f"{entry.recipe.path} ({name} on {target})"
+            rule.expression, where=f"{entry.recipe.path} ({name} on {target})", memo=memo
         )
         own_texts = tuple(sorted((t for t in all_texts if t.component == name), key=_by_path))
         sources = tuple(entry.sources.values())
@@ -256,7 +260,7 @@ def attribute_target(
                 fix="give the model recipe a name of its own",
             )
         expression, ids = normalize_expression(
-            model_recipe.expression, where=str(model_recipe.path)
+            model_recipe.expression, where=str(model_recipe.path), memo=memo
         )
         own_texts = tuple(
             sorted((t for t in all_texts if t.component == model_recipe.name), key=_by_path)
@@ -286,7 +290,7 @@ def attribute_target(
             fix="drop the unused [[licenses]] rule for this target or fix its file globs",
         )
     tool_texts = tuple(sorted(tool_texts, key=_by_path))
-    expression, ids = normalize_expression(TOOL_EXPRESSION, where="ortbundle")
+    expression, ids = normalize_expression(TOOL_EXPRESSION, where="ortbundle", memo=memo)
     result.append(
         ComponentUse(
             name=TOOL_COMPONENT,

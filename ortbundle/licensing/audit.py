@@ -18,6 +18,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal
 
 from ortbundle._core.errors import AuditError, ConfigError
+from ortbundle._core.memo import NO_MEMO, Memo
 from ortbundle._core.progress import mib
 from ortbundle.config.plan import POLICY_NAME, BuildOptions, Project
 from ortbundle.config.policy_overlay import PolicyOverlay, expand_sets
@@ -66,9 +67,10 @@ class ChannelPolicy:
             return "allow"
         return self.unknown
 
-    def evaluate(self, expression: str) -> Verdict:
-        """AND needs every part acceptable; OR takes the best alternative."""
-        return self._walk(facts(expression).tree)
+    def evaluate(self, expression: str, memo: Memo = NO_MEMO) -> Verdict:
+        """AND needs every part acceptable; OR takes the best alternative. `memo`: where the
+        expression's facts are kept (spdx.facts)."""
+        return self._walk(facts(expression, memo).tree)
 
     def _walk(self, node: Tree) -> Verdict:
         kind, value = node
@@ -207,8 +209,10 @@ def audit_channel(
     *,
     release: bool,
     today: date | None = None,
+    memo: Memo = NO_MEMO,
 ) -> ChannelAudit:
-    """`today` decides which waivers have expired (default: today's date, UTC)."""
+    """`today` decides which waivers have expired (default: today's date, UTC); `memo` is the
+    build's, where each licence expression's facts are kept."""
     today = today or datetime.now(UTC).date()
     targets = tuple(t for t in licensing if policy.covers(t.target))
     relevant = [
@@ -230,7 +234,7 @@ def audit_channel(
         expression = (
             " AND ".join(sorted(expressions)) if len(expressions) > 1 else uses[0][1].expression
         )
-        verdict = policy.evaluate(expression)
+        verdict = policy.evaluate(expression, memo)
         files = [(t, f.path) for t, c in uses for f in c.files]
         own_files = [(t, f.path) for t, c in uses for f in c.files if f.link_to is None]
         shipped = [
@@ -256,7 +260,7 @@ def audit_channel(
             if not hits:
                 continue
             used.add(index)
-            if _same_expression(waiver.license, expression):
+            if _same_expression(waiver.license, expression, memo):
                 matched.append(waiver)
             else:
                 problems.append(
@@ -310,9 +314,9 @@ def audit_channel(
     )
 
 
-def _same_expression(a: str, b: str) -> bool:
+def _same_expression(a: str, b: str, memo: Memo) -> bool:
     try:
-        return facts(a).simplified == facts(b).simplified
+        return facts(a, memo).simplified == facts(b, memo).simplified
     except NotAnExpression:  # an unparsable waiver licence simply does not match
         return False
 
@@ -510,8 +514,10 @@ def audit_targets(
     product: Product,
     licensing: Sequence[TargetLicensing],
     options: BuildOptions,
+    memo: Memo,
 ) -> tuple[ChannelAudit, ...]:
-    """The channels whose targets were built, each against the policy and the waivers."""
+    """The channels whose targets were built, each against the policy and the waivers; `memo`:
+    the build's (off for a release: every expression is parsed again)."""
     policy = with_overlay(load_policy(project.licenses / POLICY_NAME), product.policy)
     built = {tl.target for tl in licensing}
     channels = options.audit_channels or product.channels
@@ -520,7 +526,9 @@ def audit_targets(
         channel = policy.channel(name)
         if options.audit_channels or any(channel.covers(t) for t in built):
             audits.append(
-                audit_channel(channel, licensing, product.waivers, release=options.release)
+                audit_channel(
+                    channel, licensing, product.waivers, release=options.release, memo=memo
+                )
             )
     # a target no package carries (windows-arm64 today) is still published under dist/: it is
     # audited as what it is, the stage, so no built byte goes unaudited
@@ -537,7 +545,11 @@ def audit_targets(
             )
         audits.append(
             audit_channel(
-                policy.channel(STAGE_CHANNEL), bare, product.waivers, release=options.release
+                policy.channel(STAGE_CHANNEL),
+                bare,
+                product.waivers,
+                release=options.release,
+                memo=memo,
             )
         )
     return tuple(audits)

@@ -37,7 +37,6 @@ from ortbundle.fetch.archives import MemberReader, open_source
 from ortbundle.fetch.artifacts import Artifact, Fetcher
 from ortbundle.fetch.cache import Cache, default_cache_dir
 from ortbundle.fetch.member_memo import MemoizedMembers
-from ortbundle.licensing import spdx
 from ortbundle.licensing.attribution import (
     NOTICE_NAME,
     TOOL_COMPONENT,
@@ -302,8 +301,6 @@ def build(
     preflight(project, plan, prepared.cache, prepared.version_dir)
     check_compare(options.compare, plan.product.name)  # a bad --compare fails before the work
     reporter.begin("fetch")
-    # the facts of each licence expression, kept under the cache; a release parses them again
-    spdx.keep_in(None if options.release else prepared.cache / "outputs" / "spdx")
     # the text files rendered from templates, kept by their whole context (not for a release)
     keep_renderings(None if options.release else prepared.cache / "outputs" / "rendered")
     plan, artifacts = fetch(project, options, reporter, plan)  # the plan the key was made of
@@ -356,7 +353,7 @@ def _build_locked(
         reporter.done(f"{len(staged)} targets, {runtimes} runtimes pruned and staged")
         reporter.begin("audit")
         licensing = [t.licensing for t in staged]
-        audits = audit_targets(project, plan.product, licensing, options)
+        audits = audit_targets(project, plan.product, licensing, options, prepared.memo)
         failed = sum(1 for a in audits if not a.passed)
         reporter.done(f"{len(audits)} channels, " + (f"{failed} FAILED" if failed else "passed"))
         if options.audit_only:

@@ -19,6 +19,7 @@ from typing import Any
 
 from ortbundle._core.errors import ConfigError, IntegrityError
 from ortbundle._core.fsio import sha256_file
+from ortbundle._core.memo import Memo
 from ortbundle._core.templating import keep_in as keep_renderings
 from ortbundle._core.version import __version__
 from ortbundle.channels import CHANNEL_TARGETS
@@ -28,7 +29,6 @@ from ortbundle.evidence.record import RECORDS_DIR
 from ortbundle.evidence.report.closures import copy_closures
 from ortbundle.evidence.signing import signing_key
 from ortbundle.evidence.verify import verify_tree
-from ortbundle.licensing import spdx
 from ortbundle.licensing.attribution import TargetLicensing, licensing_from_json
 from ortbundle.licensing.audit import ChannelAudit, audit_targets
 from ortbundle.pipeline.build import finish_version
@@ -133,7 +133,6 @@ def _outputs_under(manifest: dict[str, Any], prefix: str) -> dict[str, str]:
 def release(project: Project, runner_dirs: Sequence[Path], options: BuildOptions) -> ReleaseResult:
     """Merge, check, record and sign; publish dist/<product>/<version>/ only if all of it holds."""
     environ = os.environ if options.environ is None else options.environ
-    spdx.keep_in(None)  # a release parses every licence expression again
     keep_renderings(None)  # and renders every text file afresh
     plan = load_plan(project, BuildOptions(product=options.product))
     product = plan.product
@@ -215,7 +214,8 @@ def release(project: Project, runner_dirs: Sequence[Path], options: BuildOptions
             licensing.append(licensing_from_json(record.read_text("utf-8"), where=str(record)))
             for item in runner.manifest["inputs"]:
                 inputs[item["sha256"]] = _Input(item["url"], item["size"])
-        audits = audit_targets(project, product, licensing, options)
+        # a release parses every licence expression again
+        audits = audit_targets(project, product, licensing, options, Memo.off())
         finish_version(
             project,
             plan,
