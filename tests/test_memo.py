@@ -3,6 +3,8 @@ keeps and returns nothing, and that an entry altered on disk is computed again."
 
 from __future__ import annotations
 
+import ast
+import re
 from pathlib import Path
 from typing import Any
 
@@ -145,3 +147,79 @@ def test_an_entry_that_cannot_be_written_only_costs_the_next_build(tmp_path: Pat
     assert memo.remembered_text("page", ["x"], lambda: "text", suffix=".html") == "text"
     assert memo.remembered("facts", ["x"], counted, int, int) == 5
     assert counted.runs == 2
+
+
+# --- no module holds a memo directory ------------------------------------------------------
+
+_PACKAGE = Path(__file__).resolve().parents[1] / "ortbundle"
+_MEMO_NAME = re.compile(r"memo|kept|keep", re.IGNORECASE)
+_PLACE = re.compile(
+    r"(^|\W)(Path \| None|None \| Path|Optional\[Path\])($|\W)"  # a place, or none
+    r"|^(list|set|List|Set)\[Path\]$"  # a place held in a container (templating's _KEPT)
+    r"|^dict\[.*, Path\]$"
+)
+
+
+def _module_state(source: str) -> list[str]:
+    """What in a module's source lets a caller set where a memo lives, as module state: a
+    `global` statement, a module-level place (`X: Path | None`, `X: list[Path]`), a slot
+    called like a memo (None, or a list or set to fill), or a `keep_in` function. A dict
+    keyed by path (what was read of each memo file) holds no place of its own."""
+    found = []
+    tree = ast.parse(source)
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Global):
+            found.append(f"line {node.lineno}: global {', '.join(node.names)}")
+    for node in tree.body:
+        if isinstance(node, ast.FunctionDef) and node.name == "keep_in":
+            found.append(f"line {node.lineno}: def keep_in")
+        if isinstance(node, ast.AnnAssign) and _PLACE.search(ast.unparse(node.annotation)):
+            found.append(f"line {node.lineno}: {ast.unparse(node)}")
+            continue
+        targets = (
+            node.targets
+            if isinstance(node, ast.Assign)
+            else [node.target]
+            if isinstance(node, ast.AnnAssign)
+            else []
+        )
+        value = getattr(node, "value", None)
+        settable = isinstance(value, (ast.List, ast.Set)) or (
+            isinstance(value, ast.Constant) and value.value is None
+        )
+        for target in targets:
+            if isinstance(target, ast.Name) and _MEMO_NAME.search(target.id) and settable:
+                found.append(f"line {node.lineno}: {target.id}")
+    return found
+
+
+def test_the_scan_sees_the_module_globals_memos_were_kept_in() -> None:
+    """The patterns spdx and templating used before the memo was passed explicitly."""
+    spdx_before = (
+        "_memo_dir: Path | None = None\n"
+        "def keep_in(directory: Path | None) -> None:\n"
+        "    global _memo_dir\n"
+        "    _memo_dir = directory\n"
+    )
+    templating_before = "_KEPT: list[Path] = []\n"
+    assert len(_module_state(spdx_before)) == 3
+    assert len(_module_state(templating_before)) == 1
+    assert _module_state("_memo_dir = None\n") != []
+    assert _module_state("_KEPT = []\n") != []
+    assert _module_state("_where: dict[str, Path] = {}\n") != []
+    assert _module_state("_ENV: list[Environment] = []\nMAX_MEMO = 1 << 20\n") == []
+
+
+def test_no_module_holds_a_memo_directory() -> None:
+    """Every memo is passed down from the build (a parameter, or a field of what a step
+    receives): no module keeps one a build sets and a release resets."""
+    found = {
+        str(path.relative_to(_PACKAGE)): state
+        for path in sorted(_PACKAGE.rglob("*.py"))
+        if (state := _module_state(path.read_text("utf-8")))
+    }
+    assert found == {}
+    from ortbundle._core import templating
+    from ortbundle.licensing import spdx
+
+    assert not hasattr(templating, "keep_in") and not hasattr(spdx, "keep_in")

@@ -558,7 +558,7 @@ def _generated(package: PackageInput) -> dict[str, bytes]:
         java: "apk/RuntimeLoader.java.j2",
     }
     return {
-        relative: render(template, context, filters).encode("utf-8")
+        relative: render(template, context, filters, memo=package.memo).encode("utf-8")
         for relative, template in templates.items()
     }
 

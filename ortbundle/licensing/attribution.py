@@ -340,8 +340,9 @@ def _text_copyrights(path: Path, sha256: str, memo: Memo) -> tuple[str, ...]:
     )
 
 
-def notice_text(product: str, version: str, licensing: TargetLicensing) -> str:
-    """The NOTICE file: every component, its licence, copyright lines and where its texts sit."""
+def notice_text(product: str, version: str, licensing: TargetLicensing, *, memo: Memo) -> str:
+    """The NOTICE file: every component, its licence, copyright lines and where its texts sit
+    (its rendering kept under the build's `memo`)."""
     return render(
         "NOTICE.j2",
         {
@@ -350,6 +351,7 @@ def notice_text(product: str, version: str, licensing: TargetLicensing) -> str:
             "target": licensing.target,
             "licensing": licensing,
         },
+        memo=memo,
     )
 
 

@@ -13,7 +13,6 @@ from ortbundle._core.errors import ClosureError
 from ortbundle._core.fsio import atomic_write, locked
 from ortbundle._core.memo import Memo, digest_of
 from ortbundle._core.progress import Reporter, status
-from ortbundle._core.templating import keep_in as keep_renderings
 from ortbundle._core.version import __version__
 from ortbundle.channels import ChannelOutput, PackageInput
 from ortbundle.channels.registry import generate_all, package_input
@@ -257,11 +256,12 @@ def _stage_target(
         __version__,
         models,
         # each bundled DLL's version resource and each text's copyright lines, read once per
-        # SHA-256 (a release reads again)
+        # SHA-256, and each licence expression's facts (a release reads them again)
         memo=memo,
     )
     notice = tmp / NOTICE_NAME
-    atomic_write(notice, notice_text(plan.product.name, plan.product.version, licensing))
+    text = notice_text(plan.product.name, plan.product.version, licensing, memo=memo)
+    atomic_write(notice, text)
     notice.chmod(TEXT_MODE)
     licensing = with_tool_file(licensing, staged_file(tmp, NOTICE_NAME))
     files = list_stage(tmp, licensing)
@@ -301,8 +301,6 @@ def build(
     preflight(project, plan, prepared.cache, prepared.version_dir)
     check_compare(options.compare, plan.product.name)  # a bad --compare fails before the work
     reporter.begin("fetch")
-    # the text files rendered from templates, kept by their whole context (not for a release)
-    keep_renderings(None if options.release else prepared.cache / "outputs" / "rendered")
     plan, artifacts = fetch(project, options, reporter, plan)  # the plan the key was made of
     fetched = sum(1 for a in artifacts.values() if a.downloaded)
     reporter.done(f"{len(artifacts)} artifacts verified, {fetched} downloaded")

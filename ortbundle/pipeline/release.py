@@ -20,7 +20,6 @@ from typing import Any
 from ortbundle._core.errors import ConfigError, IntegrityError
 from ortbundle._core.fsio import sha256_file
 from ortbundle._core.memo import Memo
-from ortbundle._core.templating import keep_in as keep_renderings
 from ortbundle._core.version import __version__
 from ortbundle.channels import CHANNEL_TARGETS
 from ortbundle.config.plan import BuildOptions, Project, load_plan, policy_digest, source_date_epoch
@@ -133,7 +132,6 @@ def _outputs_under(manifest: dict[str, Any], prefix: str) -> dict[str, str]:
 def release(project: Project, runner_dirs: Sequence[Path], options: BuildOptions) -> ReleaseResult:
     """Merge, check, record and sign; publish dist/<product>/<version>/ only if all of it holds."""
     environ = os.environ if options.environ is None else options.environ
-    keep_renderings(None)  # and renders every text file afresh
     plan = load_plan(project, BuildOptions(product=options.product))
     product = plan.product
     key = signing_key(product, options, environ)
