@@ -12,6 +12,9 @@ import pytest
 
 import ortbundle._core.memo as memo_module
 from ortbundle._core.memo import NO_MEMO, Memo, memo_key
+from ortbundle._core.progress import Reporter
+from ortbundle.pipeline.build import build
+from tests.helpers.project import FakeProject
 
 
 class _Counted:
@@ -223,3 +226,28 @@ def test_no_module_holds_a_memo_directory() -> None:
     from ortbundle.licensing import spdx
 
     assert not hasattr(templating, "keep_in") and not hasattr(spdx, "keep_in")
+
+
+# --- the build passes it down ---------------------------------------------------------------
+
+
+def test_a_release_keeps_nothing_and_a_build_keeps_each_kind(
+    written: FakeProject, reporter: Reporter
+) -> None:
+    """A release's memo is off all the way down (the SBOM too, which a release once kept);
+    a build's reaches every step that keeps something, under the kinds' own names."""
+    outputs = written.root / "cache" / "outputs"
+    build(written.project, written.options(release=True), reporter)
+    assert not outputs.exists()
+    build(written.project, written.options(), reporter)
+    kinds = {p.name for p in outputs.iterdir()}
+    assert {
+        "members",
+        "file-versions",
+        "copyrights",
+        "spdx",
+        "rendered",
+        "stage-tarball",
+        "sbom",
+        "report",
+    } <= kinds

@@ -6,7 +6,7 @@ from collections.abc import Callable, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
-from ortbundle._core.memo import NO_MEMO, Memo
+from ortbundle._core.memo import Memo
 from ortbundle.channels import (
     CHANNEL_TARGETS,
     Attribution,
@@ -55,8 +55,7 @@ def package_input(
     licensing: TargetLicensing,
     runtimes: Sequence[tuple[Recipe, StagedRuntime]],
     epoch: int,
-    cache: Path | None,
-    memo: Memo = NO_MEMO,
+    memo: Memo,
 ) -> PackageInput:
     """The hand-off: everything a channel may know about one target stage; `memo`: the build's,
     where a channel keeps what it produced."""
@@ -115,7 +114,7 @@ def package_input(
             )
             for c in licensing.components
         ),
-        sbom=_target_sbom(product, licensing, epoch, cache),
+        sbom=_target_sbom(product, licensing, epoch, memo),
         system=package_system(staged for _, staged in runtimes),
         supports=product.system,
         packages=tuple(
@@ -132,11 +131,9 @@ def package_input(
     )
 
 
-def _target_sbom(
-    product: Product, licensing: TargetLicensing, epoch: int, cache: Path | None
-) -> str:
+def _target_sbom(product: Product, licensing: TargetLicensing, epoch: int, memo: Memo) -> str:
     """The target's own SBOM (the .deb and .rpm carry it); the release SBOM covers every target."""
-    return cached_sbom_json(cache, product, [licensing], {}, epoch)
+    return cached_sbom_json(memo, product, [licensing], {}, epoch)
 
 
 def generate_all(

@@ -378,6 +378,7 @@ def _build_locked(
             key=key,
             options=options,
             digests=package_digests(packages),
+            memo=prepared.memo,
         )
         reporter.done("manifest, SBOM, provenance " + ("signed" if key else "UNSIGNED"))
     except BaseException:
@@ -429,8 +430,7 @@ def _package(
             t.licensing,
             [(plan.recipes[r.runtime], r) for r in t.runtimes],
             prepared.epoch,
-            prepared.cache,
-            prepared.memo,  # off for a release: every package is produced afresh
+            prepared.memo,  # off for a release: every package and SBOM is produced afresh
         )
         for t in staged
     }
@@ -460,9 +460,11 @@ def finish_version(
     key: SecretKey | None,
     options: BuildOptions,
     digests: Mapping[str, str],
+    memo: Memo,
 ) -> None:
     """The evidence tail of a build and of a release: the strict gate, the manifest, SBOM and
-    signature over the scratch version directory, then its publication in one step."""
+    signature over the scratch version directory, then its publication in one step. `memo`:
+    the build's, where the report and the SBOM are kept (off for a release)."""
     if options.release and not all(a.passed for a in audits):
         raise AuditFailed(plan.product, audits, list(licensing))
     write_report(  # ortbundle/report/: report.html, listed in the manifest like all evidence
@@ -473,7 +475,7 @@ def finish_version(
         audits=audits,
         signed_by=key.public_key().key_id_hex if key else None,
         compare=options.compare,
-        cache=None if options.release else options.cache_dir or default_cache_dir(),
+        memo=memo,
     )
     write_evidence(
         scratch,
@@ -486,7 +488,7 @@ def finish_version(
         key=key,
         root=project.root,
         policy_sha256=policy_digest(project),
-        cache=options.cache_dir or default_cache_dir(),
         digests=dict(digests),
+        memo=memo,
     )
     publish(scratch, version_dir)

@@ -212,8 +212,10 @@ def release(project: Project, runner_dirs: Sequence[Path], options: BuildOptions
             licensing.append(licensing_from_json(record.read_text("utf-8"), where=str(record)))
             for item in runner.manifest["inputs"]:
                 inputs[item["sha256"]] = _Input(item["url"], item["size"])
-        # a release parses every licence expression again
-        audits = audit_targets(project, product, licensing, options, Memo.off())
+        # a release keeps and consults no memo: it parses every licence expression again,
+        # renders every page and writes the SBOM afresh
+        memo = Memo.off()
+        audits = audit_targets(project, product, licensing, options, memo)
         finish_version(
             project,
             plan,
@@ -227,6 +229,7 @@ def release(project: Project, runner_dirs: Sequence[Path], options: BuildOptions
             options=options,
             # each runner's tree was re-hashed against its manifest when it was loaded
             digests=packaging_digests,
+            memo=memo,
         )
     except BaseException:
         discard(scratch, up_to=project.dist)
