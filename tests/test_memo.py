@@ -1,5 +1,6 @@
-"""The memo facility itself: where an entry lives, what its key covers, that a release's memo
-keeps and returns nothing, and that an entry altered on disk is computed again."""
+"""The memo facility: where an entry lives, what its key covers, that a release's memo keeps
+and returns nothing, and that an entry altered on disk is computed again; that no module holds
+a memo directory of its own; and that a build passes its memo down to every kind it keeps."""
 
 from __future__ import annotations
 
