@@ -16,6 +16,7 @@ import os
 import shutil
 import stat
 import subprocess
+import zlib
 from collections.abc import Iterator, Mapping
 from dataclasses import replace
 from importlib import resources
@@ -25,6 +26,7 @@ import jsonschema
 import pytest
 
 from ortbundle._core.errors import ConfigError, IntegrityError, PackagingError
+from ortbundle._core.memo import Memo, memo_key
 from ortbundle.channels import ChannelOutput, PackageInput, ShippedRuntime
 from ortbundle.channels.apk import ApkChannel, override_property
 from ortbundle.config.recipes import Product, Recipe
@@ -582,23 +584,27 @@ def test_a_rerun_with_fewer_files_leaves_none_of_the_old(tmp_path: Path) -> None
 
 
 def test_deflate_estimates_are_memoised_by_content(tmp_path: Path) -> None:
-    package = replace(make_stage(tmp_path / "stages", X86), cache=tmp_path / "cache")
+    memo = Memo.for_build(tmp_path / "cache", release=False)
+    package = replace(make_stage(tmp_path / "stages", X86), memo=memo)
     out = tmp_path / "apk"
     out.mkdir()
     first = ApkChannel().generate(package, out)
     report = (out / "size-report.x86_64.json").read_bytes()
-    memos = sorted((tmp_path / "cache/outputs/apk-deflate").rglob("*-z6-*"))
+    entries = sorted((tmp_path / "cache/outputs/apk-deflate").rglob("*.json"))
     library = package.stage / "runtimes" / GENERIC / "libonnxruntime_generic.so"
     digest = hashlib.sha256(library.read_bytes()).hexdigest()
-    assert any(m.name.startswith(digest) for m in memos)
+    # kept by the bytes, the level and zlib's version
+    key = memo_key([digest, "z6", zlib.ZLIB_RUNTIME_VERSION], code=False)
+    assert memo.entry("apk-deflate", key) in entries
     # A memo is used as it is (an estimate for a note, written into no file) ...
-    for memo in memos:
-        memo.write_text(str(50 << 20), "ascii")
+    for entry in entries:
+        entry.write_text(str(50 << 20), "ascii")
     second = ApkChannel().generate(package, out)
     assert "(2 libraries, ≈100.0 MiB deflated)" in second.notes[0]
     assert (out / "size-report.x86_64.json").read_bytes() == report
     # ... except by a release, which trusts no memo.
-    third = ApkChannel().generate(replace(package, verify_cache=True), out)
+    release = Memo.for_build(tmp_path / "cache", release=True)
+    third = ApkChannel().generate(replace(package, memo=release), out)
     assert third.notes[0] == first.notes[0]
 
 
@@ -966,7 +972,7 @@ def test_each_library_is_parsed_once_per_content_not_once_per_build(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """The alignment and machine checks read what pyelftools found in these bytes before;
-    a release (verify_cache) reads every library again."""
+    a release (whose memo is off) reads every library again."""
     import ortbundle.stage.binaries
     import ortbundle.stage.binaries.memo
 
@@ -978,7 +984,8 @@ def test_each_library_is_parsed_once_per_content_not_once_per_build(
         return real(path, name=name)
 
     monkeypatch.setattr(ortbundle.stage.binaries.memo, "inspect", counting)
-    package = replace(make_stage(tmp_path / "stages", X86), cache=tmp_path / "cache")
+    memo = Memo.for_build(tmp_path / "cache", release=False)
+    package = replace(make_stage(tmp_path / "stages", X86), memo=memo)
     for n in (1, 2, 3):
         (tmp_path / f"apk{n}").mkdir()
     ApkChannel().generate(package, tmp_path / "apk1")
@@ -986,7 +993,8 @@ def test_each_library_is_parsed_once_per_content_not_once_per_build(
     first = len(parsed)
     ApkChannel().generate(package, tmp_path / "apk2")
     assert len(parsed) == first  # from the memo
-    ApkChannel().generate(replace(package, verify_cache=True), tmp_path / "apk3")
+    release = Memo.for_build(tmp_path / "cache", release=True)
+    ApkChannel().generate(replace(package, memo=release), tmp_path / "apk3")
     assert len(parsed) == 2 * first
 
 

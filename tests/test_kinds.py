@@ -11,6 +11,7 @@ from typing import Any
 import pytest
 
 from ortbundle._core.errors import ConfigError
+from ortbundle._core.memo import Memo
 from ortbundle._core.progress import Reporter
 from ortbundle.cli.build import run_build
 from ortbundle.pipeline.build import build
@@ -122,9 +123,9 @@ def test_a_memo_entry_from_before_the_facts_is_read_again(tmp_path: Path) -> Non
     and naming nothing: the file is read again."""
     path = tmp_path / "onnxruntime.dll"
     path.write_bytes(make_pe(exports=CORE_EXPORTS, provider_table=TABLE))
-    memo = tmp_path / "memo"
+    memo = Memo.for_build(tmp_path / "cache", release=False)
     first = inspect_known(path, "0" * 64, name=path.name, memo=memo)
-    (entry,) = memo.rglob("*.json")
+    (entry,) = (tmp_path / "cache").rglob("*.json")
     old = json.loads(entry.read_text())
     for key in ("exports", "ep_names", "available_providers"):
         del old[key]

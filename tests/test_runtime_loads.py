@@ -10,6 +10,7 @@ import pytest
 import tomlkit
 
 from ortbundle._core.errors import ClosureError, ConfigError
+from ortbundle._core.memo import Memo
 from ortbundle._core.progress import Reporter
 from ortbundle.channels.registry import package_input
 from ortbundle.config.recipes import IgnoreRule
@@ -226,7 +227,7 @@ def test_declared_loads_become_externals(opening: FakeProject, reporter: Reporte
         linux.licensing,
         [(result.plan.recipes["fake"], s) for s in linux.runtimes],
         0,
-        None,
+        Memo.off(),
     )
     by_name = {e.name: e for e in package.externals}
     assert by_name["libvulkan.so.1"].via == "loads"

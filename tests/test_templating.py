@@ -3,13 +3,12 @@
 from __future__ import annotations
 
 import json
-from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 
 import pytest
 
-from ortbundle._core import templating
+from ortbundle._core.memo import Memo
 from ortbundle._core.progress import Reporter
 from ortbundle._core.templating import render, rendering_key
 from ortbundle.pipeline.build import build
@@ -30,14 +29,17 @@ def _shell(value: str) -> str:
 
 
 @pytest.fixture
-def cache(tmp_path: Path) -> Iterator[Path]:
-    """Renderings kept under a build's cache, as build() asks; nowhere again afterwards."""
-    templating.keep_in(tmp_path / "cache" / "rendered")
-    yield tmp_path / "cache"
-    templating.keep_in(None)
+def cache(tmp_path: Path) -> Path:
+    return tmp_path / "cache"
 
 
-def test_the_key_sees_every_field_and_the_order_a_template_iterates(cache: Path) -> None:
+@pytest.fixture
+def memo(cache: Path) -> Memo:
+    """A build's memo, as build() passes it to every rendering."""
+    return Memo.for_build(cache, release=False)
+
+
+def test_the_key_sees_every_field_and_the_order_a_template_iterates() -> None:
     base = {"items": [_Item("a", 1), _Item("b", 2)], "where": Path("/opt/x")}
     key = rendering_key("PKGBUILD.j2", base, {"bash": _shell})
     assert key == rendering_key("PKGBUILD.j2", dict(base), {"bash": _shell})
@@ -58,7 +60,7 @@ def test_the_key_sees_every_field_and_the_order_a_template_iterates(cache: Path)
     )
 
 
-def test_what_cannot_be_written_down_is_never_kept(cache: Path) -> None:
+def test_what_cannot_be_written_down_is_never_kept(cache: Path, memo: Memo) -> None:
     def closure(value: str) -> str:
         return value + suffix
 
@@ -67,6 +69,8 @@ def test_what_cannot_be_written_down_is_never_kept(cache: Path) -> None:
     assert rendering_key("N", {"x": 1}, {"f": lambda v: v}) is None
     assert rendering_key("N", {"x": object()}, {}) is None
     assert rendering_key("N", {"x": [1, {"y": object()}]}, {}) is None
+    render(_TEMPLATE, _GRADLE, {"kotlin_string": lambda v: json.dumps(v)}, memo=memo)
+    assert not cache.exists()  # rendered, not kept
 
 
 # the Android module's Gradle file: a template of plain names and one filter
@@ -84,28 +88,29 @@ def _kotlin(value: str) -> str:
     return json.dumps(value)
 
 
-def test_a_kept_rendering_is_reused_and_an_altered_one_is_not(cache: Path) -> None:
-    first = render(_TEMPLATE, _GRADLE, {"kotlin_string": _kotlin})
+def test_a_kept_rendering_is_reused_and_an_altered_one_is_not(cache: Path, memo: Memo) -> None:
+    first = render(_TEMPLATE, _GRADLE, {"kotlin_string": _kotlin}, memo=memo)
     assert '"invalid.app.runtime"' in first
-    entries = [p for p in (cache / "rendered").rglob("*") if p.is_file()]
+    entries = list((cache / "outputs" / "rendered").rglob("*.txt"))
     assert len(entries) == 1, "the rendering was not kept"
-    assert render(_TEMPLATE, _GRADLE, {"kotlin_string": _kotlin}) == first
-    other = render(_TEMPLATE, {**_GRADLE, "min_sdk": 26}, {"kotlin_string": _kotlin})
+    assert entries[0].read_text("utf-8") == first
+    assert render(_TEMPLATE, _GRADLE, {"kotlin_string": _kotlin}, memo=memo) == first
+    other = render(_TEMPLATE, {**_GRADLE, "min_sdk": 26}, {"kotlin_string": _kotlin}, memo=memo)
     assert "26" in other and other != first  # another context: rendered, not the kept one
     # an entry altered on disk fails its recorded SHA-256: rendered again, and kept again
     entries[0].write_bytes(entries[0].read_bytes().replace(b"invalid.app", b"evil.app"))
-    assert templating._kept(entries[0]) is None
-    assert render(_TEMPLATE, _GRADLE, {"kotlin_string": _kotlin}) == first
-    assert templating._kept(entries[0]) == first
+    assert render(_TEMPLATE, _GRADLE, {"kotlin_string": _kotlin}, memo=memo) == first
+    assert entries[0].read_text("utf-8") == first
 
 
 _RENDER = """
 import json, sys
 from pathlib import Path
-from ortbundle._core.templating import keep_in, render
+from ortbundle._core.memo import Memo
+from ortbundle._core.templating import render
 from tests.test_templating import _GRADLE, _TEMPLATE, _kotlin
-keep_in(Path(sys.argv[1]) / "rendered")
-text = render(_TEMPLATE, _GRADLE, {"kotlin_string": _kotlin})
+memo = Memo.for_build(Path(sys.argv[1]), release=False)
+text = render(_TEMPLATE, _GRADLE, {"kotlin_string": _kotlin}, memo=memo)
 print(json.dumps([text, "jinja2" in sys.modules]))
 """
 
@@ -119,7 +124,7 @@ def test_nothing_is_kept_unless_a_build_asks(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     monkeypatch.setenv("ORTBUNDLE_CACHE_DIR", str(tmp_path))
-    templating.keep_in(None)  # `invoke docs`, `invoke ci-workflow`: no build's cache
+    # `invoke docs`, `invoke ci-workflow`: no build, no memo
     first = render(_TEMPLATE, _GRADLE, {"kotlin_string": _kotlin})
     assert render(_TEMPLATE, _GRADLE, {"kotlin_string": _kotlin}) == first
     kept = [p for p in tmp_path.rglob("*") if p.is_file() and "templates" not in p.parts]
@@ -135,7 +140,6 @@ def test_a_release_renders_afresh_and_a_build_keeps(
     assert not kept.exists()
     build(written.project, written.options(), reporter)
     assert [p for p in kept.rglob("*") if p.is_file()]
-    templating.keep_in(None)
 
 
 def test_a_second_process_renders_from_the_cache_without_jinja(cache: Path) -> None:

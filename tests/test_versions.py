@@ -8,6 +8,7 @@ from pathlib import Path
 import pytest
 
 from ortbundle._core.errors import LicenseError
+from ortbundle._core.memo import Memo
 from ortbundle._core.progress import Reporter
 from ortbundle.pipeline.build import build
 from ortbundle.stage.versions import agrees, read_file_version
@@ -148,7 +149,7 @@ def test_a_pe_version_is_read_once_per_sha256_with_a_memo(
     monkeypatch.setattr(
         ortbundle.stage.binaries.pe, "read_version_info", counting
     )  # imported lazily
-    memo = tmp_path / "memo"
+    memo = Memo.for_build(tmp_path / "cache", release=False)
     first = read_file_version(dll, "runtimes/x/dxcompiler.dll", sha256="ab" * 32, memo=memo)
     again = read_file_version(dll, "runtimes/y/dxcompiler.dll", sha256="ab" * 32, memo=memo)
     assert first is not None and again is not None
@@ -161,6 +162,7 @@ def test_a_pe_version_is_read_once_per_sha256_with_a_memo(
     assert read_file_version(bare, "bare.dll", sha256="cd" * 32, memo=memo) is None
     assert read_file_version(bare, "bare.dll", sha256="cd" * 32, memo=memo) is None
     assert reads == ["runtimes/x/dxcompiler.dll", "bare.dll"]  # each bytes read once
-    # without a memo (a release) the file is read every time
-    read_file_version(dll, "runtimes/x/dxcompiler.dll", sha256="ab" * 32)
+    # a release's memo is off: the file is read every time
+    release = Memo.for_build(tmp_path / "cache", release=True)
+    read_file_version(dll, "runtimes/x/dxcompiler.dll", sha256="ab" * 32, memo=release)
     assert len(reads) == 3

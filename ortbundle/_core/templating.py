@@ -3,12 +3,12 @@
 Strict: an undefined name is an error, not an empty string, and nothing is auto-escaped —
 each format escapes with its own filter (shell quoting, NSIS strings), passed by the caller.
 
-A build keeps each rendering under its cache (keep_in), keyed by the tool's code (templates
-included), the template, its filters and its whole context: a warm build renders the same
-NOTICE, PKGBUILD and installer script as the last one, and then jinja2 is not even imported. A
-context holding anything this module cannot write down exactly (an object that is not data, a
-filter that is a closure) is rendered every time, never keyed loosely. A release, and anything
-that is not a build, renders afresh.
+A build keeps each rendering under the memo it passes to render(), keyed by the tool's code
+(templates included), the template, its filters and its whole context: a warm build renders the
+same NOTICE, PKGBUILD and installer script as the last one, and then jinja2 is not even
+imported. A context holding anything this module cannot write down exactly (an object that is
+not data, a filter that is a closure) is rendered every time, never keyed loosely. A release,
+and anything that is not a build, renders afresh.
 """
 
 from __future__ import annotations
@@ -16,26 +16,17 @@ from __future__ import annotations
 import dataclasses
 import datetime
 import enum
-import hashlib
 from collections.abc import Callable, Mapping
-from pathlib import Path, PurePath
+from pathlib import PurePath
 from typing import TYPE_CHECKING, Any
 
-from ortbundle._core.fsio import atomic_write
 from ortbundle._core.locations import default_cache_dir
-from ortbundle._core.memo import code_digest
+from ortbundle._core.memo import NO_MEMO, Memo, memo_key, remembered_text
 
 if TYPE_CHECKING:
     import jinja2
 
 _ENV: list[jinja2.Environment] = []  # made on the first rendering the cache does not hold
-_KEPT: list[Path] = []  # where renderings are kept: set by a build (keep_in), else nowhere
-
-
-def keep_in(directory: Path | None) -> None:
-    """Keep renderings under `directory` (a build's cache), or nowhere: a release renders
-    afresh, as it re-reads every memoised input."""
-    _KEPT[:] = [] if directory is None else [directory]
 
 
 def _environment() -> jinja2.Environment:
@@ -73,18 +64,20 @@ def render(
     name: str,
     context: Mapping[str, Any],
     filters: Mapping[str, Callable[..., str]] | None = None,
+    *,
+    memo: Memo = NO_MEMO,
 ) -> str:
-    """Render ortbundle/templates/<name> with format-specific escaping filters."""
-    key = rendering_key(name, context, filters or {}) if _KEPT else None
-    entry = None if key is None else _KEPT[0] / key[:2] / key
-    if entry is not None and (kept := _kept(entry)) is not None:
-        return kept
-    environment = _environment().overlay()
-    environment.filters.update(filters or {})
-    text = environment.get_template(name).render(**context)
-    if entry is not None:
-        _keep(entry, text)
-    return text
+    """Render ortbundle/templates/<name> with format-specific escaping filters; kept under
+    `memo` (a build's) by everything the rendering depends on."""
+    key = rendering_key(name, context, filters or {}) if memo.on else None
+    entry = None if key is None else memo.entry("rendered", key, ".txt")
+
+    def rendered() -> str:
+        environment = _environment().overlay()
+        environment.filters.update(filters or {})
+        return environment.get_template(name).render(**context)
+
+    return remembered_text(entry, rendered)  # re-hashed before use: altered, rendered again
 
 
 class _Unkeyed(Exception):
@@ -94,9 +87,9 @@ class _Unkeyed(Exception):
 def rendering_key(
     name: str, context: Mapping[str, Any], filters: Mapping[str, Callable[..., str]]
 ) -> str | None:
-    """What a rendering depends on, hashed; None when part of it cannot be written down."""
-
-    parts = [code_digest(), name]
+    """What a rendering depends on (and the tool's code, templates included), hashed; None
+    when part of it cannot be written down."""
+    parts = [name]
     for filter_name, function in sorted(filters.items()):
         qualname = getattr(function, "__qualname__", "<none>")
         # a closure or a lambda is not named by where it is defined: render every time
@@ -107,7 +100,7 @@ def rendering_key(
         parts.append(_canonical(context))
     except _Unkeyed:
         return None
-    return hashlib.sha256("\0".join(parts).encode("utf-8", "surrogatepass")).hexdigest()
+    return memo_key(parts)
 
 
 def _canonical(value: Any) -> str:
@@ -134,24 +127,3 @@ def _canonical(value: Any) -> str:
     if isinstance(value, (set, frozenset)):
         return f"set[{','.join(sorted(_canonical(v) for v in value))}]"
     raise _Unkeyed(type(value).__qualname__)
-
-
-def _kept(entry: Path) -> str | None:
-    """A kept rendering whose recorded SHA-256 still matches its text, else None."""
-    try:
-        recorded, _, text = entry.read_bytes().partition(b"\n")
-    except OSError:
-        return None
-    if hashlib.sha256(text).hexdigest().encode() != recorded:
-        return None  # truncated or altered: render again
-    return text.decode("utf-8")
-
-
-def _keep(entry: Path, text: str) -> None:
-
-    data = text.encode("utf-8")
-    try:
-        entry.parent.mkdir(parents=True, exist_ok=True)
-        atomic_write(entry, hashlib.sha256(data).hexdigest().encode() + b"\n" + data)
-    except OSError:
-        pass  # not kept: the next build renders again

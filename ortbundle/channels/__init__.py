@@ -17,6 +17,7 @@ from typing import Protocol
 
 from ortbundle._core.errors import IntegrityError
 from ortbundle._core.fsio import sha256_file
+from ortbundle._core.memo import NO_MEMO, Memo
 from ortbundle.config.products import Addon
 
 # CHANNEL_TARGETS and PackagingSettings live with the data they describe (targets, product
@@ -66,8 +67,9 @@ class PackageInput:
     runtimes: tuple[ShippedRuntime, ...]
     settings: PackagingSettings
     source_date_epoch: int  # every timestamp written into a package
-    cache: Path | None = None  # where expensive outputs are memoised (see channels/memo.py)
-    verify_cache: bool = False  # a release: produce every package afresh, use no memo
+    # where expensive outputs are memoised (channels/memo.py); off: a release produces every
+    # package afresh
+    memo: Memo = NO_MEMO
     attribution: tuple[Attribution, ...] = ()  # per component, from the licence attribution
     sbom: str = ""  # this target's CycloneDX SBOM (JSON), shipped inside the .deb and .rpm
     # the oldest system the staged binaries run on (render_dependency turns it into a channel's

@@ -346,9 +346,7 @@ def _is_host_library(
     except OSError:
         raise stage_changed(package, path, _COMPONENT) from None
     # a release reads every library afresh; a build reuses what it read of these bytes before
-    cache = None if package.verify_cache else package.cache
-    memo = None if cache is None else cache / "outputs" / "binary-info"
-    info = inspect_known(path, source.sha256, name=shipped.path, memo=memo)
+    info = inspect_known(path, source.sha256, name=shipped.path, memo=package.memo)
     if info.machine != target.machine:
         return False
     problem = alignment_problem(info, target.page_align) if target.page_align else None
@@ -561,7 +559,7 @@ def _generated(package: PackageInput) -> dict[str, bytes]:
         java: "apk/RuntimeLoader.java.j2",
     }
     return {
-        relative: render(template, context, filters).encode("utf-8")
+        relative: render(template, context, filters, memo=package.memo).encode("utf-8")
         for relative, template in templates.items()
     }
 

@@ -6,15 +6,12 @@ from __future__ import annotations
 
 import json
 import os
-import re
 import zlib
 from collections.abc import Iterable, Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
-from pathlib import Path
 from typing import Any
 
-from ortbundle._core.fsio import atomic_write
 from ortbundle.channels import PackageInput
 from ortbundle.config.targets import Target
 from ortbundle.licensing.attribution import ShippedFile
@@ -80,24 +77,15 @@ def deflate_estimates(package: PackageInput, placements: Sequence[Placement]) ->
 def _deflated(package: PackageInput, shipped: ShippedFile, data: bytes | None = None) -> int:
     if data is not None:  # generated, and small
         return _deflate_size([data])
-    memo: Path | None = None
-    if package.cache is not None and not package.verify_cache:
-        version = re.sub(r"[^A-Za-z0-9.]", "_", zlib.ZLIB_RUNTIME_VERSION)
-        name = f"{shipped.sha256}-z{_DEFLATE_LEVEL}-{version}"
-        memo = package.cache / "outputs" / "apk-deflate" / shipped.sha256[:2] / name
-        try:
-            return int(memo.read_text("ascii"))
-        except (OSError, ValueError):
-            pass
-    with (package.stage / shipped.path).open("rb") as stream:
-        size = _deflate_size(iter(lambda: stream.read(_CHUNK), b""))
-    if memo is not None:
-        try:
-            memo.parent.mkdir(parents=True, exist_ok=True)
-            atomic_write(memo, str(size))
-        except OSError:
-            pass  # an estimate: not worth failing a build for
-    return size
+    path = package.stage / shipped.path
+
+    def deflate() -> int:
+        with path.open("rb") as stream:
+            return _deflate_size(iter(lambda: stream.read(_CHUNK), b""))
+
+    # by the bytes, the level and zlib's version alone: no ortbundle code shapes the size
+    parts = [shipped.sha256, f"z{_DEFLATE_LEVEL}", zlib.ZLIB_RUNTIME_VERSION]
+    return package.memo.remembered("apk-deflate", parts, deflate, int, int, code=False)
 
 
 def _deflate_size(chunks: Iterable[bytes]) -> int:

@@ -140,6 +140,7 @@ class ArchChannel:
                 "share_entries": share_entries,
             },
             {"bash": _bash_quote},
+            memo=package.memo,
         )
         atomic_write(out / "PKGBUILD", pkgbuild)
         atomic_write(out / ".SRCINFO", _srcinfo(pkgname, scalars, arrays))

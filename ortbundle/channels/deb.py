@@ -136,6 +136,7 @@ def copyright_text(package: PackageInput, name: str, doc: str) -> str:
             "licenses": licenses,
         },
         {"dep5": _dep5_value, "dep5_body": _dep5_body},
+        memo=package.memo,
     )
 
 

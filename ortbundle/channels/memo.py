@@ -9,7 +9,6 @@ shipped.
 
 from __future__ import annotations
 
-import hashlib
 import json
 import os
 import shutil
@@ -23,7 +22,7 @@ from ortbundle._core.fsio import (
     remove_dead_leftovers,
     sha256_file,
 )
-from ortbundle._core.memo import code_digest
+from ortbundle._core.memo import memo_key
 from ortbundle.channels import PackageInput
 from ortbundle.fetch.cache import stat_record
 
@@ -31,14 +30,11 @@ _CHUNK = 1 << 20
 
 
 def input_key(package: PackageInput, kind: str, extra: Iterable[str]) -> str:
-    """Everything an output can depend on: the stage's files, the epoch, the channel's own text."""
-    digest = hashlib.sha256(f"ortbundle-memo/1\n{kind}\n{package.source_date_epoch}\n".encode())
-    digest.update(code_digest().encode())  # a change to ortbundle itself (the tarball writer…)
-    for f in package.files:
-        digest.update(f"{f.path}\0{f.sha256}\0{f.mode:o}\0{f.link_to or ''}\n".encode())
-    for part in extra:
-        digest.update(hashlib.sha256(part.encode()).digest())
-    return digest.hexdigest()
+    """Everything an output can depend on: the stage's files, the epoch, the channel's own text,
+    and ortbundle's code (the tarball writer…)."""
+    files = [f"{f.path}\0{f.sha256}\0{f.mode:o}\0{f.link_to or ''}" for f in package.files]
+    head = [kind, str(package.source_date_epoch), f"{len(files)} files"]
+    return memo_key([*head, *files, *extra])
 
 
 def _place(stored: Path, dest: Path) -> None:
@@ -91,11 +87,11 @@ def memoized(
 
     Concurrent builds of the same key wait for the first one instead of compressing twice.
     """
-    if package.cache is None or package.verify_cache:
+    entry = package.memo.entry(kind, key, suffix="")
+    if entry is None:
         # a release produces its packages afresh: a memo's record cannot vouch for the memo
         produce(dest)
         return sha256_file(dest)
-    entry = package.cache / "outputs" / kind / key[:2] / key
     sidecar = entry.with_name(f"{key}.json")
     with locked(entry.with_name(f"{key}.lock")):
         remove_dead_leftovers(entry.parent.glob(f".{key}.*"))

@@ -7,6 +7,7 @@ from collections.abc import Callable, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
+from ortbundle._core.memo import Memo
 from ortbundle.channels import (
     CHANNEL_TARGETS,
     Attribution,
@@ -55,10 +56,10 @@ def package_input(
     licensing: TargetLicensing,
     runtimes: Sequence[tuple[Recipe, StagedRuntime]],
     epoch: int,
-    cache: Path | None,
-    verify_cache: bool = False,
+    memo: Memo,
 ) -> PackageInput:
-    """The hand-off: everything a channel may know about one target stage."""
+    """The hand-off: everything a channel may know about one target stage; `memo`: the build's,
+    where a channel keeps what it produced."""
     externals: dict[str, ExternalLibrary] = {}
     for _recipe, staged in runtimes:
         for ext in staged.closure.externals:
@@ -91,8 +92,7 @@ def package_input(
         ),
         settings=product.packaging,
         source_date_epoch=epoch,
-        cache=cache,
-        verify_cache=verify_cache,
+        memo=memo,
         attribution=tuple(
             Attribution(
                 c.name,
@@ -104,7 +104,7 @@ def package_input(
             )
             for c in licensing.components
         ),
-        sbom=_target_sbom(product, licensing, epoch, cache),
+        sbom=_target_sbom(product, licensing, epoch, memo),
         system=package_system(staged for _, staged in runtimes),
         supports=product.system,
         packages=tuple(
@@ -121,11 +121,9 @@ def package_input(
     )
 
 
-def _target_sbom(
-    product: Product, licensing: TargetLicensing, epoch: int, cache: Path | None
-) -> str:
+def _target_sbom(product: Product, licensing: TargetLicensing, epoch: int, memo: Memo) -> str:
     """The target's own SBOM (the .deb and .rpm carry it); the release SBOM covers every target."""
-    return cached_sbom_json(cache, product, [licensing], {}, epoch)
+    return cached_sbom_json(memo, product, [licensing], {}, epoch)
 
 
 def generate_all(

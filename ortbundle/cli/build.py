@@ -101,8 +101,8 @@ def run_build(
             warning_lines as never_chosen,  # a runtime no machine gets
         )
 
-        verdicts = None if options.release else prepared.cache / "outputs" / "reachable"
-        for line in never_chosen([t.stage for t in result.targets], verdicts):
+        # the verdicts are kept under the build's memo (a release's is off: judged again)
+        for line in never_chosen([t.stage for t in result.targets], prepared.memo):
             reporter.line(line)
         for line in summary_lines(document):
             reporter.line(line)

@@ -17,7 +17,7 @@ from pathlib import Path
 from typing import Any, Protocol
 
 from ortbundle._core.fsio import sha256_file
-from ortbundle._core.memo import code_digest
+from ortbundle._core.memo import Memo
 from ortbundle._core.version import __version__
 from ortbundle.config.model_recipes import ModelRecipe
 from ortbundle.config.plan import source_date_epoch as source_date_epoch  # re-exported
@@ -206,42 +206,29 @@ def signature_text(manifest: bytes, key: SecretKey, product: Product) -> str:
 
 
 def cached_sbom_json(
-    cache: Path | None,
+    memo: Memo,
     product: Product,
     licensing: Sequence[TargetLicensing],
     artifacts: Mapping[str, InputInfo],
     epoch: int,
     systems: Mapping[tuple[str, str], Mapping[str, Any]] | None = None,
 ) -> str:
-    """sbom_json, memoised: the CycloneDX library alone costs a warm build 60 ms to import."""
-    key_parts = [
-        __version__,
-        code_digest(),
+    """sbom_json, kept under the build's `memo` by everything it is made from (and the tool's
+    code): the CycloneDX library alone costs a warm build 60 ms to import."""
+    parts = [
         product.digest,
         str(epoch),
         json.dumps(sorted((list(k), v) for k, v in (systems or {}).items()), sort_keys=True),
+        f"{len(licensing)} targets",
         *(licensing_to_json(tl) for tl in licensing),
         *sorted(f"{sha}:{info.url}:{info.size}" for sha, info in artifacts.items()),
     ]
-    key = hashlib.sha256("\0".join(key_parts).encode()).hexdigest()
-    entry = cache / "outputs" / "sbom" / key[:2] / f"{key}.json" if cache else None
-    if entry is not None:
-        try:
-            text = entry.read_text("utf-8")
-            recorded = entry.with_suffix(".sha256").read_text("utf-8").strip()
-        except OSError:
-            pass
-        else:
-            if hashlib.sha256(text.encode()).hexdigest() == recorded:
-                return text
-    text = sbom_json(product, licensing, artifacts, epoch, systems)
-    if entry is not None:
-        entry.parent.mkdir(parents=True, exist_ok=True)
-        tmp = entry.with_name(f".{entry.name}.{os.getpid()}")
-        tmp.write_text(text, "utf-8")
-        entry.with_suffix(".sha256").write_text(hashlib.sha256(text.encode()).hexdigest(), "utf-8")
-        os.replace(tmp, entry)
-    return text
+    return memo.remembered_text(
+        "sbom",
+        parts,
+        lambda: sbom_json(product, licensing, artifacts, epoch, systems),
+        suffix=".json",
+    )
 
 
 def sbom_json(
@@ -403,10 +390,11 @@ def write_evidence(
     root: Path,
     policy_sha256: str,
     digests: Mapping[str, str] | None = None,
-    cache: Path | None = None,
+    memo: Memo,
 ) -> None:
     """Everything after the stages and packages exist: records, audit, SBOM, manifest, signature,
-    and the SLSA provenance over all of it (signed with the same key).
+    and the SLSA provenance over all of it (signed with the same key). `memo`: the build's,
+    where the SBOM is kept (off for a release).
 
     One function for a single-machine build and for a release merged from several runners, so
     both write the same bytes for the same targets.
@@ -420,7 +408,7 @@ def write_evidence(
     )
     (version_dir / SBOM_NAME).write_text(
         cached_sbom_json(
-            cache, product, licensing, inputs, epoch, read_systems(version_dir, licensing)
+            memo, product, licensing, inputs, epoch, read_systems(version_dir, licensing)
         ),
         "utf-8",
     )

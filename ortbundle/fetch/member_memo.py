@@ -11,7 +11,6 @@ member is read from the archive again, never shipped.
 
 from __future__ import annotations
 
-import hashlib
 import json
 import os
 import shutil
@@ -19,6 +18,7 @@ from collections.abc import Callable
 from pathlib import Path
 
 from ortbundle._core.fsio import atomic_write
+from ortbundle._core.memo import Memo, memo_key
 from ortbundle.fetch.archives import Extracted, MemberReader, copy_hashing
 
 # Members larger than this are read from the archive each time: storing a big model twice costs
@@ -33,7 +33,7 @@ class MemoizedMembers:
         self,
         archive_sha256: str,
         label: str,
-        memo: Path | None,
+        memo: Memo,
         open_reader: Callable[[], MemberReader],
     ) -> None:
         self.label = label
@@ -42,13 +42,12 @@ class MemoizedMembers:
         self._open_reader = open_reader
         self._reader: MemberReader | None = None
 
-    def _entry(self, name: str) -> Path:
-        assert self._memo is not None
-        key = hashlib.sha256(f"{self._archive_sha256}\0{name}".encode()).hexdigest()
-        return self._memo / key[:2] / key
+    def _entry(self, name: str) -> Path | None:
+        # by the archive's bytes and the member's name: no ortbundle code shapes a member
+        key = memo_key([self._archive_sha256, name], code=False)
+        return self._memo.entry("members", key, suffix="")
 
-    def _restore(self, name: str, dest: Path) -> Extracted | None:
-        entry = self._entry(name)
+    def _restore(self, entry: Path, dest: Path) -> Extracted | None:
         try:
             record = json.loads(entry.with_suffix(".json").read_text("utf-8"))
             with entry.open("rb") as stream, dest.open("wb") as out:
@@ -64,8 +63,7 @@ class MemoizedMembers:
             return None
         return Extracted(path=dest, size=size, sha256=sha256)
 
-    def _store(self, name: str, extracted: Extracted) -> None:
-        entry = self._entry(name)
+    def _store(self, entry: Path, extracted: Extracted) -> None:
         entry.parent.mkdir(parents=True, exist_ok=True)
         partial = entry.with_name(f".{entry.name}.partial-{os.getpid()}")
         try:
@@ -77,15 +75,16 @@ class MemoizedMembers:
             partial.unlink(missing_ok=True)  # a memo that cannot be written is only slower
 
     def extract(self, name: str, dest: Path) -> Extracted:
-        if self._memo is not None:
-            restored = self._restore(name, dest)
+        entry = self._entry(name)
+        if entry is not None:
+            restored = self._restore(entry, dest)
             if restored is not None:
                 return restored
         if self._reader is None:
             self._reader = self._open_reader()
         extracted = self._reader.extract(name, dest)
-        if self._memo is not None and extracted.size <= MAX_MEMO_MEMBER:
-            self._store(name, extracted)
+        if entry is not None and extracted.size <= MAX_MEMO_MEMBER:
+            self._store(entry, extracted)
         return extracted
 
     def close(self) -> None:

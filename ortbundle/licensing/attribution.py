@@ -9,7 +9,6 @@ anything is published.
 from __future__ import annotations
 
 import fnmatch
-import hashlib
 import json
 import re
 from collections.abc import Iterable, Mapping
@@ -17,7 +16,7 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 from ortbundle._core.errors import LicenseError
-from ortbundle._core.memo import code_digest, remembered
+from ortbundle._core.memo import NO_MEMO, Memo
 from ortbundle._core.templating import render
 from ortbundle.config.recipes import (
     LicenseRule,
@@ -43,13 +42,16 @@ _COPYRIGHT = re.compile(
 )
 
 
-def normalize_expression(expression: str, *, where: str) -> tuple[str, tuple[str, ...]]:
+def normalize_expression(
+    expression: str, *, where: str, memo: Memo = NO_MEMO
+) -> tuple[str, tuple[str, ...]]:
     """Validate an SPDX expression; return it normalised and its licence ids (sorted).
 
     `LicenseRef-…` ids stand for terms SPDX does not list (a vendor EULA, unknown terms).
+    `memo`: the build's, where the expression's facts are kept (spdx.facts).
     """
     try:
-        parsed = facts(expression)
+        parsed = facts(expression, memo)
     except NotAnExpression as exc:
         if str(exc) == "empty licence expression":
             raise LicenseError(
@@ -149,14 +151,15 @@ def attribute_target(
     tool_texts: Iterable[StagedText],
     tool_version: str,
     models: Iterable[StagedModel] = (),
-    memo: Path | None = None,
-    copyright_memo: Path | None = None,
+    *,
+    memo: Memo,
 ) -> TargetLicensing:
     """Map every staged file to exactly one component; a file left over or claimed twice fails.
 
-    `memo`: where each DLL's version resource is kept; `copyright_memo`: where each licence
-    text's copyright lines are (by SHA-256); None reads them again (a release)."""
-    target_stage = _Stage(target, stage, tuple(texts), memo, copyright_memo)
+    `memo`: the build's, where each DLL's version resource and each licence text's copyright
+    lines are kept (by SHA-256), and each licence expression's facts; off, they are read
+    again (a release)."""
+    target_stage = _Stage(target, stage, tuple(texts), memo)
     collected = _collect_runtime_files(target, runtimes)
     components = [
         _runtime_component(name, found, target_stage) for name, found in sorted(collected.items())
@@ -177,14 +180,13 @@ class _Stage:
     target: str
     path: Path
     texts: tuple[StagedText, ...]
-    memo: Path | None
-    copyright_memo: Path | None
+    memo: Memo  # the build's: version resources, copyright lines, expression facts
 
     def texts_of(self, component: str) -> tuple[StagedText, ...]:
         return tuple(sorted((t for t in self.texts if t.component == component), key=_by_path))
 
     def copyrights(self, texts: Iterable[StagedText]) -> tuple[str, ...]:
-        return _copyrights(self.path, texts, self.copyright_memo)
+        return _copyrights(self.path, texts, self.memo)
 
 
 @dataclass
@@ -268,7 +270,9 @@ def _runtime_component(name: str, found: _Collected, target_stage: _Stage) -> Co
     version (and publisher) its files show when it came bundled in another's archive."""
     rule = found.rule
     expression, ids = normalize_expression(
-        rule.expression, where=f"{found.recipe.path} ({name} on {target_stage.target})"
+        rule.expression,
+        where=f"{found.recipe.path} ({name} on {target_stage.target})",
+        memo=target_stage.memo,
     )
     own_texts = target_stage.texts_of(name)
     sources = tuple(found.sources.values())
@@ -320,7 +324,9 @@ def _model_component(
             file=str(model_recipe.path),
             fix="give the model recipe a name of its own",
         )
-    expression, ids = normalize_expression(model_recipe.expression, where=str(model_recipe.path))
+    expression, ids = normalize_expression(
+        model_recipe.expression, where=str(model_recipe.path), memo=target_stage.memo
+    )
     own_texts = target_stage.texts_of(model_recipe.name)
     used = {f.form.source for f in model.forms}
     return ComponentUse(
@@ -355,7 +361,9 @@ def _tool_component(
 ) -> ComponentUse:
     """This tool's own files (the loader, runtimes.json, NOTICE) under its own licence."""
     texts = tuple(sorted(tool_texts, key=_by_path))
-    expression, ids = normalize_expression(TOOL_EXPRESSION, where="ortbundle")
+    expression, ids = normalize_expression(
+        TOOL_EXPRESSION, where="ortbundle", memo=target_stage.memo
+    )
     return ComponentUse(
         name=TOOL_COMPONENT,
         version=tool_version,
@@ -373,7 +381,7 @@ def _by_path(item: StagedFile | StagedText) -> str:
     return item.path
 
 
-def _copyrights(stage: Path, texts: Iterable[StagedText], memo: Path | None) -> tuple[str, ...]:
+def _copyrights(stage: Path, texts: Iterable[StagedText], memo: Memo) -> tuple[str, ...]:
     lines: dict[str, None] = {}
     for text in texts:
         for line in _text_copyrights(stage / text.path, text.sha256, memo):
@@ -381,22 +389,22 @@ def _copyrights(stage: Path, texts: Iterable[StagedText], memo: Path | None) -> 
     return tuple(lines)
 
 
-def _text_copyrights(path: Path, sha256: str, memo: Path | None) -> tuple[str, ...]:
+def _text_copyrights(path: Path, sha256: str, memo: Memo) -> tuple[str, ...]:
     """copyright_lines of one staged text (whose SHA-256 the stage checked as it copied it),
     kept by that SHA-256 and the tool's code: every target of a build quotes the same texts,
     and a warm build quotes them again, line by line, for nothing."""
-
-    key = hashlib.sha256(f"{code_digest()}\0{sha256}".encode()).hexdigest()
-    return remembered(
-        None if memo is None else memo / key[:2] / f"{key}.json",
+    return memo.remembered(
+        "copyrights",
+        [sha256],  # and the tool's code
         lambda: copyright_lines(path.read_bytes()),
         list,
         lambda kept: tuple(str(line) for line in kept),
     )
 
 
-def notice_text(product: str, version: str, licensing: TargetLicensing) -> str:
-    """The NOTICE file: every component, its licence, copyright lines and where its texts sit."""
+def notice_text(product: str, version: str, licensing: TargetLicensing, *, memo: Memo) -> str:
+    """The NOTICE file: every component, its licence, copyright lines and where its texts sit
+    (its rendering kept under the build's `memo`)."""
     return render(
         "NOTICE.j2",
         {
@@ -405,6 +413,7 @@ def notice_text(product: str, version: str, licensing: TargetLicensing) -> str:
             "target": licensing.target,
             "licensing": licensing,
         },
+        memo=memo,
     )
 
 

@@ -18,6 +18,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal
 
 from ortbundle._core.errors import AuditError, ConfigError
+from ortbundle._core.memo import NO_MEMO, Memo
 from ortbundle._core.progress import mib
 from ortbundle.config.plan import POLICY_NAME, BuildOptions, Project
 from ortbundle.config.policy_overlay import PolicyOverlay, expand_sets
@@ -66,9 +67,10 @@ class ChannelPolicy:
             return "allow"
         return self.unknown
 
-    def evaluate(self, expression: str) -> Verdict:
-        """AND needs every part acceptable; OR takes the best alternative."""
-        return self._walk(facts(expression).tree)
+    def evaluate(self, expression: str, memo: Memo = NO_MEMO) -> Verdict:
+        """AND needs every part acceptable; OR takes the best alternative. `memo`: where the
+        expression's facts are kept (spdx.facts)."""
+        return self._walk(facts(expression, memo).tree)
 
     def _walk(self, node: Tree) -> Verdict:
         kind, value = node
@@ -207,15 +209,17 @@ def audit_channel(
     *,
     release: bool,
     today: date | None = None,
+    memo: Memo = NO_MEMO,
 ) -> ChannelAudit:
-    """`today` decides which waivers have expired (default: today's date, UTC)."""
+    """`today` decides which waivers have expired (default: today's date, UTC); `memo` is the
+    build's, where each licence expression's facts are kept."""
     today = today or datetime.now(UTC).date()
     targets = tuple(t for t in licensing if policy.covers(t.target))
     relevant = _relevant_waivers(policy, waivers, targets)
     components: list[ComponentAudit] = []
     used: set[int] = set()  # indices into `relevant` of the waivers a shipped file matches
     for (name, version), uses in sorted(_uses_by_component(targets).items()):
-        audit, hit = _audit_component(policy, name, version, uses, relevant, today)
+        audit, hit = _audit_component(policy, name, version, uses, relevant, today, memo)
         components.append(audit)
         used |= hit
     return ChannelAudit(
@@ -261,16 +265,17 @@ def _audit_component(
     uses: list[_Use],
     relevant: list[Waiver],
     today: date,
+    memo: Memo,
 ) -> tuple[ComponentAudit, frozenset[int]]:
     """One component's row: the policy's verdict on its licence, its texts, and the waivers
     covering its files; with the indices of the waivers any of its files matches."""
     expression = _combined_expression(uses)
-    verdict = policy.evaluate(expression)
+    verdict = policy.evaluate(expression, memo)
     files = [(t, f.path) for t, c in uses for f in c.files]
     own_files = [(t, f.path) for t, c in uses for f in c.files if f.link_to is None]
     text_present = all(c.has_text for _, c in uses)
     problems = _policy_problems(policy, expression, verdict, uses, text_present)
-    waived = _match_waivers(relevant, own_files, expression)
+    waived = _match_waivers(relevant, own_files, expression, memo)
     problems += waived.problems
     status = _status(verdict, problems, waived.covers(own_files), text_present)
     shipped = [
@@ -339,7 +344,7 @@ class _WaiverMatch:
 
 
 def _match_waivers(
-    relevant: list[Waiver], own_files: list[tuple[str, str]], expression: str
+    relevant: list[Waiver], own_files: list[tuple[str, str]], expression: str, memo: Memo
 ) -> _WaiverMatch:
     """Each relevant waiver against the component's own files (target, path), in order."""
     matched: list[Waiver] = []
@@ -354,7 +359,7 @@ def _match_waivers(
         if not hits:
             continue
         used.add(index)
-        if _same_expression(waiver.license, expression):
+        if _same_expression(waiver.license, expression, memo):
             matched.append(waiver)
         else:
             problems.append(
@@ -377,9 +382,9 @@ def _status(verdict: Verdict, problems: list[str], covered: bool, text_present: 
     return "review"
 
 
-def _same_expression(a: str, b: str) -> bool:
+def _same_expression(a: str, b: str, memo: Memo) -> bool:
     try:
-        return facts(a).simplified == facts(b).simplified
+        return facts(a, memo).simplified == facts(b, memo).simplified
     except NotAnExpression:  # an unparsable waiver licence simply does not match
         return False
 
@@ -577,8 +582,10 @@ def audit_targets(
     product: Product,
     licensing: Sequence[TargetLicensing],
     options: BuildOptions,
+    memo: Memo,
 ) -> tuple[ChannelAudit, ...]:
-    """The channels whose targets were built, each against the policy and the waivers."""
+    """The channels whose targets were built, each against the policy and the waivers; `memo`:
+    the build's (off for a release: every expression is parsed again)."""
     policy = with_overlay(load_policy(project.licenses / POLICY_NAME), product.policy)
     built = {tl.target for tl in licensing}
     channels = options.audit_channels or product.channels
@@ -587,7 +594,9 @@ def audit_targets(
         channel = policy.channel(name)
         if options.audit_channels or any(channel.covers(t) for t in built):
             audits.append(
-                audit_channel(channel, licensing, product.waivers, release=options.release)
+                audit_channel(
+                    channel, licensing, product.waivers, release=options.release, memo=memo
+                )
             )
     # a target no package carries (windows-arm64 today) is still published under dist/: it is
     # audited as what it is, the stage, so no built byte goes unaudited
@@ -604,7 +613,11 @@ def audit_targets(
             )
         audits.append(
             audit_channel(
-                policy.channel(STAGE_CHANNEL), bare, product.waivers, release=options.release
+                policy.channel(STAGE_CHANNEL),
+                bare,
+                product.waivers,
+                release=options.release,
+                memo=memo,
             )
         )
     return tuple(audits)

@@ -4,8 +4,9 @@ license_expression builds its SPDX symbol table and tokenizer on first use: impo
 building the table and the first parse took ~0.2 s of every warm build, for the same twenty
 expressions each time. The facts the build uses (the normalised text, the licence ids, the
 AND/OR tree the audit walks, the simplified form waivers compare) are a pure function of the
-expression and of the library's version, so they are kept in one small JSON file per
-ortbundle code version; the library is imported only for an expression not seen before.
+expression and of the library's version, so a build keeps them in one small JSON file per
+ortbundle code version (under the memo it passes); the library is imported only for an
+expression not seen before.
 """
 
 from __future__ import annotations
@@ -20,7 +21,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from ortbundle._core.fsio import atomic_write
-from ortbundle._core.memo import code_digest
+from ortbundle._core.memo import NO_MEMO, Memo, memo_key
 
 if TYPE_CHECKING:
     from license_expression import Licensing
@@ -89,32 +90,26 @@ def _parse(expression: str) -> ExpressionFacts:
         )
 
 
-_memo_dir: Path | None = None  # set by a build: its cache's outputs/spdx; None parses always
+# each memo file's facts, read once per process (the targets' threads share them), by the file's
+# path: which file, if any, is the caller's memo to say
 _memos: dict[Path, dict[str, ExpressionFacts]] = {}
 
 
-def keep_in(directory: Path | None) -> None:
-    """Keep the facts of every expression under `directory` (a build's cache), or nowhere: a
-    release parses every expression again, as it re-reads every memoised input."""
-    global _memo_dir
-    _memo_dir = directory
+def _memo_file(memo: Memo) -> Path | None:
+    """One file of every expression's facts per version of ortbundle's code; None: no memo."""
+    return memo.entry("spdx", memo_key([])) if memo.on else None
 
 
-def _memo_file(directory: Path) -> Path:
-
-    return directory / f"{code_digest()[:32]}.json"
-
-
-def _memo(directory: Path) -> dict[str, ExpressionFacts]:
+def _memo(path: Path) -> dict[str, ExpressionFacts]:
     with _LOCK:
-        if directory not in _memos:
-            _memos[directory] = _read(directory)
-        return _memos[directory]
+        if path not in _memos:
+            _memos[path] = _read(path)
+        return _memos[path]
 
 
-def _read(directory: Path) -> dict[str, ExpressionFacts]:
+def _read(path: Path) -> dict[str, ExpressionFacts]:
     try:
-        raw = json.loads(_memo_file(directory).read_text("utf-8"))
+        raw = json.loads(path.read_text("utf-8"))
         return {
             text: ExpressionFacts(
                 normalized=str(f["normalized"]),
@@ -138,7 +133,7 @@ def _from_json(node: Any) -> Tree:
     return (kind, [_from_json(v) for v in value])
 
 
-def _save(directory: Path, memo: dict[str, ExpressionFacts]) -> None:
+def _save(path: Path, known: dict[str, ExpressionFacts]) -> None:
     document = {
         text: {
             "normalized": f.normalized,
@@ -147,9 +142,8 @@ def _save(directory: Path, memo: dict[str, ExpressionFacts]) -> None:
             "tree": f.tree,
             "simplified": f.simplified,
         }
-        for text, f in memo.items()
+        for text, f in known.items()
     }
-    path = _memo_file(directory)
     try:
         path.parent.mkdir(parents=True, exist_ok=True)
         atomic_write(path, json.dumps(document, sort_keys=True))
@@ -157,19 +151,20 @@ def _save(directory: Path, memo: dict[str, ExpressionFacts]) -> None:
         pass  # a memo that cannot be written is only slower
 
 
-def facts(expression: str) -> ExpressionFacts:
-    """The facts of `expression`; raises NotAnExpression when it is none."""
-    directory = _memo_dir
-    if directory is None:
+def facts(expression: str, memo: Memo = NO_MEMO) -> ExpressionFacts:
+    """The facts of `expression`; raises NotAnExpression when it is none. `memo`: the build's,
+    where they are kept (off: parsed every time, as a release and every other command do)."""
+    path = _memo_file(memo)
+    if path is None:
         return _parse(expression)
-    memo = _memo(directory)
+    known = _memo(path)
     with _LOCK:
-        found = memo.get(expression)
+        found = known.get(expression)
     if found is not None:
         return found
     parsed = _parse(expression)
     with _LOCK:
-        memo[expression] = parsed
-        snapshot = dict(memo)
-    _save(directory, snapshot)
+        known[expression] = parsed
+        snapshot = dict(known)
+    _save(path, snapshot)
     return parsed

@@ -12,9 +12,8 @@ from pathlib import Path
 
 from ortbundle._core.errors import ClosureError
 from ortbundle._core.fsio import atomic_write, locked
-from ortbundle._core.memo import digest_of
+from ortbundle._core.memo import Memo, digest_of
 from ortbundle._core.progress import Reporter, status
-from ortbundle._core.templating import keep_in as keep_renderings
 from ortbundle._core.version import __version__
 from ortbundle.channels import ChannelOutput, PackageInput
 from ortbundle.channels.registry import generate_all, package_input
@@ -38,7 +37,6 @@ from ortbundle.fetch.archives import MemberReader, open_source
 from ortbundle.fetch.artifacts import Artifact, Fetcher
 from ortbundle.fetch.cache import Cache, default_cache_dir
 from ortbundle.fetch.member_memo import MemoizedMembers
-from ortbundle.licensing import spdx
 from ortbundle.licensing.attribution import (
     NOTICE_NAME,
     TOOL_COMPONENT,
@@ -122,7 +120,7 @@ def _stage_models(
     artifacts: dict[str, Artifact],
     tmp: Path,
     texts: list[StagedText],
-    memo: Path | None,
+    memo: Memo,
 ) -> list[StagedModel]:
     """Every model of the product, gated, under models/<name>/, with its licence texts."""
     staged = []
@@ -176,15 +174,15 @@ def _stage_target(
     artifacts: dict[str, Artifact],
     tmp: Path,
     cache: Path,
-    code: str,
+    memo: Memo,
     verify: bool,
 ) -> TargetResult:
     """One target's stage in `tmp`: its runtimes, models and the tool's own files, every file
     attributed to one component and NOTICE written; a worker thread runs one per target."""
-    work = _TargetWork(project, plan, target_name, artifacts, tmp, cache, code, verify)
+    work = _TargetWork(project, plan, target_name, artifacts, tmp, cache, memo, verify)
     tmp.mkdir()
     runtimes, texts = _stage_runtimes(work)
-    models = _stage_models(project, plan, target_name, artifacts, tmp, texts, work.memo("members"))
+    models = _stage_models(project, plan, target_name, artifacts, tmp, texts, memo)
     tool_text, tool_files = _write_tool_files(work, runtimes, models)
     licensing = attribute_target(
         target_name,
@@ -195,9 +193,9 @@ def _stage_target(
         [tool_text],
         __version__,
         models,
-        # each bundled DLL's version resource, read once per SHA-256 (a release reads again)
-        memo=work.memo("file-versions"),
-        copyright_memo=work.memo("copyrights"),
+        # each bundled DLL's version resource and each text's copyright lines, read once per
+        # SHA-256, and each licence expression's facts (a release reads them again)
+        memo=memo,
     )
     licensing = _write_notice(work, licensing)
     files = list_stage(tmp, licensing)
@@ -209,20 +207,16 @@ def _stage_target(
 @dataclass(frozen=True)
 class _TargetWork:
     """What every step of one target's stage reads: the project and plan, the target, the
-    fetched artifacts, the stage directory, the cache and the tool's code digest."""
+    fetched artifacts, the stage directory, the cache's runtime store and the build's memo."""
 
     project: Project
     plan: Plan
     target: str
     artifacts: dict[str, Artifact]
     tmp: Path  # the target's stage
-    cache: Path
-    code: str
-    verify: bool  # a release: every memoised input is read again, no pruned runtime restored
-
-    def memo(self, kind: str) -> Path | None:
-        """Where outputs of `kind` are memoised under the cache; None for a release."""
-        return None if self.verify else self.cache / "outputs" / kind
+    cache: Path  # where pruned runtimes are stored (a release stores but never restores)
+    memo: Memo  # the build's: off for a release, which reads every memoised input again
+    verify: bool  # a release: strict about undeclared run-time loads
 
 
 def _stage_runtimes(
@@ -255,10 +249,10 @@ def _stage_one_runtime(
     target = overlays(work.plan.product.externals, recipe.externals).apply(get_target(work.target))
     status(f"{work.target}: {recipe.name}")  # the live line of the stage phase
     section = recipe.for_target(work.target)
-    key = _runtime_key(recipe, section, target, work.code)
+    key = _runtime_key(recipe, section, target)
     # the pruned runtime of an earlier build; never for a release: a record stored beside
     # the memo cannot vouch for it, so a release prunes again from re-hashed wheels
-    staged = None if work.verify else restore_runtime(work.cache, key, work.tmp, recipe.directory)
+    staged = restore_runtime(work.cache, key, work.tmp, recipe.directory) if work.memo.on else None
     text_ids = {t.source for rule in section.licenses for t in rule.texts if t.source}
     # a restored runtime reads only its licence texts, through the member memo: the wheels
     # are opened (and their member names checked) only for a text the memo lacks
@@ -268,8 +262,7 @@ def _stage_one_runtime(
     }
     archives = open_archives(recipe, opened, paths)
     readers = {
-        sid: memo_reader(recipe, sid, paths[sid], archives.get(sid), work.memo("members"))
-        for sid in text_ids
+        sid: memo_reader(recipe, sid, paths[sid], archives.get(sid), work.memo) for sid in text_ids
     }
     try:
         if staged is None:
@@ -294,7 +287,7 @@ def _stage_one_runtime(
             archive.close()
 
 
-def _runtime_key(recipe: Recipe, section: TargetRecipe, target: Target, code: str) -> str:
+def _runtime_key(recipe: Recipe, section: TargetRecipe, target: Target) -> str:
     """What the pruned runtime depends on: its name, this target's recipe section, the bytes
     of the sources it takes — not the rest of the recipe, so a pin for another target leaves
     it alone."""
@@ -306,7 +299,6 @@ def _runtime_key(recipe: Recipe, section: TargetRecipe, target: Target, code: st
         target.name,  # get_target's name, which the overlays keep
         # the archive the members come from: for a nested source, the inner one's pin
         (recipe.sources[i].archive_sha256 for i in take_ids),
-        code,
     )
 
 
@@ -348,7 +340,8 @@ def _write_tool_files(
 def _write_notice(work: _TargetWork, licensing: TargetLicensing) -> TargetLicensing:
     """NOTICE, written from the attribution and so attributed after it, to the tool."""
     notice = work.tmp / NOTICE_NAME
-    atomic_write(notice, notice_text(work.plan.product.name, work.plan.product.version, licensing))
+    product = work.plan.product
+    atomic_write(notice, notice_text(product.name, product.version, licensing, memo=work.memo))
     notice.chmod(TEXT_MODE)
     return with_tool_file(licensing, staged_file(work.tmp, NOTICE_NAME))
 
@@ -384,10 +377,6 @@ def build(
     preflight(project, plan, prepared.cache, prepared.version_dir)
     check_compare(options.compare, plan.product.name)  # a bad --compare fails before the work
     reporter.begin("fetch")
-    # the facts of each licence expression, kept under the cache; a release parses them again
-    spdx.keep_in(None if options.release else prepared.cache / "outputs" / "spdx")
-    # the text files rendered from templates, kept by their whole context (not for a release)
-    keep_renderings(None if options.release else prepared.cache / "outputs" / "rendered")
     plan, artifacts = fetch(project, options, reporter, plan)  # the plan the key was made of
     fetched = sum(1 for a in artifacts.values() if a.downloaded)
     reporter.done(f"{len(artifacts)} artifacts verified, {fetched} downloaded")
@@ -421,8 +410,8 @@ def _build_locked(
                     artifacts,
                     scratch / t,
                     prepared.cache,
-                    prepared.code,
-                    options.release,  # a release re-hashes every memoised input
+                    prepared.memo,  # off for a release: it re-hashes every memoised input
+                    options.release,  # and is strict about undeclared loads
                 )
                 for t in plan.targets
             ]
@@ -438,7 +427,7 @@ def _build_locked(
         reporter.done(f"{len(staged)} targets, {runtimes} runtimes pruned and staged")
         reporter.begin("audit")
         licensing = [t.licensing for t in staged]
-        audits = audit_targets(project, plan.product, licensing, options)
+        audits = audit_targets(project, plan.product, licensing, options, prepared.memo)
         failed = sum(1 for a in audits if not a.passed)
         reporter.done(f"{len(audits)} channels, " + (f"{failed} FAILED" if failed else "passed"))
         if options.audit_only:
@@ -465,6 +454,7 @@ def _build_locked(
             key=key,
             options=options,
             digests=package_digests(packages),
+            memo=prepared.memo,
         )
         reporter.done("manifest, SBOM, provenance " + ("signed" if key else "UNSIGNED"))
     except BaseException:
@@ -516,8 +506,7 @@ def _package(
             t.licensing,
             [(plan.recipes[r.runtime], r) for r in t.runtimes],
             prepared.epoch,
-            prepared.cache,
-            verify_cache=options.release,
+            prepared.memo,  # off for a release: every package and SBOM is produced afresh
         )
         for t in staged
     }
@@ -547,9 +536,11 @@ def finish_version(
     key: SecretKey | None,
     options: BuildOptions,
     digests: Mapping[str, str],
+    memo: Memo,
 ) -> None:
     """The evidence tail of a build and of a release: the strict gate, the manifest, SBOM and
-    signature over the scratch version directory, then its publication in one step."""
+    signature over the scratch version directory, then its publication in one step. `memo`:
+    the build's, where the report and the SBOM are kept (off for a release)."""
     if options.release and not all(a.passed for a in audits):
         raise AuditFailed(plan.product, audits, list(licensing))
     write_report(  # ortbundle/report/: report.html, listed in the manifest like all evidence
@@ -560,7 +551,7 @@ def finish_version(
         audits=audits,
         signed_by=key.public_key().key_id_hex if key else None,
         compare=options.compare,
-        cache=None if options.release else options.cache_dir or default_cache_dir(),
+        memo=memo,
     )
     write_evidence(
         scratch,
@@ -573,7 +564,7 @@ def finish_version(
         key=key,
         root=project.root,
         policy_sha256=policy_digest(project),
-        cache=options.cache_dir or default_cache_dir(),
         digests=dict(digests),
+        memo=memo,
     )
     publish(scratch, version_dir)

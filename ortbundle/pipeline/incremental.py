@@ -26,7 +26,7 @@ from typing import TYPE_CHECKING, Any
 
 from ortbundle._core.fsio import atomic_write, locked, remove_dead_leftovers
 from ortbundle._core.locations import default_cache_dir
-from ortbundle._core.memo import digest_of
+from ortbundle._core.memo import Memo, digest_of, memo_key
 from ortbundle.config.plan import TOOL_LICENSE, BuildOptions, Plan, Project, load_plan
 from ortbundle.fetch.cache import stat_record
 from ortbundle.pipeline.noop import (
@@ -50,8 +50,9 @@ if TYPE_CHECKING:
 _FORMAT = "ortbundle-incremental/3"
 
 
-def runtime_key(recipe_part: str, target: str, source_hashes: Iterable[str], code: str) -> str:
-    return digest_of(["runtime", recipe_part, target, *sorted(source_hashes), code])
+def runtime_key(recipe_part: str, target: str, source_hashes: Iterable[str]) -> str:
+    """A pruned runtime's key: its recipe part, its target, its sources' bytes, the tool's code."""
+    return memo_key(["runtime", recipe_part, target, *sorted(source_hashes)])
 
 
 # --- whole builds ---------------------------------------------------------------------------
@@ -68,6 +69,7 @@ class PreparedBuild:
     key: str
     facts: Environment  # the environment's part of the key: the code, the epoch, …
     inputs: dict[str, dict[str, int]]  # the stat of the project's inputs, before planning
+    memo: Memo  # where the build keeps what it computes (off for a release)
     previous: dict[str, Any] | None = None  # an identical earlier build's summary: nothing to do
 
     @property
@@ -125,7 +127,8 @@ def prepare_build(project: Project, options: BuildOptions) -> PreparedBuild:
     # an audit publishes nothing to compare with; an unsigned release is refused by the build
     if not options.audit_only and not (options.release and facts.signing == "unsigned"):
         previous = unchanged_build(cache, version_dir, key)
-    prepared = PreparedBuild(plan, version_dir, cache, key, facts, inputs)
+    memo = Memo.for_build(cache, release=options.release)
+    prepared = PreparedBuild(plan, version_dir, cache, key, facts, inputs, memo)
     if previous is not None:
         prepared.remember(project, options)  # the next no-op need not plan
         return replace(prepared, previous={**previous, "version_dir": str(version_dir)})

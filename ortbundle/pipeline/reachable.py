@@ -19,7 +19,7 @@ from itertools import combinations
 from pathlib import Path
 from typing import Any
 
-from ortbundle._core.memo import code_digest, remembered
+from ortbundle._core.memo import NO_MEMO, Memo
 from ortbundle.payload.loader.hardware import Gpu, Hardware
 from ortbundle.payload.loader.scoring import score
 from ortbundle.stage.index_json import FRAGMENTS_DIR, INDEX_NAME
@@ -133,12 +133,12 @@ def never_chosen(index: dict[str, Any]) -> list[NeverChosen]:
     return found
 
 
-def warning_lines(stages: list[Path], memo: Path | None = None) -> list[str]:
+def warning_lines(stages: list[Path], memo: Memo = NO_MEMO) -> list[str]:
     """One warning per never-chosen runtime of each built target stage, read from the index
     (runtimes.json, or an add-on's runtimes.d fragment) the build wrote there.
 
-    `memo`: where the verdict on each index is kept, by its bytes and the tool's code: the same
-    index gets the same verdict, and judging it scores 32 machines."""
+    `memo`: the build's, where the verdict on each index is kept, by its bytes and the tool's
+    code: the same index gets the same verdict, and judging it scores 32 machines."""
 
     lines: list[str] = []
     for stage in stages:
@@ -146,9 +146,9 @@ def warning_lines(stages: list[Path], memo: Path | None = None) -> list[str]:
         for path in indexes:
             if path.is_file():
                 index = path.read_bytes()
-                key = hashlib.sha256(code_digest().encode() + b"\0" + index).hexdigest()
-                lines += remembered(
-                    None if memo is None else memo / key[:2] / f"{key}.json",
+                lines += memo.remembered(
+                    "reachable",
+                    [hashlib.sha256(index).hexdigest()],  # the index's bytes, the tool's code
                     functools.partial(_warnings, index),
                     lambda found: found,
                     lambda kept: [str(line) for line in kept],

@@ -19,7 +19,7 @@ from typing import Any
 
 from ortbundle._core.errors import ConfigError, IntegrityError
 from ortbundle._core.fsio import sha256_file
-from ortbundle._core.templating import keep_in as keep_renderings
+from ortbundle._core.memo import Memo
 from ortbundle._core.version import __version__
 from ortbundle.channels import CHANNEL_TARGETS
 from ortbundle.config.plan import (
@@ -35,7 +35,6 @@ from ortbundle.evidence.record import RECORDS_DIR
 from ortbundle.evidence.report.closures import copy_closures
 from ortbundle.evidence.signing import signing_key
 from ortbundle.evidence.verify import verify_tree
-from ortbundle.licensing import spdx
 from ortbundle.licensing.attribution import TargetLicensing, licensing_from_json
 from ortbundle.licensing.audit import ChannelAudit, audit_targets
 from ortbundle.pipeline.build import finish_version
@@ -140,8 +139,6 @@ def _outputs_under(manifest: dict[str, Any], prefix: str) -> dict[str, str]:
 def release(project: Project, runner_dirs: Sequence[Path], options: BuildOptions) -> ReleaseResult:
     """Merge, check, record and sign; publish dist/<product>/<version>/ only if all of it holds."""
     environ = os.environ if options.environ is None else options.environ
-    spdx.keep_in(None)  # a release parses every licence expression again
-    keep_renderings(None)  # and renders every text file afresh
     plan = load_plan(project, BuildOptions(product=options.product))
     product = plan.product
     key = signing_key(product, options, environ)
@@ -155,7 +152,10 @@ def release(project: Project, runner_dirs: Sequence[Path], options: BuildOptions
     scratch = scratch_dir(version_dir)
     try:
         merged = _merge_runners(plan, owner, scratch)
-        audits = audit_targets(project, product, merged.licensing, options)
+        # a release keeps and consults no memo: it parses every licence expression again,
+        # renders every page and writes the SBOM afresh
+        memo = Memo.off()
+        audits = audit_targets(project, product, merged.licensing, options, memo)
         finish_version(
             project,
             plan,
@@ -169,6 +169,7 @@ def release(project: Project, runner_dirs: Sequence[Path], options: BuildOptions
             options=options,
             # each runner's tree was re-hashed against its manifest when it was loaded
             digests=merged.packaging_digests,
+            memo=memo,
         )
     except BaseException:
         discard(scratch, up_to=project.dist)

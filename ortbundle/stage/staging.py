@@ -19,6 +19,7 @@ from pathlib import Path
 
 from ortbundle._core.errors import ArchiveError, BinaryError, ConfigError
 from ortbundle._core.fsio import pid_alive, sha256_file
+from ortbundle._core.memo import Memo
 from ortbundle._core.publish import (
     publish as publish,  # build.py and release.py publish through here
 )
@@ -89,9 +90,9 @@ def open_archives(
 
 
 def memo_reader(
-    recipe: Recipe, sid: str, path: Path, opened: ZipArchive | None, memo: Path | None
+    recipe: Recipe, sid: str, path: Path, opened: ZipArchive | None, memo: Memo
 ) -> MemoizedMembers:
-    """Source `sid` read member by member through the member memo (None: no memo, a release);
+    """Source `sid` read member by member through the build's member memo (off: a release);
     `opened` is the archive when this build has it open already."""
     source = recipe.sources[sid]
 

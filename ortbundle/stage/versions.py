@@ -21,7 +21,7 @@ from pathlib import Path
 from typing import Any
 
 from ortbundle._core.errors import LicenseError
-from ortbundle._core.memo import remembered
+from ortbundle._core.memo import NO_MEMO, Memo
 from ortbundle.stage.binaries import read_version_info
 
 _NUMERIC = re.compile(r"^\d+(\.\d+)*")
@@ -43,13 +43,13 @@ class FileVersion:
 
 
 def read_file_version(
-    path: Path, relative: str, *, sha256: str = "", memo: Path | None = None
+    path: Path, relative: str, *, sha256: str = "", memo: Memo = NO_MEMO
 ) -> FileVersion | None:
     """The version a library carries, or None (not PE or ELF, or it carries none).
 
-    With `memo` (a directory under the cache) a PE file's version resource is read once per
-    SHA-256: it is the same for the same bytes, and parsing a 20 MB DLL's resources was most
-    of what attribution cost on a warm build. An ELF's comes from its name, never memoised."""
+    With a build's `memo` a PE file's version resource is read once per SHA-256: it is the
+    same for the same bytes, and parsing a 20 MB DLL's resources was most of what attribution
+    cost on a warm build. An ELF's comes from its name, never memoised."""
     with path.open("rb") as handle:
         magic = handle.read(4)
     if magic == b"\x7fELF":
@@ -59,7 +59,8 @@ def read_file_version(
         return None
     if magic[:2] != b"MZ":
         return None
-    stored = memo / sha256[:2] / f"{sha256}.json" if memo is not None and sha256 else None
+    if not sha256:  # bytes not checked: nothing to key them by
+        return _pe_version(path, relative)
 
     def to_json(found: FileVersion | None) -> dict[str, Any] | None:
         if found is None:
@@ -72,7 +73,14 @@ def read_file_version(
         raw = tuple(str(v) for v in data["raw"])
         return FileVersion(relative, data["version"], raw, data["publisher"], _PE_EVIDENCE)
 
-    return remembered(stored, lambda: _pe_version(path, relative), to_json, from_json)
+    return memo.remembered(
+        "file-versions",
+        [sha256],  # the bytes alone, as the resource was always kept
+        lambda: _pe_version(path, relative),
+        to_json,
+        from_json,
+        code=False,
+    )
 
 
 _PE_EVIDENCE = "PE version resource"
@@ -130,7 +138,7 @@ def resolve_version(
     *,
     target: str,
     recipe: str,
-    memo: Path | None = None,
+    memo: Memo = NO_MEMO,
 ) -> ResolvedVersion:
     """The component's version: the recipe's when it states one (checked against the files),
     else the one its files carry; the recipe's text when neither says more."""

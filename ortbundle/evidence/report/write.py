@@ -8,7 +8,7 @@ from pathlib import Path
 
 from ortbundle._core.errors import ConfigError
 from ortbundle._core.fsio import atomic_write
-from ortbundle._core.memo import code_digest
+from ortbundle._core.memo import Memo
 from ortbundle.config.plan import Plan
 from ortbundle.evidence.names import REPORT_NAME
 from ortbundle.evidence.report import changes as ch
@@ -38,11 +38,11 @@ def write_report(
     audits: Sequence[ChannelAudit],
     signed_by: str | None,
     compare: Path | None = None,
-    cache: Path | None = None,
+    memo: Memo,
 ) -> Path:
     """Write report.html into the (scratch) `version_dir` that will be published as
     `published`; compare with `compare` (a version directory) or else the newest older build
-    beside `published` in dist/<product>/. `cache`: where the rendered page is memoised."""
+    beside `published` in dist/<product>/. `memo`: the build's, where the page is kept."""
 
     product = plan.product
     targets = tuple(tl.target for tl in licensing)
@@ -85,31 +85,15 @@ def write_report(
         scale=scale,
     )
     path = version_dir / REPORT_NAME
-    atomic_write(path, _rendered(report, cache))
+    atomic_write(path, _rendered(report, memo))
     path.chmod(0o644)
     return path
 
 
-def _rendered(report: Report, cache: Path | None) -> str:
-    """render_html, memoised by the page's content: compiling the template is most of the cost
-    (0.1-0.3 s), and a warm build's report is usually the last one's. A stored page is
-    re-hashed before it is used; `cache` None (a release) renders afresh."""
-    import hashlib
-
-    key = hashlib.sha256(f"{code_digest()}\n{report!r}".encode()).hexdigest()
-    entry = cache / "outputs" / "report" / key[:2] / f"{key}.html" if cache else None
-    if entry is not None:
-        try:
-            data = entry.read_bytes()
-            recorded = entry.with_suffix(".sha256").read_text("utf-8").strip()
-        except OSError:
-            pass
-        else:
-            if hashlib.sha256(data).hexdigest() == recorded:
-                return data.decode("utf-8")
-    text = render_html(report)
-    if entry is not None:
-        entry.parent.mkdir(parents=True, exist_ok=True)
-        atomic_write(entry, text)
-        atomic_write(entry.with_suffix(".sha256"), hashlib.sha256(text.encode()).hexdigest())
-    return text
+def _rendered(report: Report, memo: Memo) -> str:
+    """render_html, kept by the page's content and the tool's code: compiling the template is
+    most of the cost (0.1-0.3 s), and a warm build's report is usually the last one's. A kept
+    page is re-hashed before it is used; a release's memo is off: it renders afresh."""
+    return memo.remembered_text(
+        "report", [repr(report)], lambda: render_html(report), suffix=".html"
+    )

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from ortbundle._core.memo import code_digest, digest_of, remembered
+from ortbundle._core.memo import Memo
 from ortbundle.stage.binaries import inspect
 from ortbundle.stage.binaries.info import BinaryInfo, info_from_json, info_to_json
 
@@ -19,11 +19,11 @@ from ortbundle.stage.binaries.info import BinaryInfo, info_from_json, info_to_js
 _FORMAT = "binary-info/2"
 
 
-def inspect_known(path: Path, sha256: str, *, name: str, memo: Path | None) -> BinaryInfo:
+def inspect_known(path: Path, sha256: str, *, name: str, memo: Memo) -> BinaryInfo:
     """`inspect(path)` for a file already checked to have `sha256`; from `memo` when it has it."""
-    key = digest_of([_FORMAT, sha256, code_digest()]) if memo is not None else ""
-    return remembered(
-        memo / key[:2] / f"{key}.json" if memo is not None else None,
+    return memo.remembered(
+        "binary-info",
+        [_FORMAT, sha256],  # and the tool's code
         lambda: inspect(path, name=name),
         info_to_json,
         info_from_json,
