@@ -175,11 +175,11 @@ def _stage_target(
     tmp: Path,
     cache: Path,
     memo: Memo,
-    verify: bool,
+    release: bool,
 ) -> TargetResult:
     """One target's stage in `tmp`: its runtimes, models and the tool's own files, every file
     attributed to one component and NOTICE written; a worker thread runs one per target."""
-    work = _TargetWork(project, plan, target_name, artifacts, tmp, cache, memo, verify)
+    work = _TargetWork(project, plan, target_name, artifacts, tmp, cache, memo, release)
     tmp.mkdir()
     runtimes, texts = _stage_runtimes(work)
     models = _stage_models(project, plan, target_name, artifacts, tmp, texts, memo)
@@ -216,7 +216,7 @@ class _TargetWork:
     tmp: Path  # the target's stage
     cache: Path  # where pruned runtimes are stored (a release stores but never restores)
     memo: Memo  # the build's: off for a release, which reads every memoised input again
-    verify: bool  # a release: strict about undeclared run-time loads
+    release: bool  # strict about undeclared run-time loads
 
 
 def _stage_runtimes(
@@ -308,7 +308,7 @@ def _with_checked_loads(
     """The runtime with the libraries it opens by name, declared and found; a release refuses
     one that opens a library its recipe does not declare."""
     staged = with_runtime_loads(staged, recipe, target)
-    if work.verify and staged.closure.load_findings:
+    if work.release and staged.closure.load_findings:
         raise refuse_undeclared(
             staged.closure.load_findings,
             component=recipe.name,
