@@ -354,12 +354,9 @@ def test_the_baseline_reaches_every_output(fake: FakeProject, reporter: Reporter
 
     notes = [n for p in result.packages for n in p.notes]
     assert any(n.startswith("runs on glibc ≥ 2.34 (manylinux_2_34)") for n in notes)
-    from ortbundle.stage.system import summary_lines
+    from ortbundle.stage.requirements import summary_lines
 
-    lines = summary_lines(
-        result.plan.product.system,
-        [(t.target, [(s.runtime, s) for s in t.runtimes]) for t in result.targets],
-    )
+    lines = summary_lines(t.requirements for t in result.targets)
     assert (
         "linux-x86_64 runs on: glibc ≥ 2.34 (manylinux_2_34), libstdc++ from GCC ≥ 12.1.0" in lines
     )

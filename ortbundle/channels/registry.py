@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import dataclasses
 from collections.abc import Callable, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
@@ -25,10 +24,9 @@ from ortbundle.config.recipes import Product, Recipe
 from ortbundle.config.targets import PACKAGE_CHANNELS, get_target, overlays
 from ortbundle.evidence.record import cached_sbom_json
 from ortbundle.licensing.attribution import ShippedFile, TargetLicensing
-from ortbundle.stage.closure import ExternalLibrary
 from ortbundle.stage.index_json import GENERIC_GPU_PROVIDERS
+from ortbundle.stage.requirements import TargetRequirements
 from ortbundle.stage.staging import StagedRuntime
-from ortbundle.stage.system import package_system
 
 
 def _apk() -> Channel:
@@ -54,20 +52,13 @@ def package_input(
     files: tuple[ShippedFile, ...],
     licensing: TargetLicensing,
     runtimes: Sequence[tuple[Recipe, StagedRuntime]],
+    requirements: TargetRequirements,
     epoch: int,
     cache: Path | None,
     verify_cache: bool = False,
 ) -> PackageInput:
-    """The hand-off: everything a channel may know about one target stage."""
-    externals: dict[str, ExternalLibrary] = {}
-    for _recipe, staged in runtimes:
-        for ext in staged.closure.externals:
-            users = tuple(f"{staged.directory}/{n}" for n in ext.needed_by)
-            if ext.name in externals:
-                users = tuple(sorted({*externals[ext.name].needed_by, *users}))
-            earlier = externals.get(ext.name)
-            via = "needed" if earlier is not None and earlier.via != ext.via else ext.via
-            externals[ext.name] = dataclasses.replace(ext, needed_by=users, via=via)
+    """The hand-off: everything a channel may know about one target stage; what the user's
+    machine must provide is the target's requirements model, as every output renders it."""
     overlay = overlays(product.externals, (s for r, _ in runtimes for s in r.externals))
     return PackageInput(
         product=product.name,
@@ -78,7 +69,7 @@ def package_input(
         stage=stage,
         files=files,
         licenses=licensing.license_ids,
-        externals=tuple(sorted(externals.values(), key=lambda e: e.name.lower())),
+        externals=requirements.externals,
         runtimes=tuple(
             ShippedRuntime(
                 name=recipe.name,
@@ -105,7 +96,7 @@ def package_input(
             for c in licensing.components
         ),
         sbom=_target_sbom(product, licensing, epoch, cache),
-        system=package_system(staged for _, staged in runtimes),
+        system=requirements.system,
         supports=product.system,
         packages=tuple(
             p for channel in PACKAGE_CHANNELS for p in overlay.packages(target, channel).values()
