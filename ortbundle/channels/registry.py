@@ -95,7 +95,7 @@ def package_input(
             )
             for c in licensing.components
         ),
-        sbom=_target_sbom(product, licensing, epoch, cache),
+        sbom=_target_sbom(product, licensing, requirements, epoch, cache),
         system=requirements.system,
         supports=product.system,
         packages=tuple(
@@ -113,10 +113,16 @@ def package_input(
 
 
 def _target_sbom(
-    product: Product, licensing: TargetLicensing, epoch: int, cache: Path | None
+    product: Product,
+    licensing: TargetLicensing,
+    requirements: TargetRequirements,
+    epoch: int,
+    cache: Path | None,
 ) -> str:
     """The target's own SBOM (the .deb and .rpm carry it); the release SBOM covers every target."""
-    return cached_sbom_json(cache, product, [licensing], {}, epoch)
+    return cached_sbom_json(
+        cache, product, [licensing], {}, epoch, {requirements.target: requirements.as_json()}
+    )
 
 
 def generate_all(

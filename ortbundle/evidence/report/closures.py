@@ -1,7 +1,8 @@
 """closures/<target>.json: each runtime's dependency closure as evidence beside the manifest.
 
 The stage keeps only what was kept; what was dropped and why, and what the user's system must
-provide, would otherwise live only in the build's memory. Written by the build, copied by a
+provide (the target's requirements model, stage/requirements.py, which the report and the SBOM
+render), would otherwise live only in the build's memory. Written by the build, copied by a
 release from the runner that built the target, read by the report (of this build and of a later
 one comparing with it). Listed in the manifest like every other evidence file.
 """
