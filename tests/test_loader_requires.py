@@ -18,7 +18,7 @@ import jsonschema
 import pytest
 
 from ortbundle.config.products import Addon
-from ortbundle.config.recipes import Product, Recipe
+from ortbundle.config.recipes import Product, Recipe, SystemSpec
 from ortbundle.payload.loader import (
     SCHEMA,
     Gpu,
@@ -40,6 +40,7 @@ from ortbundle.stage.index_json import (
     requires_entries,
     write_index,
 )
+from ortbundle.stage.requirements import resolve
 from ortbundle.stage.staging import StagedRuntime
 from tests.helpers.elf import make_elf
 from tests.helpers.fakeroot import (
@@ -389,7 +390,13 @@ def test_requires_lists_what_the_base_system_may_lack() -> None:
         ext("libcdsprpc.so", "cdsp", "driver"),
         ext("libcudnn.so.9", "cudnn", "toolkit"),
     )
-    assert requires_entries(LINUX, core, [plugin]) == [
+    model = resolve(
+        LINUX,
+        SystemSpec(),
+        [(_recipe("cuda", ()), core), (replace(_recipe("ep", ()), kind="plugin-ep"), plugin)],
+        {"ep": ("cuda",)},
+    )
+    assert requires_entries(LINUX, model.index_requires("cuda")) == [
         need("libcdsprpc.so", "cdsp", optional=True),  # only a plugin EP needs it
         need("libcudnn.so.9", "cudnn", install=CUDNN),  # the core needs it: required
         need("libgomp.so.1", "gcc-libs"),
@@ -403,7 +410,10 @@ def test_requires_lists_what_the_base_system_may_lack() -> None:
         ext("api-ms-win-crt-runtime-l1-1-0.dll", "windows", "system"),
         ext("MSVCP140.dll", "msvc-runtime", "redist"),
     )
-    assert requires_entries(WINDOWS, windows) == [need("MSVCP140.dll", "msvc-runtime")]
+    model = resolve(WINDOWS, SystemSpec(), [(_recipe("cuda", ()), windows)])
+    assert requires_entries(WINDOWS, model.index_requires("cuda")) == [
+        need("MSVCP140.dll", "msvc-runtime")
+    ]
 
 
 def _recipe(name: str, vendors: tuple[str, ...]) -> Recipe:

@@ -226,6 +226,7 @@ def test_declared_loads_become_externals(opening: FakeProject, reporter: Reporte
         (),
         linux.licensing,
         [(result.plan.recipes["fake"], s) for s in linux.runtimes],
+        linux.requirements,
         0,
         Memo.off(),
     )

@@ -8,6 +8,7 @@ from __future__ import annotations
 import dataclasses
 import json
 import shutil
+import tomllib
 from collections.abc import Mapping
 from pathlib import Path
 
@@ -166,6 +167,36 @@ def test_windows_version_from_imports_and_api_sets(tmp_path: Path) -> None:
         tmp_path, "b.dll", imports=("KERNEL32.dll",), os_version=(6, 1), subsystem_version=(6, 1)
     )
     assert baseline([("b.dll", plain)]).windows.version == "6.1"  # type: ignore[union-attr]
+
+
+def test_a_dll_only_newer_windows_has_raises_the_oldest_windows(tmp_path: Path) -> None:
+    """DirectML.dll imports d3d12.dll by ordinal, no dated function: the DLL alone says
+    Windows 10, where its loader would refuse it on 8.1 (baselines.toml [windows.dlls])."""
+    directml = _pe(
+        tmp_path,
+        "DirectML.dll",
+        imports=("KERNEL32.dll", "D3D12.dll", "dxgi.dll"),
+        os_version=(6, 3),
+        subsystem_version=(6, 3),
+    )
+    system = baseline([("DirectML.dll", directml)])
+    assert system.windows is not None and system.windows.version == "10.0"
+    assert system.windows.why == "DirectML.dll imports D3D12.dll"
+    delayed = _pe(tmp_path, "b.dll", imports=("KERNEL32.dll",), delay_imports=("dxcore.dll",))
+    assert baseline([("b.dll", delayed)]).windows.version == "10.0"  # type: ignore[union-attr]
+
+
+def test_the_dll_table_is_checked_by_the_schema() -> None:
+    from ortbundle.config.schema import problems_in
+
+    source = Path(__file__).resolve().parents[1] / "ortbundle" / "data" / "baselines.toml"
+    data = tomllib.loads(source.read_text("utf-8"))
+    assert data["windows"]["dlls"]["d3d12.dll"] == "10.0"
+    data["windows"]["dlls"] = {"D3D12.dll": "10.0", "dxcore.dll": "ten"}
+    found = {(p.key, p.message) for p in problems_in("baselines.toml", data, "baselines-data")}
+    assert len(found) == 2, found
+    assert any("D3D12.dll" in key for key, _ in found)
+    assert any("NT version" in message for _, message in found)
 
 
 def test_msvc_runtime_from_the_import_names(tmp_path: Path) -> None:
@@ -327,12 +358,9 @@ def test_the_baseline_reaches_every_output(fake: FakeProject, reporter: Reporter
 
     notes = [n for p in result.packages for n in p.notes]
     assert any(n.startswith("runs on glibc ≥ 2.34 (manylinux_2_34)") for n in notes)
-    from ortbundle.stage.system import summary_lines
+    from ortbundle.stage.requirements import summary_lines
 
-    lines = summary_lines(
-        result.plan.product.system,
-        [(t.target, [(s.runtime, s) for s in t.runtimes]) for t in result.targets],
-    )
+    lines = summary_lines(t.requirements for t in result.targets)
     assert (
         "linux-x86_64 runs on: glibc ≥ 2.34 (manylinux_2_34), libstdc++ from GCC ≥ 12.1.0" in lines
     )

@@ -63,6 +63,8 @@ class PackageInput:
     stage: Path  # the published target stage: dist/<product>/<version>/<target>
     files: tuple[ShippedFile, ...]  # every entry of the stage, sorted by path
     licenses: tuple[str, ...]  # SPDX ids and LicenseRef-… of every shipped component, sorted
+    # what the user's machine must provide, as the target's requirements model resolved it
+    # (stage/requirements.py): one record per library, required or optional for the package
     externals: tuple[ExternalLibrary, ...]
     runtimes: tuple[ShippedRuntime, ...]
     settings: PackagingSettings
@@ -72,8 +74,9 @@ class PackageInput:
     memo: Memo = NO_MEMO
     attribution: tuple[Attribution, ...] = ()  # per component, from the licence attribution
     sbom: str = ""  # this target's CycloneDX SBOM (JSON), shipped inside the .deb and .rpm
-    # the oldest system the staged binaries run on (render_dependency turns it into a channel's
-    # constraint: glibc>=2.34, libc6 (>= 2.34)), and the oldest the product promises (`[system]`)
+    # the oldest system the package runs on, from the same model: what the staged binaries
+    # need, raised to the product's `[system]` promise (render_dependency turns it into a
+    # channel's constraint: glibc>=2.34, libc6 (>= 2.34)); and the promise itself (`[system]`)
     system: SystemBaseline = field(default_factory=SystemBaseline)
     supports: SystemSpec = field(default_factory=SystemSpec)
     # the product's and recipes' [[externals]] package names per channel (over data/arch.toml,

@@ -62,6 +62,7 @@ from ortbundle.channels import ChannelOutput, PackageInput, check_staged
 from ortbundle.channels.memo import input_key, memoized
 from ortbundle.licensing.attribution import ShippedFile
 from ortbundle.stage.binaries.baseline import version_key, windows_name
+from ortbundle.stage.requirements import requirement_groups
 
 __all__ = ["NsisChannel", "nsis_string"]
 
@@ -367,20 +368,18 @@ _WINVER_TESTS = {"6.0": "Vista", "6.1": "7", "6.2": "8", "6.3": "8.1", "10.0": "
 
 
 def _min_windows(package: PackageInput, display_name: str) -> dict[str, str] | None:
-    """The oldest Windows the installer accepts: what the DLLs need (their PE headers and
-    imports), or the product's `[system] windows` if that is newer."""
+    """The oldest Windows the installer accepts: the package's, as the requirements model
+    resolved it (what the DLLs need, raised to the product's `[system] windows`)."""
     needed = package.system.windows
-    wanted = [v for v in (needed.version if needed else None, package.supports.windows) if v]
-    if not wanted:
+    if needed is None:
         return None
-    version = max(wanted, key=version_key)
+    version = needed.version
     # the newest test WinVer.nsh has that is not newer than `version`
     known = [v for v in _WINVER_TESTS if version_key(v) <= version_key(version)]
     if not known:
         return None
     test = _WINVER_TESTS[max(known, key=version_key)]
-    why = needed.why if needed and needed.version == version else "the product's [system]"
-    message = f"{display_name} needs {windows_name(version)} or newer ({why})."
+    message = f"{display_name} needs {windows_name(version)} or newer ({needed.why})."
     _check_text(package, "minimum Windows message", message)
     return {"test": f"${{AtLeastWin{test}}}", "message": message, "version": version}
 
@@ -456,32 +455,39 @@ _CHECKED_KINDS = ("redist", "toolkit", "driver")
 
 
 def _requirements(package: PackageInput) -> list[dict[str, Any]]:
-    """The external DLLs the installer looks for, one entry per group: the names the closure
-    found, the sentence that says what to install, the runtimes that need them, required or not.
-    """
+    """The external DLLs the installer looks for, one entry per group of the requirements
+    model: the names the closure found, the sentence that says what to install, the runtimes
+    that need them, and whether the group is required, as every output says it."""
     groups: dict[str, dict[str, Any]] = {}
     seen: set[str] = set()
-    for external in sorted(package.externals, key=lambda e: (e.group, e.name.casefold())):
-        if external.kind not in _CHECKED_KINDS or external.name.casefold() in seen:
+    for model in sorted(requirement_groups(package.externals), key=lambda g: g.group):
+        if model.kind not in _CHECKED_KINDS:
             continue
-        if not _DLL_NAME.fullmatch(external.name):
-            raise ConfigError(
-                f"external library name {external.name!r} is not a plain DLL file name",
-                component=_COMPONENT,
-                target=package.target,
-                fix="name one DLL per entry in the [[externals]] group (no globs, no paths)",
+        for external in model.libraries:
+            if external.name.casefold() in seen:
+                continue
+            if not _DLL_NAME.fullmatch(external.name):
+                raise ConfigError(
+                    f"external library name {external.name!r} is not a plain DLL file name",
+                    component=_COMPONENT,
+                    target=package.target,
+                    fix="name one DLL per entry in the [[externals]] group (no globs, no paths)",
+                )
+            seen.add(external.name.casefold())
+            group = groups.setdefault(
+                model.group,
+                {
+                    "group": model.group,
+                    "names": [],
+                    "what": model.install or model.note or model.group,
+                    "version": model.version,
+                    "users": {},
+                    "optional": model.optional,
+                },
             )
-        seen.add(external.name.casefold())
-        group = groups.setdefault(
-            external.group,
-            {"group": external.group, "names": [], "what": "", "users": {}, "optional": True},
-        )
-        group["version"] = group.get("version") or external.version
-        group["names"].append(external.name)
-        group["what"] = group["what"] or external.install or external.note or external.group
-        group["optional"] = group["optional"] and external.optional
-        for user in external.needed_by:
-            group["users"][_runtime_label(package, user)] = None
+            group["names"].append(external.name)
+            for user in external.needed_by:
+                group["users"][_runtime_label(package, user)] = None
     found: list[dict[str, Any]] = []
     for group in groups.values():
         names = ", ".join(group["names"]) + (f" ({group['version']})" if group["version"] else "")

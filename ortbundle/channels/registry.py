@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import dataclasses
 from collections.abc import Callable, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
@@ -26,10 +25,9 @@ from ortbundle.config.recipes import Product, Recipe
 from ortbundle.config.targets import PACKAGE_CHANNELS, get_target, overlays
 from ortbundle.evidence.record import cached_sbom_json
 from ortbundle.licensing.attribution import ShippedFile, TargetLicensing
-from ortbundle.stage.closure import ExternalLibrary
 from ortbundle.stage.index_json import GENERIC_GPU_PROVIDERS
+from ortbundle.stage.requirements import TargetRequirements
 from ortbundle.stage.staging import StagedRuntime
-from ortbundle.stage.system import package_system
 
 
 def _apk() -> Channel:
@@ -55,20 +53,13 @@ def package_input(
     files: tuple[ShippedFile, ...],
     licensing: TargetLicensing,
     runtimes: Sequence[tuple[Recipe, StagedRuntime]],
+    requirements: TargetRequirements,
     epoch: int,
     memo: Memo,
 ) -> PackageInput:
-    """The hand-off: everything a channel may know about one target stage; `memo`: the build's,
-    where a channel keeps what it produced."""
-    externals: dict[str, ExternalLibrary] = {}
-    for _recipe, staged in runtimes:
-        for ext in staged.closure.externals:
-            users = tuple(f"{staged.directory}/{n}" for n in ext.needed_by)
-            if ext.name in externals:
-                users = tuple(sorted({*externals[ext.name].needed_by, *users}))
-            earlier = externals.get(ext.name)
-            via = "needed" if earlier is not None and earlier.via != ext.via else ext.via
-            externals[ext.name] = dataclasses.replace(ext, needed_by=users, via=via)
+    """The hand-off: everything a channel may know about one target stage; what the user's
+    machine must provide is the target's requirements model, as every output renders it;
+    `memo`: the build's, where a channel keeps what it produced."""
     overlay = overlays(product.externals, (s for r, _ in runtimes for s in r.externals))
     return PackageInput(
         product=product.name,
@@ -79,7 +70,7 @@ def package_input(
         stage=stage,
         files=files,
         licenses=licensing.license_ids,
-        externals=tuple(sorted(externals.values(), key=lambda e: e.name.lower())),
+        externals=requirements.externals,
         runtimes=tuple(
             ShippedRuntime(
                 name=recipe.name,
@@ -104,8 +95,8 @@ def package_input(
             )
             for c in licensing.components
         ),
-        sbom=_target_sbom(product, licensing, epoch, memo),
-        system=package_system(staged for _, staged in runtimes),
+        sbom=_target_sbom(product, licensing, requirements, epoch, memo),
+        system=requirements.system,
         supports=product.system,
         packages=tuple(
             p for channel in PACKAGE_CHANNELS for p in overlay.packages(target, channel).values()
@@ -121,9 +112,17 @@ def package_input(
     )
 
 
-def _target_sbom(product: Product, licensing: TargetLicensing, epoch: int, memo: Memo) -> str:
+def _target_sbom(
+    product: Product,
+    licensing: TargetLicensing,
+    requirements: TargetRequirements,
+    epoch: int,
+    memo: Memo,
+) -> str:
     """The target's own SBOM (the .deb and .rpm carry it); the release SBOM covers every target."""
-    return cached_sbom_json(memo, product, [licensing], {}, epoch)
+    return cached_sbom_json(
+        memo, product, [licensing], {}, epoch, {requirements.target: requirements.as_json()}
+    )
 
 
 def generate_all(

@@ -143,12 +143,11 @@ def _print_details(reporter: Reporter, result: BuildResult) -> None:
     """--verbose: the tables an auditor or packager reads (sizes, libraries, hints, licences)."""
     from ortbundle.licensing.audit import coverage_lines, print_report
     from ortbundle.pipeline.result import externals_lines, size_table
-    from ortbundle.stage.system import summary_lines
+    from ortbundle.stage.requirements import summary_lines
 
     reporter.console.print(size_table(result))
     details = externals_lines(result)
-    runtimes = [(t.target, [(s.runtime, s) for s in t.runtimes]) for t in result.targets]
-    details += summary_lines(result.plan.product.system, runtimes)
+    details += summary_lines(t.requirements for t in result.targets)
     for package in result.packages:  # what a packager must know (sizes, tools, next steps)
         details += [f"{package.channel}: {note}" for note in package.notes]
     for line in details:

@@ -31,6 +31,7 @@ from ortbundle.evidence.names import (
     SUMMARY_NAME,
 )
 from ortbundle.evidence.provenance import build_context, envelope_json
+from ortbundle.evidence.report.closures import read_requirements
 from ortbundle.evidence.signing import SecretKey, sign
 from ortbundle.licensing.attribution import TargetLicensing, licensing_to_json
 from ortbundle.licensing.audit import ChannelAudit, report_json
@@ -211,14 +212,14 @@ def cached_sbom_json(
     licensing: Sequence[TargetLicensing],
     artifacts: Mapping[str, InputInfo],
     epoch: int,
-    systems: Mapping[tuple[str, str], Mapping[str, Any]] | None = None,
+    requirements: Mapping[str, Mapping[str, Any]] | None = None,
 ) -> str:
     """sbom_json, kept under the build's `memo` by everything it is made from (and the tool's
     code): the CycloneDX library alone costs a warm build 60 ms to import."""
     parts = [
         product.digest,
         str(epoch),
-        json.dumps(sorted((list(k), v) for k, v in (systems or {}).items()), sort_keys=True),
+        json.dumps(requirements or {}, sort_keys=True),
         f"{len(licensing)} targets",
         *(licensing_to_json(tl) for tl in licensing),
         *sorted(f"{sha}:{info.url}:{info.size}" for sha, info in artifacts.items()),
@@ -226,7 +227,7 @@ def cached_sbom_json(
     return memo.remembered_text(
         "sbom",
         parts,
-        lambda: sbom_json(product, licensing, artifacts, epoch, systems),
+        lambda: sbom_json(product, licensing, artifacts, epoch, requirements),
         suffix=".json",
     )
 
@@ -236,10 +237,13 @@ def sbom_json(
     licensing: Sequence[TargetLicensing],
     artifacts: Mapping[str, InputInfo],
     epoch: int,
-    systems: Mapping[tuple[str, str], Mapping[str, Any]] | None = None,
+    requirements: Mapping[str, Mapping[str, Any]] | None = None,
 ) -> str:
-    """CycloneDX 1.6: one component per licensed component, with the files it contributes, and
-    per runtime and target the oldest system it runs on (`systems`, from runtimes.json)."""
+    """CycloneDX 1.6: one component per licensed component, with the files it contributes; and
+    what the user's machine must provide, rendered from each target's requirements model
+    (`requirements`: target -> TargetRequirements.as_json()): per runtime component the oldest
+    system it runs on and the libraries it needs, per target the same for the whole package
+    on the product's component."""
     import uuid  # (with cyclonedx: only when the SBOM is not the memoised one)
 
     from cyclonedx.model import HashAlgorithm, HashType, Property
@@ -289,7 +293,7 @@ def sbom_json(
             for t, c in uses
             for x in c.texts
         ]
-        properties += _system_properties(name, [t for t, _ in uses], systems or {})
+        properties += _requirement_properties(name, [t for t, _ in uses], requirements or {})
         components.append(
             Component(
                 type=ComponentType.LIBRARY,
@@ -322,6 +326,7 @@ def sbom_json(
                 version=product.version,
                 bom_ref=f"product:{product.name}@{product.version}",
                 description=product.description,
+                properties=_package_properties(requirements or {}),
             ),
         ),
         components=components,
@@ -332,18 +337,22 @@ def sbom_json(
     return json.dumps(json.loads(text), indent=2, sort_keys=True) + "\n"
 
 
-def _system_properties(
-    name: str, targets: list[str], systems: Mapping[tuple[str, str], Mapping[str, Any]]
+def _requirement_properties(
+    name: str, targets: list[str], requirements: Mapping[str, Mapping[str, Any]]
 ) -> list[Any]:
-    """ortbundle:requires-system ('linux-x86_64 glibc 2.34, gcc 11.1.0, …') and one
-    ortbundle:needs-symbol-version per system library ('linux-x86_64 libc.so.6 GLIBC_2.34')."""
+    """For the runtime or plugin EP called `name` on each target: ortbundle:requires-system
+    ('linux-x86_64 glibc 2.34, gcc 11.1.0, …'), one ortbundle:needs-symbol-version per system
+    library ('linux-x86_64 libc.so.6 GLIBC_2.34') and one ortbundle:requires-library per
+    library the machine provides ('windows-x86_64 nvml.dll nvidia-driver optional')."""
     from cyclonedx.model import Property
 
     found = []
     for target in targets:
-        system = systems.get((target, name))
-        if system is None:
+        model = requirements.get(target) or {}
+        runtime = next((r for r in model.get("runtimes", []) if r.get("name") == name), None)
+        if runtime is None:
             continue
+        system = runtime.get("system", {})
         minima = ", ".join(f"{k} {v}" for k, v in sorted(system.items()) if k != "needs")
         found.append(
             Property(name="ortbundle:requires-system", value=f"{target} {minima or 'nothing'}")
@@ -355,23 +364,57 @@ def _system_properties(
             )
             for need in system.get("needs", [])
         ]
+        found += _library_properties(target, runtime.get("externals", []))
     return found
 
 
-def read_systems(
+def _package_properties(requirements: Mapping[str, Mapping[str, Any]]) -> list[Any]:
+    """The product's: per target, ortbundle:runs-on (the oldest system the package runs on)
+    and ortbundle:requires-library for every library the user's machine provides."""
+    from cyclonedx.model import Property
+
+    found = []
+    for target, model in sorted(requirements.items()):
+        runs_on = model.get("runs_on") or "no versioned system requirement"
+        found.append(Property(name="ortbundle:runs-on", value=f"{target} {runs_on}"))
+        found += _library_properties(target, model.get("externals", []))
+    return found
+
+
+def _library_properties(target: str, externals: Sequence[Mapping[str, Any]]) -> list[Any]:
+    """One per library: 'windows-x86_64 nvml.dll nvidia-driver optional',
+    'windows-x86_64 cudart64_13.dll cuda required >=13.0'."""
+    from cyclonedx.model import Property
+
+    return [
+        Property(
+            name="ortbundle:requires-library",
+            value=" ".join(
+                part
+                for part in (
+                    target,
+                    e.get("name", ""),
+                    e.get("group", ""),
+                    "optional" if e.get("optional") else "required",
+                    e.get("version", ""),
+                )
+                if part
+            ),
+        )
+        for e in externals
+    ]
+
+
+def read_requirements_models(
     version_dir: Path, licensing: Sequence[TargetLicensing]
-) -> dict[tuple[str, str], dict[str, Any]]:
-    """(target, runtime) -> its `system` entry, from each published runtimes.json."""
-    systems: dict[tuple[str, str], dict[str, Any]] = {}
+) -> dict[str, dict[str, Any]]:
+    """target -> its requirements model, from each closure record in the version directory."""
+    found = {}
     for tl in licensing:
-        try:
-            index = json.loads((version_dir / tl.target / "runtimes.json").read_text("utf-8"))
-        except (OSError, ValueError):
-            continue
-        for runtime in index.get("runtimes", []):
-            if "system" in runtime:
-                systems[(tl.target, runtime["name"])] = runtime["system"]
-    return systems
+        model = read_requirements(version_dir, tl.target)
+        if model is not None:
+            found[tl.target] = model
+    return found
 
 
 RECORDS_DIR = "records"  # records/<target>.json: each target's attribution, for release merges
@@ -408,7 +451,12 @@ def write_evidence(
     )
     (version_dir / SBOM_NAME).write_text(
         cached_sbom_json(
-            memo, product, licensing, inputs, epoch, read_systems(version_dir, licensing)
+            memo,
+            product,
+            licensing,
+            inputs,
+            epoch,
+            read_requirements_models(version_dir, licensing),
         ),
         "utf-8",
     )

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import functools
 import os
 from collections.abc import Mapping, Sequence
@@ -15,7 +16,7 @@ from ortbundle._core.fsio import atomic_write, locked
 from ortbundle._core.memo import Memo, digest_of
 from ortbundle._core.progress import Reporter, status
 from ortbundle._core.version import __version__
-from ortbundle.channels import ChannelOutput, PackageInput
+from ortbundle.channels import ChannelOutput
 from ortbundle.channels.registry import generate_all, package_input
 from ortbundle.config.plan import (
     DEFAULT_PRODUCT,
@@ -63,6 +64,7 @@ from ortbundle.stage.index_json import index_files, write_index
 from ortbundle.stage.kinds import check_component
 from ortbundle.stage.models import StagedModel, models_index, stage_model, write_models_index
 from ortbundle.stage.plugins import refuse_bundled_core
+from ortbundle.stage.requirements import TargetRequirements, resolve
 from ortbundle.stage.runtime_loads import refuse_undeclared, with_runtime_loads
 from ortbundle.stage.staging import (
     TEXT_MODE,
@@ -182,8 +184,10 @@ def _stage_target(
     work = _TargetWork(project, plan, target_name, artifacts, tmp, cache, memo, release)
     tmp.mkdir()
     runtimes, texts = _stage_runtimes(work)
+    # what the user's machine must provide, decided once: every output renders it
+    requirements = resolve(target_name, plan.product.system, runtimes, plan.product.plugins)
     models = _stage_models(project, plan, target_name, artifacts, tmp, texts, memo)
-    tool_text, tool_files = _write_tool_files(work, runtimes, models)
+    tool_text, tool_files = _write_tool_files(work, runtimes, models, requirements)
     licensing = attribute_target(
         target_name,
         tmp,
@@ -200,7 +204,13 @@ def _stage_target(
     licensing = _write_notice(work, licensing)
     files = list_stage(tmp, licensing)
     return TargetResult(
-        target_name, tmp, tuple(s for _, s in runtimes), tuple(texts), licensing, files
+        target_name,
+        tmp,
+        tuple(s for _, s in runtimes),
+        tuple(texts),
+        licensing,
+        files,
+        requirements,
     )
 
 
@@ -322,13 +332,14 @@ def _write_tool_files(
     work: _TargetWork,
     runtimes: list[tuple[Recipe, StagedRuntime]],
     models: list[StagedModel],
+    requirements: TargetRequirements,
 ) -> tuple[StagedText, list[StagedFile]]:
     """The tool's own files in the stage: runtimes.json and the loader, models.json when the
     product has models, and the tool's licence text."""
     product = work.plan.product
     cores = [(r, s) for r, s in runtimes if r.kind == "runtime"]
     plugins = [(r, s, product.plugins[r.name]) for r, s in runtimes if r.kind == "plugin-ep"]
-    write_index(work.tmp, product, work.target, cores, plugins)
+    write_index(work.tmp, product, work.target, cores, plugins, requirements)
     tool_text = stage_tool_license(work.tmp, TOOL_COMPONENT, TOOL_LICENSE)
     tool_files = [staged_file(work.tmp, name) for name in index_files(product)]
     if models:
@@ -397,7 +408,6 @@ def _build_locked(
 ) -> BuildResult:
     version_dir = prepared.version_dir
     scratch = scratch_dir(version_dir)
-    inputs: dict[str, PackageInput] = {}
     try:
         reporter.begin("stage")
         with ThreadPoolExecutor(max_workers=min(options.workers, len(plan.targets))) as pool:
@@ -435,11 +445,12 @@ def _build_locked(
                 raise AuditFailed(plan.product, audits, licensing)
             discard(scratch, up_to=project.dist)
             return BuildResult(plan, artifacts, tuple(staged), audits, version_dir)
-        write_closures(scratch, [(t.target, t.runtimes) for t in staged])  # for report.html
+        # for report.html and the SBOM: the closures, and the requirements model they render
+        write_closures(scratch, [(t.target, t.runtimes, t.requirements) for t in staged])
         packages: tuple[ChannelOutput, ...] = ()
         if all(a.passed for a in audits) or not options.release:
             reporter.begin("package")
-            packages, inputs = _package(plan, staged, prepared, options, scratch)
+            packages = _package(plan, staged, prepared, options, scratch)
             reporter.done(f"{len(packages)} channels: {', '.join(p.channel for p in packages)}")
         reporter.begin("evidence")
         finish_version(
@@ -460,10 +471,7 @@ def _build_locked(
     except BaseException:
         discard(scratch, up_to=project.dist)
         raise
-    targets = tuple(
-        TargetResult(t.target, version_dir / t.target, t.runtimes, t.texts, t.licensing, t.files)
-        for t in staged
-    )
+    targets = tuple(dataclasses.replace(t, stage=version_dir / t.target) for t in staged)
     result = BuildResult(
         plan,
         artifacts,
@@ -472,7 +480,6 @@ def _build_locked(
         version_dir,
         packages,
         key.public_key().key_id_hex if key else None,
-        requirements={t: i.externals for t, i in inputs.items()},
     )
     with contextlib.suppress(OSError):  # published all the same; the next one cannot be a no-op
         write_summary(result, reporter.phases, options)  # build-summary.json, before the record
@@ -495,8 +502,8 @@ def _package(
     prepared: PreparedBuild,
     options: BuildOptions,
     scratch: Path,
-) -> tuple[tuple[ChannelOutput, ...], dict[str, PackageInput]]:
-    """Every channel's packages, written into the scratch version directory (and their inputs)."""
+) -> tuple[ChannelOutput, ...]:
+    """Every channel's packages, written into the scratch version directory."""
     inputs = {
         t.target: package_input(
             plan.product,
@@ -505,13 +512,14 @@ def _package(
             t.files,
             t.licensing,
             [(plan.recipes[r.runtime], r) for r in t.runtimes],
+            t.requirements,
             prepared.epoch,
             prepared.memo,  # off for a release: every package and SBOM is produced afresh
         )
         for t in staged
     }
     packages = generate_all(plan.product.channels, inputs, scratch / "packaging", options.workers)
-    return tuple(packages), inputs
+    return tuple(packages)
 
 
 def package_digests(packages: Sequence[ChannelOutput]) -> dict[str, str]:

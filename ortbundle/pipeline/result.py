@@ -14,8 +14,8 @@ if TYPE_CHECKING:
 
 import json
 from collections import Counter
-from collections.abc import Iterable, Mapping, Sequence
-from dataclasses import dataclass, field
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -35,11 +35,12 @@ from ortbundle.licensing.attribution import (
 )
 from ortbundle.licensing.audit import ChannelAudit
 from ortbundle.stage.closure import ExternalLibrary
+from ortbundle.stage.requirements import TargetRequirements
+from ortbundle.stage.requirements import requirement_groups as groups_of
 from ortbundle.stage.staging import (
     StagedRuntime,
     StagedText,
 )
-from ortbundle.stage.system import package_system, runtime_system, violations
 
 _OTHER = "not a library"  # the members a runtime's archive has besides libraries: counted apart
 
@@ -59,7 +60,6 @@ def summary_document(
     for target in result.targets:
         files = [f for f in target.files if f.link_to is None]
         runtimes = []
-        warnings = []
         for staged in target.runtimes:
             kept, dropped = staged.closure.kept, staged.closure.dropped
             why = Counter(_reason_bucket(d.reason) for d in dropped)
@@ -75,20 +75,17 @@ def summary_document(
                     "not_libraries": staged.outside_globs,
                 }
             )
-            warnings += [
-                f"{staged.runtime} {problem}"
-                for problem in violations(product.system, runtime_system(staged))
-            ]
-        externals = result.requirements.get(target.target) or _closure_externals(target)
+        # what the user's machine must provide: the target's requirements model
+        requirements = target.requirements
         targets.append(
             {
                 "target": target.target,
                 "files": len(files),
                 "bytes": sum(f.size for f in files),
                 "runtimes": runtimes,
-                "requires": requirement_groups(externals),
-                "runs_on": _runs_on(target.runtimes),
-                "warnings": warnings,
+                "requires": requirement_groups(requirements.externals),
+                "runs_on": requirements.runs_on,
+                "warnings": list(requirements.warnings),
             }
         )
     signed = result.signed_by is not None
@@ -131,48 +128,21 @@ def summary_document(
     }
 
 
-def _runs_on(runtimes: Sequence[Any]) -> str:
-    """The oldest system the target's binaries run on ("" when nothing is versioned)."""
-
-    system = package_system(runtimes)
-    keys = ("glibc", "gcc", "opencl", "windows", "msvc", "android_api")
-    return system.describe() if any(getattr(system, k) for k in keys) else ""
-
-
-def _closure_externals(target: Any) -> list[ExternalLibrary]:
-    """No package was made (a strict audit failed): the closure's own findings, with all
-    their requirement facts (optional, version, install), as a package would have them."""
-    return [e for staged in target.runtimes for e in staged.closure.externals]
-
-
 def requirement_groups(externals: Iterable[ExternalLibrary]) -> list[dict[str, Any]]:
     """Per external group: what the user's machine must (or may) provide, and how to get it."""
-    groups: dict[str, dict[str, Any]] = {}
-    for ext in externals:
-        group = groups.setdefault(
-            ext.group,
-            {
-                "group": ext.group,
-                "kind": ext.kind,
-                "optional": ext.optional,
-                "version": ext.version,
-                "install": ext.install,
-                "sandbox": ext.sandbox,
-                "note": ext.note,
-                "names": set(),
-                "via": set(),
-            },
-        )
-        group["optional"] = group["optional"] and ext.optional  # one required name: required
-        group["names"].add(ext.name)
-        group["via"].add(ext.via)
     return [
         {
-            **g,
-            "names": sorted(g["names"], key=str.lower),
-            "via": sorted(g["via"]),
+            "group": g.group,
+            "kind": g.kind,
+            "optional": g.optional,
+            "version": g.version,
+            "install": g.install,
+            "sandbox": g.sandbox,
+            "note": g.note,
+            "names": list(g.names),
+            "via": sorted({e.via for e in g.libraries}),
         }
-        for g in sorted(groups.values(), key=lambda g: (g["optional"], g["group"]))
+        for g in groups_of(externals)
     ]
 
 
@@ -276,15 +246,13 @@ def size_table(result: BuildResult) -> Table:
 
 
 def externals_lines(result: BuildResult) -> list[str]:
+    """`-v`: every library each target needs from the system, by group (the model's)."""
     lines = []
     for target in result.targets:
-        needs: dict[str, set[str]] = {}
-        for staged in target.runtimes:
-            for ext in staged.closure.externals:
-                needs.setdefault(f"{ext.group} ({ext.kind})", set()).add(ext.name)
+        groups = sorted(target.requirements.groups, key=lambda g: g.group)
         summary = "; ".join(
-            f"{group}: {_compact(sorted(names, key=str.lower))}"
-            for group, names in sorted(needs.items())
+            f"{g.group} ({g.kind}{', optional' if g.optional else ''}): {_compact(list(g.names))}"
+            for g in groups
         )
         lines.append(f"{target.target} needs from the system: {summary}")
     return lines
@@ -298,6 +266,7 @@ class TargetResult:
     texts: tuple[StagedText, ...]
     licensing: TargetLicensing
     files: tuple[ShippedFile, ...]  # every entry of the stage, as the packages must carry it
+    requirements: TargetRequirements  # what the user's machine must provide: every output's
 
 
 @dataclass(frozen=True)
@@ -310,8 +279,6 @@ class BuildResult:
     packages: tuple[ChannelOutput, ...] = ()
     signed_by: str | None = None  # key id, None for an unsigned development build
     up_to_date: dict[str, Any] | None = None  # set when nothing changed: the earlier summary
-    # per target, what the user's machine must provide (the packages' PackageInput.externals)
-    requirements: Mapping[str, tuple[ExternalLibrary, ...]] = field(default_factory=dict)
 
 
 def _compact(names: list[str]) -> str:

@@ -9,7 +9,7 @@ package's loader reads beside its own index and ranks like the package's own run
 from __future__ import annotations
 
 import json
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -17,8 +17,9 @@ from ortbundle._core.fsio import atomic_write
 from ortbundle.config.recipes import Product, Recipe
 from ortbundle.config.targets import get_target
 from ortbundle.payload.loader import loader_source
+from ortbundle.stage.closure import ExternalLibrary
+from ortbundle.stage.requirements import TargetRequirements, resolve
 from ortbundle.stage.staging import StagedRuntime
-from ortbundle.stage.system import check_runtime, runtime_system
 
 INDEX_NAME = "runtimes.json"
 LOADER_NAME = "runtime_loader.py"
@@ -62,37 +63,28 @@ def plugin_entry(recipe: Recipe, staged: StagedRuntime) -> dict[str, Any]:
     }
 
 
-def requires_entries(
-    target: str, staged: StagedRuntime, plugins: Sequence[StagedRuntime] = ()
-) -> list[dict[str, Any]]:
-    """The system libraries a runtime (and the plugin EPs paired with it) needs by name.
-
-    A plugin EP is an optional accelerator: what only it needs is listed as optional, so its
-    absence is reported and never costs the core runtime. Kinds `system`/`toolchain` of the base
-    system are left out (see _base_system)."""
+def requires_entries(target: str, needs: Iterable[ExternalLibrary]) -> list[dict[str, Any]]:
+    """The system libraries a runtime (with its plugin EPs) needs by name, as the model resolved
+    them (TargetRequirements.index_requires); what the base system always has is left out
+    (see _base_system)."""
     system = get_target(target).os
-    found: dict[str, dict[str, Any]] = {}
-    for owner, optional_owner in [(staged, False), *((p, True) for p in plugins)]:
-        for ext in owner.closure.externals:
-            if ext.kind in ("system", "toolchain") and _base_system(system, ext.group, ext.name):
-                continue
-            optional = ext.optional or optional_owner
-            if ext.name in found and (optional or not found[ext.name]["optional"]):
-                continue  # a required entry beats an optional one of the same name
-            found[ext.name] = {
-                "name": ext.name,
-                "group": ext.group,
-                "optional": optional,
-                "install": ext.install,
-            }
-    return [found[name] for name in sorted(found, key=str.lower)]
+    found = []
+    for ext in needs:
+        if ext.kind in ("system", "toolchain") and _base_system(system, ext.group, ext.name):
+            continue
+        item = {"name": ext.name, "group": ext.group, "optional": ext.optional}
+        item["install"] = ext.install
+        if ext.version:  # the constraint the model holds (">=13.0"); absent: any version
+            item["version"] = ext.version
+        found.append(item)
+    return found
 
 
 def runtime_entry(
     recipe: Recipe,
     staged: StagedRuntime,
+    requirements: TargetRequirements,
     plugins: list[dict[str, Any]] | None = None,
-    requires: list[dict[str, Any]] | None = None,
 ) -> dict[str, Any]:
     prefix = staged.directory + "/"
     files = []
@@ -123,10 +115,11 @@ def runtime_entry(
         },
         "plugin_eps": plugins or [],
         "files": files,
-        # the oldest system it runs on: a loader skips it on an older one
-        "system": runtime_system(staged).as_json(),
+        # the oldest system it runs on (the product's promise included): a loader skips it on
+        # an older one
+        "system": requirements.runtime(recipe.name).system.as_json(),
         # the libraries the user's system must provide: a loader skips it when one is absent
-        "requires": requires or [],
+        "requires": requires_entries(requirements.target, requirements.index_requires(recipe.name)),
     }
 
 
@@ -136,15 +129,19 @@ def write_index(
     target: str,
     runtimes: list[tuple[Recipe, StagedRuntime]],
     plugins: Sequence[tuple[Recipe, StagedRuntime, tuple[str, ...]]] = (),
+    requirements: TargetRequirements | None = None,
 ) -> dict[str, Any]:
     """Write runtimes.json and the loader into a (scratch) target stage — or, for an add-on
     product, the fragment runtimes.d/<product>.json (index_files says which).
 
-    Every runtime and plugin EP is first held against the product's `[system]`: one needing a
-    newer system than the product supports stops the build here (on_newer = "error")."""
-    for recipe, staged in [*runtimes, *((r, s) for r, s, _ in plugins)]:
-        check_runtime(
-            product.system, staged, component=recipe.name, target=target, file=str(recipe.path)
+    Each runtime's `system` and `requires` render `requirements`, the target's model; None:
+    resolved here from the same runtimes (which holds each against the product's `[system]`)."""
+    if requirements is None:
+        requirements = resolve(
+            target,
+            product.system,
+            [*runtimes, *((r, s) for r, s, _ in plugins)],
+            {r.name: pairs for r, _, pairs in plugins},
         )
     index: dict[str, Any] = {
         "schema": SCHEMA,
@@ -154,10 +151,8 @@ def write_index(
             runtime_entry(
                 recipe,
                 staged,
+                requirements,
                 [plugin_entry(p, s) for p, s, pairs in plugins if recipe.name in pairs],
-                requires_entries(
-                    target, staged, [s for _, s, pairs in plugins if recipe.name in pairs]
-                ),
             )
             for recipe, staged in runtimes
         ],

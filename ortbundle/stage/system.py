@@ -63,19 +63,3 @@ def check_runtime(
             'product manifest (or set on_newer = "warn" to ship it anyway)',
         )
     return [f"{component} on {target} {p}" for p in problems]
-
-
-def summary_lines(
-    spec: SystemSpec, targets: Iterable[tuple[str, Sequence[tuple[str, StagedRuntime]]]]
-) -> list[str]:
-    """What the build prints: per target the package's baseline, each runtime's, and warnings."""
-    lines = []
-    for target, runtimes in targets:
-        if not runtimes:
-            continue
-        lines.append(f"{target} runs on: {package_system(s for _, s in runtimes).describe()}")
-        for name, staged in runtimes:
-            lines.append(f"  {name}: {runtime_system(staged).describe()}")
-            for problem in violations(spec, runtime_system(staged)):
-                lines.append(f"  WARNING: {name} {problem}")
-    return lines

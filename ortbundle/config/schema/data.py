@@ -99,6 +99,10 @@ def _map(title: str, value: Key) -> Table:
 
 
 _VERSIONS = text("<version>", "a version string")
+# the loader's NT version ("10.0"), which [windows.names] names; and a DLL as imports name it,
+# lower case, since imports are matched without case
+_NT_VERSION = Pattern(re.compile(r"^[0-9]+\.[0-9]+$"), "an NT version such as 10.0")
+_DLL = Pattern(re.compile(r"^[a-z0-9_.-]+\.dll$"), "a lower-case DLL file name")
 
 BASELINES_DATA = FileSchema(
     "baselines-data",
@@ -154,6 +158,17 @@ BASELINES_DATA = FileSchema(
                                 ),
                             ),
                             "imports first exported by a Windows version",
+                            True,
+                        ),
+                        table(
+                            "dlls",
+                            Table(
+                                "[windows.dlls]",
+                                "",
+                                entries=text("<dll>", "NT version", pattern=_NT_VERSION),
+                                entry_pattern=_DLL,
+                            ),
+                            "system DLLs that exist only from an NT version on",
                             True,
                         ),
                         table(

@@ -1,7 +1,8 @@
 """closures/<target>.json: each runtime's dependency closure as evidence beside the manifest.
 
 The stage keeps only what was kept; what was dropped and why, and what the user's system must
-provide, would otherwise live only in the build's memory. Written by the build, copied by a
+provide (the target's requirements model, stage/requirements.py, which the report and the SBOM
+render), would otherwise live only in the build's memory. Written by the build, copied by a
 release from the runner that built the target, read by the report (of this build and of a later
 one comparing with it). Listed in the manifest like every other evidence file.
 """
@@ -19,6 +20,7 @@ from ortbundle._core.fsio import atomic_write
 from ortbundle.config.targets import get_target
 
 if TYPE_CHECKING:
+    from ortbundle.stage.requirements import TargetRequirements
     from ortbundle.stage.staging import StagedRuntime
 
 CLOSURES_DIR = "closures"
@@ -42,7 +44,12 @@ def _external(target: str, need: Any) -> dict[str, Any]:
     return item
 
 
-def closure_json(target: str, runtimes: Iterable[StagedRuntime]) -> str:
+def closure_json(
+    target: str, runtimes: Iterable[StagedRuntime], requirements: TargetRequirements
+) -> str:
+    """The record: each runtime's closure, its externals as the requirements model resolved
+    them (a plugin EP's are optional), and the model itself under `requirements`, which the
+    report and the SBOM render."""
     document = {
         "schema": CLOSURES_SCHEMA,
         "target": target,
@@ -55,22 +62,34 @@ def closure_json(target: str, runtimes: Iterable[StagedRuntime]) -> str:
                 "kept": [{"name": k.name, "size": k.size, "why": k.why} for k in s.closure.kept],
                 "links": [list(link) for link in s.closure.links],
                 "dropped": [asdict(d) for d in s.closure.dropped],
-                "externals": [_external(target, e) for e in s.closure.externals],
+                "externals": [
+                    _external(target, e) for e in requirements.runtime(s.runtime).externals
+                ],
             }
             for s in runtimes
         ],
+        "requirements": requirements.as_json(),
     }
     return json.dumps(document, indent=2, sort_keys=True) + "\n"
 
 
 def write_closures(
-    version_dir: Path, targets: Iterable[tuple[str, Iterable[StagedRuntime]]]
+    version_dir: Path,
+    targets: Iterable[tuple[str, Iterable[StagedRuntime], TargetRequirements]],
 ) -> None:
     """closures/<target>.json for every target staged into the (scratch) version directory."""
     directory = version_dir / CLOSURES_DIR
     directory.mkdir(exist_ok=True)
-    for target, runtimes in targets:
-        atomic_write(directory / f"{target}.json", closure_json(target, runtimes))
+    for target, runtimes, requirements in targets:
+        atomic_write(directory / f"{target}.json", closure_json(target, runtimes, requirements))
+
+
+def read_requirements(version_dir: Path, target: str) -> dict[str, Any] | None:
+    """A target's requirements model as its closure record carries it (TargetRequirements
+    .as_json), or None when the build recorded none."""
+    record = read_closures(version_dir, target)
+    found = record.get("requirements") if record else None
+    return found if isinstance(found, dict) else None
 
 
 def read_closures(version_dir: Path, target: str) -> dict[str, Any] | None:

@@ -12,7 +12,7 @@ from typing import Any
 
 from ortbundle.config.model_recipes import ModelRecipe
 from ortbundle.config.vocabulary import CHANNEL_TARGETS
-from ortbundle.evidence.report.closures import read_closures
+from ortbundle.evidence.report.closures import read_closures, read_requirements
 from ortbundle.evidence.report.treemap import Node, group, layout
 from ortbundle.evidence.report.views import (
     AuditView,
@@ -26,6 +26,7 @@ from ortbundle.evidence.report.views import (
     Kept,
     ModelView,
     PackageView,
+    RequirementsView,
     Segment,
 )
 from ortbundle.licensing.attribution import TargetLicensing
@@ -223,13 +224,15 @@ def _external_groups(items: Sequence[Mapping[str, Any]]) -> tuple[ExternalGroupV
     views = []
     for name, members in sorted(grouped.items()):
         first = members[0]
-        optional = first.get("optional")
+        flags = [m.get("optional") for m in members]
         sandbox = first.get("sandbox")
         views.append(
             ExternalGroupView(
                 group=name,
                 kind=str(first.get("kind", "")),
-                optional=optional if isinstance(optional, bool) else None,
+                # the model's rule (stage/requirements.py): one required library makes its
+                # group required; None where an older record does not say
+                optional=all(flags) if all(isinstance(f, bool) for f in flags) else None,
                 version=str(first.get("version", "")),
                 install=str(first.get("install", "")),
                 note=str(first.get("note", "")),
@@ -247,10 +250,32 @@ def _external_groups(items: Sequence[Mapping[str, Any]]) -> tuple[ExternalGroupV
     return tuple(views)
 
 
+def requirements(version_dir: Path, targets: Sequence[str]) -> tuple[RequirementsView, ...]:
+    """Per target, the requirements model its closure record carries (none for an older one)."""
+    views = []
+    for target in targets:
+        model = read_requirements(version_dir, target)
+        if model is None:
+            continue
+        views.append(
+            RequirementsView(
+                target=target,
+                runs_on=str(model.get("runs_on", "")),
+                groups=_external_groups(model.get("externals", [])),
+                warnings=tuple(
+                    str(w) for r in model.get("runtimes", []) for w in r.get("warnings", [])
+                ),
+            )
+        )
+    return tuple(views)
+
+
 def closures(version_dir: Path, targets: Sequence[str]) -> tuple[ClosureView, ...]:
     views = []
     for target in targets:
         record = read_closures(version_dir, target)
+        model = (record or {}).get("requirements") or {}
+        runs_on = {r["name"]: str(r.get("runs_on", "")) for r in model.get("runtimes", [])}
         for r in record["runtimes"] if record else []:
             views.append(
                 ClosureView(
@@ -266,6 +291,7 @@ def closures(version_dir: Path, targets: Sequence[str]) -> tuple[ClosureView, ..
                     ),
                     not_libraries=r["outside_globs"],
                     externals=_external_groups(r["externals"]),
+                    runs_on=runs_on.get(r["runtime"], ""),
                 )
             )
     return tuple(views)

@@ -104,6 +104,17 @@ class ClosureView:
     dropped: tuple[Drop, ...]
     not_libraries: int  # archive members the recipe's globs did not take
     externals: tuple[ExternalGroupView, ...]
+    runs_on: str = ""  # the oldest system it runs on, from the requirements model
+
+
+@dataclass(frozen=True)
+class RequirementsView:
+    """What one target's package needs of the user's machine, as the requirements model says."""
+
+    target: str
+    runs_on: str  # "" when nothing versioned is needed
+    groups: tuple[ExternalGroupView, ...]
+    warnings: tuple[str, ...]
 
 
 @dataclass(frozen=True)
@@ -190,3 +201,4 @@ class Report:
     models: tuple[ModelView, ...]
     changes: Changes | None
     scale: float  # the overview bars: SVG units per byte
+    requirements: tuple[RequirementsView, ...] = ()  # per target, from its closure record

@@ -16,7 +16,13 @@ from ortbundle.evidence.report.changes import compare_dir
 from ortbundle.evidence.report.closures import CLOSURES_DIR as CLOSURES_DIR
 from ortbundle.evidence.report.closures import copy_closures as copy_closures
 from ortbundle.evidence.report.closures import write_closures as write_closures
-from ortbundle.evidence.report.collect import audit_views, closures, models, packages
+from ortbundle.evidence.report.collect import (
+    audit_views,
+    closures,
+    models,
+    packages,
+    requirements,
+)
 from ortbundle.evidence.report.render import render_html
 from ortbundle.evidence.report.views import Report
 from ortbundle.licensing.attribution import TargetLicensing
@@ -83,6 +89,7 @@ def write_report(
         models=models(version_dir, plan.models, targets),
         changes=diff,
         scale=scale,
+        requirements=requirements(version_dir, targets),
     )
     path = version_dir / REPORT_NAME
     atomic_write(path, _rendered(report, memo))

@@ -4,9 +4,10 @@ ELF: the highest symbol version each library needs of each versioned system libr
 (`.gnu.version_r`: GLIBC_*, GLIBCXX_*, CXXABI_*, GCC_*, OPENCL_*, bionic's LIBC_N…), turned into
 glibc ≥ x.y, libstdc++ from GCC ≥ n and the manylinux baseline; `.note.android.ident` and the
 bionic version nodes give the Android API level. PE: the optional header's OS and subsystem
-versions and the imports baselines.toml dates give the minimum Windows version; the Visual C++
-runtime DLLs give the redistributable. Pure functions over `BinaryInfo`, which the closure's one
-parse already filled, so this costs a build nothing but arithmetic.
+versions, and the imported functions and DLLs baselines.toml dates (d3d12.dll: Windows 10), give
+the minimum Windows version; the Visual C++ runtime DLLs give the redistributable. Pure
+functions over `BinaryInfo`, which the closure's one parse already filled, so this costs a
+build nothing but arithmetic.
 """
 
 from __future__ import annotations
@@ -204,6 +205,7 @@ def _android(libraries: list[tuple[str, BinaryInfo]]) -> Minimum | None:
 
 def _windows(libraries: list[tuple[str, BinaryInfo]]) -> tuple[Minimum | None, Minimum | None]:
     apisets: dict[str, str] = _data()["windows"]["apisets"]
+    dlls: dict[str, str] = _data()["windows"]["dlls"]
     msvc: dict[str, list[str]] = _data()["msvc"]
     functions = windows_functions()
     found: list[Minimum] = []
@@ -220,6 +222,8 @@ def _windows(libraries: list[tuple[str, BinaryInfo]]) -> tuple[Minimum | None, M
                 found.append(Minimum(version, f"{name} imports {function} from {dll}"))
         for dll in info.all_needed:
             lower = dll.lower()
+            if lower in dlls:  # a DLL older Windows lacks: its loader refuses the importer
+                found.append(Minimum(dlls[lower], f"{name} imports {dll}"))
             for prefix, version in apisets.items():
                 if lower.startswith(prefix):
                     found.append(Minimum(version, f"{name} imports the API set {dll}"))
