@@ -4,7 +4,10 @@ A recipe's [[licenses]] rule states a component's version; for a component bundl
 another's archive (DirectX's dxcompiler.dll and dxil.dll in an ONNX Runtime wheel) the recipe
 may only know where it came from ("bundled with onnxruntime-webgpu 1.27.0"). The files know
 better: a PE DLL carries a VS_VERSIONINFO resource (FileVersion, ProductVersion, CompanyName),
-an ELF library its full version in its real file name (libonnxruntime.so.1.24.1). So:
+an ELF library its full version in its real file name (libonnxruntime.so.1.24.1). A PE file's
+version is its ProductVersion, the release of the product it belongs to; FileVersion numbers the
+file itself and may count something else entirely (NVIDIA's cudart64_13.dll is CUDA 13.4.46,
+FileVersion 6.14.11.13040). So:
 
 - a rule whose version is not a version number takes the version its files carry (all of them
   must carry the same one), and the PE CompanyName as the component's publisher;
@@ -61,28 +64,37 @@ def read_file_version(
         return None
     stored = memo / sha256[:2] / f"{sha256}.json" if memo is not None and sha256 else None
 
-    def to_json(found: FileVersion | None) -> dict[str, Any] | None:
+    def to_json(found: FileVersion | None) -> dict[str, Any]:
         if found is None:
-            return None
-        return {"version": found.version, "raw": list(found.raw), "publisher": found.publisher}
+            return {"reading": _READING, "found": None}
+        kept = {"version": found.version, "raw": list(found.raw), "publisher": found.publisher}
+        return {"reading": _READING, "found": kept}
 
     def from_json(data: Any) -> FileVersion | None:
-        if data is None:
+        if data["reading"] != _READING:
+            raise ValueError("kept by an older reading: read the file again")
+        found = data["found"]
+        if found is None:
             return None
-        raw = tuple(str(v) for v in data["raw"])
-        return FileVersion(relative, data["version"], raw, data["publisher"], _PE_EVIDENCE)
+        raw = tuple(str(v) for v in found["raw"])
+        return FileVersion(relative, found["version"], raw, found["publisher"], _PE_EVIDENCE)
 
     return remembered(stored, lambda: _pe_version(path, relative), to_json, from_json)
 
 
 _PE_EVIDENCE = "PE version resource"
+# what a memo entry was read as: an entry kept by another reading (FileVersion before
+# ProductVersion, before 2) is read from the file again
+_READING = 2
 
 
 def _pe_version(path: Path, relative: str) -> FileVersion | None:
     info = read_version_info(path, relative)
     if info is None:
         return None
-    numeric = [m.group(0) for v in info.versions if (m := _NUMERIC.match(v))]
+    # the product's release first: a FileVersion may number the file on another scheme
+    wanted = (info.product_version, info.file_version)
+    numeric = [m.group(0) for v in wanted if (m := _NUMERIC.match(v))]
     if not numeric:
         return None
     return FileVersion(relative, numeric[0], info.versions, info.company, _PE_EVIDENCE)

@@ -156,6 +156,8 @@ def read_version_info(path: Path, label: str) -> VersionInfo | None:
     product_version = strings.get("ProductVersion", "").strip()
     if fixed is not None and (fixed.FileVersionMS or fixed.FileVersionLS):
         file_version = file_version or _fixed(fixed.FileVersionMS, fixed.FileVersionLS)
+    if fixed is not None and (fixed.ProductVersionMS or fixed.ProductVersionLS):
+        # 0.0.0.0 is no product version: the FileVersion then stands for it
         product_version = product_version or _fixed(fixed.ProductVersionMS, fixed.ProductVersionLS)
     if not (file_version or product_version):
         return None
