@@ -19,13 +19,23 @@ from __future__ import annotations
 
 import re
 from collections.abc import Iterable
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from ortbundle._core.errors import LicenseError
 from ortbundle._core.memo import remembered
 from ortbundle.stage.binaries import read_version_info
+from ortbundle.stage.file_evidence import (
+    FileEvidence,
+    elf_evidence,
+    evidence_from_json,
+    evidence_to_json,
+    pe_evidence,
+)
+
+if TYPE_CHECKING:
+    from ortbundle.stage.binaries.pe import VersionInfo
 
 _NUMERIC = re.compile(r"^\d+(\.\d+)*")
 _ELF_NAME = re.compile(r"\.so\.(\d+\.\d+\.\d+(?:\.\d+)?)$")
@@ -45,51 +55,95 @@ class FileVersion:
     evidence: str  # "PE version resource" or "ELF file name"
 
 
+@dataclass(frozen=True)
+class FileFacts:
+    """What one file says of itself: the version it carries (None: none) and the licence
+    evidence it carries (ortbundle/stage/file_evidence.py)."""
+
+    version: FileVersion | None
+    evidence: FileEvidence
+
+
+def read_file_facts(
+    path: Path, relative: str, *, sha256: str = "", memo: Path | None = None
+) -> FileFacts:
+    """The version and the evidence a file carries, read in one pass over it.
+
+    With `memo` (a directory under the cache) they are read once per SHA-256: they are the same
+    for the same bytes, and parsing a 20 MB DLL's resources, or scanning a 30 MB library's
+    read-only data, was most of what attribution cost on a warm build. An ELF library's version
+    comes from its name, so it is taken from `relative` every time."""
+    stored = memo / sha256[:2] / f"{sha256}.json" if memo is not None and sha256 else None
+
+    def to_json(read: _Read) -> dict[str, Any]:
+        pe = read.pe_version
+        kept = (
+            None
+            if pe is None
+            else {"version": pe.version, "raw": list(pe.raw), "publisher": pe.publisher}
+        )
+        return {
+            "reading": _READING,
+            "pe_version": kept,
+            "evidence": evidence_to_json(read.evidence),
+        }
+
+    def from_json(data: Any) -> _Read:
+        if data["reading"] != _READING:
+            raise ValueError("kept by an older reading: read the file again")
+        evidence = evidence_from_json(data["evidence"])
+        pe = data["pe_version"]
+        if pe is None:
+            return _Read(None, evidence)
+        raw = tuple(str(v) for v in pe["raw"])
+        return _Read(FileVersion("", str(pe["version"]), raw, pe["publisher"], _PE), evidence)
+
+    read = remembered(stored, lambda: _read(path, relative), to_json, from_json)
+    if read.evidence.format == "elf":
+        found = _ELF_NAME.search(relative.rsplit("/", 1)[-1])
+        version = (
+            FileVersion(relative, found.group(1), (found.group(1),), "", "ELF file name")
+            if found
+            else None
+        )
+        return FileFacts(version, read.evidence)
+    pe = read.pe_version
+    return FileFacts(replace(pe, path=relative) if pe is not None else None, read.evidence)
+
+
 def read_file_version(
     path: Path, relative: str, *, sha256: str = "", memo: Path | None = None
 ) -> FileVersion | None:
-    """The version a library carries, or None (not PE or ELF, or it carries none).
+    """The version a library carries, or None (not PE or ELF, or it carries none)."""
+    return read_file_facts(path, relative, sha256=sha256, memo=memo).version
 
-    With `memo` (a directory under the cache) a PE file's version resource is read once per
-    SHA-256: it is the same for the same bytes, and parsing a 20 MB DLL's resources was most
-    of what attribution cost on a warm build. An ELF's comes from its name, never memoised."""
+
+_PE = "PE version resource"
+# what a memo entry was read as: an entry kept by another reading (FileVersion before
+# ProductVersion, before 2; no licence evidence, before 3) is read from the file again
+_READING = 3
+
+
+@dataclass(frozen=True)
+class _Read:
+    """What reading a file found that its name does not decide: a PE version, the evidence."""
+
+    pe_version: FileVersion | None  # its path is the caller's
+    evidence: FileEvidence
+
+
+def _read(path: Path, relative: str) -> _Read:
     with path.open("rb") as handle:
         magic = handle.read(4)
     if magic == b"\x7fELF":
-        found = _ELF_NAME.search(relative.rsplit("/", 1)[-1])
-        if found:
-            return FileVersion(relative, found.group(1), (found.group(1),), "", "ELF file name")
-        return None
+        return _Read(None, elf_evidence(path, relative))
     if magic[:2] != b"MZ":
-        return None
-    stored = memo / sha256[:2] / f"{sha256}.json" if memo is not None and sha256 else None
-
-    def to_json(found: FileVersion | None) -> dict[str, Any]:
-        if found is None:
-            return {"reading": _READING, "found": None}
-        kept = {"version": found.version, "raw": list(found.raw), "publisher": found.publisher}
-        return {"reading": _READING, "found": kept}
-
-    def from_json(data: Any) -> FileVersion | None:
-        if data["reading"] != _READING:
-            raise ValueError("kept by an older reading: read the file again")
-        found = data["found"]
-        if found is None:
-            return None
-        raw = tuple(str(v) for v in found["raw"])
-        return FileVersion(relative, found["version"], raw, found["publisher"], _PE_EVIDENCE)
-
-    return remembered(stored, lambda: _pe_version(path, relative), to_json, from_json)
-
-
-_PE_EVIDENCE = "PE version resource"
-# what a memo entry was read as: an entry kept by another reading (FileVersion before
-# ProductVersion, before 2) is read from the file again
-_READING = 2
-
-
-def _pe_version(path: Path, relative: str) -> FileVersion | None:
+        return _Read(None, FileEvidence())
     info = read_version_info(path, relative)
+    return _Read(_pe_version(info, relative), pe_evidence(path, relative, info))
+
+
+def _pe_version(info: VersionInfo | None, relative: str) -> FileVersion | None:
     if info is None:
         return None
     # the product's release first: a FileVersion may number the file on another scheme
@@ -97,7 +151,7 @@ def _pe_version(path: Path, relative: str) -> FileVersion | None:
     numeric = [m.group(0) for v in wanted if (m := _NUMERIC.match(v))]
     if not numeric:
         return None
-    return FileVersion(relative, numeric[0], info.versions, info.company, _PE_EVIDENCE)
+    return FileVersion(relative, numeric[0], info.versions, info.company, _PE)
 
 
 def is_stated(version: str) -> bool:

@@ -1,7 +1,7 @@
 """Build minimal but well-formed ELF shared libraries with chosen SONAME, NEEDED, machine, class,
-PT_LOAD layout, symbol-version needs (.gnu.version_r) and Android API note: small enough to
-write per test, real enough for pyelftools, readelf, auditwheel and patchelf (which refuses a
-file without section headers)."""
+PT_LOAD layout, symbol-version needs (.gnu.version_r), Android API note, read-only data and a
+.comment: small enough to write per test, real enough for pyelftools, readelf, auditwheel and
+patchelf (which refuses a file without section headers)."""
 
 from __future__ import annotations
 
@@ -11,7 +11,7 @@ from collections.abc import Sequence
 EM = {"EM_X86_64": 62, "EM_AARCH64": 183, "EM_386": 3, "EM_QDSP6": 164, "EM_ARM": 40}
 PT_LOAD, PT_DYNAMIC, PT_NOTE = 1, 2, 4
 DT_NULL, DT_NEEDED, DT_STRTAB, DT_STRSZ, DT_SONAME, DT_RUNPATH = 0, 1, 5, 10, 14, 29
-SHT_STRTAB, SHT_DYNAMIC, SHT_NOTE, SHT_GNU_VERNEED = 3, 6, 7, 0x6FFFFFFE
+SHT_PROGBITS, SHT_STRTAB, SHT_DYNAMIC, SHT_NOTE, SHT_GNU_VERNEED = 1, 3, 6, 7, 0x6FFFFFFE
 DT_VERNEED, DT_VERNEEDNUM = 0x6FFFFFFE, 0x6FFFFFFF
 SHF_WRITE, SHF_ALLOC = 1, 2
 PF_R, PF_W, PF_X = 4, 2, 1
@@ -30,6 +30,8 @@ def make_elf(
     loads: Sequence[tuple[int, int, int]] | None = None,
     version_needs: Sequence[tuple[str, Sequence[str]]] = (),
     android_api: int | None = None,
+    rodata: bytes = b"",
+    comment: bytes = b"",
 ) -> bytes:
     """A little-endian ET_DYN: ELF header, program headers, .dynstr, .dynamic, payload.
 
@@ -43,8 +45,10 @@ def make_elf(
 
     `version_needs` lists (file, version nodes) as `.gnu.version_r` and DT_VERNEED record them
     (`[("libc.so.6", ["GLIBC_2.2.5", "GLIBC_2.34"])]`); `android_api` adds the NDK's
-    `.note.android.ident` (and the PT_NOTE segment that maps it) with that API level. Both need
-    `sections`.
+    `.note.android.ident` (and the PT_NOTE segment that maps it) with that API level. `rodata`
+    becomes a loaded `.rodata` section (the strings a library was built with: copyright notices,
+    a bundled library's error messages), `comment` the unloaded `.comment` a compiler writes.
+    All of these need `sections`.
     """
     if bits not in (32, 64):
         raise ValueError(f"bits must be 32 or 64, not {bits}")
@@ -86,7 +90,8 @@ def make_elf(
 
     body = bytearray(b"\x00" * strtab_off + strtab)
     body += b"\x00" * (dyn_off - len(body))
-    body += dynamic + verneed + note + payload
+    rodata_off = note_off + len(note)
+    body += dynamic + verneed + note + rodata + payload
     for offset, _vaddr, _align in layout[1:]:
         body += b"\x00" * (offset - len(body))
         if offset >= len(body):
@@ -110,10 +115,17 @@ def make_elf(
         names = b"\x00.dynstr\x00.dynamic\x00.shstrtab\x00"
         if version_needs or note:  # the names of the optional sections, after the old ones
             names += b".gnu.version_r\x00.note.android.ident\x00"
-        shstr_off = loaded_end + (-loaded_end % word)
+        rodata_name = len(names)
+        comment_name = rodata_name + len(b".rodata\x00")
+        if rodata or comment:
+            names += b".rodata\x00.comment\x00"
+        comment_off = loaded_end
+        tail += comment
+        shstr_off = loaded_end + len(comment)
+        shstr_off += -shstr_off % word
         shoff = shstr_off + len(names)
         shoff += -shoff % word
-        tail += b"\x00" * (shstr_off - loaded_end) + names
+        tail += b"\x00" * (shstr_off - loaded_end - len(comment)) + names
         tail += b"\x00" * (shoff - shstr_off - len(names))
         dynstr_name, dynamic_name, shstrtab_name, verneed_name, note_name = 1, 9, 18, 28, 43
         tail += _shdr(wide, 0, 0, 0, 0, 0, 0, 0, 0, 0)
@@ -137,11 +149,22 @@ def make_elf(
                 wide, note_name, SHT_NOTE, SHF_ALLOC, base + note_off, note_off, len(note), 0, 4, 0
             )
             shnum += 1
+        if rodata:
+            tail += _shdr(
+                wide, rodata_name, SHT_PROGBITS, SHF_ALLOC, base + rodata_off, rodata_off,
+                len(rodata), 0, 1, 0,
+            )  # fmt: skip
+            shnum += 1
+        if comment:  # SHF_MERGE | SHF_STRINGS, as compilers write it; not loaded
+            tail += _shdr(
+                wide, comment_name, SHT_PROGBITS, 0x30, 0, comment_off, len(comment), 0, 1, 1
+            )
+            shnum += 1
         tail += _shdr(wide, shstrtab_name, SHT_STRTAB, 0, 0, shstr_off, len(names), 0, 1, 0)
         shstrndx = shnum
         shnum += 1
-    elif version_needs or note:
-        raise ValueError("version needs and the Android note live in sections: keep sections")
+    elif version_needs or note or rodata or comment:
+        raise ValueError("version needs, the Android note, .rodata and .comment live in sections")
 
     ident = b"\x7fELF" + bytes([2 if wide else 1, 1, 1, 0]) + b"\x00" * 8
     fields = (EM[machine], 1, 0, ehsize, shoff, 0, ehsize, phentsize, phnum, shentsize)

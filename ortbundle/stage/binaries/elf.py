@@ -1,5 +1,6 @@
 """ELF: SONAME, DT_NEEDED, RUNPATH, machine, PT_LOAD alignment, symbol-version needs and the
-Android API note, through pyelftools."""
+Android API note, through pyelftools; and the bytes of named sections (read-only data, the
+compiler's .comment) for the licence evidence a library carries."""
 
 from __future__ import annotations
 
@@ -142,3 +143,23 @@ def _android_api(data: bytes, *, little: bool) -> int:
             return int(struct.unpack_from(f"{order}I", data, desc)[0])
         at = desc + ((descsz + 3) & ~3)
     return 0
+
+
+def section_bytes(path: Path, label: str, names: tuple[str, ...]) -> dict[str, bytes]:
+    """The contents of the named sections a file has (a stripped one may lack them): where a
+    library keeps the copyright and licence strings it was built with."""
+    try:
+        with path.open("rb") as stream:
+            elf = ELFFile(stream)
+            found: dict[str, bytes] = {}
+            for name in names:
+                section = elf.get_section_by_name(name)
+                if section is not None and section["sh_type"] != "SHT_NOBITS":
+                    found[name] = bytes(section.data())
+            return found
+    except (ELFError, Exception) as exc:  # noqa: BLE001 - pyelftools also raises raw struct errors
+        raise BinaryError(
+            f"{label} has unreadable sections ({type(exc).__name__}: {exc})",
+            file=label,
+            fix="the library is truncated or corrupt; check the pin and the archive",
+        ) from None

@@ -1,4 +1,5 @@
-"""PE: machine, import and delay-import tables, OS and subsystem versions, through pefile."""
+"""PE: machine, import and delay-import tables, OS and subsystem versions, the version resource
+and the bytes of the data sections (for the licence evidence a DLL carries), through pefile."""
 
 from __future__ import annotations
 
@@ -117,6 +118,7 @@ class VersionInfo:
     product_version: str
     company: str
     product: str
+    copyright: str = ""  # LegalCopyright: whose the file says it is
 
     @property
     def versions(self) -> tuple[str, ...]:
@@ -166,6 +168,7 @@ def read_version_info(path: Path, label: str) -> VersionInfo | None:
         product_version=product_version,
         company=strings.get("CompanyName", "").strip(),
         product=strings.get("ProductName", "").strip(),
+        copyright=strings.get("LegalCopyright", "").strip(),
     )
 
 
@@ -186,3 +189,28 @@ def _version_entry(pe: Any) -> Any:
 
 def _text(value: bytes | str) -> str:
     return value.decode("utf-8", errors="replace") if isinstance(value, bytes) else str(value)
+
+
+_INITIALIZED_DATA = 0x40  # IMAGE_SCN_CNT_INITIALIZED_DATA
+_EXECUTABLE = 0x20000000  # IMAGE_SCN_MEM_EXECUTE
+_NOT_STRINGS = (".rsrc", ".reloc", ".pdata")  # resources, relocations, unwind tables
+
+
+def data_bytes(path: Path, label: str) -> bytes:
+    """The initialized, non-executable data sections (.rdata, .data): where a DLL keeps the
+    strings it was built with, a fifth of a large DLL's bytes."""
+    try:
+        pe = pefile.PE(str(path), fast_load=True)
+        try:
+            parts = [
+                section.get_data()
+                for section in pe.sections
+                if section.Characteristics & _INITIALIZED_DATA
+                and not section.Characteristics & _EXECUTABLE
+                and section.Name.rstrip(b"\0").decode("ascii", "replace") not in _NOT_STRINGS
+            ]
+        finally:
+            pe.close()
+    except Exception as exc:  # noqa: BLE001 - pefile raises PEFormatError and raw struct errors
+        raise _unreadable(label, "has unreadable sections", exc) from None
+    return b"\0".join(parts)
