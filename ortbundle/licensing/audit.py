@@ -1,9 +1,13 @@
-"""The licence audit: per channel, every shipped component against the policy, texts and waivers.
+"""The licence audit: per channel, every shipped component against the policy, texts and waivers,
+and every shipped file's own evidence against the rule that claims it.
 
 Policy is data (`licenses/policy.toml`); waivers are a person's sign-off in the product
 manifest. The audit never turns a gap into "OK": a waived gap is reported as WAIVED, with the
 reason and the reviewer, every time it is relied on, and `--release` refuses it unless the
 waiver is signed off, in date and names the bytes that ship (ortbundle/licensing/waivers.py).
+A file whose evidence contradicts its rule (licensing/claims.py) is REVIEW, its evidence
+quoted, until a person confirms the rule; a release takes a confirmation only signed off, and
+no guess the scaffold left.
 """
 
 from __future__ import annotations
@@ -25,6 +29,7 @@ from ortbundle.config.recipes import Product, Waiver
 from ortbundle.config.schema import check_document, display_name
 from ortbundle.config.vocabulary import VERDICTS
 from ortbundle.licensing.attribution import ComponentUse, TargetLicensing
+from ortbundle.licensing.claims import Claims, judge_claims
 from ortbundle.licensing.spdx import NotAnExpression, Tree, facts
 from ortbundle.licensing.waivers import CoveredFile, WaiverUse, use_of
 
@@ -161,6 +166,7 @@ class ComponentAudit:
     waivers: tuple[Waiver, ...]
     problems: tuple[str, ...]
     waiver_uses: tuple[WaiverUse, ...] = ()  # the waivers relied on, with their sign-off state
+    claims: Claims = field(default_factory=Claims)  # its files' evidence against its rules
 
 
 @dataclass(frozen=True)
@@ -193,6 +199,7 @@ class ChannelAudit:
                 if not u.signed_off
             ]
             out += [f"waiver for {w.file} matches no shipped file" for w in self.unused_waivers]
+            out += [r for c in self.components for r in c.claims.refusals(c.name)]
         return tuple(out)
 
     @property
@@ -270,6 +277,8 @@ def _audit_component(
     own_files = [(t, f.path) for t, c in uses for f in c.files if f.link_to is None]
     text_present = all(c.has_text for _, c in uses)
     problems = _policy_problems(policy, expression, verdict, uses, text_present)
+    claims = judge_claims(name, uses, lambda e: policy.evaluate(e) == "allow", today)
+    problems += claims.open
     waived = _match_waivers(relevant, own_files, expression)
     problems += waived.problems
     status = _status(verdict, problems, waived.covers(own_files), text_present)
@@ -292,6 +301,7 @@ def _audit_component(
         waiver_uses=tuple(use_of(w, shipped, today) for w in waived.matched)
         if status == "waived"
         else (),
+        claims=claims,
     )
     return audit, waived.used
 
@@ -432,6 +442,18 @@ def print_report(console: Console, audits: Sequence[ChannelAudit]) -> None:
                     highlight=False,
                 )
         for c in audit.components:
+            for confirmed in c.claims.confirmations:
+                console.print(
+                    f"[green]CONFIRMED[/] {audit.channel}: {c.name}: {confirmed.summary()}",
+                    highlight=False,
+                )
+            for file, library, says, named in c.claims.embedded:
+                console.print(
+                    f"EMBEDDED {audit.channel}: {c.name}: {file} carries {library} ({says!r}; "
+                    f"{'named in ' + ', '.join(named) if named else 'no notice names it'})",
+                    highlight=False,
+                )
+        for c in audit.components:
             if c.status == "review":
                 for p in c.problems:
                     console.print(
@@ -533,6 +555,7 @@ def report_json(
                         "status": c.status,
                         "problems": list(c.problems),
                         "waivers": [use(u) for u in c.waiver_uses],
+                        **c.claims.to_json(),
                     }
                     for c in a.components
                 ],

@@ -34,6 +34,7 @@ from ortbundle.licensing.attribution import (
     TargetLicensing,
 )
 from ortbundle.licensing.audit import ChannelAudit
+from ortbundle.licensing.evidence import guess_line
 from ortbundle.stage.closure import ExternalLibrary
 from ortbundle.stage.staging import (
     StagedRuntime,
@@ -79,6 +80,12 @@ def summary_document(
                 f"{staged.runtime} {problem}"
                 for problem in violations(product.system, runtime_system(staged))
             ]
+        # once per guess the scaffold left in a licence rule, however many channels audit it
+        warnings += [
+            guess_line(c.name, target.target, key, c.rule)
+            for c in target.licensing.components
+            for key in c.guessed
+        ]
         externals = result.requirements.get(target.target) or _closure_externals(target)
         targets.append(
             {

@@ -18,7 +18,7 @@ FileVersion 6.14.11.13040). So:
 from __future__ import annotations
 
 import re
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -205,6 +205,18 @@ def resolve_version(
         for relative, path, sha256 in files
         if (v := read_file_version(path, relative, sha256=sha256, memo=memo))
     ]
+    return resolve_found(component, stated, found, target=target, recipe=recipe)
+
+
+def resolve_found(
+    component: str,
+    stated: str,
+    found: Sequence[FileVersion],
+    *,
+    target: str,
+    recipe: str,
+) -> ResolvedVersion:
+    """resolve_version for versions already read from the files."""
     publishers = sorted({v.publisher for v in found if v.publisher})
     publisher = publishers[0] if len(publishers) == 1 else ""
     if is_stated(stated):
