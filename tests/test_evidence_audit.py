@@ -14,6 +14,8 @@ import json
 from datetime import UTC, date, datetime, timedelta
 
 import pytest
+from cyclonedx.schema import SchemaVersion
+from cyclonedx.validation.json import JsonStrictValidator
 
 from ortbundle._core.progress import Reporter
 from ortbundle.config.recipes import Confirmation
@@ -134,6 +136,26 @@ def test_directml_under_the_wheels_mit_is_review_not_allow(
     assert [f["kind"] for f in dml["findings"]] == ["reserved"]
     assert dml["findings"][0]["confirmed"] is False
     assert row["status"] == "review"
+    # the SBOM says it too, on the file: the copyright as CycloneDX evidence, the rest as
+    # properties, and it stays valid CycloneDX 1.6
+    sbom_text = (result.version_dir / "sbom.cdx.json").read_text()
+    assert not JsonStrictValidator(SchemaVersion.V1_6).validate_str(sbom_text)
+    (component,) = [
+        c for c in json.loads(sbom_text)["components"] if c["name"] == "onnxruntime-fake"
+    ]
+    (entry,) = [f for f in component["components"] if f["name"] == DML]
+    assert entry["evidence"]["copyright"] == [
+        {"text": "© Microsoft Corporation. All rights reserved."}
+    ]
+    properties = {(p["name"], p["value"]) for p in entry["properties"]}
+    assert ("ortbundle:company", "Microsoft Corporation") in properties
+    assert ("ortbundle:product", "DirectML Redistributable Library 1.15.4") in properties
+    assert ("ortbundle:evidence-from", "PE version resource") in properties
+    # and report.html, in the audit of every channel that ships it
+    page = (result.version_dir / "report.html").read_text()
+    shown = page[page.index(f'<tr class="review" data-file="{DML}">') :].split("</tr>", 1)[0]
+    assert "Microsoft Corporation; DirectML Redistributable Library 1.15.4; © Microsoft" in shown
+    assert "(PE version resource)" in shown and "REVIEW</span> reserved" in shown
     # Microsoft is the licensor the LICENSE names: no second finding about the holder
     with pytest.raises(AuditFailed) as caught:  # a release refuses it
         build(fake.project, fake.options(release=True), reporter)
@@ -160,6 +182,12 @@ def test_a_confirmed_rule_with_a_valid_sign_off_passes_a_release(
     assert recorded["covers"] == [{"path": DML, "sha256": DIRECTML_SHA}]
     (dml,) = [e for e in row["evidence"] if e["path"] == DML]  # type: ignore[attr-defined]
     assert dml["findings"][0]["confirmed"] is True  # the evidence stays, answered
+    page = (result.version_dir / "report.html").read_text()
+    assert f'<tr class="confirmed" data-file="{DML}">' in page
+    assert (
+        "CONFIRMED</span> onnxruntime-fake: windows-x86_64/runtimes/fake/DirectML.dll: confirmed by Ada Lovelace"
+        in page
+    )
 
 
 @pytest.mark.parametrize(
@@ -390,7 +418,7 @@ def test_curl_and_mbedtls_in_a_plain_mit_library_are_listed_as_embedded(
     members["onnxruntime/capi/libdep.so"] = members["onnxruntime/capi/libdep.so.2"]
     fake.linux = members
     fake.write()
-    result = build(fake.project, fake.options(audit_only=True), reporter)
+    result = build(fake.project, fake.options(), reporter)
     deb = next(a for a in result.audits if a.channel == "deb")
     (row,) = [c for c in deb.components if c.name == "fake"]  # the Linux rule's component
     assert [(f.rsplit("/", 1)[-1], n) for f, n, _, _ in row.claims.embedded] == [
@@ -400,6 +428,16 @@ def test_curl_and_mbedtls_in_a_plain_mit_library_are_listed_as_embedded(
     assert row.status == "review" and all(
         "which no licence text of fake names" in p for p in row.problems
     )
+    # and the SBOM lists them inside the file that carries them
+    sbom = json.loads((result.version_dir / "sbom.cdx.json").read_text())
+    (component,) = [c for c in sbom["components"] if c["name"] == "fake"]
+    (dep,) = [f for f in component["components"] if f["name"].endswith("/libdep.so.2")]
+    inside = {
+        c["name"]: {p["name"]: p["value"] for p in c["properties"]} for c in dep["components"]
+    }
+    assert set(inside) == {"curl", "mbedtls"}
+    assert inside["curl"]["ortbundle:revealed-by"] == "A libcurl function was given a bad argument"
+    assert inside["curl"]["ortbundle:embedded-in"] == "linux-x86_64/runtimes/fake/libdep.so.2"
 
 
 def test_a_target_record_keeps_the_evidence_and_the_claim() -> None:

@@ -46,6 +46,36 @@ class Claims:
             for code in e.evidence.embedded
         )
 
+    def rows(self) -> tuple[EvidenceRow, ...]:
+        """One row per file that says anything of itself, for a person to read (report.html)."""
+        against: dict[str, list[tuple[Finding, bool]]] = {}
+        for f, answered in self.findings:
+            against.setdefault(f.file, []).append((f, answered))
+        rows = []
+        for t, e in self.evidence:
+            ev = e.evidence
+            if not ev.says_anything:
+                continue
+            file = f"{t}/{e.path}"
+            found = against.get(file, [])
+            product = " ".join(p for p in (ev.product, ev.product_version) if p)
+            state = "ok" if not found else "confirmed" if all(a for _, a in found) else "review"
+            rows.append(
+                EvidenceRow(
+                    file=file,
+                    says=tuple(p for p in (ev.company, product, *ev.copyrights, *ev.licences) if p),
+                    where=ev.where,
+                    carries=tuple(
+                        f"{code.name} ({', '.join(e.named_by(code.name)) or 'no notice'})"
+                        for code in ev.embedded
+                    ),
+                    named_by=e.noticed_by,
+                    against=tuple(sorted({f.kind for f, _ in found})),
+                    state=state,
+                )
+            )
+        return tuple(rows)
+
     def refusals(self, component: str) -> list[str]:
         """What a release refuses: a confirmation not signed off, and every guess."""
         out = [f"{component}: {u.refusal()}" for u in self.confirmations if not u.signed_off]
@@ -78,6 +108,19 @@ class Claims:
             "confirmations": [_confirmation_json(u) for u in self.confirmations],
             "guessed": list(self.guesses),
         }
+
+
+@dataclass(frozen=True)
+class EvidenceRow:
+    """What one file says of itself, as report.html shows it."""
+
+    file: str  # "<target>/<path>"
+    says: tuple[str, ...]  # its maker, product and version, copyright and licence strings
+    where: str  # "PE version resource", "ELF .rodata and .comment"
+    carries: tuple[str, ...]  # third-party code, with the notices naming it
+    named_by: tuple[str, ...]  # notices naming the file or its product
+    against: tuple[str, ...]  # the kinds of finding against the claim ("holder", "reserved"…)
+    state: str  # "ok", "review" or "confirmed"
 
 
 def _confirmation_json(u: ConfirmationUse) -> dict[str, Any]:
