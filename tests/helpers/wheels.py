@@ -20,12 +20,14 @@ def make_wheel(
     files: dict[str, bytes],
     *,
     record_overrides: dict[str, bytes] | None = None,
+    metadata: str = "",
 ) -> Path:
-    """Write a wheel; `record_overrides` records other bytes' hashes for chosen members."""
+    """Write a wheel; `record_overrides` records other bytes' hashes for chosen members;
+    `metadata` adds header lines to METADATA ("License-Expression: MIT\n")."""
     dist_info = f"{project.replace('-', '_')}-{version}.dist-info"
     members = dict(files)
     members[f"{dist_info}/METADATA"] = (
-        f"Metadata-Version: 2.1\nName: {project}\nVersion: {version}\n".encode()
+        f"Metadata-Version: 2.1\nName: {project}\nVersion: {version}\n{metadata}".encode()
     )
     members[f"{dist_info}/WHEEL"] = b"Wheel-Version: 1.0\nRoot-Is-Purelib: false\n"
     lines = []
