@@ -10,12 +10,14 @@ claiming it: review, quoted, not allow; a release refuses until a person confirm
 from __future__ import annotations
 
 import hashlib
+import io
 import json
 from datetime import UTC, date, datetime, timedelta
 
 import pytest
 from cyclonedx.schema import SchemaVersion
 from cyclonedx.validation.json import JsonStrictValidator
+from rich.console import Console
 
 from ortbundle._core.progress import Reporter
 from ortbundle.config.recipes import Confirmation
@@ -25,7 +27,7 @@ from ortbundle.licensing.attribution import (
     licensing_from_json,
     licensing_to_json,
 )
-from ortbundle.licensing.audit import audit_channel, load_policy
+from ortbundle.licensing.audit import audit_channel, load_policy, print_report
 from ortbundle.licensing.evidence import Mention, ShippedEvidence
 from ortbundle.pipeline.build import AuditFailed, build
 from ortbundle.stage.file_evidence import Embedded, FileEvidence
@@ -125,6 +127,9 @@ def test_directml_under_the_wheels_mit_is_review_not_allow(
         "DirectML Redistributable Library — "
     )
     assert "[targets.windows-x86_64.licenses.confirmed]" in problem and "fake.toml" in problem
+    printed = io.StringIO()  # the console says it verbatim: brackets are not markup
+    print_report(Console(file=printed, width=4000, color_system=None), result.audits)
+    assert f"REVIEW nsis: onnxruntime-fake: {problem}" in printed.getvalue()
     audit = json.loads((result.version_dir / "audit.json").read_text())
     row = _component(audit, "nsis", "onnxruntime-fake")
     (dml,) = [e for e in row["evidence"] if e["path"] == DML]  # type: ignore[attr-defined]

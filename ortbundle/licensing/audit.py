@@ -403,6 +403,7 @@ _STYLE = {"ok": "green", "waived": "bold yellow", "review": "yellow", "fail": "b
 
 def print_report(console: Console, audits: Sequence[ChannelAudit]) -> None:
     """What an auditor reads: per channel, per component, then every waiver relied on."""
+    from rich.markup import escape
     from rich.table import Table
 
     for audit in audits:
@@ -444,20 +445,23 @@ def print_report(console: Console, audits: Sequence[ChannelAudit]) -> None:
         for c in audit.components:
             for confirmed in c.claims.confirmations:
                 console.print(
-                    f"[green]CONFIRMED[/] {audit.channel}: {c.name}: {confirmed.summary()}",
+                    f"[green]CONFIRMED[/] {audit.channel}: {c.name}: {escape(confirmed.summary())}",
                     highlight=False,
                 )
             for file, library, says, named in c.claims.embedded:
                 console.print(
-                    f"EMBEDDED {audit.channel}: {c.name}: {file} carries {library} ({says!r}; "
-                    f"{'named in ' + ', '.join(named) if named else 'no notice names it'})",
+                    escape(
+                        f"EMBEDDED {audit.channel}: {c.name}: {file} carries {library} ({says!r}; "
+                        f"{'named in ' + ', '.join(named) if named else 'no notice names it'})"
+                    ),
                     highlight=False,
                 )
         for c in audit.components:
             if c.status == "review":
                 for p in c.problems:
                     console.print(
-                        f"[yellow]REVIEW[/] {audit.channel}: {c.name}: {p}", highlight=False
+                        f"[yellow]REVIEW[/] {audit.channel}: {c.name}: {escape(p)}",
+                        highlight=False,
                     )
         for w in audit.unused_waivers:
             console.print(
@@ -465,7 +469,7 @@ def print_report(console: Console, audits: Sequence[ChannelAudit]) -> None:
                 highlight=False,
             )
         for failure in audit.failures:
-            console.print(f"[bold red]FAIL[/] {audit.channel}: {failure}", highlight=False)
+            console.print(f"[bold red]FAIL[/] {audit.channel}: {escape(failure)}", highlight=False)
         verdict = "[green]passed[/]" if audit.passed else "[bold red]FAILED[/]"
         console.print(f"{audit.channel}: audit {verdict}", highlight=False)
 
