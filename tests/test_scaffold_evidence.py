@@ -54,7 +54,10 @@ def wheels(tmp_path: Path) -> Iterator[IndexServer]:
     with IndexServer().running() as server:
         directml = {
             "onnxruntime/capi/onnxruntime.dll": _dll(ORT, "DirectML.dll", "d3d12.dll", tag="core"),
-            "onnxruntime/capi/onnxruntime_providers_shared.dll": _dll(ORT, tag="shared"),
+            # the core's product at another build number: still the archive's own
+            "onnxruntime/capi/onnxruntime_providers_shared.dll": _dll(
+                {**ORT, "ProductVersion": "1.24.4.7"}, tag="shared"
+            ),
             "onnxruntime/capi/DirectML.dll": _dll(DIRECTML, "d3d12.dll"),
             "onnxruntime/capi/onnxruntime_pybind11_state.pyd": make_pe(imports=("python312.dll",)),
             "onnxruntime/LICENSE": MICROSOFT_MIT,

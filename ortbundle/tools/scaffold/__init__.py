@@ -262,7 +262,9 @@ def _with_rules(
 ) -> Proposal:
     """The proposal with its licence rules, split by what each kept library says of itself."""
     kept = [lib for lib in proposal.libraries if lib.staged not in proposal.dropped]
-    entry = next(lib for lib in kept if version_glob(lib.staged) == proposal.entry)
+    # the entry library anchors the archive's own group; a proposal whose entry is a glob no
+    # kept name gives has none, and each group then stands on its evidence alone
+    entry = next((lib for lib in kept if version_glob(lib.staged) == proposal.entry), None)
     rules = propose_rules(
         licence_component(resolved.wanted.name),
         resolved.version,

@@ -67,7 +67,7 @@ def propose_rules(
     project: str,
     licence: Licence,
     kept: Sequence[Library],
-    entry: Library,
+    entry: Library | None,
     evidence: Callable[[Library], FileEvidence],
     read: Callable[[str], str],
     notices: Sequence[str],
@@ -130,13 +130,15 @@ def _groups(kept: Sequence[Library], said: dict[str, FileEvidence]) -> list[_Gro
 
 def _own_group(
     groups: list[_Group],
-    entry: Library,
+    entry: Library | None,
     licence_lines: list[str],
     notice_text: dict[str, str],
 ) -> list[_Group]:
     """The groups the archive's declared licence plausibly covers: files that say nothing of
     themselves; and, where the archive's licence texts name their holder, the entry library's
-    group and any group that does not reserve its rights or that a notice names."""
+    product (whatever version each file gives) and any group that does not reserve its rights
+    or that a notice names."""
+    core = next(((g.holder, g.product) for g in groups if entry in g.libraries), None)
     own = []
     for g in groups:
         if not any(ev.says_anything for ev in g.evidence) or not g.holder:
@@ -145,8 +147,7 @@ def _own_group(
         if not names_holder(g.holder, licence_lines):
             continue
         reserved = any(ev.reserved for ev in g.evidence)
-        named = _named_by(g, notice_text)
-        if entry in g.libraries or not reserved or named:
+        if (g.holder, g.product) == core or not reserved or _named_by(g, notice_text):
             own.append(g)
     return own
 
