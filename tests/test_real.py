@@ -170,6 +170,49 @@ def test_dxil_is_reported_as_waived_and_a_release_refuses_it(real_build: BuildRe
     assert (dxc.version, dxil.version) == ("1.9.0.1", "1.8.2502.11")
 
 
+def test_every_file_says_what_it_is_and_the_rules_still_hold(real_build: BuildResult) -> None:
+    """Each shipped file's own evidence against its rule: the default product stays allowed
+    (dxil aside). The Windows DLLs saying "All rights reserved" under a permissive claim are
+    answered by their rules' confirmations, which a release still wants a person to sign."""
+    for audit in real_build.audits:
+        for c in audit.components:
+            wanted = "waived" if c.name.startswith("dxil") else "ok"
+            assert c.status == wanted, (audit.channel, c.name, c.problems)
+    confirmed = {
+        f.file.rsplit("/", 1)[-1]
+        for audit in real_build.audits
+        for c in audit.components
+        for f, answered in c.claims.findings
+        if answered
+    }
+    assert confirmed == {
+        "onnxruntime.dll",
+        "onnxruntime_providers_shared.dll",
+        "onnxruntime_providers_openvino.dll",
+        "onnxruntime_providers_webgpu.dll",
+        "dxcompiler.dll",
+        "tbb12.dll",
+        "tbbmalloc.dll",
+    }
+    said = {
+        (t.target, e.path): e.evidence
+        for t in real_build.targets
+        for c in t.licensing.components
+        for e in c.evidence
+    }
+    openvino = said[("windows-x86_64", "runtimes/openvino/openvino.dll")]
+    assert openvino.copyrights == ("Copyright (C) 2018-2025, Intel Corporation",)
+    assert said[("windows-x86_64", "runtimes/webgpu/dxil.dll")].holders == (
+        "Microsoft Corporation",
+    )
+    # the Linux and Android libraries carry no notice, and no file third-party code lintian knows
+    assert not any(ev.says_anything for (t, _), ev in said.items() if not t.startswith("windows"))
+    assert not any(ev.embedded for ev in said.values())
+    nsis = next(a for a in real_build.audits if a.channel == "nsis")
+    release = nsis.__class__(nsis.channel, nsis.targets, nsis.components, (), release=True)
+    assert any("the confirmation of onnxruntime-webgpu's claim" in f for f in release.failures)
+
+
 def test_packages_carry_exactly_the_staged_files(real_build: BuildResult) -> None:
     linux = target_result(real_build, "linux-x86_64")
     tarballs = sorted((real_build.version_dir / "packaging").glob("*/*.tar.gz"))

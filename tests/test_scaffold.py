@@ -137,6 +137,9 @@ def test_pypi_scaffold_writes_a_recipe_that_builds(
     assert drops.pop(("libbroken.so",)).startswith("not a native library (")
     assert drops == {}
     assert linux["licenses"][0]["expression"] == "MIT"  # read from the dist-info licence text
+    # the files say nothing of themselves: one rule, every guess listed as data
+    assert len(linux["licenses"]) == 1 and linux["licenses"][0]["files"] == ["*"]
+    assert linux["licenses"][0]["guessed"] == ["expression", "files", "texts"]
     # both texts are named LICENSE and would land on one path: the PEP 639 one is taken
     assert linux["licenses"][0]["texts"] == [
         {"source": "linux-x86_64", "member": DIST_INFO_LICENSE}

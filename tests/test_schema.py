@@ -95,6 +95,53 @@ def test_upper_case_vendor_is_refused_with_the_lower_case_one(tmp_path: Path) ->
     assert "did you mean `nvidia`?" in str(error)
 
 
+def _rule(**more: Any) -> dict[str, Any]:
+    return {
+        "component": "x",
+        "version": "1.0.0",
+        "expression": "MIT",
+        "files": ["*"],
+        "texts": [{"source": "wheel", "member": "LICENSE"}],
+        **more,
+    }
+
+
+def test_a_licence_rule_carries_its_guesses_licensor_and_confirmation(tmp_path: Path) -> None:
+    """Guesses are data, not comments: the audit and a release read them."""
+    data = recipe("x")
+    confirmed = {
+        "reviewer": "Ada Lovelace",
+        "reason": "the version resource's holder is the LICENSE's",
+        "sha256": [SHA],
+        "reviewed": tomlkit.date("2026-12-01"),
+    }
+    data["targets"]["linux-x86_64"]["licenses"] = [
+        _rule(guessed=["expression", "files"], licensor=["Acme Corp"], confirmed=confirmed)
+    ]
+    (rule,) = load_recipe(write(tmp_path / "recipes/x.toml", data)).targets["linux-x86_64"].licenses
+    assert rule.guessed == ("expression", "files") and rule.licensor == ("Acme Corp",)
+    assert rule.confirmed is not None and rule.confirmed.reviewer == "Ada Lovelace"
+    assert rule.confirmed.sha256 == (SHA,) and str(rule.confirmed.reviewed) == "2026-12-01"
+    assert rule.confirmed.expires is None
+    # none of it is in the repr the pruned runtime's memo key is made of: confirming a rule
+    # never prunes again
+    assert "guessed" not in repr(rule) and "Ada" not in repr(rule)
+
+
+def test_a_guess_or_a_confirmation_misspelt_is_refused(tmp_path: Path) -> None:
+    data = recipe("x")
+    bad = {"reviewer": "Ada", "reason": "read", "sha256": ["AB" * 32], "reviwed": "2026-12-01"}
+    data["targets"]["linux-x86_64"]["licenses"] = [_rule(guessed=["expresion"], confirmed=bad)]
+    error = refused(load_recipe, write(tmp_path / "recipes/x.toml", data))
+    lines = [p.line() for p in error.problems]
+    assert any(
+        "'expresion' is not a licence rule key" in line and "`expression`?" in line
+        for line in lines
+    ), lines
+    assert any("`reviwed`: unknown key" in line and "`reviewed`?" in line for line in lines), lines
+    assert any("64 lower-case hex digits" in line for line in lines), lines
+
+
 def test_product_channels_typo_is_refused(tmp_path: Path) -> None:
     data = product(["x"], ["linux-x86_64"])
     data["product"]["chanels"] = ["arch"]

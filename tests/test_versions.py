@@ -8,10 +8,10 @@ from pathlib import Path
 import pytest
 
 from ortbundle._core.errors import LicenseError
-from ortbundle._core.memo import Memo
+from ortbundle._core.memo import Memo, memo_key
 from ortbundle._core.progress import Reporter
 from ortbundle.pipeline.build import build
-from ortbundle.stage.versions import agrees, read_file_version
+from ortbundle.stage.versions import agrees, read_file_version, resolve_version
 from tests.helpers.elf import make_elf
 from tests.helpers.pe import make_pe
 from tests.helpers.project import FakeProject, windows_members
@@ -59,6 +59,58 @@ def test_versions_read_from_pe_resources_and_elf_names(tmp_path: Path) -> None:
     short = tmp_path / "libtbb.so.12"
     short.write_bytes(make_elf(soname="libtbb.so.12"))
     assert read_file_version(short, "libtbb.so.12") is None  # a SONAME major is not a version
+
+
+CUDART = {  # NVIDIA's cudart64_13.dll in onnxruntime-ep-nv-tensorrt-rtx-cu13 0.5.0 (FACTS.md)
+    "CompanyName": "NVIDIA Corporation",
+    "FileVersion": "6.14.11.13040",
+    "ProductVersion": "13.4.46",
+    "ProductName": "NVIDIA CUDA 13.4.46 Runtime",
+}
+
+
+def test_a_dll_is_the_version_of_its_product_not_of_the_file(tmp_path: Path) -> None:
+    """cudart64_13.dll numbers the file 6.14.11.13040; the CUDA release it belongs to is 13.4.46."""
+    dll = tmp_path / "cudart64_13.dll"
+    dll.write_bytes(make_pe(imports=("KERNEL32.dll",), version=CUDART))
+    found = read_file_version(dll, "plugins/trt/cudart64_13.dll")
+    assert found is not None and found.version == "13.4.46"
+    assert found.raw == ("6.14.11.13040", "13.4.46")  # both stay evidence, as the file has them
+    resolved = resolve_version(
+        "cudart",
+        "bundled with onnxruntime-ep-nv-tensorrt-rtx-cu13 0.5.0",
+        [("plugins/trt/cudart64_13.dll", dll, "ef" * 32)],
+        target="windows-x86_64",
+        recipe="recipes/trt.toml",
+    )
+    assert resolved.version == "13.4.46" and resolved.publisher == "NVIDIA Corporation"
+    # only the FileVersion: that is the version there is
+    bare = tmp_path / "old.dll"
+    bare.write_bytes(make_pe(imports=("KERNEL32.dll",), version={"FileVersion": "2.1.0"}))
+    older = read_file_version(bare, "old.dll")
+    assert older is not None and older.version == "2.1.0"
+
+
+def test_a_memo_kept_by_an_older_reading_is_read_again(tmp_path: Path) -> None:
+    """An entry written when the FileVersion came first would give cudart 6.14.11.13040."""
+    dll = tmp_path / "cudart64_13.dll"
+    dll.write_bytes(make_pe(imports=("KERNEL32.dll",), version=CUDART))
+    memo = Memo.for_build(tmp_path / "cache", release=False)
+    sha = "ef" * 32
+    entry = memo.entry("file-versions", memo_key([sha], code=False))
+    assert entry is not None
+    entry.parent.mkdir(parents=True)
+    kept = {"version": "6.14.11.13040", "raw": list(CUDART_RAW), "publisher": "NVIDIA"}
+    # as the first memo kept it, and as a later one would mark an older reading
+    for stale in (kept, {"reading": 1, "found": kept}):
+        entry.write_text(json.dumps(stale))
+        found = read_file_version(dll, "cudart64_13.dll", sha256=sha, memo=memo)
+        assert found is not None and found.version == "13.4.46"
+        again = read_file_version(dll, "cudart64_13.dll", sha256=sha, memo=memo)
+        assert again is not None and again.version == "13.4.46"
+
+
+CUDART_RAW = ("6.14.11.13040", "13.4.46")
 
 
 def _bundling(fake: FakeProject, version: str) -> FakeProject:

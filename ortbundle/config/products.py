@@ -276,9 +276,9 @@ def _waiver(reader: TableReader, targets: tuple[str, ...]) -> Waiver:
         reviewer=reader.text("reviewer"),
         targets=reader.text_list("targets", required=False),
         channels=reader.text_list("channels", required=False),
-        sha256=_waiver_sha256(reader),
-        reviewed=_waiver_date(reader, "reviewed"),
-        expires=_waiver_date(reader, "expires"),
+        sha256=signoff_sha256(reader),
+        reviewed=signoff_date(reader, "reviewed"),
+        expires=signoff_date(reader, "expires"),
         entry=reader.where.lstrip("."),
         manifest=reader.path.name,
     )
@@ -288,15 +288,16 @@ def _waiver(reader: TableReader, targets: tuple[str, ...]) -> Waiver:
     return waiver
 
 
-def _waiver_sha256(reader: TableReader) -> tuple[str, ...]:
-    """One digest, or a list when the waiver's glob covers several files."""
+def signoff_sha256(reader: TableReader) -> tuple[str, ...]:
+    """A sign-off's reviewed bytes (a waiver's, a licence rule's confirmation): one digest, or
+    a list when it covers several files."""
     values = reader.text_list("sha256", required=False)
     if not all(re.fullmatch(r"[0-9a-f]{64}", v) for v in values):
         raise reader._fail("'sha256' must be 64 lower-case hex digits (the reviewed file's)")
     return values
 
 
-def _waiver_date(reader: TableReader, key: str) -> date | None:
+def signoff_date(reader: TableReader, key: str) -> date | None:
     """A TOML date (reviewed = 2026-12-01) or the same as a string."""
     value = reader.table.get(key)
     if value is None or (isinstance(value, date) and not isinstance(value, datetime)):

@@ -9,6 +9,7 @@ up front, with the file it is in — not as a KeyError in the middle of a build.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from datetime import date
 from pathlib import Path
 from urllib.parse import quote
 
@@ -19,6 +20,7 @@ from ortbundle.config.products import Product as Product
 from ortbundle.config.products import SystemSpec as SystemSpec
 from ortbundle.config.products import Waiver as Waiver
 from ortbundle.config.products import load_product as load_product
+from ortbundle.config.products import signoff_date, signoff_sha256
 from ortbundle.config.sources import MAX_NESTING as MAX_NESTING
 from ortbundle.config.sources import Coordinates as Coordinates
 from ortbundle.config.sources import LocalCoordinates as LocalCoordinates
@@ -35,7 +37,14 @@ from ortbundle.config.sources import source_from_json as source_from_json
 from ortbundle.config.sources import source_to_json as source_to_json
 from ortbundle.config.targets import ExternalSpec
 from ortbundle.config.tomlreader import TableReader, load_toml
-from ortbundle.config.vocabulary import NAME_WORD, PATH_WORD, PAYLOAD_PLACES, PURL, RECIPE_KINDS
+from ortbundle.config.vocabulary import (
+    GUESSABLE,
+    NAME_WORD,
+    PATH_WORD,
+    PAYLOAD_PLACES,
+    PURL,
+    RECIPE_KINDS,
+)
 
 
 @dataclass(frozen=True)
@@ -85,6 +94,19 @@ class LicenseText:
 
 
 @dataclass(frozen=True)
+class Confirmation:
+    """A person's sign-off that a rule's claim holds for these files although their own evidence
+    says otherwise (a copyright holder its texts do not name, "All rights reserved" under a
+    permissive claim): the sign-off a waiver has, bound to the bytes compared."""
+
+    reviewer: str
+    reason: str  # what they compared, and why the claim holds
+    sha256: tuple[str, ...] = ()  # of each file whose evidence they compared
+    reviewed: date | None = None
+    expires: date | None = None
+
+
+@dataclass(frozen=True)
 class LicenseRule:
     """Which staged files belong to which licensed component."""
 
@@ -94,6 +116,12 @@ class LicenseRule:
     files: tuple[str, ...]  # globs over staged file names
     texts: tuple[LicenseText, ...]
     purl: str | None = None  # package URL for the SBOM; derived when absent
+    # What the audit compares the files' evidence with, and what it knows of the claim: left
+    # out of the repr a pruned runtime's memo key is made of, so checking a rule or signing it
+    # off never prunes again.
+    licensor: tuple[str, ...] = field(default=(), repr=False)  # holders besides its texts'
+    guessed: tuple[str, ...] = field(default=(), repr=False)  # keys the scaffold guessed
+    confirmed: Confirmation | None = field(default=None, repr=False)
 
 
 @dataclass(frozen=True)
@@ -176,6 +204,10 @@ def _license_rule(reader: TableReader, sources: dict[str, Source]) -> LicenseRul
     component = reader.text("component")
     if not PATH_WORD.match(component):
         raise reader._fail(f"component {component!r} becomes licenses/<component>/: one plain name")
+    guessed = reader.text_list("guessed", required=False)
+    unknown = sorted(set(guessed) - set(GUESSABLE))
+    if unknown:
+        raise reader._fail(f"guessed names {', '.join(unknown)}: one of {', '.join(GUESSABLE)}")
     return LicenseRule(
         component=component,
         version=reader.text("version"),
@@ -183,6 +215,19 @@ def _license_rule(reader: TableReader, sources: dict[str, Source]) -> LicenseRul
         files=reader.text_list("files"),
         texts=read_texts(reader, sources),
         purl=read_purl(reader),
+        licensor=reader.text_list("licensor", required=False),
+        guessed=guessed,
+        confirmed=_confirmation(reader.sub("confirmed")) if "confirmed" in reader.table else None,
+    )
+
+
+def _confirmation(reader: TableReader) -> Confirmation:
+    return Confirmation(
+        reviewer=reader.text("reviewer"),
+        reason=reader.text("reason"),
+        sha256=signoff_sha256(reader),
+        reviewed=signoff_date(reader, "reviewed"),
+        expires=signoff_date(reader, "expires"),
     )
 
 

@@ -31,6 +31,10 @@ ON_NEWER = ("error", "warn")  # [system] on_newer: what a library needing a newe
 # Package relations a Linux package may state towards a system package (Debian and RPM alike).
 PACKAGE_RELATIONS = ("depends", "recommends", "suggests")
 
+# The keys of a [[licenses]] rule `invoke new-recipe` may have guessed (`guessed = [...]`): a build
+# warns about each until a person checks it and removes it, a release refuses any.
+GUESSABLE = ("component", "version", "expression", "files", "texts")
+
 # The licence audit's verdicts, best first (licensing/audit.py ranks them in this order).
 VERDICTS = ("allow", "review", "refuse")
 

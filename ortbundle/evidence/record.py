@@ -35,6 +35,7 @@ from ortbundle.evidence.report.closures import read_requirements
 from ortbundle.evidence.signing import SecretKey, sign
 from ortbundle.licensing.attribution import TargetLicensing, licensing_to_json
 from ortbundle.licensing.audit import ChannelAudit, report_json
+from ortbundle.licensing.evidence import ShippedEvidence
 
 MANIFEST_SCHEMA = "ortbundle.manifest/1"
 # Files beside the manifest that it cannot list: itself, its signature, the provenance over it,
@@ -270,6 +271,7 @@ def sbom_json(
         ]
         files = []
         for target, c in uses:
+            said = {e.path: e for e in c.evidence}
             for f in c.files:
                 if f.link_to is not None:
                     continue
@@ -280,6 +282,7 @@ def sbom_json(
                         name=f"{target}/{f.path}",
                         bom_ref=f"file:{target}/{f.path}",
                         hashes=[HashType(alg=HashAlgorithm.SHA_256, content=f.sha256)],
+                        **_file_evidence(target, said.get(f.path)),
                     )
                 )
         expressions = sorted({c.expression for _, c in uses})
@@ -294,6 +297,15 @@ def sbom_json(
             for x in c.texts
         ]
         properties += _requirement_properties(name, [t for t, _ in uses], requirements or {})
+        properties += [
+            Property(name="ortbundle:licensor", value=who)
+            for who in sorted({w for _, c in uses for w in c.licensor})
+        ]
+        properties += [  # a licence a person has not checked yet: a release refuses it
+            Property(name="ortbundle:guessed", value=f"{t} {key}")
+            for t, c in uses
+            for key in c.guessed
+        ]
         components.append(
             Component(
                 type=ComponentType.LIBRARY,
@@ -335,6 +347,49 @@ def sbom_json(
         bom.register_dependency(bom.metadata.component, [component])  # type: ignore[arg-type]
     text = JsonV1Dot6(bom).output_as_string(indent=2)
     return json.dumps(json.loads(text), indent=2, sort_keys=True) + "\n"
+
+
+def _file_evidence(target: str, evidence: ShippedEvidence | None) -> dict[str, Any]:
+    """What a file says of itself, on its SBOM entry: its copyright lines as CycloneDX
+    evidence, its maker, product and licence strings and the notices naming it as properties,
+    and the third-party code its bytes reveal as components inside it."""
+    from cyclonedx.model import Copyright, Property
+    from cyclonedx.model.component import Component, ComponentType
+    from cyclonedx.model.component_evidence import ComponentEvidence
+
+    if evidence is None or not evidence.evidence.says_anything:
+        return {}
+    ev = evidence.evidence
+    said = [
+        ("ortbundle:evidence-from", ev.where),
+        ("ortbundle:company", ev.company),
+        ("ortbundle:product", " ".join(p for p in (ev.product, ev.product_version) if p)),
+        *(("ortbundle:licence-string", text) for text in ev.licences),
+        *(("ortbundle:named-by", f"{target}/{text}") for text in evidence.noticed_by),
+    ]
+    embedded = [
+        Component(
+            type=ComponentType.LIBRARY,
+            name=code.name,
+            bom_ref=f"embedded:{target}/{evidence.path}:{code.name}",
+            properties=[
+                Property(name="ortbundle:embedded-in", value=f"{target}/{evidence.path}"),
+                Property(name="ortbundle:revealed-by", value=code.says),
+                *(
+                    Property(name="ortbundle:named-by", value=f"{target}/{text}")
+                    for text in evidence.named_by(code.name)
+                ),
+            ],
+        )
+        for code in ev.embedded
+    ]
+    return {
+        "properties": [Property(name=k, value=v) for k, v in said if v],
+        "evidence": ComponentEvidence(copyright=[Copyright(text=c) for c in ev.copyrights])
+        if ev.copyrights
+        else None,
+        "components": embedded,
+    }
 
 
 def _requirement_properties(

@@ -3,7 +3,9 @@
 Archive metadata is not evidence (the Linux OpenVINO wheel says "MIT" and ships Apache-2.0
 libraries), so every file in a target stage is mapped to exactly one component by the recipe's
 [[licenses]] globs. A file no rule claims, or two rules claim, stops the build here, before
-anything is published.
+anything is published. What each runtime file says of itself (its version resource, its
+notices, the code it carries; ortbundle/stage/file_evidence.py) and which staged notices name
+it are kept with it, for the audit to compare with the claim (licensing/evidence.py).
 """
 
 from __future__ import annotations
@@ -13,12 +15,15 @@ import json
 import re
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field, replace
+from datetime import date
 from pathlib import Path
+from typing import Any
 
 from ortbundle._core.errors import LicenseError
 from ortbundle._core.memo import NO_MEMO, Memo
 from ortbundle._core.templating import render
 from ortbundle.config.recipes import (
+    Confirmation,
     LicenseRule,
     Recipe,
     Source,
@@ -27,10 +32,18 @@ from ortbundle.config.recipes import (
     source_to_json,
 )
 from ortbundle.fetch.cache import stat_record
+from ortbundle.licensing.evidence import (
+    Mention,
+    ShippedEvidence,
+    named_terms,
+    search_terms,
+    shipped_evidence_from_json,
+    shipped_evidence_to_json,
+)
 from ortbundle.licensing.spdx import NotAnExpression, facts
 from ortbundle.stage.models import StagedModel
 from ortbundle.stage.staging import StagedFile, StagedRuntime, StagedText
-from ortbundle.stage.versions import resolve_version
+from ortbundle.stage.versions import FileFacts, read_file_facts, resolve_found
 
 TOOL_COMPONENT = "ortbundle"  # the loader, runtimes.json and NOTICE are ours
 TOOL_EXPRESSION = "MIT"
@@ -86,6 +99,12 @@ class ComponentUse:
     copyrights: tuple[str, ...]  # copyright lines found in its texts
     sources: tuple[Source, ...]  # the upstream artifacts its files came from
     publisher: str = ""  # who made it, as its files say (PE CompanyName); "" when they do not
+    # what its own files say of themselves, and what its rule says of the claim
+    evidence: tuple[ShippedEvidence, ...] = ()  # per file it ships (links aside)
+    licensor: tuple[str, ...] = ()  # its rule's `licensor`
+    guessed: tuple[str, ...] = ()  # its rule's keys the scaffold guessed
+    confirmed: Confirmation | None = None  # a person's sign-off of the claim
+    rule: str = ""  # where its rule is: "recipes/<name>.toml"
 
     @property
     def size(self) -> int:
@@ -188,6 +207,16 @@ class _Stage:
     def copyrights(self, texts: Iterable[StagedText]) -> tuple[str, ...]:
         return _copyrights(self.path, texts, self.memo)
 
+    def mentions(self, terms: Iterable[str]) -> dict[str, tuple[str, ...]]:
+        """Each term, with the target's staged notices that name it (every text of every
+        component: the archive's ThirdPartyNotices may be staged for another rule)."""
+        wanted = tuple(sorted(set(terms)))
+        named: dict[str, list[str]] = {t: [] for t in wanted}
+        for text in sorted(self.texts, key=_by_path):
+            for term in _text_names(self.path / text.path, text.sha256, wanted, self.memo):
+                named[term].append(text.path)
+        return {t: tuple(paths) for t, paths in named.items()}
+
 
 @dataclass
 class _Collected:
@@ -266,8 +295,9 @@ def _refuse_redeclared(first: LicenseRule, rule: LicenseRule, recipe: Recipe, ta
 
 
 def _runtime_component(name: str, found: _Collected, target_stage: _Stage) -> ComponentUse:
-    """A runtime component with its licence checked, its texts and copyright lines, and the
-    version (and publisher) its files show when it came bundled in another's archive."""
+    """A runtime component with its licence checked, its texts and copyright lines, what each
+    of its files says of itself, and the version (and publisher) its files show when it came
+    bundled in another's archive."""
     rule = found.rule
     expression, ids = normalize_expression(
         rule.expression,
@@ -276,7 +306,15 @@ def _runtime_component(name: str, found: _Collected, target_stage: _Stage) -> Co
     )
     own_texts = target_stage.texts_of(name)
     sources = tuple(found.sources.values())
-    version, publisher = _version_and_publisher(name, found, sources, target_stage)
+    # each file read once (or taken from the memo): its version and its evidence
+    read = {
+        f.path: read_file_facts(
+            target_stage.path / f.path, f.path, sha256=f.sha256, memo=target_stage.memo
+        )
+        for f in sorted(found.files, key=_by_path)
+        if f.link_to is None
+    }
+    version, publisher = _version_and_publisher(name, found, sources, target_stage, read)
     purl = purl_for(rule, sources, version)
     if version != rule.version and "@" not in purl:  # the files' version, for the SBOM too
         purl = f"{purl}@{version}"
@@ -291,25 +329,52 @@ def _runtime_component(name: str, found: _Collected, target_stage: _Stage) -> Co
         copyrights=target_stage.copyrights(own_texts),
         sources=tuple(sorted(sources, key=lambda s: s.filename)),
         publisher=publisher,
+        evidence=_evidence(found, read, target_stage),
+        licensor=rule.licensor,
+        guessed=rule.guessed,
+        confirmed=rule.confirmed,
+        rule=f"recipes/{found.recipe.path.name}",
     )
 
 
 def _version_and_publisher(
-    name: str, found: _Collected, sources: tuple[Source, ...], target_stage: _Stage
+    name: str,
+    found: _Collected,
+    sources: tuple[Source, ...],
+    target_stage: _Stage,
+    read: dict[str, FileFacts],
 ) -> tuple[str, str]:
     """The package a registry publishes states its own version; a component bundled inside
     another's archive is checked against (or takes its version from) its files."""
     if any(s.origin.name == name for s in sources):
         return found.rule.version, ""
-    resolved = resolve_version(
+    resolved = resolve_found(
         name,
         found.rule.version,
-        [(f.path, target_stage.path / f.path, f.sha256) for f in found.files if f.link_to is None],
+        [facts.version for facts in read.values() if facts.version is not None],
         target=target_stage.target,
         recipe=str(found.recipe.path),
-        memo=target_stage.memo,
     )
     return resolved.version, resolved.publisher
+
+
+def _evidence(
+    found: _Collected, read: dict[str, FileFacts], target_stage: _Stage
+) -> tuple[ShippedEvidence, ...]:
+    """Each file's evidence, with the staged notices that name it, its product or the code it
+    carries."""
+    sha = {f.path: f.sha256 for f in found.files}
+    terms = {path: search_terms(path, facts.evidence) for path, facts in read.items()}
+    named = target_stage.mentions(t for ts in terms.values() for t in ts)
+    return tuple(
+        ShippedEvidence(
+            path,
+            sha[path],
+            facts.evidence,
+            tuple(Mention(t, named[t]) for t in terms[path]),
+        )
+        for path, facts in read.items()
+    )
 
 
 def _model_component(
@@ -400,6 +465,27 @@ def _text_copyrights(path: Path, sha256: str, memo: Memo) -> tuple[str, ...]:
         list,
         lambda kept: tuple(str(line) for line in kept),
     )
+
+
+def _text_names(path: Path, sha256: str, terms: tuple[str, ...], memo: Memo) -> tuple[str, ...]:
+    """Which of `terms` one staged notice names, kept by its SHA-256 and the terms (and the
+    tool's code): a warm build reads no notice again."""
+    return memo.remembered(
+        "notice-names",
+        [sha256, *terms],
+        lambda: named_terms(_notice(path.read_bytes()), terms),
+        list,
+        lambda kept: tuple(str(term) for term in kept),
+    )
+
+
+def _notice(data: bytes) -> str:
+    if b"\0" in data[:8192] or data.startswith(b"%PDF"):
+        return ""  # a binary document is quoted by nobody, searched by nobody
+    try:
+        return data.decode("utf-8")
+    except UnicodeDecodeError:
+        return data.decode("cp1252", errors="replace")
 
 
 def notice_text(product: str, version: str, licensing: TargetLicensing, *, memo: Memo) -> str:
@@ -517,6 +603,7 @@ def licensing_to_json(licensing: TargetLicensing) -> str:
                 "copyrights": list(c.copyrights),
                 "sources": [source_to_json(s) for s in c.sources],
                 **({"publisher": c.publisher} if c.publisher else {}),
+                **_claim_to_json(c),
             }
             for c in licensing.components
         ],
@@ -541,6 +628,11 @@ def licensing_from_json(text: str, *, where: str) -> TargetLicensing:
                 copyrights=tuple(c["copyrights"]),
                 sources=tuple(source_from_json(s) for s in c["sources"]),
                 publisher=c.get("publisher", ""),
+                evidence=tuple(shipped_evidence_from_json(e) for e in c.get("evidence", [])),
+                licensor=tuple(c.get("licensor", [])),
+                guessed=tuple(c.get("guessed", [])),
+                confirmed=_confirmation_from_json(c.get("confirmed")),
+                rule=c.get("rule", ""),
             )
             for c in document["components"]
         )
@@ -551,6 +643,39 @@ def licensing_from_json(text: str, *, where: str) -> TargetLicensing:
             file=where,
             fix="use the dist/ tree written by invoke build of this ortbundle version",
         ) from None
+
+
+def _claim_to_json(c: ComponentUse) -> dict[str, Any]:
+    """The evidence and what the rule says of the claim, in a target record: a release merged
+    from runners audits them as the build did."""
+    confirmed = c.confirmed
+    return {
+        "evidence": [shipped_evidence_to_json(e) for e in c.evidence],
+        "licensor": list(c.licensor),
+        "guessed": list(c.guessed),
+        "confirmed": None
+        if confirmed is None
+        else {
+            "reviewer": confirmed.reviewer,
+            "reason": confirmed.reason,
+            "sha256": list(confirmed.sha256),
+            "reviewed": confirmed.reviewed.isoformat() if confirmed.reviewed else None,
+            "expires": confirmed.expires.isoformat() if confirmed.expires else None,
+        },
+        "rule": c.rule,
+    }
+
+
+def _confirmation_from_json(data: Any) -> Confirmation | None:
+    if data is None:
+        return None
+    return Confirmation(
+        reviewer=data["reviewer"],
+        reason=data["reason"],
+        sha256=tuple(data["sha256"]),
+        reviewed=date.fromisoformat(data["reviewed"]) if data["reviewed"] else None,
+        expires=date.fromisoformat(data["expires"]) if data["expires"] else None,
+    )
 
 
 @dataclass(frozen=True)

@@ -1,9 +1,13 @@
-"""The licence audit: per channel, every shipped component against the policy, texts and waivers.
+"""The licence audit: per channel, every shipped component against the policy, texts and waivers,
+and every shipped file's own evidence against the rule that claims it.
 
 Policy is data (`licenses/policy.toml`); waivers are a person's sign-off in the product
 manifest. The audit never turns a gap into "OK": a waived gap is reported as WAIVED, with the
 reason and the reviewer, every time it is relied on, and `--release` refuses it unless the
 waiver is signed off, in date and names the bytes that ship (ortbundle/licensing/waivers.py).
+A file whose evidence contradicts its rule (licensing/claims.py) is REVIEW, its evidence
+quoted, until a person confirms the rule; a release takes a confirmation only signed off, and
+no guess the scaffold left.
 """
 
 from __future__ import annotations
@@ -26,6 +30,7 @@ from ortbundle.config.recipes import Product, Waiver
 from ortbundle.config.schema import check_document, display_name
 from ortbundle.config.vocabulary import VERDICTS
 from ortbundle.licensing.attribution import ComponentUse, TargetLicensing
+from ortbundle.licensing.claims import Claims, judge_claims
 from ortbundle.licensing.spdx import NotAnExpression, Tree, facts
 from ortbundle.licensing.waivers import CoveredFile, WaiverUse, use_of
 
@@ -163,6 +168,7 @@ class ComponentAudit:
     waivers: tuple[Waiver, ...]
     problems: tuple[str, ...]
     waiver_uses: tuple[WaiverUse, ...] = ()  # the waivers relied on, with their sign-off state
+    claims: Claims = field(default_factory=Claims)  # its files' evidence against its rules
 
 
 @dataclass(frozen=True)
@@ -195,6 +201,7 @@ class ChannelAudit:
                 if not u.signed_off
             ]
             out += [f"waiver for {w.file} matches no shipped file" for w in self.unused_waivers]
+            out += [r for c in self.components for r in c.claims.refusals(c.name)]
         return tuple(out)
 
     @property
@@ -275,6 +282,8 @@ def _audit_component(
     own_files = [(t, f.path) for t, c in uses for f in c.files if f.link_to is None]
     text_present = all(c.has_text for _, c in uses)
     problems = _policy_problems(policy, expression, verdict, uses, text_present)
+    claims = judge_claims(name, uses, lambda e: policy.evaluate(e, memo) == "allow", today)
+    problems += claims.open
     waived = _match_waivers(relevant, own_files, expression, memo)
     problems += waived.problems
     status = _status(verdict, problems, waived.covers(own_files), text_present)
@@ -297,6 +306,7 @@ def _audit_component(
         waiver_uses=tuple(use_of(w, shipped, today) for w in waived.matched)
         if status == "waived"
         else (),
+        claims=claims,
     )
     return audit, waived.used
 
@@ -398,6 +408,7 @@ _STYLE = {"ok": "green", "waived": "bold yellow", "review": "yellow", "fail": "b
 
 def print_report(console: Console, audits: Sequence[ChannelAudit]) -> None:
     """What an auditor reads: per channel, per component, then every waiver relied on."""
+    from rich.markup import escape
     from rich.table import Table
 
     for audit in audits:
@@ -437,10 +448,25 @@ def print_report(console: Console, audits: Sequence[ChannelAudit]) -> None:
                     highlight=False,
                 )
         for c in audit.components:
+            for confirmed in c.claims.confirmations:
+                console.print(
+                    f"[green]CONFIRMED[/] {audit.channel}: {c.name}: {escape(confirmed.summary())}",
+                    highlight=False,
+                )
+            for file, library, says, named in c.claims.embedded:
+                console.print(
+                    escape(
+                        f"EMBEDDED {audit.channel}: {c.name}: {file} carries {library} ({says!r}; "
+                        f"{'named in ' + ', '.join(named) if named else 'no notice names it'})"
+                    ),
+                    highlight=False,
+                )
+        for c in audit.components:
             if c.status == "review":
                 for p in c.problems:
                     console.print(
-                        f"[yellow]REVIEW[/] {audit.channel}: {c.name}: {p}", highlight=False
+                        f"[yellow]REVIEW[/] {audit.channel}: {c.name}: {escape(p)}",
+                        highlight=False,
                     )
         for w in audit.unused_waivers:
             console.print(
@@ -448,7 +474,7 @@ def print_report(console: Console, audits: Sequence[ChannelAudit]) -> None:
                 highlight=False,
             )
         for failure in audit.failures:
-            console.print(f"[bold red]FAIL[/] {audit.channel}: {failure}", highlight=False)
+            console.print(f"[bold red]FAIL[/] {audit.channel}: {escape(failure)}", highlight=False)
         verdict = "[green]passed[/]" if audit.passed else "[bold red]FAILED[/]"
         console.print(f"{audit.channel}: audit {verdict}", highlight=False)
 
@@ -538,6 +564,7 @@ def report_json(
                         "status": c.status,
                         "problems": list(c.problems),
                         "waivers": [use(u) for u in c.waiver_uses],
+                        **c.claims.to_json(),
                     }
                     for c in a.components
                 ],

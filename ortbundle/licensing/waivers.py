@@ -1,10 +1,13 @@
-"""Waivers a release can honour: a person's sign-off bound to the bytes they judged.
+"""Waivers (and rule confirmations) a release can honour: a person's sign-off bound to the
+bytes they judged.
 
 A waiver (a `[[waivers]]` entry in the product manifest) says a shipped file's licence gap is
 accepted. A development build relies on any waiver and says so; a `--release` build relies only
 on one that is **signed off**: it names the SHA-256 of the file it covers (new bytes re-open the
 question), a reviewer who is a person (not a placeholder), the date of the review (not in the
 future) and an expiry (not passed). Anything less fails the release with what a person must do.
+A [[licenses]] rule's `confirmed` (licensing/evidence.py: the claim holds although its files'
+evidence says otherwise) is signed off the same way, its expiry optional.
 
 Also here, for `pin --check`: whether a newer release of a pinned runtime still ships a waived
 file — when it does not, the waiver (and the gap) can go.
@@ -18,7 +21,7 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from datetime import date
 
-from ortbundle.config.recipes import Waiver
+from ortbundle.config.recipes import Confirmation, Waiver
 
 # A reviewer that is no one yet: "unassigned: …", "TODO", "TBD", "nobody", "placeholder", "n/a".
 _PLACEHOLDER = re.compile(
@@ -44,27 +47,53 @@ def signoff_problems(
     waiver: Waiver, covered: Sequence[CoveredFile], today: date
 ) -> tuple[str, ...]:
     """Why a release cannot rely on this waiver (empty: it is signed off and in date)."""
+    return _gaps(
+        waiver.reviewer,
+        waiver.sha256,
+        waiver.reviewed,
+        waiver.expires,
+        covered,
+        today,
+        what="the file it accepts",
+        expiry_required=True,
+    )
+
+
+def _gaps(
+    reviewer: str,
+    sha256: Sequence[str],
+    reviewed: date | None,
+    expires: date | None,
+    covered: Sequence[CoveredFile],
+    today: date,
+    *,
+    what: str,
+    expiry_required: bool,
+) -> tuple[str, ...]:
+    """What a sign-off (a waiver's, a rule's confirmation) lacks for a release: a person, the
+    digest of every file it covers, a review date not in the future, an expiry not passed."""
     problems: list[str] = []
-    if is_placeholder(waiver.reviewer):
-        problems.append(f"the reviewer is a placeholder ({waiver.reviewer!r}), not a person")
-    if not waiver.sha256:
-        problems.append("it names no sha256 of the file it accepts")
+    if is_placeholder(reviewer):
+        problems.append(f"the reviewer is a placeholder ({reviewer!r}), not a person")
+    if not sha256:
+        problems.append(f"it names no sha256 of {what}")
     else:
         for f in covered:
-            if f.sha256 not in waiver.sha256:
+            if f.sha256 not in sha256:
                 problems.append(
                     f"the bytes changed: {f.target}/{f.path} is sha256 {f.sha256}, the review "
-                    f"was of {' or '.join(waiver.sha256)}"
+                    f"was of {' or '.join(sha256)}"
                 )
-    if waiver.reviewed is None:
+    if reviewed is None:
         problems.append("it has no review date (reviewed = YYYY-MM-DD)")
-    elif waiver.reviewed > today:
-        problems.append(f"its review date {waiver.reviewed.isoformat()} is in the future")
-    if waiver.expires is None:
-        problems.append("it has no expiry (expires = YYYY-MM-DD)")
-    elif waiver.expires <= today:
-        problems.append(f"it expired on {waiver.expires.isoformat()}")
-    elif waiver.reviewed is not None and waiver.expires <= waiver.reviewed:
+    elif reviewed > today:
+        problems.append(f"its review date {reviewed.isoformat()} is in the future")
+    if expires is None:
+        if expiry_required:
+            problems.append("it has no expiry (expires = YYYY-MM-DD)")
+    elif expires <= today:
+        problems.append(f"it expired on {expires.isoformat()}")
+    elif reviewed is not None and expires <= reviewed:
         problems.append("it expires before it was reviewed")
     return tuple(problems)
 
@@ -125,6 +154,68 @@ def covered_files(waiver: Waiver, files: Iterable[CoveredFile]) -> tuple[Covered
         if fnmatch.fnmatchcase(f.path, waiver.file)
         and (not waiver.targets or f.target in waiver.targets)
     )
+
+
+@dataclass(frozen=True)
+class ConfirmationUse:
+    """A rule's confirmation as one component's audit relies on it: the files whose evidence it
+    answers, and what a release lacks."""
+
+    confirmation: Confirmation
+    component: str
+    target: str
+    rule: str  # "recipes/<name>.toml"
+    covered: tuple[CoveredFile, ...]
+    problems: tuple[str, ...]  # empty: signed off, in date, same bytes
+
+    @property
+    def signed_off(self) -> bool:
+        return not self.problems
+
+    def refusal(self) -> str:
+        """Why a release refuses it, and what a person must do."""
+        digests = sorted({f.sha256 for f in self.covered})
+        sha = ", ".join(f'"{d}"' for d in digests)
+        where = ", ".join(f"{f.target}/{f.path}" for f in self.covered)
+        return (
+            f"the confirmation of {self.component}'s claim on {self.target} is not signed off "
+            f"for a release: {'; '.join(self.problems)} — a person must compare the evidence "
+            f"of {where} with its terms and, if the claim holds, edit "
+            f"[targets.{self.target}.licenses.confirmed] (component = {self.component!r}) in "
+            f'{self.rule or "the recipe"}: reviewer = "<their name>", sha256 = [{sha}], '
+            "reviewed = <the review date>"
+        )
+
+    def summary(self) -> str:
+        c = self.confirmation
+        files = ", ".join(f"{f.target}/{f.path}" for f in self.covered)
+        if self.signed_off:
+            return f"{files}: confirmed by {c.reviewer} on {c.reviewed} — {c.reason}"
+        return f"{files}: confirmed by {c.reviewer} — NOT SIGNED OFF: {'; '.join(self.problems)}"
+
+
+def confirmation_use(
+    confirmation: Confirmation,
+    *,
+    component: str,
+    target: str,
+    rule: str,
+    covered: Sequence[CoveredFile],
+    today: date,
+) -> ConfirmationUse:
+    """A confirmation answering these files' evidence: the sign-off a waiver has, but an
+    expiry only when it names one (the digests bind it to the bytes compared)."""
+    problems = _gaps(
+        confirmation.reviewer,
+        confirmation.sha256,
+        confirmation.reviewed,
+        confirmation.expires,
+        covered,
+        today,
+        what="the files it confirms",
+        expiry_required=False,
+    )
+    return ConfirmationUse(confirmation, component, target, rule, tuple(covered), problems)
 
 
 @dataclass(frozen=True)

@@ -34,6 +34,7 @@ from ortbundle.licensing.attribution import (
     TargetLicensing,
 )
 from ortbundle.licensing.audit import ChannelAudit
+from ortbundle.licensing.evidence import guess_line
 from ortbundle.stage.closure import ExternalLibrary
 from ortbundle.stage.requirements import TargetRequirements
 from ortbundle.stage.requirements import requirement_groups as groups_of
@@ -77,6 +78,12 @@ def summary_document(
             )
         # what the user's machine must provide: the target's requirements model
         requirements = target.requirements
+        # once per guess the scaffold left in a licence rule, however many channels audit it
+        guesses = [
+            guess_line(c.name, target.target, key, c.rule)
+            for c in target.licensing.components
+            for key in c.guessed
+        ]
         targets.append(
             {
                 "target": target.target,
@@ -85,7 +92,7 @@ def summary_document(
                 "runtimes": runtimes,
                 "requires": requirement_groups(requirements.externals),
                 "runs_on": requirements.runs_on,
-                "warnings": list(requirements.warnings),
+                "warnings": [*requirements.warnings, *guesses],
             }
         )
     signed = result.signed_by is not None

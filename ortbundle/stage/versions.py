@@ -4,7 +4,10 @@ A recipe's [[licenses]] rule states a component's version; for a component bundl
 another's archive (DirectX's dxcompiler.dll and dxil.dll in an ONNX Runtime wheel) the recipe
 may only know where it came from ("bundled with onnxruntime-webgpu 1.27.0"). The files know
 better: a PE DLL carries a VS_VERSIONINFO resource (FileVersion, ProductVersion, CompanyName),
-an ELF library its full version in its real file name (libonnxruntime.so.1.24.1). So:
+an ELF library its full version in its real file name (libonnxruntime.so.1.24.1). A PE file's
+version is its ProductVersion, the release of the product it belongs to; FileVersion numbers the
+file itself and may count something else entirely (NVIDIA's cudart64_13.dll is CUDA 13.4.46,
+FileVersion 6.14.11.13040). So:
 
 - a rule whose version is not a version number takes the version its files carry (all of them
   must carry the same one), and the PE CompanyName as the component's publisher;
@@ -15,14 +18,24 @@ an ELF library its full version in its real file name (libonnxruntime.so.1.24.1)
 from __future__ import annotations
 
 import re
-from collections.abc import Iterable
-from dataclasses import dataclass
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass, replace
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from ortbundle._core.errors import LicenseError
 from ortbundle._core.memo import NO_MEMO, Memo
 from ortbundle.stage.binaries import read_version_info
+from ortbundle.stage.file_evidence import (
+    FileEvidence,
+    elf_evidence,
+    evidence_from_json,
+    evidence_to_json,
+    pe_evidence,
+)
+
+if TYPE_CHECKING:
+    from ortbundle.stage.binaries.pe import VersionInfo
 
 _NUMERIC = re.compile(r"^\d+(\.\d+)*")
 _ELF_NAME = re.compile(r"\.so\.(\d+\.\d+\.\d+(?:\.\d+)?)$")
@@ -42,58 +55,107 @@ class FileVersion:
     evidence: str  # "PE version resource" or "ELF file name"
 
 
+@dataclass(frozen=True)
+class FileFacts:
+    """What one file says of itself: the version it carries (None: none) and the licence
+    evidence it carries (ortbundle/stage/file_evidence.py)."""
+
+    version: FileVersion | None
+    evidence: FileEvidence
+
+
+def read_file_facts(
+    path: Path, relative: str, *, sha256: str = "", memo: Memo = NO_MEMO
+) -> FileFacts:
+    """The version and the evidence a file carries, read in one pass over it.
+
+    With a build's `memo` they are read once per SHA-256: they are the same
+    for the same bytes, and parsing a 20 MB DLL's resources, or scanning a 30 MB library's
+    read-only data, was most of what attribution cost on a warm build. An ELF library's version
+    comes from its name, so it is taken from `relative` every time."""
+
+    def to_json(read: _Read) -> dict[str, Any]:
+        pe = read.pe_version
+        kept = (
+            None
+            if pe is None
+            else {"version": pe.version, "raw": list(pe.raw), "publisher": pe.publisher}
+        )
+        return {
+            "reading": _READING,
+            "pe_version": kept,
+            "evidence": evidence_to_json(read.evidence),
+        }
+
+    def from_json(data: Any) -> _Read:
+        if data["reading"] != _READING:
+            raise ValueError("kept by an older reading: read the file again")
+        evidence = evidence_from_json(data["evidence"])
+        pe = data["pe_version"]
+        if pe is None:
+            return _Read(None, evidence)
+        raw = tuple(str(v) for v in pe["raw"])
+        return _Read(FileVersion("", str(pe["version"]), raw, pe["publisher"], _PE), evidence)
+
+    if sha256:  # the bytes were checked: kept by them alone, as the resource always was
+        read = memo.remembered(
+            "file-versions", [sha256], lambda: _read(path, relative), to_json, from_json, code=False
+        )
+    else:  # bytes not checked: nothing to key them by
+        read = _read(path, relative)
+    if read.evidence.format == "elf":
+        found = _ELF_NAME.search(relative.rsplit("/", 1)[-1])
+        version = (
+            FileVersion(relative, found.group(1), (found.group(1),), "", "ELF file name")
+            if found
+            else None
+        )
+        return FileFacts(version, read.evidence)
+    pe = read.pe_version
+    return FileFacts(replace(pe, path=relative) if pe is not None else None, read.evidence)
+
+
 def read_file_version(
     path: Path, relative: str, *, sha256: str = "", memo: Memo = NO_MEMO
 ) -> FileVersion | None:
-    """The version a library carries, or None (not PE or ELF, or it carries none).
+    """The version a library carries, or None (not PE or ELF, or it carries none)."""
+    return read_file_facts(path, relative, sha256=sha256, memo=memo).version
 
-    With a build's `memo` a PE file's version resource is read once per SHA-256: it is the
-    same for the same bytes, and parsing a 20 MB DLL's resources was most of what attribution
-    cost on a warm build. An ELF's comes from its name, never memoised."""
+
+_PE = "PE version resource"
+# what a memo entry was read as: an entry kept by another reading (FileVersion before
+# ProductVersion, before 2; no licence evidence, before 3) is read from the file again
+_READING = 3
+
+
+@dataclass(frozen=True)
+class _Read:
+    """What reading a file found that its name does not decide: a PE version, the evidence."""
+
+    pe_version: FileVersion | None  # its path is the caller's
+    evidence: FileEvidence
+
+
+def _read(path: Path, relative: str) -> _Read:
     with path.open("rb") as handle:
         magic = handle.read(4)
     if magic == b"\x7fELF":
-        found = _ELF_NAME.search(relative.rsplit("/", 1)[-1])
-        if found:
-            return FileVersion(relative, found.group(1), (found.group(1),), "", "ELF file name")
-        return None
+        return _Read(None, elf_evidence(path, relative))
     if magic[:2] != b"MZ":
-        return None
-    if not sha256:  # bytes not checked: nothing to key them by
-        return _pe_version(path, relative)
-
-    def to_json(found: FileVersion | None) -> dict[str, Any] | None:
-        if found is None:
-            return None
-        return {"version": found.version, "raw": list(found.raw), "publisher": found.publisher}
-
-    def from_json(data: Any) -> FileVersion | None:
-        if data is None:
-            return None
-        raw = tuple(str(v) for v in data["raw"])
-        return FileVersion(relative, data["version"], raw, data["publisher"], _PE_EVIDENCE)
-
-    return memo.remembered(
-        "file-versions",
-        [sha256],  # the bytes alone, as the resource was always kept
-        lambda: _pe_version(path, relative),
-        to_json,
-        from_json,
-        code=False,
-    )
-
-
-_PE_EVIDENCE = "PE version resource"
-
-
-def _pe_version(path: Path, relative: str) -> FileVersion | None:
+        return _Read(None, FileEvidence())
     info = read_version_info(path, relative)
+    return _Read(_pe_version(info, relative), pe_evidence(path, relative, info))
+
+
+def _pe_version(info: VersionInfo | None, relative: str) -> FileVersion | None:
     if info is None:
         return None
-    numeric = [m.group(0) for v in info.versions if (m := _NUMERIC.match(v))]
+    # the product's release first: a FileVersion may number the file on another scheme
+    wanted = (info.product_version, info.file_version)
+    numeric = [m.group(0) for v in wanted if (m := _NUMERIC.match(v))]
     if not numeric:
         return None
-    return FileVersion(relative, numeric[0], info.versions, info.company, _PE_EVIDENCE)
+    return FileVersion(relative, numeric[0], info.versions, info.company, _PE)
 
 
 def is_stated(version: str) -> bool:
@@ -147,6 +209,18 @@ def resolve_version(
         for relative, path, sha256 in files
         if (v := read_file_version(path, relative, sha256=sha256, memo=memo))
     ]
+    return resolve_found(component, stated, found, target=target, recipe=recipe)
+
+
+def resolve_found(
+    component: str,
+    stated: str,
+    found: Sequence[FileVersion],
+    *,
+    target: str,
+    recipe: str,
+) -> ResolvedVersion:
+    """resolve_version for versions already read from the files."""
     publishers = sorted({v.publisher for v in found if v.publisher})
     publisher = publishers[0] if len(publishers) == 1 else ""
     if is_stated(stated):

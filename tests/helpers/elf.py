@@ -1,7 +1,7 @@
 """Build minimal but well-formed ELF shared libraries with chosen SONAME, NEEDED, machine, class,
 PT_LOAD layout, symbol-version needs (.gnu.version_r), Android API note, exported symbols
-(.dynsym), read-only strings (.rodata) and an ONNX Runtime core's provider table (relocated
-through .rela.dyn, as lld leaves it): small enough to write per test, real enough for
+(.dynsym), read-only strings (.rodata), a compiler's .comment and an ONNX Runtime core's
+provider table (relocated through .rela.dyn, as lld leaves it): small enough to write per test, real enough for
 pyelftools, readelf, auditwheel and patchelf (which refuses a file without section headers)."""
 
 from __future__ import annotations
@@ -35,7 +35,8 @@ def make_elf(
     version_needs: Sequence[tuple[str, Sequence[str]]] = (),
     android_api: int | None = None,
     exports: Sequence[str] = (),
-    rodata: Sequence[str] = (),
+    rodata: Sequence[str] | bytes = (),
+    comment: bytes = b"",
     provider_table: Sequence[tuple[str, bool]] = (),
 ) -> bytes:
     """A little-endian ET_DYN: ELF header, program headers, .dynstr, .dynamic, payload.
@@ -54,7 +55,9 @@ def make_elf(
     `sections`.
 
     `exports` are global functions defined in the file (.dynsym, with DT_HASH to count them);
-    `rodata` NUL-terminated strings in a `.rodata` section; `provider_table` the (name, available)
+    `rodata` NUL-terminated strings in a `.rodata` section (or its raw bytes: the strings a
+    library was built with, copyright notices, a bundled library's messages); `comment` the
+    unloaded `.comment` a compiler writes; `provider_table` the (name, available)
     entries of a core's provider table, `{std::string_view, bool}` as libstdc++ lays it out (the
     length, then the pointer, then the flag), its names in `.rodata` and each pointer a RELA
     relative relocation with the slot left zero. These need `sections`; the table a 64-bit file.
@@ -70,7 +73,7 @@ def make_elf(
     phnum = len(layout) + 1 + (android_api is not None)  # PT_NOTE maps the Android note
     base = layout[0][1]  # vaddr of offset 0: the first segment maps the headers and .dynamic
 
-    if (exports or rodata or provider_table) and not sections:
+    if (exports or rodata or provider_table or comment) and not sections:
         raise ValueError("exports, strings and the provider table live in sections: keep sections")
     if provider_table and not wide:
         raise ValueError("the provider table is written for 64-bit files only")
@@ -138,10 +141,16 @@ def make_elf(
         for label in dict.fromkeys(name for name, *_ in extra.sections):
             extra_names[label] = len(names)
             names += label.encode() + b"\x00"
-        shstr_off = loaded_end + (-loaded_end % word)
+        comment_name = len(names)
+        if comment:
+            names += b".comment\x00"
+        comment_off = loaded_end
+        tail += comment  # not loaded: after the segments, before the section names
+        shstr_off = loaded_end + len(comment)
+        shstr_off += -shstr_off % word
         shoff = shstr_off + len(names)
         shoff += -shoff % word
-        tail += b"\x00" * (shstr_off - loaded_end) + names
+        tail += b"\x00" * (shstr_off - loaded_end - len(comment)) + names
         tail += b"\x00" * (shoff - shstr_off - len(names))
         dynstr_name, dynamic_name, shstrtab_name, verneed_name, note_name = 1, 9, 18, 28, 43
         tail += _shdr(wide, 0, 0, 0, 0, 0, 0, 0, 0, 0)
@@ -172,6 +181,11 @@ def make_elf(
                 wide, extra_names[label], kind, flags, base + offset, offset, size, link, 8,
                 entsize, info=1 if kind == SHT_DYNSYM else 0,
             )  # fmt: skip
+            shnum += 1
+        if comment:  # SHF_MERGE | SHF_STRINGS, as compilers write it; not loaded
+            tail += _shdr(
+                wide, comment_name, SHT_PROGBITS, 0x30, 0, comment_off, len(comment), 0, 1, 1
+            )
             shnum += 1
         tail += _shdr(wide, shstrtab_name, SHT_STRTAB, 0, 0, shstr_off, len(names), 0, 1, 0)
         shstrndx = shnum
@@ -226,11 +240,13 @@ class _Extra:
         self.sections.append((".dynsym", SHT_DYNSYM, SHF_ALLOC, symtab, len(symbols), entsize))
         self.sections.append((".hash", SHT_HASH, SHF_ALLOC, hashes, len(table), 4))
 
-    def add_rodata(self, rodata: Sequence[str], table: Sequence[tuple[str, bool]]) -> None:
-        texts = list(dict.fromkeys([*rodata, *(name for name, _ in table)]))
-        if not texts:
+    def add_rodata(self, rodata: Sequence[str] | bytes, table: Sequence[tuple[str, bool]]) -> None:
+        raw = rodata if isinstance(rodata, bytes) else b""
+        strings = () if isinstance(rodata, bytes) else rodata
+        texts = list(dict.fromkeys([*strings, *(name for name, _ in table)]))
+        if not texts and not raw:
             return
-        blob = bytearray(b"\x00")
+        blob = bytearray(raw or b"\x00")
         at = {}
         for text in texts:
             at[text] = len(blob)

@@ -23,7 +23,8 @@ def make_wheel(
     metadata: str = "",
 ) -> Path:
     """Write a wheel; `record_overrides` records other bytes' hashes for chosen members;
-    `metadata` is more METADATA header lines ("Requires-Dist: onnxruntime>=1.23\\n")."""
+    `metadata` adds header lines to METADATA ("Requires-Dist: onnxruntime>=1.23\\n",
+    "License-Expression: MIT\\n")."""
     dist_info = f"{project.replace('-', '_')}-{version}.dist-info"
     members = dict(files)
     members[f"{dist_info}/METADATA"] = (

@@ -68,3 +68,4 @@ POLICY_VERDICTS = Choices("verdict", f"{_VOCABULARY} `VERDICTS`", lambda: vocabu
 RELATIONS = Choices(
     "package relation", f"{_VOCABULARY} `PACKAGE_RELATIONS`", lambda: vocabulary.PACKAGE_RELATIONS
 )
+GUESSABLE = Choices("licence rule key", f"{_VOCABULARY} `GUESSABLE`", lambda: vocabulary.GUESSABLE)

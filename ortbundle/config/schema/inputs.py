@@ -220,6 +220,26 @@ LICENSE_TEXTS = tables(
     True,
 )
 
+CONFIRMATION = Table(
+    "[targets.<target>.licenses.confirmed]",
+    "A person's sign-off that the rule's claim holds for these files although their own "
+    "evidence says otherwise (a copyright holder its texts do not name, 'All rights reserved' "
+    "under a permissive claim): a development build relies on it and says so, a release only "
+    "when it is signed off as a waiver is.",
+    (
+        text("reviewer", "who compared the files' evidence with the terms (a person)", True),
+        text("reason", "what they compared, and why the claim holds", True),
+        texts(
+            "sha256",
+            "the bytes compared: each file whose evidence put it to review",
+            default="[]",
+            pattern=SHA256_LOWER,
+        ),
+        Key("reviewed", "date", "when it was reviewed"),
+        Key("expires", "date", "when the confirmation lapses", default="never"),
+    ),
+)
+
 LICENSE_RULE = Table(
     "[[targets.<target>.licenses]]",
     "Which staged files belong to which licensed component.",
@@ -234,6 +254,24 @@ LICENSE_RULE = Table(
             "package URL for the SBOM",
             default="derived from the source",
             pattern=PACKAGE_URL,
+        ),
+        texts(
+            "licensor",
+            "who licenses the component when its texts do not name them: a file whose own "
+            "copyright holder neither these nor its texts name goes to review",
+            default="[]",
+        ),
+        texts(
+            "guessed",
+            "the keys of this rule `invoke new-recipe` guessed: a build warns about each and a "
+            "release refuses any; remove a key once a person has checked it",
+            default="[]",
+            choices=C.GUESSABLE,
+        ),
+        table(
+            "confirmed",
+            CONFIRMATION,
+            "a person's sign-off that the claim holds though the files' evidence says otherwise",
         ),
     ),
 )

@@ -38,3 +38,17 @@ def read_version_info(path: Path, label: str) -> VersionInfo | None:
     from ortbundle.stage.binaries import pe
 
     return pe.read_version_info(path, label)
+
+
+def elf_sections(path: Path, label: str, names: tuple[str, ...]) -> dict[str, bytes]:
+    """The named sections of an ELF file that it has; pyelftools is imported only here."""
+    from ortbundle.stage.binaries import elf
+
+    return elf.section_bytes(path, label, names)
+
+
+def pe_data(path: Path, label: str) -> bytes:
+    """A PE file's initialized, non-executable data sections; pefile is imported only here."""
+    from ortbundle.stage.binaries import pe
+
+    return pe.data_bytes(path, label)

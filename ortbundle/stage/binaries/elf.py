@@ -1,6 +1,8 @@
 """ELF: SONAME, DT_NEEDED, RUNPATH, machine, PT_LOAD alignment, symbol-version needs, the
 Android API note, the exported symbols and the execution providers its read-only data names,
-through pyelftools' header and dynamic-segment parse and plain reads of what the tags point at."""
+through pyelftools' header and dynamic-segment parse and plain reads of what the tags point at;
+and the bytes of named sections (read-only data, the compiler's .comment) for the licence
+evidence a library carries."""
 
 from __future__ import annotations
 
@@ -336,3 +338,23 @@ def _providers(image: _Image, dyn: dict[str, int]) -> tuple[tuple[str, ...], tup
 
     available = providers.available_providers(names, slots, target_of, image.word, image.pointer)
     return found, available
+
+
+def section_bytes(path: Path, label: str, names: tuple[str, ...]) -> dict[str, bytes]:
+    """The contents of the named sections a file has (a stripped one may lack them): where a
+    library keeps the copyright and licence strings it was built with."""
+    try:
+        with path.open("rb") as stream:
+            elf = ELFFile(stream)
+            found: dict[str, bytes] = {}
+            for name in names:
+                section = elf.get_section_by_name(name)
+                if section is not None and section["sh_type"] != "SHT_NOBITS":
+                    found[name] = bytes(section.data())
+            return found
+    except (ELFError, Exception) as exc:  # noqa: BLE001 - pyelftools also raises raw struct errors
+        raise BinaryError(
+            f"{label} has unreadable sections ({type(exc).__name__}: {exc})",
+            file=label,
+            fix="the library is truncated or corrupt; check the pin and the archive",
+        ) from None

@@ -1,5 +1,6 @@
-"""PE: machine, import, delay-import and export tables, OS and subsystem versions, and the
-execution providers its read-only data names, through pefile."""
+"""PE: machine, import, delay-import and export tables, OS and subsystem versions, the execution
+providers its read-only data names, the version resource and the bytes of the data sections (for
+the licence evidence a DLL carries), through pefile."""
 
 from __future__ import annotations
 
@@ -174,6 +175,7 @@ class VersionInfo:
     product_version: str
     company: str
     product: str
+    copyright: str = ""  # LegalCopyright: whose the file says it is
 
     @property
     def versions(self) -> tuple[str, ...]:
@@ -213,6 +215,8 @@ def read_version_info(path: Path, label: str) -> VersionInfo | None:
     product_version = strings.get("ProductVersion", "").strip()
     if fixed is not None and (fixed.FileVersionMS or fixed.FileVersionLS):
         file_version = file_version or _fixed(fixed.FileVersionMS, fixed.FileVersionLS)
+    if fixed is not None and (fixed.ProductVersionMS or fixed.ProductVersionLS):
+        # 0.0.0.0 is no product version: the FileVersion then stands for it
         product_version = product_version or _fixed(fixed.ProductVersionMS, fixed.ProductVersionLS)
     if not (file_version or product_version):
         return None
@@ -221,6 +225,7 @@ def read_version_info(path: Path, label: str) -> VersionInfo | None:
         product_version=product_version,
         company=strings.get("CompanyName", "").strip(),
         product=strings.get("ProductName", "").strip(),
+        copyright=strings.get("LegalCopyright", "").strip(),
     )
 
 
@@ -241,3 +246,28 @@ def _version_entry(pe: Any) -> Any:
 
 def _text(value: bytes | str) -> str:
     return value.decode("utf-8", errors="replace") if isinstance(value, bytes) else str(value)
+
+
+_INITIALIZED_DATA = 0x40  # IMAGE_SCN_CNT_INITIALIZED_DATA
+_EXECUTABLE = 0x20000000  # IMAGE_SCN_MEM_EXECUTE
+_NOT_STRINGS = (".rsrc", ".reloc", ".pdata")  # resources, relocations, unwind tables
+
+
+def data_bytes(path: Path, label: str) -> bytes:
+    """The initialized, non-executable data sections (.rdata, .data): where a DLL keeps the
+    strings it was built with, a fifth of a large DLL's bytes."""
+    try:
+        pe = pefile.PE(str(path), fast_load=True)
+        try:
+            parts = [
+                section.get_data()
+                for section in pe.sections
+                if section.Characteristics & _INITIALIZED_DATA
+                and not section.Characteristics & _EXECUTABLE
+                and section.Name.rstrip(b"\0").decode("ascii", "replace") not in _NOT_STRINGS
+            ]
+        finally:
+            pe.close()
+    except Exception as exc:  # noqa: BLE001 - pefile raises PEFormatError and raw struct errors
+        raise _unreadable(label, "has unreadable sections", exc) from None
+    return b"\0".join(parts)

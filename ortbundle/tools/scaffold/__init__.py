@@ -14,7 +14,7 @@ import re
 import shutil
 import tempfile
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 from packaging.version import InvalidVersion, Version
@@ -30,8 +30,16 @@ from ortbundle.config.vocabulary import NAME_WORD
 from ortbundle.fetch.archives import ZipArchive
 from ortbundle.fetch.cache import Cache, default_cache_dir
 from ortbundle.stage.closure import prune
+from ortbundle.stage.versions import read_file_facts
 from ortbundle.tools.pin.options import Lookups, PinOptions
-from ortbundle.tools.scaffold.propose import Proposal, materializer, propose
+from ortbundle.tools.scaffold.licences import licence_component, notice_members, propose_rules
+from ortbundle.tools.scaffold.propose import (
+    Proposal,
+    materializer,
+    propose,
+    read_text,
+    version_glob,
+)
 from ortbundle.tools.scaffold.render import product_text, recipe_text
 from ortbundle.tools.scaffold.resolve import Asking, Resolved, Wanted, resolve
 from ortbundle.tools.scaffold.resolve import parse_coordinates as parse_coordinates
@@ -89,10 +97,11 @@ class ScaffoldResult:
             if p.externals:
                 groups = sorted({g for _, g in p.externals})
                 out.append(f"    system: {', '.join(groups)}")
-            out.append(
-                f"    licence {p.licence.expression} ({p.licence.why}); "
-                f"{len(p.licence.texts)} text(s)"
-            )
+            out += [
+                f"    licence {r.component} {r.version}: {r.expression} ({r.why}) for "
+                f"{', '.join(r.files)}; {len(r.texts)} text(s); guessed: {', '.join(r.guessed)}"
+                for r in p.rules
+            ]
         out += [f"  note: {n}" for n in self.notes]
         out.append(f"wrote {self.recipe}" + (f" and {self.product}" if self.product else ""))
         if self.choices:
@@ -185,7 +194,7 @@ def _read_check_write(
                 if proposal is None:
                     notes.append(f"{target}: {label} holds no library for it; left out")
                 else:
-                    proposals.append(proposal)
+                    proposals.append(_with_rules(proposal, resolved, archive, where))
     served = {p.target for p in proposals}
     notes += [
         f"{t}: {resolved.wanted.name} {resolved.version} publishes nothing for it"
@@ -228,6 +237,13 @@ def _read_check_write(
             continue
         kept[p.target] = tuple(k.name for k in closure.kept)
     choices += _kind_choices(proposals)
+    notes += [
+        f"{p.target}: {', '.join(r.files)} say they are another's: proposed as {r.expression} "
+        f"({r.component}), for a person to read their terms"
+        for p in proposals
+        for r in p.rules
+        if r.expression != p.licence.expression
+    ]
     if any(p.licence.expression.endswith("-unknown") for p in proposals):
         choices.append(
             f"the licence: {resolved.wanted.name} declares none; set `expression` to the SPDX "
@@ -292,6 +308,28 @@ def _cores_for(project: Project, plugin: Recipe, name: str) -> tuple[str, ...]:
         if other.kind == "runtime" and fits and set(other.targets) & set(plugin.targets):
             found.append(other.name)
     return tuple(found)
+
+
+def _with_rules(
+    proposal: Proposal, resolved: Resolved, archive: ZipArchive, scratch: Path
+) -> Proposal:
+    """The proposal with its licence rules, split by what each kept library says of itself."""
+    kept = [lib for lib in proposal.libraries if lib.staged not in proposal.dropped]
+    # the entry library anchors the archive's own group; a proposal whose entry is a glob no
+    # kept name gives has none, and each group then stands on its evidence alone
+    entry = next((lib for lib in kept if version_glob(lib.staged) == proposal.entry), None)
+    rules = propose_rules(
+        licence_component(resolved.wanted.name),
+        resolved.version,
+        resolved.wanted.name,
+        proposal.licence,
+        kept,
+        entry,
+        lambda lib: read_file_facts(lib.path, lib.staged).evidence,
+        lambda member: read_text(archive, member, scratch),
+        notice_members(list(archive.members)),
+    )
+    return replace(proposal, rules=rules)
 
 
 def _only_used(resolved: Resolved, proposals: Sequence[Proposal]) -> Resolved:

@@ -47,6 +47,21 @@ class Licence:
 
 
 @dataclass(frozen=True)
+class ProposedRule:
+    """One [[licenses]] rule as the scaffold proposes it (tools/scaffold/licences.py)."""
+
+    component: str
+    version: str
+    expression: str
+    why: str  # where the expression came from
+    files: tuple[str, ...]  # globs over staged names
+    files_why: str  # the evidence that put these files together
+    texts: tuple[str, ...]  # archive members
+    guessed: tuple[str, ...]  # the keys above that are guesses
+    left_out: tuple[str, ...] = ()  # texts whose file name another text already has
+
+
+@dataclass(frozen=True)
 class Proposal:
     """One target's part of the recipe."""
 
@@ -72,6 +87,7 @@ class Proposal:
     unknown_kind: bool = False  # no library exports a core's or a plugin's entry points
     min_core: str = ""  # a plugin EP's oldest core
     min_core_why: str = ""
+    rules: tuple[ProposedRule, ...] = ()  # the licence rules, split by the files' evidence
 
 
 _ELF_LIB = ("*.so", "*.so.*")
@@ -387,7 +403,9 @@ def _min_core(archive: ZipArchive, scratch: Path) -> tuple[str, str]:
     """A plugin EP's oldest core, and why: the onnxruntime version its wheel requires, else the
     first release plugins can register with."""
     metadata = sorted(n for n in archive.members if n.endswith(".dist-info/METADATA"))
-    headers = HeaderParser().parsestr(_read(archive, metadata[0], scratch)) if metadata else None
+    headers = (
+        HeaderParser().parsestr(read_text(archive, metadata[0], scratch)) if metadata else None
+    )
     for requirement in (headers.get_all("Requires-Dist") if headers else None) or []:
         found = _REQUIRES_CORE.match(str(requirement))
         if found:
@@ -427,7 +445,8 @@ def _text_members(archive: ZipArchive) -> tuple[list[str], list[str]]:
     return sorted(taken.values()), left_out
 
 
-def _read(archive: ZipArchive, member: str, scratch: Path, limit: int = 1 << 20) -> str:
+def read_text(archive: ZipArchive, member: str, scratch: Path, limit: int = 1 << 20) -> str:
+    """An archive member as text ("" past `limit`: a notice is not that large)."""
     if archive.members[member].size > limit:
         return ""
     got = archive.extract(member, scratch / f"text-{len(list(scratch.iterdir()))}")
@@ -453,7 +472,7 @@ def licence(archive: ZipArchive, scratch: Path, component: str) -> Licence:
     texts = tuple(found)
     metadata = sorted(n for n in archive.members if n.endswith(".dist-info/METADATA"))
     if metadata:
-        headers = HeaderParser().parsestr(_read(archive, metadata[0], scratch))
+        headers = HeaderParser().parsestr(read_text(archive, metadata[0], scratch))
         if headers.get("License-Expression"):
             return Licence(
                 str(headers["License-Expression"]),
@@ -473,13 +492,13 @@ def licence(archive: ZipArchive, scratch: Path, component: str) -> Licence:
     package = [n for n in archive.members if n.endswith("package.json")]
     if package:
         try:
-            declared = json.loads(_read(archive, sorted(package)[0], scratch)).get("license")
+            declared = json.loads(read_text(archive, sorted(package)[0], scratch)).get("license")
         except (ValueError, AttributeError):
             declared = None
         if isinstance(declared, str) and declared:
             return Licence(declared, "guessed: package.json's license", texts, tuple(left_out))
     for text in texts:
-        read = _from_text(_read(archive, text, scratch))
+        read = _from_text(read_text(archive, text, scratch))
         if read:
             return Licence(read, f"guessed from the text of {text}", texts, tuple(left_out))
     unknown = f"LicenseRef-{component}-unknown"

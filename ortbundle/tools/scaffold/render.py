@@ -10,7 +10,7 @@ from tomlkit.items import AoT, Array, InlineTable, Table
 
 from ortbundle.config.recipes import Source
 from ortbundle.config.sources import MavenCoordinates, NpmCoordinates, PypiCoordinates
-from ortbundle.tools.scaffold.propose import Proposal, gpu_vendors
+from ortbundle.tools.scaffold.propose import Proposal, ProposedRule, gpu_vendors
 from ortbundle.tools.scaffold.resolve import Resolved
 
 
@@ -63,7 +63,7 @@ def _sources(resolved: Resolved) -> Table:
     return sources
 
 
-def _target(p: Proposal, component: str, version: str) -> Table:
+def _target(p: Proposal) -> Table:
     t = tomlkit.table()
     t.add("entry", p.entry)
     t["entry"].comment(p.entry_why)
@@ -84,28 +84,41 @@ def _target(p: Proposal, component: str, version: str) -> Table:
             drops.append(rule)
         t.add("drop", drops)
     rules = AoT([])
+    for proposed in p.rules:
+        rules.append(_rule(proposed, p.source))
+    t.add("licenses", rules)
+    return t
+
+
+def _rule(proposed: ProposedRule, source: str) -> Table:
+    """One [[licenses]] rule: its guesses listed as data (`guessed`), each with the comment
+    that says what it was guessed from."""
     rule = tomlkit.table()
+    component = proposed.component
     rule.add("component", component)
-    rule.add("version", version)
-    rule.add("expression", p.licence.expression)
-    rule["expression"].comment(p.licence.why)
-    rule.add("files", _array(["*"]))
-    rule["files"].comment("every kept file: split the rule if the archive bundles other components")
+    rule.add("version", proposed.version)
+    rule.add("expression", proposed.expression)
+    rule["expression"].comment(proposed.why)
+    rule.add("files", _array(proposed.files))
+    rule["files"].comment(proposed.files_why)
     texts = tomlkit.array()
-    texts.extend(_inline(source=p.source, member=m) for m in p.licence.texts)
-    rule.add("texts", texts.multiline(bool(p.licence.texts)))
-    if not p.licence.texts:
+    texts.extend(_inline(source=source, member=m) for m in proposed.texts)
+    rule.add("texts", texts.multiline(bool(proposed.texts)))
+    if not proposed.texts:
         rule["texts"].comment(
             f"none in the archive: put the terms under licenses/{component}/ and name them "
             f'with {{ file = "{component}/LICENSE" }}'
         )
-    if p.licence.left_out:
+    if proposed.left_out:
         rule["texts"].comment(
-            f"left out (a text of that file name is taken): {', '.join(p.licence.left_out)}"
+            f"left out (a text of that file name is taken): {', '.join(proposed.left_out)}"
         )
-    rules.append(rule)
-    t.add("licenses", rules)
-    return t
+    rule.add("guessed", _array(proposed.guessed))
+    rule["guessed"].comment(
+        "the scaffold's guesses: a build warns about each, a release refuses any; check each "
+        "against the files and the archive, then remove it"
+    )
+    return rule
 
 
 def external_block(p: Proposal) -> str:
@@ -140,9 +153,13 @@ def recipe_text(
     doc = tomlkit.document()
     project = resolved.wanted.name
     doc.add(tomlkit.comment(f"Scaffolded by `{command}`: release {resolved.version}."))
-    doc.add(tomlkit.comment("Comments marked 'guessed' are the scaffold's reading of the archive:"))
-    doc.add(tomlkit.comment("check each, then `invoke build -p <product>` (README: Packaging"))
-    doc.add(tomlkit.comment("your own application)."))
+    doc.add(tomlkit.comment("Comments marked 'guessed' are the scaffold's reading of the archive,"))
+    doc.add(tomlkit.comment("and each licence rule lists its guesses in `guessed`: check each"))
+    doc.add(
+        tomlkit.comment("against the files (a build shows their evidence in audit.json), remove")
+    )
+    doc.add(tomlkit.comment("it, then `invoke build -p <product>` (README: Packaging your own"))
+    doc.add(tomlkit.comment("application). A release refuses a rule that still lists a guess."))
     for note in resolved.notes:
         doc.add(tomlkit.comment(note))
     doc.add(tomlkit.nl())
@@ -171,9 +188,7 @@ def recipe_text(
     doc.add("sources", _sources(resolved))
     targets = tomlkit.table(is_super_table=True)
     for p in sorted(proposals, key=lambda p: p.target):
-        targets.add(
-            p.target, _target(p, project.rsplit(":", 1)[-1].rsplit("/", 1)[-1], resolved.version)
-        )
+        targets.add(p.target, _target(p))
     doc.add("targets", targets)
     text = tomlkit.dumps(doc)
     blocks = [external_block(p) for p in proposals if p.unresolved]

@@ -1,0 +1,188 @@
+"""One component's claims on one channel, judged against its files' own evidence: what each file
+says of itself, what of that contradicts the rule (licensing/evidence.py), which of it a
+person's confirmation answers (and whether that is signed off), and the rule's guesses.
+
+The audit (licensing/audit.py) turns the open findings into REVIEW problems, a release refuses
+an unsigned confirmation and any guess; audit.json, the SBOM and report.html show it per file.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from datetime import date
+from typing import Any
+
+from ortbundle.licensing.attribution import ComponentUse
+from ortbundle.licensing.evidence import (
+    Finding,
+    ShippedEvidence,
+    findings,
+    fix_for,
+    guess_line,
+    licensor_lines,
+)
+from ortbundle.licensing.waivers import ConfirmationUse, CoveredFile, confirmation_use
+from ortbundle.stage.file_evidence import evidence_to_json
+
+
+@dataclass(frozen=True)
+class Claims:
+    """What a component's files say against its rules, on the targets a channel carries."""
+
+    evidence: tuple[tuple[str, ShippedEvidence], ...] = ()  # (target, the file's)
+    findings: tuple[tuple[Finding, bool], ...] = ()  # (finding, answered by a confirmation)
+    open: tuple[str, ...] = ()  # the problem each unanswered finding is, with its fix
+    confirmations: tuple[ConfirmationUse, ...] = ()
+    guesses: tuple[str, ...] = ()  # one line per key the scaffold guessed
+
+    @property
+    def embedded(self) -> tuple[tuple[str, str, str, tuple[str, ...]], ...]:
+        """Third-party code the files carry: (file, library, what the bytes say, the notices
+        naming it)."""
+        return tuple(
+            (f"{t}/{e.path}", code.name, code.says, e.named_by(code.name))
+            for t, e in self.evidence
+            for code in e.evidence.embedded
+        )
+
+    def rows(self) -> tuple[EvidenceRow, ...]:
+        """One row per file that says anything of itself, for a person to read (report.html)."""
+        against: dict[str, list[tuple[Finding, bool]]] = {}
+        for f, answered in self.findings:
+            against.setdefault(f.file, []).append((f, answered))
+        rows = []
+        for t, e in self.evidence:
+            ev = e.evidence
+            if not ev.says_anything:
+                continue
+            file = f"{t}/{e.path}"
+            found = against.get(file, [])
+            product = " ".join(p for p in (ev.product, ev.product_version) if p)
+            state = "ok" if not found else "confirmed" if all(a for _, a in found) else "review"
+            rows.append(
+                EvidenceRow(
+                    file=file,
+                    says=tuple(p for p in (ev.company, product, *ev.copyrights, *ev.licences) if p),
+                    where=ev.where,
+                    carries=tuple(
+                        f"{code.name} ({', '.join(e.named_by(code.name)) or 'no notice'})"
+                        for code in ev.embedded
+                    ),
+                    named_by=e.noticed_by,
+                    against=tuple(sorted({f.kind for f, _ in found})),
+                    state=state,
+                )
+            )
+        return tuple(rows)
+
+    def refusals(self, component: str) -> list[str]:
+        """What a release refuses: a confirmation not signed off, and every guess."""
+        out = [f"{component}: {u.refusal()}" for u in self.confirmations if not u.signed_off]
+        return out + [f"{component}: {g}" for g in self.guesses]
+
+    def to_json(self) -> dict[str, Any]:
+        """audit.json's part: per file its evidence and findings, the code it carries, the
+        confirmations relied on, the guesses."""
+        findings_of: dict[str, list[dict[str, Any]]] = {}
+        for f, answered in self.findings:
+            findings_of.setdefault(f.file, []).append(
+                {"kind": f.kind, "says": f.says, "confirmed": answered}
+            )
+        return {
+            "evidence": [
+                {
+                    "path": f"{t}/{e.path}",
+                    "sha256": e.sha256,
+                    "where": e.evidence.where,
+                    **evidence_to_json(e.evidence),
+                    "named_by": list(e.noticed_by),
+                    "findings": findings_of.get(f"{t}/{e.path}", []),
+                }
+                for t, e in self.evidence
+            ],
+            "embedded": [
+                {"file": file, "name": name, "says": says, "named_by": list(named)}
+                for file, name, says, named in self.embedded
+            ],
+            "confirmations": [_confirmation_json(u) for u in self.confirmations],
+            "guessed": list(self.guesses),
+        }
+
+
+@dataclass(frozen=True)
+class EvidenceRow:
+    """What one file says of itself, as report.html shows it."""
+
+    file: str  # "<target>/<path>"
+    says: tuple[str, ...]  # its maker, product and version, copyright and licence strings
+    where: str  # "PE version resource", "ELF .rodata and .comment"
+    carries: tuple[str, ...]  # third-party code, with the notices naming it
+    named_by: tuple[str, ...]  # notices naming the file or its product
+    against: tuple[str, ...]  # the kinds of finding against the claim ("holder", "reserved"…)
+    state: str  # "ok", "review" or "confirmed"
+
+
+def _confirmation_json(u: ConfirmationUse) -> dict[str, Any]:
+    c = u.confirmation
+    return {
+        "target": u.target,
+        "rule": u.rule,
+        "reviewer": c.reviewer,
+        "reason": c.reason,
+        "sha256": list(c.sha256),
+        "reviewed": c.reviewed.isoformat() if c.reviewed else None,
+        "expires": c.expires.isoformat() if c.expires else None,
+        "covers": [{"path": f"{f.target}/{f.path}", "sha256": f.sha256} for f in u.covered],
+        "signed_off": u.signed_off,
+        "signoff_problems": list(u.problems),
+    }
+
+
+def judge_claims(
+    name: str,
+    uses: Sequence[tuple[str, ComponentUse]],
+    allowed_unread: Callable[[str], bool],
+    today: date,
+) -> Claims:
+    """Each target's rule against its files' evidence. `allowed_unread(expression)`: the
+    channel's policy allows it without a person (a permissive claim)."""
+    found: list[tuple[Finding, bool]] = []
+    open_: list[str] = []
+    confirmations: list[ConfirmationUse] = []
+    for target, c in uses:
+        against = findings(
+            target,
+            name,
+            c.expression,
+            c.evidence,
+            licensor_lines=licensor_lines(c.copyrights, c.licensor, c.license_ids),
+            text_paths=[t.path for t in c.texts],
+            unread_claim=allowed_unread(c.expression),
+        )
+        if not against:
+            continue
+        if c.confirmed is None:
+            fix = fix_for(name, target, c.rule)
+            found += [(f, False) for f in against]
+            open_ += [f"{f.says} — {fix}" for f in against]
+            continue
+        found += [(f, True) for f in against]
+        covered = sorted({(f.path, f.sha256) for f in against})
+        confirmations.append(
+            confirmation_use(
+                c.confirmed,
+                component=name,
+                target=target,
+                rule=c.rule,
+                covered=[CoveredFile(target, path, sha) for path, sha in covered],
+                today=today,
+            )
+        )
+    return Claims(
+        evidence=tuple((t, e) for t, c in uses for e in c.evidence),
+        findings=tuple(found),
+        open=tuple(open_),
+        confirmations=tuple(confirmations),
+        guesses=tuple(guess_line(name, t, key, c.rule) for t, c in uses for key in c.guessed),
+    )

@@ -1,0 +1,256 @@
+"""What a shipped file says about itself, read from its bytes: who made it, whose it says it
+is, the licence strings it was built with, and the third-party code it carries.
+
+A wheel's metadata speaks for the wheel, not for every file in it: onnxruntime-directml says
+"MIT" and ships DirectML.dll, whose version resource says "DirectML Redistributable Library …
+Microsoft Corporation. All rights reserved.". The audit compares what a file says here with
+the rule that claims it (ortbundle/licensing/evidence.py). Reading is pure and per file; the
+caller keeps the result by the file's SHA-256 (ortbundle/stage/versions.py's memo).
+
+- a PE file: its version resource's CompanyName, ProductName, ProductVersion and LegalCopyright;
+- an ELF file: the copyright and licence strings in its read-only data and its .comment;
+- either: third-party libraries whose own fixed strings are in the bytes (curl, mbedtls, zlib…),
+  the way Debian's lintian finds an embedded library.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from ortbundle.stage.binaries import elf_sections as elf_sections
+from ortbundle.stage.binaries import pe_data
+
+if TYPE_CHECKING:  # pefile is imported only when a PE file is read
+    from ortbundle.stage.binaries.pe import VersionInfo
+
+PE_WHERE = "PE version resource"
+ELF_WHERE = "ELF .rodata and .comment"
+_ELF_SECTIONS = (".rodata", ".comment")
+_MAX_STRINGS = 24  # a library quoting more is quoting others' notices: the first ones say enough
+_MAX_TEXT = 300
+
+
+@dataclass(frozen=True)
+class Embedded:
+    """Third-party code a file carries, and the bytes that show it."""
+
+    name: str  # "curl", "mbedtls", "zlib"
+    says: str  # the string found ("A libcurl function was given a bad argument")
+
+
+@dataclass(frozen=True)
+class FileEvidence:
+    """What one file says of itself; empty strings and tuples where it says nothing."""
+
+    format: str = ""  # "pe", "elf"; "" for any other file (read nothing from)
+    company: str = ""  # PE CompanyName
+    product: str = ""  # PE ProductName
+    product_version: str = ""  # PE ProductVersion
+    copyrights: tuple[str, ...] = ()  # PE LegalCopyright; ELF copyright strings
+    licences: tuple[str, ...] = ()  # licence statements in the bytes (SPDX-License-Identifier…)
+    embedded: tuple[Embedded, ...] = ()
+
+    @property
+    def where(self) -> str:
+        """Where in the file the evidence was read, for a person checking it."""
+        return {"pe": PE_WHERE, "elf": ELF_WHERE}.get(self.format, "")
+
+    @property
+    def says_anything(self) -> bool:
+        return bool(
+            self.company or self.product or self.copyrights or self.licences or self.embedded
+        )
+
+    @property
+    def holders(self) -> tuple[str, ...]:
+        """Whose the file says it is: the holders its copyright lines name, else its maker."""
+        found = dict.fromkeys(h for line in self.copyrights if (h := holder_of(line)))
+        if not found and self.company:
+            found[plain_name(self.company)] = None
+        return tuple(found)
+
+    @property
+    def reserved(self) -> str:
+        """The copyright line that says "All rights reserved" ("" when none does)."""
+        return next((line for line in self.copyrights if _RESERVED.search(line)), "")
+
+
+# --- reading ----------------------------------------------------------------------------------
+
+
+def pe_evidence(path: Path, label: str, info: VersionInfo | None) -> FileEvidence:
+    """A PE file's evidence: its version resource (already parsed for its version) and the
+    third-party code its data sections show."""
+    return FileEvidence(
+        format="pe",
+        company=info.company if info else "",
+        product=info.product if info else "",
+        product_version=info.product_version if info else "",
+        copyrights=(_clean(info.copyright),) if info and info.copyright else (),
+        embedded=embedded_code(pe_data(path, label)),
+    )
+
+
+def elf_evidence(path: Path, label: str) -> FileEvidence:
+    """An ELF file's evidence: the notices in its read-only data and .comment, and the
+    third-party code its read-only data shows."""
+    sections = elf_sections(path, label, _ELF_SECTIONS)
+    data = b"\0".join(sections.get(name, b"") for name in _ELF_SECTIONS)
+    copyrights, licences = notice_strings(data)
+    return FileEvidence(
+        format="elf", copyrights=copyrights, licences=licences, embedded=embedded_code(data)
+    )
+
+
+# Each library's own fixed strings: an error message or banner no other code prints. Found by
+# a literal search first (fast over a 30 MB library), then read out whole.
+_SIGNATURES: tuple[tuple[str, bytes, re.Pattern[bytes]], ...] = (
+    ("curl", b"A libcurl function", re.compile(rb"A libcurl function was given a bad argument")),
+    ("mbedtls", b"SSL - The connection", re.compile(rb"SSL - The connection indicated an EOF")),
+    ("mbedtls", b"ASN1 - Actual", re.compile(rb"ASN1 - Actual length differs from expected")),
+    ("zlib", b"flate ", re.compile(rb"(?:de|in)flate \d[\w.-]{0,20} Copyright [\x20-\x7e]{4,80}")),
+    ("openssl", b"OpenSSL FAQ", re.compile(rb"You need to read the OpenSSL FAQ[\x20-\x7e]{0,40}")),
+    ("libpng", b"libpng version", re.compile(rb"libpng version \d[\x20-\x7e]{0,60}")),
+    ("sqlite", b"sqlite_master", re.compile(rb"CREATE TABLE sqlite_master\(")),
+    ("expat", b"in Expat", re.compile(rb"requested feature requires XML_DTD support in Expat")),
+    ("libxml2", b"DTD name do not", re.compile(rb"root and DTD name do not match")),
+    ("libjpeg", b"quantization tables", re.compile(rb"quantization tables are too coarse")),
+)
+
+
+def embedded_code(data: bytes) -> tuple[Embedded, ...]:
+    """The third-party libraries whose own strings the bytes hold, once each."""
+    found: dict[str, Embedded] = {}
+    for name, literal, pattern in _SIGNATURES:
+        if name in found:
+            continue
+        start = data.find(literal)
+        while start != -1 and name not in found:
+            window = data[max(0, start - 16) : start + 160]
+            match = pattern.search(window)
+            if match:
+                found[name] = Embedded(name, _clean(match.group(0).decode("ascii", "replace")))
+            start = data.find(literal, start + 1)
+    return tuple(sorted(found.values(), key=lambda e: e.name))
+
+
+_NOTICE_HIT = re.compile(
+    rb"[Cc]opyright|COPYRIGHT|\xc2\xa9|\([Cc]\) ?(?:19|20)\d\d|SPDX-License-Identifier|"
+    rb"[Ll]icensed under"
+)
+_COPYRIGHT_SAYS = re.compile(
+    r"(copyright\s*(\(c\)|©)|copyright\s+(\d{4}|the\b|(?-i:[A-Z]))|©\s*[\dA-Z]|\(c\)\s*\d{4})",
+    re.IGNORECASE,
+)
+_LICENCE_SAYS = re.compile(r"SPDX-License-Identifier\s*:|\blicensed under\b", re.IGNORECASE)
+
+
+def notice_strings(data: bytes) -> tuple[tuple[str, ...], tuple[str, ...]]:
+    """(copyright lines, licence statements) among the NUL-separated strings of `data`, in
+    order, once each: a format string that mentions the word is not a notice."""
+    copyrights: dict[str, None] = {}
+    licences: dict[str, None] = {}
+    for match in _NOTICE_HIT.finditer(data):
+        start = data.rfind(b"\0", 0, match.start()) + 1
+        end = data.find(b"\0", match.end())
+        text = _clean(data[start : end if end != -1 else len(data)].decode("utf-8", "replace"))
+        if _COPYRIGHT_SAYS.search(text) and "%" not in text:
+            copyrights.setdefault(text, None)
+        elif _LICENCE_SAYS.search(text) and "%" not in text:
+            licences.setdefault(text, None)
+    return tuple(list(copyrights)[:_MAX_STRINGS]), tuple(list(licences)[:_MAX_STRINGS])
+
+
+def _clean(text: str) -> str:
+    return " ".join(text.split())[:_MAX_TEXT]
+
+
+# --- whose a file says it is ------------------------------------------------------------------
+
+_RESERVED = re.compile(r"all\s+rights\s+reserved", re.IGNORECASE)
+_LEAD = re.compile(
+    r"^(?:[\s,;:.*#/-]+|copyright\b|\(c\)|©|\d{4}(?:\s*[-–,]\s*\d{4})*\b)", re.IGNORECASE
+)
+_MARK = re.compile(r"copyright\b|\(c\)|©", re.IGNORECASE)
+_STOP = re.compile(r"all\s+rights\s+reserved|\.\s|\s-\s|<|https?:|\blicensed\b", re.IGNORECASE)
+
+
+def holder_of(line: str) -> str:
+    """The holder a copyright line names: "© Microsoft Corporation. All rights reserved." →
+    "Microsoft Corporation"; "" when it names none."""
+    mark = _MARK.search(line)
+    if mark is None:
+        return ""
+    rest = line[mark.start() :]
+    while (lead := _LEAD.match(rest)) and lead.end():
+        rest = rest[lead.end() :]
+    stop = _STOP.search(rest)
+    holder = plain_name(rest[: stop.start()] if stop else rest).strip(" .,;:")
+    return holder[:80] if holder and not holder[0].isdigit() else ""
+
+
+_MARKS = re.compile(r"\(r\)|\(tm\)|[®™]", re.IGNORECASE)
+
+
+def plain_name(name: str) -> str:
+    """A name without trademark signs: "Microsoft(r) Corporation" → "Microsoft Corporation"."""
+    return " ".join(_MARKS.sub("", name).split())
+
+
+# words that say what kind of body a holder is, not which one
+_CORPORATE = frozenset(
+    {"corporation", "corp", "inc", "incorporated", "ltd", "limited", "llc", "co", "company"}
+    | {"gmbh", "ag", "sa", "the", "and", "of", "affiliates", "its"}
+)
+
+
+def name_words(text: str) -> tuple[str, ...]:
+    """The words that tell one name from another: lower case, trademark signs, punctuation
+    and corporate suffixes gone, joined words split ("NvidiaProprietary" → nvidia proprietary)."""
+    spaced = re.sub(r"(?<=[a-z])(?=[A-Z])", " ", _MARKS.sub("", text))
+    words = re.split(r"[^a-z0-9]+", spaced.lower())
+    return tuple(w for w in words if w and w not in _CORPORATE)
+
+
+def names_holder(holder: str, lines: Iterable[str]) -> bool:
+    """Whether any of `lines` names `holder` (its distinguishing words, in order)."""
+    wanted = name_words(holder)
+    if not wanted:
+        return False
+    size = len(wanted)
+    for line in lines:
+        words = name_words(line)
+        if any(words[i : i + size] == wanted for i in range(len(words) - size + 1)):
+            return True
+    return False
+
+
+# --- as a memo keeps it -----------------------------------------------------------------------
+
+
+def evidence_to_json(evidence: FileEvidence) -> dict[str, Any]:
+    return {
+        "format": evidence.format,
+        "company": evidence.company,
+        "product": evidence.product,
+        "product_version": evidence.product_version,
+        "copyrights": list(evidence.copyrights),
+        "licences": list(evidence.licences),
+        "embedded": [{"name": e.name, "says": e.says} for e in evidence.embedded],
+    }
+
+
+def evidence_from_json(data: Any) -> FileEvidence:
+    return FileEvidence(
+        format=str(data["format"]),
+        company=str(data["company"]),
+        product=str(data["product"]),
+        product_version=str(data["product_version"]),
+        copyrights=tuple(str(c) for c in data["copyrights"]),
+        licences=tuple(str(c) for c in data["licences"]),
+        embedded=tuple(Embedded(str(e["name"]), str(e["says"])) for e in data["embedded"]),
+    )
