@@ -10,13 +10,17 @@ renames); there the next build puts the set-aside tree back before anything else
 
 from __future__ import annotations
 
+import shutil
 import signal
+import subprocess
 from pathlib import Path
 
 import pytest
 
-from ortbundle._core.progress import Reporter
+from ortbundle._core.errors import ConfigError
+from ortbundle._core.progress import Reporter, plain_reporter
 from ortbundle._core.publish import STEPS, exchange
+from ortbundle.cli.common import CommandFailed
 from ortbundle.cli.verify import run_verify
 from ortbundle.pipeline.build import build
 from ortbundle.stage.staging import scratch_dir
@@ -87,7 +91,7 @@ def test_build_killed_at_each_publish_step_leaves_a_verified_tree(
     if (mode, step) == ("fallback", "set-aside"):
         # the fallback's one window: the old tree is complete, under its set-aside name
         assert not version_dir(fake).exists()
-        aside = version_dir(fake).with_name(f".1.2.3.old-{child.pid}")
+        (aside,) = version_dir(fake).parent.glob(".1.2.3.old-*[!k]")  # not its .lock
         assert snapshot(aside) == old
     else:
         _verify(fake)  # old or new, complete and signed
@@ -123,3 +127,74 @@ def test_exchange_swaps_two_directories_in_one_call(tmp_path: Path) -> None:
     if not exchange(a, b):
         pytest.skip("this kernel or filesystem has no renameat2(RENAME_EXCHANGE)")
     assert (a / "x").read_text() == "b" and (b / "x").read_text() == "a"
+
+
+# `sh` is the namespace's init (PID 1, which may not SIGKILL itself); the build is its child,
+# PID 2 in every fresh namespace: a container whose every build gets the same PID
+FRESH_PID_NAMESPACE = ("unshare", "-p", "-f", "--mount-proc", "sh", "-c", '"$@"; exit $?', "sh")
+
+
+def _fresh_namespaces_work() -> str | None:
+    """Why builds cannot each run in a fresh PID namespace here, or None when they can."""
+    if shutil.which("unshare") is None:
+        return "unshare is missing (Debian package util-linux)"
+    done = subprocess.run(
+        [*FRESH_PID_NAMESPACE, "true"], capture_output=True, text=True, check=False
+    )
+    if done.returncode != 0:
+        return f"unshare -p was refused (needs CAP_SYS_ADMIN): {done.stderr.strip()}"
+    return None
+
+
+def _killed_while_set_aside(fake: FakeProject, wrapper: tuple[str, ...] = ()) -> Path:
+    """A published build, an input changed, then a build killed between the fallback's two
+    renames; the set-aside tree it left."""
+    fake.write()
+    build(fake.project, fake.options(), plain_reporter())
+    product = fake.root / "manifests" / "fakeproduct.toml"
+    product.write_text(product.read_text().replace("A synthetic product", "A newer product"))
+    child = start_build(
+        fake,
+        cache=fake.root / "cache",
+        dist=fake.root / "dist",
+        env={"ORTBUNDLE_FAULT": "publish:set-aside,no-exchange"},
+        wrapper=wrapper,
+    )
+    _, err = child.communicate(timeout=120)
+    assert child.returncode in (-signal.SIGKILL, 128 + signal.SIGKILL), err.decode()
+    assert not version_dir(fake).exists()
+    (aside,) = version_dir(fake).parent.glob(".1.2.3.old-*[!k]")  # not a .lock
+    return aside
+
+
+def test_a_set_aside_tree_is_recovered_when_every_build_gets_the_same_pid(
+    fake: FakeProject,
+) -> None:
+    """In a fresh container every build is, say, PID 2: a dead build's PID is the next
+    build's own, so a PID cannot say the build that set the tree aside is gone. Two builds
+    after the kill, on a filesystem that cannot exchange: both complete, the first puts the
+    set-aside tree back, and no set-aside tree is left."""
+    if (why := _fresh_namespaces_work()) is not None:
+        pytest.skip(why)
+    _killed_while_set_aside(fake, FRESH_PID_NAMESPACE)
+    for _ in range(2):
+        child = start_build(
+            fake,
+            cache=fake.root / "cache",
+            dist=fake.root / "dist",
+            env={"ORTBUNDLE_FAULT": "no-exchange"},
+            wrapper=FRESH_PID_NAMESPACE,
+        )
+        _, err = child.communicate(timeout=120)
+        assert child.returncode == 0, err.decode()
+        assert_published_and_verified(fake)
+
+
+def test_verify_names_the_set_aside_tree_while_the_window_is_open(fake: FakeProject) -> None:
+    aside = _killed_while_set_aside(fake)
+    with pytest.raises(CommandFailed) as failed:
+        _verify(fake)
+    message = str(failed.value)
+    assert failed.value.code == ConfigError.exit_code, message
+    assert str(aside) in message and "killed while publishing" in message, message
+    assert "pass --manifest" not in message and "Traceback" not in message

@@ -131,6 +131,23 @@ def locked(path: Path) -> Iterator[None]:
             fcntl.flock(handle.fileno(), fcntl.LOCK_UN)
 
 
+@contextlib.contextmanager
+def lock_if_free(path: Path) -> Iterator[bool]:
+    """Try an exclusive flock on `path` (created if needed) without waiting: True while this
+    process holds it, False when a live process does. A process that died holds nothing (the
+    kernel released its lock), whatever PID a container gives the next one."""
+    with path.open("a") as handle:
+        try:
+            fcntl.flock(handle.fileno(), fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            yield False
+            return
+        try:
+            yield True
+        finally:
+            fcntl.flock(handle.fileno(), fcntl.LOCK_UN)
+
+
 _FSIO_TEMP = re.compile(r"-(\d+)-[0-9a-f]{8}$")
 
 

@@ -10,6 +10,7 @@ from pathlib import Path
 from typing import Any
 
 from ortbundle._core.errors import ConfigError, IntegrityError
+from ortbundle._core.publish import set_aside_trees
 from ortbundle.evidence.names import MANIFEST_NAME, PROVENANCE_NAME, SIGNATURE_NAME
 from ortbundle.evidence.provenance import ProvenanceCheck, check_provenance
 from ortbundle.evidence.record import MANIFEST_SCHEMA, UNLISTED, hash_file
@@ -53,6 +54,16 @@ def locate_manifest(tree: Path, manifest: Path | None, target: str | None) -> tu
         return tree / MANIFEST_NAME, f"{target}/" if target else ""
     if (tree.parent / MANIFEST_NAME).is_file():
         return tree.parent / MANIFEST_NAME, f"{tree.name}/"
+    aside = set_aside_trees(tree) if not (tree.exists() or tree.is_symlink()) else []
+    if aside:
+        raise ConfigError(
+            f"{tree.name} is missing: a build was killed while publishing it, between setting "
+            f"the previous tree aside and renaming the new one in; that tree is complete, "
+            f"at {aside[-1]}",
+            file=str(tree),
+            fix=f"run the build again (it puts the set-aside tree back first), or check it "
+            f"where it is: invoke verify --path {aside[-1]}",
+        )
     raise ConfigError(
         f"no {MANIFEST_NAME} in or beside this tree",
         file=str(tree),

@@ -22,7 +22,7 @@ from ortbundle._core.fsio import pid_alive, sha256_file
 from ortbundle._core.publish import (
     publish as publish,  # build.py and release.py publish through here
 )
-from ortbundle._core.publish import recover
+from ortbundle._core.publish import recover, sweep_set_aside
 from ortbundle.config.recipes import LicenseText, Recipe, Rename
 from ortbundle.config.targets import Target
 from ortbundle.fetch.archives import MemberReader, ZipArchive
@@ -433,7 +433,8 @@ def scratch_dir(final: Path) -> Path:
     """A fresh hidden sibling of `final` to build into; stale ones of dead builds are removed."""
     final.parent.mkdir(parents=True, exist_ok=True)
     recover(final)  # a build killed mid-publish may have set the complete old tree aside
-    for stale in final.parent.glob(f".{final.name}.*-*"):
+    sweep_set_aside(final)  # what dead builds set aside and did not finish removing
+    for stale in final.parent.glob(f".{final.name}.partial-*"):
         pid = stale.name.rsplit("-", 1)[-1]
         if pid.isdigit() and not pid_alive(int(pid)):
             shutil.rmtree(stale, ignore_errors=True)

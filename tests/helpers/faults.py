@@ -227,9 +227,11 @@ def start_build(
     hook: str = "none",
     marker: Path | None = None,
     env: dict[str, str] | None = None,
+    wrapper: tuple[str, ...] = (),
 ) -> subprocess.Popen[bytes]:
     """A build of the fake project in a child process (see `_SCRIPT` for the hooks; `env`
-    adds variables, such as the tool's own fault points, ORTBUNDLE_FAULT)."""
+    adds variables, such as the tool's own fault points, ORTBUNDLE_FAULT; `wrapper` is a
+    command the Python process runs under, such as `unshare`)."""
     env = {
         "PATH": os.environ["PATH"],
         "PYTHONPATH": str(ROOT),
@@ -239,7 +241,15 @@ def start_build(
     }
     args = [fake.server.url, str(fake.secret_key), str(cache), str(dist), hook]
     return subprocess.Popen(
-        [sys.executable, "-c", _SCRIPT, str(fake.root), *args, str(marker or "/nonexistent")],
+        [
+            *wrapper,
+            sys.executable,
+            "-c",
+            _SCRIPT,
+            str(fake.root),
+            *args,
+            str(marker or "/nonexistent"),
+        ],
         env=env,
         cwd=fake.root,
         stdout=subprocess.PIPE,
