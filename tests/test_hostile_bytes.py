@@ -186,3 +186,17 @@ def test_memoised_packages_altered_on_disk_are_rebuilt(
     dist = _rebuild_elsewhere(fake, reporter, tmp_path, "again")
     assert_published_and_verified(fake, dist)
     assert_published_and_verified(fake)  # the first dist shares no altered byte either
+
+
+def test_a_published_file_edited_with_its_mtime_put_back_is_no_no_op(
+    fake: FakeProject, reporter: Reporter
+) -> None:
+    """Same size, mtime put back (`touch -r`), same inode and mode: only ctime moved. `invoke
+    verify` says `modified`, so the no-op must not call the tree up to date."""
+    fake.write()
+    build(fake.project, fake.options(), reporter)
+    notice = fake.root / "dist" / "fakeproduct" / "1.2.3" / "linux-x86_64" / "NOTICE"
+    _flip_keep_stat(notice)
+    again = build(fake.project, fake.options(), reporter)
+    assert again.up_to_date is None, "an edited output was called up to date"
+    assert_published_and_verified(fake)

@@ -39,9 +39,11 @@ _QUICK_FORMAT = "ortbundle-quick/1"
 
 
 def stat_tree(top: Path) -> dict[str, list[int]]:
-    """(size, mtime, inode, mode) of everything under `top`, by relative path."""
+    """(size, mtime, ctime, inode, mode) of everything under `top`, by relative path. ctime
+    too, as for the inputs: a file edited in place with its mtime put back (`touch -r`) moved
+    only its ctime, and verify would call it modified; a no-op must not call it unchanged."""
     return {
-        name: [info.st_size, info.st_mtime_ns, info.st_ino, info.st_mode]
+        name: [info.st_size, info.st_mtime_ns, info.st_ctime_ns, info.st_ino, info.st_mode]
         for name, (_, info) in scan_tree(top).items()
     }
 
