@@ -290,7 +290,7 @@ def _waiver(reader: TableReader, targets: tuple[str, ...]) -> Waiver:
 
 def _waiver_sha256(reader: TableReader) -> tuple[str, ...]:
     """One digest, or a list when the waiver's glob covers several files."""
-    values = reader.text_list("sha256", required=False)
+    values = reader.text_list("sha256", required=False, one=True)
     if not all(re.fullmatch(r"[0-9a-f]{64}", v) for v in values):
         raise reader._fail("'sha256' must be 64 lower-case hex digits (the reviewed file's)")
     return values

@@ -96,7 +96,9 @@ class Checker:
             elif value:
                 self._word(key, value, where, name)
         elif kind == "strings":
-            items = [value] if isinstance(value, str) else value
+            # one string where a list belongs is refused: `roots = "lib*"` would read as
+            # a list only by luck; the reference says list of strings
+            items = [value] if isinstance(value, str) and key.one else value
             if not isinstance(items, list) or not all(isinstance(v, str) and v for v in items):
                 self._wrong(key, value, where, name)
                 return
