@@ -81,3 +81,67 @@ def test_a_waiver_sha256_may_still_be_one_string(fake: FakeProject, tmp_path: Pa
     fake.write()
     product = load_product(fake.root / "manifests" / "fakeproduct.toml")
     assert product.waivers[0].sha256 == ("a" * 64,)
+
+
+def test_every_glob_matching_nothing_is_named_in_one_run(fake: FakeProject) -> None:
+    """A root one letter off (`provider` for `providers`) on one target and a [[take]] glob
+    matching no member on the other: both in one run, each with file, table, key and the
+    nearest member of the archive."""
+    fake.linux["onnxruntime/capi/libonnxruntime_providers_shared.so"] = fake.linux[
+        "onnxruntime/capi/libonnxruntime_shared.so"
+    ]
+    fake.linux_roots = ["libonnxruntime.so.*", "libonnxruntime_provider_shared.so"]
+    fake.write()
+
+    def change(document: object) -> None:
+        take = document["targets"]["windows-x86_64"]["take"][0]  # type: ignore[index]
+        take["libraries"] = ["onnxruntime/capi/*.dl", "onnxruntime/capi/*.pyd"]
+
+    edit_toml(fake.root / "recipes" / "fake.toml", change)
+    fake.server.requests.clear()
+    with pytest.raises(CommandFailed) as failed:
+        run_build(fake.options(), root=fake.root)
+    message = str(failed.value)
+    assert failed.value.code == CONFIG, message
+    assert "3 configuration problems in recipes/fake.toml" in message, message
+    assert (
+        "`roots`: 'libonnxruntime_provider_shared.so' matches no library the [[take]] globs "
+        "take from onnxruntime_fake-1.0.0-cp311-cp311-manylinux_2_28_x86_64.whl in "
+        "[targets.linux-x86_64] of recipes/fake.toml — did you mean "
+        "`libonnxruntime_providers_shared.so`?"
+    ) in message, message
+    assert (
+        "`libraries`: 'onnxruntime/capi/*.dl' matches no member of "
+        "onnxruntime_fake-1.0.0-cp311-cp311-win_amd64.whl in "
+        "[targets.windows-x86_64.take[0]] of recipes/fake.toml — did you mean "
+        "`onnxruntime/capi/dep.dll`?"
+    ) in message, message
+    # and what follows from the take glob: the root it no longer takes, with the fix
+    assert (
+        "`roots`: 'onnxruntime.dll' matches no library the [[take]] globs take from "
+        "onnxruntime_fake-1.0.0-cp311-cp311-win_amd64.whl in [targets.windows-x86_64] of "
+        "recipes/fake.toml — fix: onnxruntime/capi/onnxruntime.dll is in the archive, but no "
+        "[[take]] glob takes it"
+    ) in message, message
+    assert "Traceback" not in message and not (fake.root / "dist").exists()
+
+
+def test_a_drop_that_drops_nothing_is_a_warning(
+    fake: FakeProject, capsys: pytest.CaptureFixture[str]
+) -> None:
+    fake.write()
+
+    def change(document: object) -> None:
+        drop = document["targets"]["linux-x86_64"]["drop"][0]  # type: ignore[index]
+        drop["names"] = ["onnxruntime_pybind11_state*", "libonnxruntime_pybind*"]
+
+    edit_toml(fake.root / "recipes" / "fake.toml", change)
+    run_build(fake.options(), root=fake.root)
+    out = capsys.readouterr().out
+    assert (
+        "WARNING: drop 'libonnxruntime_pybind*' in [targets.linux-x86_64.drop[0]] of "
+        "recipes/fake.toml drops nothing: no library the [[take]] globs take from "
+        "onnxruntime_fake-1.0.0-cp311-cp311-manylinux_2_28_x86_64.whl is named so"
+    ) in out, out
+    run_build(fake.options(cache_dir=fake.root / "cache"), root=fake.root, dist=fake.root / "d2")
+    assert "drops nothing" in capsys.readouterr().out  # said again from the memoised runtime

@@ -29,6 +29,7 @@ from ortbundle.config.plan import (
     with_models,
 )
 from ortbundle.config.recipes import Recipe, TargetRecipe
+from ortbundle.config.schema.problems import ConfigProblems, Problem, raise_if_any
 from ortbundle.config.targets import Target, get_target, overlays
 from ortbundle.evidence.record import InputInfo, write_evidence
 from ortbundle.evidence.report.closures import write_closures
@@ -232,10 +233,16 @@ def _stage_runtimes(
     runtimes: list[tuple[Recipe, StagedRuntime]] = []
     texts: list[StagedText] = []
     problems: list[ClosureError] = []
+    globs: list[Problem] = []  # recipe globs matching nothing: reported before any closure
     for recipe, ids in work.plan.sources_for(work.target):
-        staged = _stage_one_runtime(work, recipe, ids, texts, problems)
+        try:
+            staged = _stage_one_runtime(work, recipe, ids, texts, problems)
+        except ConfigProblems as found:
+            globs.extend(found.problems)
+            continue
         if staged is not None:
             runtimes.append((recipe, staged))
+    raise_if_any(globs)
     raise_collected(problems, str(work.plan.product.path))
     return runtimes, texts
 
@@ -424,11 +431,15 @@ def _build_locked(
             ]
             staged: list[TargetResult] = []
             problems: list[ClosureError] = []
+            globs: list[Problem] = []
             for future in futures:
                 try:
                     staged.append(future.result())
                 except ClosureError as problem:
                     problems.append(problem)
+                except ConfigProblems as found:  # every target's, in one report
+                    globs.extend(found.problems)
+            raise_if_any(globs)
             raise_collected(problems, str(plan.product.path))
         runtimes = sum(len(t.runtimes) for t in staged)
         reporter.done(f"{len(staged)} targets, {runtimes} runtimes pruned and staged")

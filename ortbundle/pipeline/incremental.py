@@ -148,6 +148,7 @@ def _runtime_to_json(staged: StagedRuntime) -> dict[str, Any]:
             "dropped": [asdict(d) for d in closure.dropped],
             "externals": [asdict(e) for e in closure.externals],
             "load_scans": [asdict(f) for f in closure.load_scans],
+            "idle_drops": list(closure.idle_drops),
             "kept": [
                 {
                     "name": k.name,
@@ -194,6 +195,7 @@ def _runtime_from_json(data: dict[str, Any], runtime_dir: Path) -> StagedRuntime
             FileScan(f["file"], LoadScan(tuple(f["scan"]["calls"]), tuple(f["scan"]["names"])))
             for f in c["load_scans"]
         ),
+        idle_drops=tuple(str(line) for line in c["idle_drops"]),
     )
     return StagedRuntime(
         runtime=data["runtime"],

@@ -79,6 +79,7 @@ def summary_document(
                 f"{staged.runtime} {problem}"
                 for problem in violations(product.system, runtime_system(staged))
             ]
+            warnings += staged.closure.idle_drops  # a recipe's drop glob that drops nothing
         externals = result.requirements.get(target.target) or _closure_externals(target)
         targets.append(
             {

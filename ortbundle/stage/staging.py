@@ -35,6 +35,7 @@ from ortbundle.stage.binaries.loads import (
 )
 from ortbundle.stage.binaries.soname import rename_library
 from ortbundle.stage.closure import Candidate, Closure, Materialized, prune
+from ortbundle.stage.globs import check_globs
 
 LIBRARY_MODE = 0o644
 TEXT_MODE = 0o644
@@ -109,6 +110,8 @@ def stage_runtime(
 ) -> StagedRuntime:
     """Prune one runtime into `stage_root/runtimes/<name>/`."""
     plan = recipe.for_target(target.name)
+    listings = {sid: tuple(archive.members) for sid, archive in archives.items()}
+    idle_drops = check_globs(recipe, plan, target, listings)  # every glob matching nothing
     relative = recipe.directory
     runtime_dir = stage_root / relative
     incoming = runtime_dir / ".incoming"
@@ -159,7 +162,9 @@ def stage_runtime(
     files.extend(_stage_payloads(recipe, target, archives, runtime_dir, relative, files))
     shutil.rmtree(incoming)
     # what the kept files can open by name: read once here, memoised with the stage
-    closure = dataclasses.replace(closure, load_scans=scan_kept(closure, runtime_dir, recipe.name))
+    closure = dataclasses.replace(
+        closure, load_scans=scan_kept(closure, runtime_dir, recipe.name), idle_drops=idle_drops
+    )
     return StagedRuntime(
         runtime=recipe.name,
         target=target.name,
