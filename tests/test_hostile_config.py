@@ -145,3 +145,34 @@ def test_a_drop_that_drops_nothing_is_a_warning(
     ) in out, out
     run_build(fake.options(cache_dir=fake.root / "cache"), root=fake.root, dist=fake.root / "d2")
     assert "drops nothing" in capsys.readouterr().out  # said again from the memoised runtime
+
+
+@pytest.mark.parametrize(
+    "value",
+    [
+        "253402300800",  # year 10000: no ISO date, no datetime
+        "4294967296",  # 2**32: the rpm's BUILDTIME and file mtimes wrap to 1970
+        "²",  # a digit to str.isdigit, not to int()
+        "1" * 5000,  # more digits than int() converts
+        "-1",
+    ],
+)
+def test_a_source_date_epoch_no_output_can_record_is_refused(fake: FakeProject, value: str) -> None:
+    fake.write()
+    fake.server.requests.clear()
+    with pytest.raises(CommandFailed) as failed:
+        run_build(
+            fake.options(environ={**fake.environ, "SOURCE_DATE_EPOCH": value}), root=fake.root
+        )
+    message = str(failed.value)
+    assert failed.value.code == CONFIG, message
+    assert "SOURCE_DATE_EPOCH" in message and "0 to 4294967295" in message, message
+    assert "Traceback" not in message and fake.server.requests == []
+    assert not (fake.root / "dist").exists()
+
+
+def test_the_last_second_every_output_can_record_is_accepted(tmp_path: Path) -> None:
+    from ortbundle.config.project import source_date_epoch
+
+    assert source_date_epoch(tmp_path, {"SOURCE_DATE_EPOCH": "4294967295"}) == 4294967295
+    assert source_date_epoch(tmp_path, {"SOURCE_DATE_EPOCH": " 0 "}) == 0
