@@ -11,6 +11,7 @@ from typing import Any
 
 from ortbundle._core.errors import ConfigError, IntegrityError
 from ortbundle._core.publish import set_aside_trees
+from ortbundle.evidence.manifest_shape import manifest_problems
 from ortbundle.evidence.names import MANIFEST_NAME, PROVENANCE_NAME, SIGNATURE_NAME
 from ortbundle.evidence.provenance import ProvenanceCheck, check_provenance
 from ortbundle.evidence.record import MANIFEST_SCHEMA, UNLISTED, hash_file
@@ -186,5 +187,13 @@ def _parse(path: Path, data: bytes) -> dict[str, Any]:
             f"not an {MANIFEST_SCHEMA} manifest",
             file=str(path),
             fix="pass the manifest.json written by invoke build",
+        )
+    problems = manifest_problems(document)  # before the provenance or the hashes read it
+    if problems:
+        raise IntegrityError(
+            f"the manifest does not have the {MANIFEST_SCHEMA} shape: {'; '.join(problems)}",
+            file=str(path),
+            fix="it was altered or damaged after the build: take manifest.json from the build "
+            "again, or rebuild; never edit it",
         )
     return document
