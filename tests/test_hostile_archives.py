@@ -348,3 +348,25 @@ def test_x32_library_is_refused_on_x86_64(fake: FakeProject) -> None:
     fake.linux[DEP] = fake.linux["onnxruntime/capi/libdep.so"] = x32
     fake.write()
     refused(fake, LINUX, 8, "libdep.so.2")
+
+
+def test_a_model_form_that_is_no_onnx_model_names_the_recipe_and_the_source(
+    fake: FakeProject,
+) -> None:
+    """A model recipe whose form points at the wheel's LICENSE (pinned right): the message
+    names the recipe, the form, the source and its member — not the copy the build made in
+    its scratch directory, which is gone by the time anyone reads the message."""
+    from tests.test_models import with_model
+
+    with_model(fake, b"MIT License\n\nCopyright (c) Fake Corp\n")
+    message = refused(
+        fake,
+        LINUX,
+        7,
+        "not a readable ONNX model",
+        "form f32",
+        "linux:onnxruntime/models/yolo.onnx",
+        "component yolo",
+        f"file {fake.root / 'recipes' / 'yolo.toml'}",
+    )
+    assert ".partial-" not in message and "Traceback" not in message, message
