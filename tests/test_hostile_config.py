@@ -176,3 +176,24 @@ def test_the_last_second_every_output_can_record_is_accepted(tmp_path: Path) -> 
 
     assert source_date_epoch(tmp_path, {"SOURCE_DATE_EPOCH": "4294967295"}) == 4294967295
     assert source_date_epoch(tmp_path, {"SOURCE_DATE_EPOCH": " 0 "}) == 0
+
+
+def test_a_release_without_a_key_suggests_only_what_exists(fake: FakeProject) -> None:
+    """`invoke build -r` with no key: the fix names `invoke keygen` and the two variables a
+    build reads (ortbundle/_core/locations.py), and no option `invoke build` does not have."""
+    import re
+
+    import tasks
+    from ortbundle._core.locations import ENV_KEY, ENV_KEY_FILE
+
+    fake.write()
+    environ = {"HOME": str(fake.root / "home"), "SOURCE_DATE_EPOCH": "1700000000"}
+    with pytest.raises(CommandFailed) as failed:
+        run_build(fake.options(release=True, environ=environ), root=fake.root)
+    message = str(failed.value)
+    assert failed.value.code == CONFIG, message
+    assert "invoke keygen -p fakeproduct" in message and ENV_KEY in message, message
+    assert ENV_KEY_FILE in message, message
+    options = {f"--{n.replace('_', '-')}" for arg in tasks.build.get_arguments() for n in arg.names}
+    for named in re.findall(r"(?<![\w-])--[a-z][a-z-]+", message):
+        assert named in options, f"{named} is no option of invoke build: {message}"

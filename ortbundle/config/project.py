@@ -79,7 +79,7 @@ def signing_key_identity(product: str, options: BuildOptions, environ: Mapping[s
 
 
 def key_path(product: str, options: BuildOptions, environ: Mapping[str, str]) -> Path | None:
-    """The signing key file a build of `product` would use: --signing-key, else none when the
+    """The signing key file a build of `product` would use: options.signing_key, else none when the
     environment holds the key, else the keygen default if it exists."""
     path = options.signing_key
     if path is None and not (environ.get(ENV_KEY) or environ.get(ENV_KEY_FILE)):
