@@ -197,3 +197,22 @@ def test_a_release_without_a_key_suggests_only_what_exists(fake: FakeProject) ->
     options = {f"--{n.replace('_', '-')}" for arg in tasks.build.get_arguments() for n in arg.names}
     for named in re.findall(r"(?<![\w-])--[a-z][a-z-]+", message):
         assert named in options, f"{named} is no option of invoke build: {message}"
+
+
+def test_a_waiver_matching_no_shipped_file_is_said_every_time(
+    fake: FakeProject, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """A waiver whose glob matches nothing (a file renamed upstream) accepts nothing, and
+    nobody knows it is dead weight unless the build says so: on every build, -v or not, and
+    again on a no-op."""
+    fake.product_extra = (
+        '\n[[waivers]]\nfile = "runtimes/fake/gone-*.dll"\nlicense = "LicenseRef-Gone"\n'
+        'reason = "a DLL upstream no longer ships"\nreviewer = "A Person"\n'
+    )
+    fake.write()
+    for _ in range(2):  # the build, then the no-op
+        run_build(fake.options(), root=fake.root)
+        out = capsys.readouterr().out
+        assert "UNUSED WAIVER runtimes/fake/gone-*.dll matches no shipped file" in out, out
+        assert "manifests/fakeproduct.toml" in out, out
+    assert "up to date" in out
