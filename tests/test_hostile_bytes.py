@@ -10,6 +10,7 @@ size, wrong hash; an index digest that disagrees with the pin) are in test_hosti
 
 from __future__ import annotations
 
+import hashlib
 import json
 import os
 from collections.abc import Callable
@@ -200,3 +201,55 @@ def test_a_published_file_edited_with_its_mtime_put_back_is_no_no_op(
     again = build(fake.project, fake.options(), reporter)
     assert again.up_to_date is None, "an edited output was called up to date"
     assert_published_and_verified(fake)
+
+
+def test_a_cache_repair_is_in_the_build_summary_and_its_json(
+    fake: FakeProject, reporter: Reporter, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """The README promises a download that failed its hash is named in the build's summary:
+    build-summary.json and `--json` carry it (entry, expected and found SHA-256, what was
+    done), not only a line a CI log may have scrolled past."""
+    from ortbundle.cli.build import run_build
+
+    fake.write()
+    build(fake.project, fake.options(), reporter)
+    pin = fake.pin("windows-x86_64")
+    blob = Cache(fake.root / "cache").blob_path(pin)
+    _flip_keep_stat(blob)
+    found = hashlib.sha256(blob.read_bytes()).hexdigest()
+    capsys.readouterr()
+    dist = tmp_path / "again"
+    run_build(fake.options(), root=fake.root, dist=dist, as_json=True)
+    printed = json.loads(capsys.readouterr().out)
+    on_disk = json.loads((dist / "fakeproduct" / "1.2.3" / "build-summary.json").read_text())
+    for document in (printed, on_disk):
+        (repair,) = document["artifacts"]["repaired"]
+        assert repair["entry"] == str(blob) and repair["expected"] == pin, repair
+        assert repair["found"] == found and repair["action"].endswith("fetched again"), repair
+
+
+def test_cache_verify_says_what_it_did_not_that_it_fetched(
+    fake: FakeProject,
+    reporter: Reporter,
+    monkeypatch: pytest.MonkeyPatch,
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    """`invoke cache-verify` downloads nothing: a bad entry is removed, and the next build
+    downloads it; saying "fetched again" would claim a repair that has not happened."""
+    from ortbundle.cli.cache import run_cache_verify
+    from ortbundle.cli.common import CommandFailed
+
+    fake.write()
+    build(fake.project, fake.options(), reporter)
+    monkeypatch.setenv("ORTBUNDLE_CACHE_DIR", str(fake.root / "cache"))
+    cache = Cache(fake.root / "cache")
+    _flip(cache.blob_path(fake.pin("windows-x86_64")))
+    cache.blob_path(fake.pin("linux-x86_64")).with_suffix(".json").unlink()  # no record
+    fake.server.requests.clear()
+    capsys.readouterr()
+    with pytest.raises(CommandFailed):
+        run_cache_verify()
+    out = capsys.readouterr().out
+    assert "fetched again" not in out, out
+    assert out.count("the next build downloads it again") == 2, out
+    assert fake.server.requests == []

@@ -12,6 +12,7 @@ generated, and inside the memo store. Then:
 from __future__ import annotations
 
 import os
+import signal
 import time
 from collections.abc import Iterator
 from pathlib import Path
@@ -198,3 +199,39 @@ def test_ctrl_c_outside_a_command_s_work_is_said_too(monkeypatch: pytest.MonkeyP
         tasks.build(Context())
     assert stopped.value.code == 130
     assert "ortbundle: interrupted by SIGINT" in str(stopped.value.message)
+
+
+def _waiting_on_a_lock(pid: int) -> bool:
+    """Whether process `pid` is blocked on an flock (/proc/locks marks waiters with `->`)."""
+    return any(
+        "->" in line and f" {pid} " in line for line in Path("/proc/locks").read_text().splitlines()
+    )
+
+
+def test_a_build_waiting_for_another_s_lock_says_so(
+    fake: FakeProject, published: dict[str, tuple[str, bytes, int]]
+) -> None:
+    """Two builds of one dist/ on one cache: the second waits for the first to publish, and
+    says whose lock it waits for instead of looking hung."""
+    product = fake.root / "manifests" / "fakeproduct.toml"
+    product.write_text(product.read_text().replace("A synthetic product", "A newer product"))
+    marker = fake.root / "stopped-here"
+    cache, dist = fake.root / "cache", fake.root / "dist"
+    first = start_build(fake, cache=cache, dist=dist, hook="evidence", marker=marker, cli=True)
+    second = None
+    try:
+        wait_for(marker.exists, "the first build to hold the dist/ lock")
+        second = start_build(fake, cache=cache, dist=dist, cli=True)
+        wait_for(lambda: _waiting_on_a_lock(second.pid), "the second build to wait", 60)
+        os.kill(first.pid, signal.SIGINT)  # the first stops; the second goes on
+        first.communicate(timeout=60)
+        out, err = second.communicate(timeout=120)
+    finally:
+        for child in (first, second):
+            if child is not None and child.returncode is None:
+                kill(child)
+    assert second.returncode == 0, err.decode()
+    printed = out.decode()
+    assert "waiting for another build, which holds the lock on publishing" in printed, printed
+    assert str(version_dir(fake)) in printed, printed
+    assert_published_and_verified(fake)

@@ -9,6 +9,7 @@ file and leaves the destination as it was.
 
 from __future__ import annotations
 
+import collections
 import contextlib
 import fcntl
 import hashlib
@@ -16,10 +17,14 @@ import os
 import re
 import secrets
 import shutil
+import threading
+import time
 from collections.abc import Iterable, Iterator
 from contextlib import contextmanager, suppress
 from pathlib import Path, PurePosixPath
 from typing import TypeVar
+
+from ortbundle._core.progress import notice
 
 T = TypeVar("T")
 
@@ -119,16 +124,47 @@ def sha256_file(path: Path) -> str:
     return digest.hexdigest()
 
 
+# the lock files this process holds or waits for, with how many of its threads do: a thread
+# that waits behind another thread of the same build has nobody else to name
+_MINE: collections.Counter[str] = collections.Counter()
+_MINE_LOCK = threading.Lock()
+
+
 @contextlib.contextmanager
-def locked(path: Path) -> Iterator[None]:
-    """An exclusive flock on `path` (created if needed); the kernel releases it if we die."""
+def locked(path: Path, *, waiting: str | None = None) -> Iterator[None]:
+    """An exclusive flock on `path` (created if needed); the kernel releases it if we die.
+    `waiting` names what the lock guards: when another process holds it, the build says it
+    waits for it (and for how long it did), rather than looking hung."""
     path.parent.mkdir(parents=True, exist_ok=True)
-    with path.open("a") as handle:
-        fcntl.flock(handle.fileno(), fcntl.LOCK_EX)
-        try:
-            yield
-        finally:
-            fcntl.flock(handle.fileno(), fcntl.LOCK_UN)
+    key = os.fspath(path)
+    with _MINE_LOCK:
+        ours = _MINE[key] > 0  # another thread of this process has it, or waits for it
+        _MINE[key] += 1
+    try:
+        with path.open("a") as handle:
+            try:
+                fcntl.flock(handle.fileno(), fcntl.LOCK_EX | fcntl.LOCK_NB)
+            except BlockingIOError:
+                _wait(handle.fileno(), path, None if ours else waiting)
+            try:
+                yield
+            finally:
+                fcntl.flock(handle.fileno(), fcntl.LOCK_UN)
+    finally:
+        with _MINE_LOCK:
+            _MINE[key] -= 1
+            if not _MINE[key]:
+                del _MINE[key]
+
+
+def _wait(fd: int, path: Path, waiting: str | None) -> None:
+    """Block for the lock, saying so when another build holds it (`waiting`: what it guards)."""
+    if waiting is not None:
+        notice(f"waiting for another build, which holds the lock on {waiting} ({path})")
+    started = time.monotonic()
+    fcntl.flock(fd, fcntl.LOCK_EX)
+    if waiting is not None:
+        notice(f"got the lock on {waiting} after {time.monotonic() - started:.1f} s")
 
 
 @contextlib.contextmanager

@@ -11,6 +11,8 @@ from ortbundle._core.fsio import atomic_write
 from ortbundle.cli.common import ROOT, CommandFailed, guard, headline, write_places_of
 from ortbundle.config.project import BuildOptions, Project
 
+FETCHED_AGAIN = "fetched again"  # what a build does with a cache entry that failed its hash
+
 if TYPE_CHECKING:
     from ortbundle._core.progress import Reporter
     from ortbundle.licensing.audit import ChannelAudit
@@ -65,7 +67,7 @@ def run_build(
     stream = sys.stderr if as_json else sys.stdout
     with (
         Reporter(stream=stream) as reporter,
-        watching(lambda r: reporter.line(r.line())) as repairs,
+        watching(lambda r: reporter.line(r.line(FETCHED_AGAIN))) as repairs,
     ):
         reporter.line(_plan_line(prepared, options))
         result = guard(lambda: _build_or_report(project, options, reporter, prepared), places)

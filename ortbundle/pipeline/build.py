@@ -14,6 +14,7 @@ from ortbundle._core.errors import ClosureError
 from ortbundle._core.fsio import atomic_write, locked
 from ortbundle._core.memo import digest_of
 from ortbundle._core.progress import Reporter, status
+from ortbundle._core.repairs import Repair, watching
 from ortbundle._core.templating import keep_in as keep_renderings
 from ortbundle._core.version import __version__
 from ortbundle.channels import ChannelOutput, PackageInput
@@ -391,13 +392,14 @@ def build(
     spdx.keep_in(None if options.release else prepared.cache / "outputs" / "spdx")
     # the text files rendered from templates, kept by their whole context (not for a release)
     keep_renderings(None if options.release else prepared.cache / "outputs" / "rendered")
-    plan, artifacts = fetch(project, options, reporter, plan)  # the plan the key was made of
+    with watching() as repairs:  # cache entries that failed their hash: in the summary too
+        plan, artifacts = fetch(project, options, reporter, plan)  # the plan the key was made of
     fetched = sum(1 for a in artifacts.values() if a.downloaded)
     reporter.done(f"{len(artifacts)} artifacts verified, {fetched} downloaded")
     version_dir = prepared.version_dir
     lock = prepared.cache / "locks" / f"dist-{digest_of([str(version_dir.resolve())])}.lock"
-    with locked(lock):  # one build at a time publishes a given dist/<product>/<version>
-        return _build_locked(project, options, prepared, plan, artifacts, key, reporter)
+    with locked(lock, waiting=f"publishing {version_dir}"):  # one build at a time per version
+        return _build_locked(project, options, prepared, plan, artifacts, key, reporter, repairs)
 
 
 def _build_locked(
@@ -408,6 +410,7 @@ def _build_locked(
     artifacts: dict[str, Artifact],
     key: SecretKey | None,
     reporter: Reporter,
+    repairs: Sequence[Repair] = (),
 ) -> BuildResult:
     version_dir = prepared.version_dir
     scratch = scratch_dir(version_dir)
@@ -490,6 +493,7 @@ def _build_locked(
         packages,
         key.public_key().key_id_hex if key else None,
         requirements={t: i.externals for t, i in inputs.items()},
+        repairs=tuple(repairs),
     )
     with contextlib.suppress(OSError):  # published all the same; the next one cannot be a no-op
         write_summary(result, reporter.phases, options)  # build-summary.json, before the record

@@ -246,7 +246,7 @@ def restore_runtime(
     """
 
     entry = cache / "stages" / key[:2] / key
-    with locked(entry.with_name(f"{key}.lock")):
+    with locked(entry.with_name(f"{key}.lock"), waiting=f"the memoised runtime {key[:12]}"):
         meta = entry / "closure.json"
         if not meta.is_file():
             return None
@@ -281,7 +281,7 @@ def restore_runtime(
 def store_runtime(cache: Path, key: str, stage_root: Path, staged: StagedRuntime) -> None:
 
     entry = cache / "stages" / key[:2] / key
-    with locked(entry.with_name(f"{key}.lock")):
+    with locked(entry.with_name(f"{key}.lock"), waiting=f"the memoised runtime {key[:12]}"):
         remove_dead_leftovers(entry.parent.glob(f".{key}.partial-*"))
         partial = entry.with_name(f".{key}.partial-{os.getpid()}")
         shutil.rmtree(partial, ignore_errors=True)

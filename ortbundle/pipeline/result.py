@@ -20,6 +20,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from ortbundle._core.fsio import atomic_write
+from ortbundle._core.repairs import Repair
 from ortbundle._core.version import __version__
 from ortbundle.channels import ChannelOutput
 from ortbundle.config.plan import (
@@ -109,6 +110,17 @@ def summary_document(
             "total": len(result.artifacts),
             "downloaded": downloaded,
             "cached": len(result.artifacts) - downloaded,
+            "repaired": [
+                {
+                    "entry": str(r.path),
+                    "expected": r.expected,
+                    "found": r.found,
+                    "size": r.size,
+                    "stored_size": r.stored_size,
+                    "action": f"{r.action}; fetched again",
+                }
+                for r in result.repairs
+            ],
         },
         "phases": [
             {"name": p.name, "seconds": round(p.seconds, 3), "detail": p.detail} for p in phases
@@ -313,6 +325,7 @@ class BuildResult:
     up_to_date: dict[str, Any] | None = None  # set when nothing changed: the earlier summary
     # per target, what the user's machine must provide (the packages' PackageInput.externals)
     requirements: Mapping[str, tuple[ExternalLibrary, ...]] = field(default_factory=dict)
+    repairs: tuple[Repair, ...] = ()  # cache entries that failed their hash, fetched again
 
 
 def _compact(names: list[str]) -> str:
