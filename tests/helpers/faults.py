@@ -326,6 +326,7 @@ _LOCAL = {
     "usize": (22, "<I"),
 }
 _CENTRAL = {
+    "made_by": (4, "<H"),  # the host system in the high byte (3 Unix, 19 macOS), spec version low
     "version": (6, "<H"),
     "flags": (8, "<H"),
     "method": (10, "<H"),
