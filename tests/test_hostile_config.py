@@ -216,3 +216,77 @@ def test_a_waiver_matching_no_shipped_file_is_said_every_time(
         assert "UNUSED WAIVER runtimes/fake/gone-*.dll matches no shipped file" in out, out
         assert "manifests/fakeproduct.toml" in out, out
     assert "up to date" in out
+
+
+def test_the_plan_counts_the_downloads_the_fetch_verifies(
+    fake: FakeProject, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Models pinned elsewhere than the runtime (a file of the project, a URL; or a model
+    still on the release `invoke pin` moved the runtime from) are downloads too: the plan's
+    count and the fetch's must be the same number."""
+    import re
+    from http.server import ThreadingHTTPServer
+
+    from tests.test_models import QuietHandler, with_own_model
+
+    root = tmp_path / "www"
+    root.mkdir()
+    server = ThreadingHTTPServer(("127.0.0.1", 0), lambda *a: QuietHandler(*a, directory=str(root)))
+    import threading
+
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    try:
+        with_own_model(fake, (f"http://127.0.0.1:{server.server_address[1]}", root))
+        run_build(fake.options(), root=fake.root)
+    finally:
+        server.shutdown()
+        server.server_close()
+    out = capsys.readouterr().out
+    planned = re.search(r"; (\d+) downloads, ", out)
+    fetched = re.search(r"^fetch +(\d+) downloads verified", out, re.M)
+    assert planned and fetched, out
+    assert planned[1] == fetched[1] == "4", out
+
+
+def test_pin_says_a_waiver_no_longer_matches_the_bytes_it_moves_to(tmp_path: Path) -> None:
+    """A waiver signed off for the bytes of bundled.dll in 1.0.0; 1.1.0 ships other bytes
+    under the same name. `invoke pin` moves the recipe and must say the waiver no longer
+    covers what will ship (a development build still relies on it; a release refuses it)."""
+    import hashlib
+    from datetime import UTC, datetime, timedelta
+
+    from ortbundle._core.progress import plain_reporter
+    from ortbundle.tools.pin import pin
+    from tests.helpers.pe import make_pe
+    from tests.test_pin import PROJECT, WINDOWS_NEW, Releases, YankingIndex, windows_members
+
+    reviewed = hashlib.sha256(windows_members("1.0.0")["onnxruntime/capi/bundled.dll"])
+    today = datetime.now(UTC).date()
+    with YankingIndex().running() as running:
+        releases = Releases(root=tmp_path / "project", server=running)
+        releases.product_extra = (
+            '\n[[waivers]]\nfile = "runtimes/fake/bundled.dll"\nlicense = "MIT"\n'
+            'targets = ["windows-x86_64"]\nreason = "its text is on the vendor site"\n'
+            f'reviewer = "A. Auditor"\nsha256 = "{reviewed.hexdigest()}"\n'
+            f"reviewed = {today - timedelta(days=1)}\nexpires = {today + timedelta(days=90)}\n"
+        )
+        releases.write()
+        text = releases.recipe.read_text()
+        releases.recipe.write_text(
+            text.replace('texts = [{ file = "bundled-LICENSE.txt" }]', "texts = []")
+        )
+        releases.publish_next()
+        rebuilt = windows_members("1.1.0")
+        rebuilt["onnxruntime/capi/bundled.dll"] = make_pe(
+            imports=("kernel32.dll",), payload=b"rebuilt"
+        )
+        releases.publish(PROJECT, WINDOWS_NEW, rebuilt)
+        result = pin(releases.project, "fake", releases.pin_options(), plain_reporter())
+    assert result.written and result.report is not None, result.lines()
+    text = "\n".join(result.lines())
+    assert (
+        "fakeproduct: waiver waivers[0] (runtimes/fake/bundled.dll) in "
+        "manifests/fakeproduct.toml no longer matches the new bytes: "
+        "windows-x86_64/runtimes/fake/bundled.dll is sha256"
+    ) in text, text
+    assert "a --release refuses it" in text, text

@@ -69,7 +69,7 @@ def run_build(
         Reporter(stream=stream) as reporter,
         watching(lambda r: reporter.line(r.line(FETCHED_AGAIN))) as repairs,
     ):
-        reporter.line(_plan_line(prepared, options))
+        reporter.line(_plan_line(project, prepared, options))
         result = guard(lambda: _build_or_report(project, options, reporter, prepared), places)
         if result.up_to_date is not None:  # another build published the same meanwhile
             _print_up_to_date(result.up_to_date, verbose=verbose, as_json=as_json)
@@ -114,11 +114,14 @@ def run_build(
         sys.stdout.write(summary_json(document))
 
 
-def _plan_line(prepared: PreparedBuild, options: BuildOptions) -> str:
+def _plan_line(project: Project, prepared: PreparedBuild, options: BuildOptions) -> str:
+    from ortbundle.config.plan import with_models
     from ortbundle.fetch.cache import Cache
     from ortbundle.pipeline.summary import plan_line
 
-    plan = prepared.plan
+    # the models' sources are downloads too (a file of the project, a URL, a release the
+    # runtime moved away from): counted as the fetch will count them
+    plan = with_models(project, prepared.plan)
     cache = Cache(prepared.cache)
     wanted = {source.sha256 for _, source in plan.all_sources()}
     cached = sum(1 for sha256 in wanted if cache.blob_path(sha256).is_file())

@@ -116,6 +116,16 @@ def fetch(
     return plan, artifacts
 
 
+def fetch_line(artifacts: Mapping[str, Artifact]) -> str:
+    """What the fetch verified, counted as the plan counts it: the downloads (the archives
+    nested in them apart), and how many of them came over the network."""
+    outer = [a for sha256, a in artifacts.items() if sha256 == a.source.sha256]
+    nested = len(artifacts) - len(outer)
+    inside = f" (and {nested} archives nested in them)" if nested else ""
+    fetched = sum(1 for a in outer if a.downloaded)
+    return f"{len(outer)} downloads verified{inside}, {fetched} downloaded"
+
+
 def _stage_models(
     project: Project,
     plan: Plan,
@@ -394,8 +404,7 @@ def build(
     keep_renderings(None if options.release else prepared.cache / "outputs" / "rendered")
     with watching() as repairs:  # cache entries that failed their hash: in the summary too
         plan, artifacts = fetch(project, options, reporter, plan)  # the plan the key was made of
-    fetched = sum(1 for a in artifacts.values() if a.downloaded)
-    reporter.done(f"{len(artifacts)} artifacts verified, {fetched} downloaded")
+    reporter.done(fetch_line(artifacts))
     version_dir = prepared.version_dir
     lock = prepared.cache / "locks" / f"dist-{digest_of([str(version_dir.resolve())])}.lock"
     with locked(lock, waiting=f"publishing {version_dir}"):  # one build at a time per version
