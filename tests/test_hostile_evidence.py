@@ -11,7 +11,10 @@ never the provenance beside it, and never a Python error text.
 from __future__ import annotations
 
 import json
+import os
+import time
 from collections.abc import Callable
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -74,3 +77,38 @@ def test_a_well_formed_but_corrupt_manifest_is_named_not_the_provenance(
     assert f"{manifest}" in message and "ortbundle.manifest/1" in message, message
     assert expected in message, message
     assert "provenance" not in message and "string indices" not in message, message
+
+
+def _files(tree: Path) -> dict[str, bytes]:
+    return {
+        p.relative_to(tree).as_posix(): (
+            os.readlink(p).encode() if p.is_symlink() else p.read_bytes()
+        )
+        for p in sorted(tree.rglob("*"))
+        if p.is_symlink() or p.is_file()
+    }
+
+
+def test_the_readme_names_every_file_two_identical_builds_write_differently(
+    fake: FakeProject, reporter: Reporter, tmp_path: Path
+) -> None:
+    """The README promises two builds of the same inputs write the same bytes everywhere in
+    dist/. Whatever two such builds do write differently (here a second later, elsewhere) must
+    be named where the promise is made, or the promise is a lie a checker will trip on."""
+    from ortbundle.config.plan import Project
+
+    fake.write()
+    trees = []
+    for name in ("a", "b"):
+        dist = tmp_path / name
+        build(Project.at(fake.root, dist), fake.options(), reporter)
+        trees.append(_files(dist))
+        time.sleep(1.1)  # another second: timings and times may differ
+    first, second = trees
+    assert set(first) == set(second)
+    differing = sorted({Path(p).name for p in first if first[p] != second[p]})
+    readme = (Path(__file__).resolve().parents[1] / "README.md").read_text("utf-8")
+    claim = next(p for p in readme.split("\n- ") if p.startswith("**Reproducible**"))
+    assert "same bytes everywhere in `dist/`" in claim
+    unnamed = [name for name in differing if f"`{name}`" not in claim]
+    assert unnamed == [], f"differ between identical builds, and the README does not say: {unnamed}"
