@@ -253,3 +253,31 @@ def test_cache_verify_says_what_it_did_not_that_it_fetched(
     assert "fetched again" not in out, out
     assert out.count("the next build downloads it again") == 2, out
     assert fake.server.requests == []
+
+
+def test_a_release_is_never_called_up_to_date_on_the_cache_s_word(
+    fake: FakeProject, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """A release takes no record stored in the cache as proof (README): not of a memo, and not
+    of dist/ either. A published file altered and the cache's record of the tree rewritten to
+    match (what anyone who can write the cache can do): a release no-op must re-hash dist/
+    against its signed manifest, find the change and build again, not print "up to date" and
+    "signed" over it."""
+    from ortbundle.cli.build import run_build
+    from ortbundle.pipeline.noop import _state_file, stat_tree
+
+    fake.write()
+    run_build(fake.options(release=True), root=fake.root)
+    version = fake.root / "dist" / "fakeproduct" / "1.2.3"
+    notice = version / "linux-x86_64" / "NOTICE"
+    notice.write_text(notice.read_text().replace("Fake", "Evil"))
+    state = _state_file(fake.root / "cache", version)
+    record = json.loads(state.read_text())
+    record["tree"] = stat_tree(version)
+    state.write_text(json.dumps(record))
+    capsys.readouterr()
+    run_build(fake.options(release=True), root=fake.root)
+    assert "up to date" not in capsys.readouterr().out
+    assert_published_and_verified(fake)
+    run_build(fake.options(release=True), root=fake.root)  # untouched now: re-hashed, a no-op
+    assert "up to date" in capsys.readouterr().out

@@ -58,7 +58,7 @@ def run_build(
     from ortbundle.pipeline.incremental import prepare_build
 
     prepared = guard(lambda: prepare_build(project, options), places)
-    if prepared.previous is not None:
+    if prepared.previous is not None and not options.release:  # a release checks dist/ first
         _print_up_to_date(prepared.previous, verbose=verbose, as_json=as_json)
         return
     from ortbundle._core.progress import Reporter

@@ -7,10 +7,10 @@ import functools
 import os
 from collections.abc import Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 
-from ortbundle._core.errors import ClosureError
+from ortbundle._core.errors import ClosureError, OrtbundleError
 from ortbundle._core.fsio import atomic_write, locked
 from ortbundle._core.memo import digest_of
 from ortbundle._core.progress import Reporter, status
@@ -36,6 +36,7 @@ from ortbundle.evidence.record import InputInfo, write_evidence
 from ortbundle.evidence.report.closures import write_closures
 from ortbundle.evidence.report.write import check_compare, write_report
 from ortbundle.evidence.signing import SecretKey, signing_key
+from ortbundle.evidence.verify import verify_tree
 from ortbundle.fetch.archives import MemberReader, open_source
 from ortbundle.fetch.artifacts import Artifact, Fetcher
 from ortbundle.fetch.cache import Cache, default_cache_dir
@@ -380,6 +381,8 @@ def build(
     `prepared` is the no-op check the caller already made (its key is not computed again).
     """
     prepared = prepared or prepare_build(project, options)
+    if options.release and prepared.previous is not None and not _verified(prepared, options):
+        prepared = replace(prepared, previous=None)  # the record said unchanged; dist/ does not
     if not options.audit_only and prepared.previous is not None:
         summary = prepared.previous
         return BuildResult(
@@ -409,6 +412,19 @@ def build(
     lock = prepared.cache / "locks" / f"dist-{digest_of([str(version_dir.resolve())])}.lock"
     with locked(lock, waiting=f"publishing {version_dir}"):  # one build at a time per version
         return _build_locked(project, options, prepared, plan, artifacts, key, reporter, repairs)
+
+
+def _verified(prepared: PreparedBuild, options: BuildOptions) -> bool:
+    """Whether dist/'s tree is, byte for byte, what its manifest says, signed by this build's
+    key. A release takes no record stored in the cache as proof (whoever can write the cache
+    can rewrite the record of dist/ too), so a release no-op re-hashes the tree first."""
+    environ = os.environ if options.environ is None else options.environ
+    try:
+        key = signing_key(prepared.plan.product, options, environ)
+        public = key.public_key() if key is not None else None
+        return public is not None and verify_tree(prepared.version_dir, public_key=public).ok
+    except OrtbundleError:
+        return False
 
 
 def _build_locked(

@@ -185,6 +185,8 @@ def quick_previous(project: Project, options: BuildOptions) -> dict[str, Any] | 
     caller plans the build and checks its key in full)."""
     if options.audit_only:
         return None  # an audit publishes nothing to compare with
+    if options.release:
+        return None  # a release takes no record as proof: prepare_build re-hashes dist/
     cache = options.cache_dir or default_cache_dir()
     try:
         document = json.loads(_quick_file(cache, project, options).read_text("utf-8"))
