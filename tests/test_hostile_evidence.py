@@ -112,3 +112,35 @@ def test_the_readme_names_every_file_two_identical_builds_write_differently(
     assert "same bytes everywhere in `dist/`" in claim
     unnamed = [name for name in differing if f"`{name}`" not in claim]
     assert unnamed == [], f"differ between identical builds, and the README does not say: {unnamed}"
+
+
+def test_an_older_signed_build_in_a_newer_version_s_place_does_not_verify(
+    fake: FakeProject, reporter: Reporter
+) -> None:
+    """A rollback: the signed tree of 1.2.3 moved into dist/fakeproduct/1.2.4. Every file
+    matches its manifest and the signature holds, but the directory says 1.2.4 and the
+    manifest 1.2.3: `invoke verify -p fakeproduct` (which checks 1.2.4) must not pass it."""
+    import shutil
+
+    fake.write()
+    build(fake.project, fake.options(), reporter)
+    product_dir = version_dir(fake).parent
+    shutil.move(product_dir / "1.2.3", product_dir / "old")
+    manifest = fake.root / "manifests" / "fakeproduct.toml"
+    manifest.write_text(manifest.read_text().replace('version = "1.2.3"', 'version = "1.2.4"'))
+    build(fake.project, fake.options(), reporter)
+    shutil.rmtree(product_dir / "1.2.4")
+    shutil.move(product_dir / "old", product_dir / "1.2.4")
+    with pytest.raises(CommandFailed) as failed:
+        run_verify(
+            None,
+            manifest=None,
+            target=None,
+            public_key=None,
+            allow_unsigned=False,
+            product="fakeproduct",
+            root=fake.root,
+        )
+    message = str(failed.value)
+    assert failed.value.code == IntegrityError.exit_code, message
+    assert "1.2.4" in message and "fakeproduct 1.2.3" in message, message

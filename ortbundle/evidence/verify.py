@@ -118,6 +118,7 @@ def verify_tree(
         else check_signature(manifest_path, data, key, allow_unsigned=allow_unsigned)
     )
     document = _parse(manifest_path, data)
+    _refuse_another_version(tree, manifest_path, document)
     provenance = None
     beside = manifest_path.with_name(PROVENANCE_NAME)
     if not ignore_signature and (signed_by is not None or beside.is_file()):
@@ -175,6 +176,23 @@ def verify_tree(
         unexpected=tuple(unexpected),
         provenance=provenance,
     )
+
+
+def _refuse_another_version(tree: Path, manifest: Path, document: dict[str, Any]) -> None:
+    """A version directory, dist/<product>/<version>/, must hold that version's build: an older
+    signed tree moved into a newer version's place matches its own manifest file for file (a
+    rollback to a release with known flaws), so the names are compared too."""
+    product, version = document["product"]["name"], document["product"]["version"]
+    if manifest.parent != tree or tree.name.startswith("."):  # a stage, a set-aside tree
+        return
+    if tree.parent.name == product and tree.name != version:
+        raise IntegrityError(
+            f"{tree.name} holds the signed build of {product} {version}, not {tree.name}: an "
+            "older (or other) build was moved into this version's place",
+            file=str(tree),
+            fix=f"rebuild {product} {tree.name} into it, or put the tree back under "
+            f"dist/{product}/{version}/",
+        )
 
 
 def _parse(path: Path, data: bytes) -> dict[str, Any]:
