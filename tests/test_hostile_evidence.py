@@ -144,3 +144,31 @@ def test_an_older_signed_build_in_a_newer_version_s_place_does_not_verify(
     message = str(failed.value)
     assert failed.value.code == IntegrityError.exit_code, message
     assert "1.2.4" in message and "fakeproduct 1.2.3" in message, message
+
+
+def test_a_file_name_cannot_forge_a_line_of_verify_s_output(
+    fake: FakeProject, reporter: Reporter, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """A file added to a tree, named with a newline, the verdict verify prints on success and
+    an escape that moves the terminal's cursor up: listed as unexpected on one line, with
+    its control characters escaped."""
+    fake.write()
+    build(fake.project, fake.options(), reporter)
+    (version_dir(fake) / "linux-x86_64" / "x\n44 files match the manifest\x1b[1A").write_text("")
+    capsys.readouterr()
+    with pytest.raises(CommandFailed) as failed:
+        run_verify(
+            None,
+            manifest=None,
+            target=None,
+            public_key=None,
+            allow_unsigned=False,
+            product="fakeproduct",
+            root=fake.root,
+        )
+    out = capsys.readouterr().out
+    assert failed.value.code == IntegrityError.exit_code
+    assert "unexpected  linux-x86_64/x\\n44 files match the manifest\\x1b[1A" in out, out
+    assert "\x1b" not in out and not any(
+        line.startswith("44 files match") for line in out.splitlines()
+    ), out

@@ -26,7 +26,7 @@ def run_verify(
 ) -> None:
     """Re-hash a tree against the signed manifest; the exit code says whether it matched."""
     from ortbundle.config.plan import load_plan
-    from ortbundle.evidence.verify import verify_tree
+    from ortbundle.evidence.verify import printable, verify_tree
 
     if tree is None:
         plan = guard(lambda: load_plan(Project.at(root), BuildOptions(product=product)))
@@ -59,7 +59,8 @@ def run_verify(
         )
     )
     signer = f"signature OK (key {report.signed_by})" if report.signed_by else "UNSIGNED"
-    print(f"{report.tree}: {report.product} {report.version}, {signer}")
+    named = printable(f"{report.product} {report.version}")  # an unsigned manifest's words
+    print(f"{report.tree}: {named}, {signer}")
     if report.provenance is not None:
         print(report.provenance.line())
     for line in report.lines():

@@ -37,10 +37,19 @@ class VerifyReport:
         return not (self.modified or self.missing or self.unexpected)
 
     def lines(self) -> list[str]:
-        out = [f"modified    {p}" for p in self.modified]
-        out += [f"missing     {p}" for p in self.missing]
-        out += [f"unexpected  {p}" for p in self.unexpected]
+        """One line per path, its control characters escaped: a file someone added to the tree
+        must not print a line of its own ("44 files match the manifest") or move the cursor."""
+        out = [f"modified    {printable(p)}" for p in self.modified]
+        out += [f"missing     {printable(p)}" for p in self.missing]
+        out += [f"unexpected  {printable(p)}" for p in self.unexpected]
         return out
+
+
+def printable(path: str) -> str:
+    """`path` (or any text a tree or manifest supplies) with its control characters escaped."""
+    return "".join(
+        c if c.isprintable() else c.encode("unicode_escape").decode("ascii") for c in path
+    )
 
 
 def locate_manifest(tree: Path, manifest: Path | None, target: str | None) -> tuple[Path, str]:
