@@ -281,3 +281,24 @@ def test_a_release_is_never_called_up_to_date_on_the_cache_s_word(
     assert_published_and_verified(fake)
     run_build(fake.options(release=True), root=fake.root)  # untouched now: re-hashed, a no-op
     assert "up to date" in capsys.readouterr().out
+
+
+def test_a_no_op_does_not_claim_the_last_build_s_downloads_and_repairs(
+    fake: FakeProject, reporter: Reporter, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """`invoke build --json` with nothing to do prints the last build's document marked up to
+    date: what that build downloaded and repaired is not what this run did (nothing)."""
+    from ortbundle.cli.build import run_build
+
+    fake.write()
+    build(fake.project, fake.options(), reporter)
+    _flip_keep_stat(Cache(fake.root / "cache").blob_path(fake.pin("windows-x86_64")))
+    dist = tmp_path / "again"
+    capsys.readouterr()
+    run_build(fake.options(), root=fake.root, dist=dist, as_json=True)
+    built = json.loads(capsys.readouterr().out)
+    assert built["artifacts"]["repaired"] and built["artifacts"]["downloaded"] == 1
+    run_build(fake.options(), root=fake.root, dist=dist, as_json=True)
+    no_op = json.loads(capsys.readouterr().out)
+    assert no_op["up_to_date"] is True
+    assert no_op["artifacts"]["repaired"] == [] and no_op["artifacts"]["downloaded"] == 0, no_op

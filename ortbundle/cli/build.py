@@ -178,7 +178,12 @@ def _print_up_to_date(summary: dict[str, object], *, verbose: bool, as_json: boo
     version_dir = Path(str(summary.get("version_dir", "")))
     document = read_summary(version_dir)
     if as_json and document is not None:
-        sys.stdout.write(summary_json({**document, "up_to_date": True, "phases": []}))
+        # the last build's document, marked up to date: what it downloaded and repaired, and
+        # how long it took, is not what this run did (nothing)
+        artifacts = document["artifacts"]
+        now = {**artifacts, "downloaded": 0, "cached": artifacts["total"], "repaired": []}
+        this_run = {"up_to_date": True, "phases": [], "artifacts": now}
+        sys.stdout.write(summary_json({**document, **this_run}))
         return
     out = sys.stderr if as_json else sys.stdout
     print("up to date: no input and no output changed; nothing was rebuilt", file=out)
