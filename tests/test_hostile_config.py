@@ -290,3 +290,31 @@ def test_pin_says_a_waiver_no_longer_matches_the_bytes_it_moves_to(tmp_path: Pat
         "windows-x86_64/runtimes/fake/bundled.dll is sha256"
     ) in text, text
     assert "a --release refuses it" in text, text
+
+
+@pytest.mark.parametrize(
+    ("dotted", "value"),
+    [
+        ("product.targets", ["linux-x86_64", "linux-x86_64"]),
+        ("product.runtimes", ["fake", "fake"]),
+    ],
+)
+def test_a_list_naming_one_thing_twice_is_a_configuration_error_not_a_disk_error(
+    fake: FakeProject, dotted: str, value: list[str]
+) -> None:
+    """A target (or runtime) listed twice staged it twice into one directory: the build said
+    "disk error: File exists" (exit 12), blaming dist/ for a mistake in the manifest."""
+    fake.write()
+    set_key(fake.root / "manifests" / "fakeproduct.toml", dotted, value)
+    message = _refused(fake)
+    table, key = dotted.rsplit(".", 1)
+    assert f"`{key}`: lists {value[0]!r} twice in [{table}] of manifests/fakeproduct.toml" in (
+        message
+    ), message
+
+
+def test_a_target_asked_for_twice_is_built_once(fake: FakeProject) -> None:
+    """`invoke build -t linux-x86_64 -t linux-x86_64` asks for one target, not a disk error."""
+    fake.write()
+    run_build(fake.options(targets=("linux-x86_64", "linux-x86_64")), root=fake.root)
+    assert (fake.root / "dist" / "fakeproduct" / "1.2.3" / "linux-x86_64").is_dir()

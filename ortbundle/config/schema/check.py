@@ -104,6 +104,9 @@ class Checker:
                 return
             if key.nonempty and not items:
                 self.add(where, name, "must not be empty")
+            # a target or runtime named twice would be staged twice into one directory
+            for item in sorted({i for i in items if items.count(i) > 1}):
+                self.add(where, name, f"lists {item!r} twice")
             for item in items:
                 self._word(key, item, where, name)
         elif kind == "integer":
