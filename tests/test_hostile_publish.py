@@ -10,9 +10,11 @@ renames); there the next build puts the set-aside tree back before anything else
 
 from __future__ import annotations
 
+import os
 import shutil
 import signal
 import subprocess
+import time
 from pathlib import Path
 
 import pytest
@@ -30,6 +32,7 @@ from tests.helpers.faults import (
     snapshot,
     start_build,
     version_dir,
+    wait_for,
 )
 from tests.helpers.project import FakeProject
 
@@ -198,3 +201,57 @@ def test_verify_names_the_set_aside_tree_while_the_window_is_open(fake: FakeProj
     assert failed.value.code == ConfigError.exit_code, message
     assert str(aside) in message and "killed while publishing" in message, message
     assert "pass --manifest" not in message and "Traceback" not in message
+
+
+def _innermost(pid: int) -> int:
+    """The last descendant of `pid` (the build under unshare and sh)."""
+    while True:
+        children = Path(f"/proc/{pid}/task/{pid}/children").read_text().split()
+        if not children:
+            return pid
+        pid = int(children[-1])
+
+
+def test_two_containers_with_the_same_pid_never_share_a_scratch_tree(
+    fake: FakeProject, tmp_path: Path
+) -> None:
+    """Two builds of one dist/ from two fresh containers (each build is PID 2) with caches of
+    their own: the second must wait for the first, not take its live scratch tree for a dead
+    one (same PID) and remove it under it, or build into it."""
+    if (why := _fresh_namespaces_work()) is not None:
+        pytest.skip(why)
+    fake.write()
+    build(fake.project, fake.options(), plain_reporter())
+    product = fake.root / "manifests" / "fakeproduct.toml"
+    product.write_text(product.read_text().replace("A synthetic product", "A newer product"))
+    dist, marker = fake.root / "dist", tmp_path / "first-stopped"
+    first = start_build(
+        fake,
+        cache=tmp_path / "cache-a",
+        dist=dist,
+        hook="evidence",
+        marker=marker,
+        wrapper=FRESH_PID_NAMESPACE,
+        cli=True,
+    )
+    second = None
+    try:
+        wait_for(marker.exists, "the first build to reach its evidence", 60)
+        (scratch,) = version_dir(fake).parent.glob(".1.2.3.partial-*")
+        inside = sorted(p.relative_to(scratch) for p in scratch.rglob("*"))
+        second = start_build(
+            fake, cache=tmp_path / "cache-b", dist=dist, wrapper=FRESH_PID_NAMESPACE, cli=True
+        )
+        time.sleep(8)  # far longer than the second build takes when it does not wait
+        assert second.poll() is None, "the second build did not wait for the first"
+        assert sorted(p.relative_to(scratch) for p in scratch.rglob("*")) == inside
+        os.kill(_innermost(first.pid), signal.SIGINT)  # the first stops; the second goes on
+        first.communicate(timeout=60)
+        _, err = second.communicate(timeout=120)
+        assert second.returncode == 0, err.decode()
+    finally:
+        for child in (first, second):
+            if child is not None and child.returncode is None:
+                os.kill(_innermost(child.pid), signal.SIGKILL)
+                child.communicate(timeout=60)
+    assert_published_and_verified(fake)

@@ -157,6 +157,49 @@ def locked(path: Path, *, waiting: str | None = None) -> Iterator[None]:
                 del _MINE[key]
 
 
+@contextlib.contextmanager
+def locked_directory(directory: Path, *, waiting: str | None = None) -> Iterator[None]:
+    """An exclusive flock on `directory` itself (made if missing), leaving no lock file in it:
+    builds with caches of their own that write into one dist/<product>/ wait for each other.
+    A directory removed and made again while we waited is locked anew. Where the filesystem
+    cannot flock a directory (NFS), nothing is held: the caller's cache lock still is."""
+    key = os.fspath(directory)
+    while True:
+        directory.mkdir(parents=True, exist_ok=True)
+        fd = os.open(directory, os.O_RDONLY | getattr(os, "O_DIRECTORY", 0))
+        try:
+            with _MINE_LOCK:
+                ours = _MINE[key] > 0
+                _MINE[key] += 1
+            try:
+                try:
+                    fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+                except BlockingIOError:
+                    _wait(fd, directory, None if ours else waiting)
+                except OSError:  # no flock on a directory here
+                    yield
+                    return
+                if _same_file(fd, directory):
+                    yield
+                    return
+            finally:
+                with _MINE_LOCK:
+                    _MINE[key] -= 1
+                    if not _MINE[key]:
+                        del _MINE[key]
+        finally:
+            os.close(fd)  # closing releases the lock
+
+
+def _same_file(fd: int, path: Path) -> bool:
+    """Whether `fd` is still the file at `path` (not one removed and made again)."""
+    try:
+        here, there = os.fstat(fd), path.stat()
+    except OSError:
+        return False
+    return (here.st_dev, here.st_ino) == (there.st_dev, there.st_ino)
+
+
 def _wait(fd: int, path: Path, waiting: str | None) -> None:
     """Block for the lock, saying so when another build holds it (`waiting`: what it guards)."""
     if waiting is not None:

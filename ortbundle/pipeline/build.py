@@ -11,7 +11,7 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 
 from ortbundle._core.errors import ClosureError, OrtbundleError
-from ortbundle._core.fsio import atomic_write, locked
+from ortbundle._core.fsio import atomic_write, locked, locked_directory
 from ortbundle._core.memo import digest_of
 from ortbundle._core.progress import Reporter, status
 from ortbundle._core.repairs import Repair, watching
@@ -410,7 +410,10 @@ def build(
     reporter.done(fetch_line(artifacts))
     version_dir = prepared.version_dir
     lock = prepared.cache / "locks" / f"dist-{digest_of([str(version_dir.resolve())])}.lock"
-    with locked(lock, waiting=f"publishing {version_dir}"):  # one build at a time per version
+    waiting = f"publishing {version_dir}"
+    # one build at a time writes a dist/<product>/<version>: those sharing the cache, and those
+    # sharing only dist/ (containers with caches of their own), by a lock on dist/<product>/
+    with locked(lock, waiting=waiting), locked_directory(version_dir.parent, waiting=waiting):
         return _build_locked(project, options, prepared, plan, artifacts, key, reporter, repairs)
 
 

@@ -18,7 +18,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from ortbundle._core.errors import ArchiveError, BinaryError, ConfigError
-from ortbundle._core.fsio import pid_alive, sha256_file
+from ortbundle._core.fsio import sha256_file
 from ortbundle._core.publish import (
     publish as publish,  # build.py and release.py publish through here
 )
@@ -435,17 +435,15 @@ def _rel(root: Path, path: Path) -> str:
 
 
 def scratch_dir(final: Path) -> Path:
-    """A fresh hidden sibling of `final` to build into; stale ones of dead builds are removed."""
+    """A fresh hidden sibling of `final` to build into, made holding the lock on its directory
+    (fsio.locked_directory): every other scratch tree of `final` is then a dead build's, and is
+    removed, whatever its PID (in a fresh container every build has the same one)."""
     final.parent.mkdir(parents=True, exist_ok=True)
     recover(final)  # a build killed mid-publish may have set the complete old tree aside
     sweep_set_aside(final)  # what dead builds set aside and did not finish removing
     for stale in final.parent.glob(f".{final.name}.partial-*"):
-        pid = stale.name.rsplit("-", 1)[-1]
-        if pid.isdigit() and not pid_alive(int(pid)):
-            shutil.rmtree(stale, ignore_errors=True)
+        shutil.rmtree(stale, ignore_errors=True)
     tmp = final.with_name(f".{final.name}.partial-{os.getpid()}")
-    if tmp.exists():
-        shutil.rmtree(tmp)
     tmp.mkdir()
     return tmp
 
