@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import shlex
+import signal
 import sys
 from collections.abc import Callable
 from pathlib import Path
@@ -20,7 +21,7 @@ keep_bytecode_in_cache()  # before the imports below: they are most of a warm bu
 from ortbundle.cli.build import run_audit, run_build, run_clean, run_fetch  # noqa: E402
 from ortbundle.cli.cache import run_cache_transfer, run_cache_verify  # noqa: E402
 from ortbundle.cli.ci import run_ci_workflow  # noqa: E402
-from ortbundle.cli.common import USAGE_EXIT, CommandFailed  # noqa: E402
+from ortbundle.cli.common import USAGE_EXIT, CommandFailed, interrupted  # noqa: E402
 from ortbundle.cli.keygen import run_keygen  # noqa: E402
 from ortbundle.cli.pin import run_pin  # noqa: E402
 from ortbundle.cli.release import run_release  # noqa: E402
@@ -51,7 +52,15 @@ SHORT_FLAGS: dict[str, str] = {
 
 
 class _Task(Task[Any]):
-    """A task whose short flags come from SHORT_FLAGS, not from the order of its parameters."""
+    """A task whose short flags come from SHORT_FLAGS, not from the order of its parameters,
+    and which says it was interrupted (invoke itself ends on Ctrl-C silently, with exit 1)."""
+
+    def __call__(self, *args: Any, **kwargs: Any) -> Any:
+        try:
+            return super().__call__(*args, **kwargs)
+        except KeyboardInterrupt:  # outside a command's guard (which says it itself)
+            failed = interrupted(signal.SIGINT)
+            raise Exit(str(failed), code=failed.code) from None
 
     def arg_opts(self, name: str, default: str, taken_names: set[str]) -> dict[str, Any]:
         opts = super().arg_opts(name, default, taken_names)

@@ -165,7 +165,7 @@ def test_needing_a_dropped_library_stops(fake: FakeProject, reporter: Reporter) 
 def test_root_matching_nothing_is_a_recipe_error(fake: FakeProject, reporter: Reporter) -> None:
     fake.linux_roots.append("libnothing.so")
     fake.write()
-    with pytest.raises(ConfigError, match="root 'libnothing.so' matches no library"):
+    with pytest.raises(ConfigError, match="`roots`: 'libnothing.so' matches no library"):
         build(fake.project, fake.options(), reporter)
 
 

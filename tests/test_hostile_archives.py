@@ -158,6 +158,23 @@ def test_zip_member_that_is_no_regular_file_is_refused_wherever_it_sits(
     refused(fake, LINUX, 6, f"member is {what}", repr(member))
 
 
+@pytest.mark.parametrize(("host", "system"), [(3, "Unix"), (19, "macOS")])
+def test_a_link_member_is_refused_from_every_host_that_stores_a_unix_mode(
+    fake: FakeProject, host: int, system: str
+) -> None:
+    """Info-ZIP on macOS records "made on OS X" (19), not Unix (3), with the same st_mode in
+    the high bits, and unzip there creates the link just the same: both are refused."""
+    member = "onnxruntime/capi/libstray.so"
+    fake.linux[member] = b"/etc/passwd"
+    fake.write()
+    set_member_field(fake.wheels[LINUX], member, "external", (stat.S_IFLNK | 0o777) << 16)
+    set_member_field(fake.wheels[LINUX], member, "made_by", (host << 8) | 20)
+    republish(fake, LINUX)
+    with zipfile.ZipFile(fake.wheels[LINUX]) as archive:
+        assert archive.getinfo(member).create_system == host, system
+    refused(fake, LINUX, 6, "member is a symlink", repr(member))
+
+
 def test_zip_mode_bits_of_a_non_unix_zip_are_not_read_as_a_mode(tmp_path: Path) -> None:
     """Only a zip made on Unix carries st_mode in external_attr: the same bits from another
     host system (MS-DOS attributes) are no link."""
@@ -348,3 +365,25 @@ def test_x32_library_is_refused_on_x86_64(fake: FakeProject) -> None:
     fake.linux[DEP] = fake.linux["onnxruntime/capi/libdep.so"] = x32
     fake.write()
     refused(fake, LINUX, 8, "libdep.so.2")
+
+
+def test_a_model_form_that_is_no_onnx_model_names_the_recipe_and_the_source(
+    fake: FakeProject,
+) -> None:
+    """A model recipe whose form points at the wheel's LICENSE (pinned right): the message
+    names the recipe, the form, the source and its member — not the copy the build made in
+    its scratch directory, which is gone by the time anyone reads the message."""
+    from tests.test_models import with_model
+
+    with_model(fake, b"MIT License\n\nCopyright (c) Fake Corp\n")
+    message = refused(
+        fake,
+        LINUX,
+        7,
+        "not a readable ONNX model",
+        "form f32",
+        "linux:onnxruntime/models/yolo.onnx",
+        "component yolo",
+        f"file {fake.root / 'recipes' / 'yolo.toml'}",
+    )
+    assert ".partial-" not in message and "Traceback" not in message, message

@@ -10,6 +10,7 @@ size, wrong hash; an index digest that disagrees with the pin) are in test_hosti
 
 from __future__ import annotations
 
+import hashlib
 import json
 import os
 from collections.abc import Callable
@@ -186,3 +187,118 @@ def test_memoised_packages_altered_on_disk_are_rebuilt(
     dist = _rebuild_elsewhere(fake, reporter, tmp_path, "again")
     assert_published_and_verified(fake, dist)
     assert_published_and_verified(fake)  # the first dist shares no altered byte either
+
+
+def test_a_published_file_edited_with_its_mtime_put_back_is_no_no_op(
+    fake: FakeProject, reporter: Reporter
+) -> None:
+    """Same size, mtime put back (`touch -r`), same inode and mode: only ctime moved. `invoke
+    verify` says `modified`, so the no-op must not call the tree up to date."""
+    fake.write()
+    build(fake.project, fake.options(), reporter)
+    notice = fake.root / "dist" / "fakeproduct" / "1.2.3" / "linux-x86_64" / "NOTICE"
+    _flip_keep_stat(notice)
+    again = build(fake.project, fake.options(), reporter)
+    assert again.up_to_date is None, "an edited output was called up to date"
+    assert_published_and_verified(fake)
+
+
+def test_a_cache_repair_is_in_the_build_summary_and_its_json(
+    fake: FakeProject, reporter: Reporter, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """The README promises a download that failed its hash is named in the build's summary:
+    build-summary.json and `--json` carry it (entry, expected and found SHA-256, what was
+    done), not only a line a CI log may have scrolled past."""
+    from ortbundle.cli.build import run_build
+
+    fake.write()
+    build(fake.project, fake.options(), reporter)
+    pin = fake.pin("windows-x86_64")
+    blob = Cache(fake.root / "cache").blob_path(pin)
+    _flip_keep_stat(blob)
+    found = hashlib.sha256(blob.read_bytes()).hexdigest()
+    capsys.readouterr()
+    dist = tmp_path / "again"
+    run_build(fake.options(), root=fake.root, dist=dist, as_json=True)
+    printed = json.loads(capsys.readouterr().out)
+    on_disk = json.loads((dist / "fakeproduct" / "1.2.3" / "build-summary.json").read_text())
+    for document in (printed, on_disk):
+        (repair,) = document["artifacts"]["repaired"]
+        assert repair["entry"] == str(blob) and repair["expected"] == pin, repair
+        assert repair["found"] == found and repair["action"].endswith("fetched again"), repair
+
+
+def test_cache_verify_says_what_it_did_not_that_it_fetched(
+    fake: FakeProject,
+    reporter: Reporter,
+    monkeypatch: pytest.MonkeyPatch,
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    """`invoke cache-verify` downloads nothing: a bad entry is removed, and the next build
+    downloads it; saying "fetched again" would claim a repair that has not happened."""
+    from ortbundle.cli.cache import run_cache_verify
+    from ortbundle.cli.common import CommandFailed
+
+    fake.write()
+    build(fake.project, fake.options(), reporter)
+    monkeypatch.setenv("ORTBUNDLE_CACHE_DIR", str(fake.root / "cache"))
+    cache = Cache(fake.root / "cache")
+    _flip(cache.blob_path(fake.pin("windows-x86_64")))
+    cache.blob_path(fake.pin("linux-x86_64")).with_suffix(".json").unlink()  # no record
+    fake.server.requests.clear()
+    capsys.readouterr()
+    with pytest.raises(CommandFailed):
+        run_cache_verify()
+    out = capsys.readouterr().out
+    assert "fetched again" not in out, out
+    assert out.count("the next build downloads it again") == 2, out
+    assert fake.server.requests == []
+
+
+def test_a_release_is_never_called_up_to_date_on_the_cache_s_word(
+    fake: FakeProject, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """A release takes no record stored in the cache as proof (README): not of a memo, and not
+    of dist/ either. A published file altered and the cache's record of the tree rewritten to
+    match (what anyone who can write the cache can do): a release no-op must re-hash dist/
+    against its signed manifest, find the change and build again, not print "up to date" and
+    "signed" over it."""
+    from ortbundle.cli.build import run_build
+    from ortbundle.pipeline.noop import _state_file, stat_tree
+
+    fake.write()
+    run_build(fake.options(release=True), root=fake.root)
+    version = fake.root / "dist" / "fakeproduct" / "1.2.3"
+    notice = version / "linux-x86_64" / "NOTICE"
+    notice.write_text(notice.read_text().replace("Fake", "Evil"))
+    state = _state_file(fake.root / "cache", version)
+    record = json.loads(state.read_text())
+    record["tree"] = stat_tree(version)
+    state.write_text(json.dumps(record))
+    capsys.readouterr()
+    run_build(fake.options(release=True), root=fake.root)
+    assert "up to date" not in capsys.readouterr().out
+    assert_published_and_verified(fake)
+    run_build(fake.options(release=True), root=fake.root)  # untouched now: re-hashed, a no-op
+    assert "up to date" in capsys.readouterr().out
+
+
+def test_a_no_op_does_not_claim_the_last_build_s_downloads_and_repairs(
+    fake: FakeProject, reporter: Reporter, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """`invoke build --json` with nothing to do prints the last build's document marked up to
+    date: what that build downloaded and repaired is not what this run did (nothing)."""
+    from ortbundle.cli.build import run_build
+
+    fake.write()
+    build(fake.project, fake.options(), reporter)
+    _flip_keep_stat(Cache(fake.root / "cache").blob_path(fake.pin("windows-x86_64")))
+    dist = tmp_path / "again"
+    capsys.readouterr()
+    run_build(fake.options(), root=fake.root, dist=dist, as_json=True)
+    built = json.loads(capsys.readouterr().out)
+    assert built["artifacts"]["repaired"] and built["artifacts"]["downloaded"] == 1
+    run_build(fake.options(), root=fake.root, dist=dist, as_json=True)
+    no_op = json.loads(capsys.readouterr().out)
+    assert no_op["up_to_date"] is True
+    assert no_op["artifacts"]["repaired"] == [] and no_op["artifacts"]["downloaded"] == 0, no_op

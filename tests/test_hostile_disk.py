@@ -11,6 +11,7 @@ on separate filesystems in each case.
 
 from __future__ import annotations
 
+import contextlib
 import errno
 import os
 import re
@@ -158,6 +159,34 @@ def test_a_full_cache_disk_names_the_download_and_what_to_free(
     assert not (fake.root / "dist").exists()
 
 
+def _fill(disk: Path) -> None:
+    """Write a filler until the filesystem refuses: not one byte more fits."""
+    with (disk / "filler").open("wb", buffering=0) as filler:
+        with contextlib.suppress(OSError):
+            while True:
+                filler.write(b"\0" * 4096)
+
+
+@pytest.mark.mounts
+def test_a_full_disk_met_when_a_download_is_closed_names_the_download(
+    fake: FakeProject, tmp_path: Path
+) -> None:
+    """A wheel smaller than the write buffer reaches the disk only when its file is closed:
+    that is where a full disk meets it, and the message must still name the download, its
+    file and the cache's filesystem (not `.` and `/`)."""
+    fake.write()
+    with tmpfs(tmp_path / "small", 256) as cache:
+        _fill(cache)
+        outcome = cli_build(fake, cache=cache, dist=fake.root / "dist")
+    assert outcome.code == DISK, outcome.message
+    assert "could not write the download of onnxruntime_fake-1.0.0-" in outcome.message
+    assert f"file {cache}/partial/" in outcome.message, outcome.message
+    assert re.search(rf"free (space|\d+ MiB) on {re.escape(str(cache))} \(", outcome.message), (
+        outcome.message
+    )
+    assert "[file .]" not in outcome.message and "Traceback" not in outcome.message
+
+
 @pytest.mark.mounts
 def test_a_read_only_dist_is_named(fake: FakeProject, tmp_path: Path) -> None:
     fake.write()
@@ -168,6 +197,21 @@ def test_a_read_only_dist_is_named(fake: FakeProject, tmp_path: Path) -> None:
     assert failed.value.code == DISK, message
     assert "could not write the output directory (dist/)" in message
     assert "Read-only file system (EROFS)" in message and "mounted read-only" in message
+
+
+@pytest.mark.mounts
+def test_a_read_only_bind_mount_is_named_not_the_mount_beneath_it(
+    fake: FakeProject, tmp_path: Path
+) -> None:
+    """A bind mount of a directory onto itself has its parent's device number, so
+    os.path.ismount cannot see it: the read-only mount is dist/ itself, not the one below."""
+    fake.write()
+    with read_only(tmp_path / "ro-dist") as dist:
+        with pytest.raises(CommandFailed) as failed:
+            run_build(fake.options(), root=fake.root, dist=dist)
+    message = str(failed.value)
+    assert failed.value.code == DISK, message
+    assert f"{dist} is mounted read-only" in message, message
 
 
 @pytest.mark.mounts
@@ -300,3 +344,17 @@ def test_each_errno_has_its_own_fix(number: int, fix: str, tmp_path: Path) -> No
     error = disk_error(OSError(number, "x", str(tmp_path / "f")), what="a thing", need=1 << 20)
     assert isinstance(error, DiskError) and fix in str(error)
     assert "could not write a thing: " in str(error) and str(tmp_path / "f") in str(error)
+
+
+def test_an_error_naming_no_file_never_blames_the_working_directory(tmp_path: Path) -> None:
+    """The last translation, at the command boundary: an ENOSPC with no file name (a stream
+    flushed late) names the places the command writes, not `.` and the mount beneath it."""
+    from ortbundle._core.oserrors import from_oserror, write_places
+
+    cache, dist = tmp_path / "cache", tmp_path / "dist"
+    error = from_oserror(
+        OSError(errno.ENOSPC, os.strerror(errno.ENOSPC)), write_places(cache, dist)
+    )
+    text = str(error)
+    assert error.exit_code == DISK and "[file .]" not in text, text
+    assert f"the download cache {cache}" in text and f"the output directory (dist/) {dist}" in text

@@ -11,6 +11,8 @@ generated, and inside the memo store. Then:
 
 from __future__ import annotations
 
+import os
+import signal
 import time
 from collections.abc import Iterator
 from pathlib import Path
@@ -147,3 +149,89 @@ def _quiet() -> Reporter:
     from ortbundle._core.progress import plain_reporter
 
     return plain_reporter()
+
+
+@pytest.mark.parametrize(("signal_number", "name"), [(2, "SIGINT"), (15, "SIGTERM")])
+def test_a_build_interrupted_says_so_and_removes_its_scratch_tree(
+    fake: FakeProject, published: dict[str, tuple[str, bytes, int]], signal_number: int, name: str
+) -> None:
+    """Ctrl-C (SIGINT) or a CI runner's cancel (SIGTERM) while the build writes its evidence:
+    one line saying it was interrupted, exit 128 + the signal, the scratch tree removed at
+    once (not left for the next build), and dist/ as it was."""
+    marker = fake.root / "stopped-here"
+    child = start_build(
+        fake,
+        cache=fake.root / "cache",
+        dist=fake.root / "dist",
+        hook="evidence",
+        marker=marker,
+        cli=True,
+    )
+    try:
+        wait_for(marker.exists, "the build to reach its evidence")
+        assert _scratch_dirs(fake) == [f".1.2.3.partial-{child.pid}"]
+        os.kill(child.pid, signal_number)
+        _, err = child.communicate(timeout=60)
+    finally:
+        if child.returncode is None:
+            kill(child)
+    message = err.decode()
+    assert child.returncode == 128 + signal_number, message
+    assert f"ortbundle: interrupted by {name}" in message, message
+    assert "Traceback" not in message
+    assert _scratch_dirs(fake) == []  # removed by the build itself
+    assert snapshot(version_dir(fake)) == published
+
+
+def test_ctrl_c_outside_a_command_s_work_is_said_too(monkeypatch: pytest.MonkeyPatch) -> None:
+    """invoke ends a task on KeyboardInterrupt with exit 1 and no word; a task says it was
+    interrupted and exits 130 wherever the interrupt lands (here: before its work starts)."""
+    from invoke.context import Context
+    from invoke.exceptions import Exit
+
+    import tasks
+
+    def interrupted(*_args: object, **_kwargs: object) -> None:
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(tasks, "run_build", interrupted)
+    with pytest.raises(Exit) as stopped:
+        tasks.build(Context())
+    assert stopped.value.code == 130
+    assert "ortbundle: interrupted by SIGINT" in str(stopped.value.message)
+
+
+def _waiting_on_a_lock(pid: int) -> bool:
+    """Whether process `pid` is blocked on an flock (/proc/locks marks waiters with `->`)."""
+    return any(
+        "->" in line and f" {pid} " in line for line in Path("/proc/locks").read_text().splitlines()
+    )
+
+
+def test_a_build_waiting_for_another_s_lock_says_so(
+    fake: FakeProject, published: dict[str, tuple[str, bytes, int]]
+) -> None:
+    """Two builds of one dist/ on one cache: the second waits for the first to publish, and
+    says whose lock it waits for instead of looking hung."""
+    product = fake.root / "manifests" / "fakeproduct.toml"
+    product.write_text(product.read_text().replace("A synthetic product", "A newer product"))
+    marker = fake.root / "stopped-here"
+    cache, dist = fake.root / "cache", fake.root / "dist"
+    first = start_build(fake, cache=cache, dist=dist, hook="evidence", marker=marker, cli=True)
+    second = None
+    try:
+        wait_for(marker.exists, "the first build to hold the dist/ lock")
+        second = start_build(fake, cache=cache, dist=dist, cli=True)
+        wait_for(lambda: _waiting_on_a_lock(second.pid), "the second build to wait", 60)
+        os.kill(first.pid, signal.SIGINT)  # the first stops; the second goes on
+        first.communicate(timeout=60)
+        out, err = second.communicate(timeout=120)
+    finally:
+        for child in (first, second):
+            if child is not None and child.returncode is None:
+                kill(child)
+    assert second.returncode == 0, err.decode()
+    printed = out.decode()
+    assert "waiting for another build, which holds the lock on publishing" in printed, printed
+    assert str(version_dir(fake)) in printed, printed
+    assert_published_and_verified(fake)

@@ -25,7 +25,7 @@ from ortbundle.tools.pin import (
 from tests.helpers.elf import make_elf
 from tests.helpers.index_server import IndexServer
 from tests.helpers.pe import make_pe
-from tests.helpers.project import FAST_RETRY, FakeProject, linux_members
+from tests.helpers.project import CORE_EXPORTS, CPU, FAST_RETRY, FakeProject, linux_members
 from tests.helpers.wheels import make_wheel, sha256_of
 
 REPO = Path(__file__).resolve().parents[1]
@@ -143,6 +143,8 @@ def windows_members(version: str) -> dict[str, bytes]:
             "onnxruntime/capi/onnxruntime.dll": make_pe(
                 imports=("KERNEL32.dll", "dep.dll", "MSVCP140.dll", "bundled.dll"),
                 delay_imports=("delayed.dll",),
+                exports=CORE_EXPORTS,
+                rodata=CPU,
             ),
             "onnxruntime/capi/dep.dll": make_pe(imports=("kernel32.dll",)),
             "onnxruntime/capi/Delayed.dll": make_pe(imports=("api-ms-win-crt-heap-l1-1-0.dll",)),
@@ -155,6 +157,8 @@ def windows_members(version: str) -> dict[str, bytes]:
         "onnxruntime/capi/onnxruntime.dll": make_pe(
             imports=("KERNEL32.dll", "dep.dll", "MSVCP140.dll", "bundled.dll", "newlib.dll"),
             payload=b"bigger" * 500,
+            exports=CORE_EXPORTS,
+            rodata=CPU,
         ),
         "onnxruntime/capi/dep.dll": make_pe(imports=("kernel32.dll",)),
         "onnxruntime/capi/newlib.dll": make_pe(imports=("VCRUNTIME140.dll",), payload=b"n" * 700),
@@ -173,6 +177,8 @@ def linux_members_110() -> dict[str, bytes]:
             needed=("libdep.so.2", "libnew.so", "libz.so.1", "libc.so.6", "libstdc++.so.6"),
             runpath="$ORIGIN",
             payload=b"core" * 3000,
+            exports=CORE_EXPORTS,
+            rodata=CPU,
         ),
         "onnxruntime/capi/libdep.so.2": old["onnxruntime/capi/libdep.so.2"],
         "onnxruntime/capi/libdep.so": old["onnxruntime/capi/libdep.so"],

@@ -235,11 +235,13 @@ def test_wrong_types_are_named(tmp_path: Path) -> None:
     data = product(["x"], ["linux-x86_64"])
     data["packaging"] = {"pkgrel": "2"}
     data["system"] = {"android_api": 0}
-    data["runtime"] = {"x": {"targets": "linux-x86_64"}}  # one string is a one-item list
+    data["runtime"] = {"x": {"targets": "linux-x86_64"}}  # one string is not a list
     error = refused(load_product, write(tmp_path / "manifests/app.toml", data))
     assert [p.line() for p in error.problems] == [
         "`pkgrel`: must be an integer, not '2' in [packaging] of manifests/app.toml",
         "`android_api`: must be a positive integer, not 0 in [system] of manifests/app.toml",
+        "`targets`: must be a list of non-empty strings, not 'linux-x86_64' in [runtime.x] of "
+        "manifests/app.toml",
     ]
 
 

@@ -9,6 +9,7 @@ file and leaves the destination as it was.
 
 from __future__ import annotations
 
+import collections
 import contextlib
 import fcntl
 import hashlib
@@ -16,10 +17,14 @@ import os
 import re
 import secrets
 import shutil
+import threading
+import time
 from collections.abc import Iterable, Iterator
 from contextlib import contextmanager, suppress
 from pathlib import Path, PurePosixPath
 from typing import TypeVar
+
+from ortbundle._core.progress import notice
 
 T = TypeVar("T")
 
@@ -119,14 +124,105 @@ def sha256_file(path: Path) -> str:
     return digest.hexdigest()
 
 
+# the lock files this process holds or waits for, with how many of its threads do: a thread
+# that waits behind another thread of the same build has nobody else to name
+_MINE: collections.Counter[str] = collections.Counter()
+_MINE_LOCK = threading.Lock()
+
+
 @contextlib.contextmanager
-def locked(path: Path) -> Iterator[None]:
-    """An exclusive flock on `path` (created if needed); the kernel releases it if we die."""
+def locked(path: Path, *, waiting: str | None = None) -> Iterator[None]:
+    """An exclusive flock on `path` (created if needed); the kernel releases it if we die.
+    `waiting` names what the lock guards: when another process holds it, the build says it
+    waits for it (and for how long it did), rather than looking hung."""
     path.parent.mkdir(parents=True, exist_ok=True)
-    with path.open("a") as handle:
-        fcntl.flock(handle.fileno(), fcntl.LOCK_EX)
+    key = os.fspath(path)
+    with _MINE_LOCK:
+        ours = _MINE[key] > 0  # another thread of this process has it, or waits for it
+        _MINE[key] += 1
+    try:
+        with path.open("a") as handle:
+            try:
+                fcntl.flock(handle.fileno(), fcntl.LOCK_EX | fcntl.LOCK_NB)
+            except BlockingIOError:
+                _wait(handle.fileno(), path, None if ours else waiting)
+            try:
+                yield
+            finally:
+                fcntl.flock(handle.fileno(), fcntl.LOCK_UN)
+    finally:
+        with _MINE_LOCK:
+            _MINE[key] -= 1
+            if not _MINE[key]:
+                del _MINE[key]
+
+
+@contextlib.contextmanager
+def locked_directory(directory: Path, *, waiting: str | None = None) -> Iterator[None]:
+    """An exclusive flock on `directory` itself (made if missing), leaving no lock file in it:
+    builds with caches of their own that write into one dist/<product>/ wait for each other.
+    A directory removed and made again while we waited is locked anew. Where the filesystem
+    cannot flock a directory (NFS), nothing is held: the caller's cache lock still is."""
+    key = os.fspath(directory)
+    while True:
+        directory.mkdir(parents=True, exist_ok=True)
+        fd = os.open(directory, os.O_RDONLY | getattr(os, "O_DIRECTORY", 0))
         try:
-            yield
+            with _MINE_LOCK:
+                ours = _MINE[key] > 0
+                _MINE[key] += 1
+            try:
+                try:
+                    fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+                except BlockingIOError:
+                    _wait(fd, directory, None if ours else waiting)
+                except OSError:  # no flock on a directory here
+                    yield
+                    return
+                if _same_file(fd, directory):
+                    yield
+                    return
+            finally:
+                with _MINE_LOCK:
+                    _MINE[key] -= 1
+                    if not _MINE[key]:
+                        del _MINE[key]
+        finally:
+            os.close(fd)  # closing releases the lock
+
+
+def _same_file(fd: int, path: Path) -> bool:
+    """Whether `fd` is still the file at `path` (not one removed and made again)."""
+    try:
+        here, there = os.fstat(fd), path.stat()
+    except OSError:
+        return False
+    return (here.st_dev, here.st_ino) == (there.st_dev, there.st_ino)
+
+
+def _wait(fd: int, path: Path, waiting: str | None) -> None:
+    """Block for the lock, saying so when another build holds it (`waiting`: what it guards)."""
+    if waiting is not None:
+        notice(f"waiting for another build, which holds the lock on {waiting} ({path})")
+    started = time.monotonic()
+    fcntl.flock(fd, fcntl.LOCK_EX)
+    if waiting is not None:
+        notice(f"got the lock on {waiting} after {time.monotonic() - started:.1f} s")
+
+
+@contextlib.contextmanager
+def lock_if_free(path: Path) -> Iterator[bool]:
+    """Try an exclusive flock on `path` (created if needed) without waiting: True while this
+    process holds it, False when a live process does. A process that died holds nothing (the
+    kernel released its lock), whatever PID a container gives the next one."""
+    with path.open("a") as handle:
+        try:
+            fcntl.flock(handle.fileno(), fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            yield False
+            return
+        try:
+            yield True
         finally:
             fcntl.flock(handle.fileno(), fcntl.LOCK_UN)
 

@@ -13,6 +13,7 @@ from __future__ import annotations
 import contextlib
 import errno
 import os
+import re
 from collections.abc import Iterator, Mapping
 from pathlib import Path
 
@@ -23,11 +24,31 @@ MIB = 1 << 20
 
 
 def mount_point(path: Path) -> Path:
-    """The mount point of the filesystem that holds (or would hold) `path`."""
-    current = existing_ancestor(path)
+    """The mount point of the filesystem that holds (or would hold) `path`: the deepest mount
+    the kernel lists above it. os.path.ismount alone misses a bind mount of a directory onto
+    itself (same device, a read-only dist/), and would blame the mount beneath it."""
+    current = existing_ancestor(path).resolve()
+    listed = [m for m in _mounts() if current.is_relative_to(m)]
+    if listed:
+        return max(listed, key=lambda m: len(m.parts))
     while not os.path.ismount(current) and current != current.parent:
         current = current.parent
     return current
+
+
+def _mounts() -> list[Path]:
+    """Every mount point of this process's mount namespace ([] where /proc is not Linux's)."""
+    try:
+        lines = Path("/proc/self/mountinfo").read_text("utf-8", "surrogateescape").splitlines()
+    except OSError:
+        return []
+    # field 5 is the mount point, with space, tab, newline and backslash as octal escapes
+    fields = (line.split(" ") for line in lines)
+    return [Path(_unescape(f[4])) for f in fields if len(f) > 4]
+
+
+def _unescape(field: str) -> str:
+    return re.sub(r"\\([0-7]{3})", lambda m: chr(int(m[1], 8)), field)
 
 
 def existing_ancestor(path: Path) -> Path:
@@ -196,6 +217,8 @@ def from_oserror(exc: OSError, places: Mapping[Path, str]) -> DiskError:
     places the command writes (the cache, dist/, the key directory …), the deepest first."""
     named = exc.filename2 or exc.filename  # a rename or link fails writing its destination
     path = Path(os.fsdecode(named)) if named else None
+    if path is None:
+        return _unnamed(exc, places)
     what = None
     if path is not None:
         absolute = path.absolute()
@@ -204,3 +227,31 @@ def from_oserror(exc: OSError, places: Mapping[Path, str]) -> DiskError:
                 what = label
                 break
     return disk_error(exc, what=what, path=path)
+
+
+def _unnamed(exc: OSError, places: Mapping[Path, str]) -> DiskError:
+    """An error that names no file (a buffered stream flushed late): never `.` and its mount,
+    which are where the command runs, not what it wrote; the places it writes, with their
+    filesystems, instead."""
+    number = exc.errno or 0
+    name = errno.errorcode.get(number, str(number))
+    reason = os.strerror(number) if number else str(exc)
+    mounts: dict[Path, list[str]] = {}
+    for root, label in sorted(places.items(), key=lambda kv: len(kv[0].parts)):
+        if root.parent not in places:  # the cache, not each of its directories
+            mounts.setdefault(mount_point(root), []).append(f"{label} {root}")
+    where = "; ".join(
+        f"{', '.join(labels)} on {mount} ({amount(free_bytes(mount))} free)"
+        for mount, labels in mounts.items()
+    )
+    if number in (errno.ENOSPC, errno.EDQUOT):
+        fix = f"free space (or quota) where this command writes — {where}"
+    elif number == errno.EROFS:
+        fix = f"one of the filesystems this command writes is read-only — {where}"
+    elif number in (errno.EACCES, errno.EPERM):
+        fix = f"this user may not write one of the places this command writes — {where}"
+    elif number in (errno.EMFILE, errno.ENFILE):
+        fix = _fix(number, Path.cwd(), None)  # a limit of the process, not of a place
+    else:
+        fix = f"check the filesystems this command writes — {where}"
+    return DiskError(f"a write was refused, naming no file: {reason} ({name})", fix=fix)

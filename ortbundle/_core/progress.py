@@ -47,6 +47,13 @@ def status(text: str) -> None:
         _current[-1].status(text)
 
 
+def notice(text: str) -> None:
+    """A line for the user from a step with no reporter of its own (any thread): a build
+    waiting for another's lock says so. Nothing when no command is reporting."""
+    if _current:
+        _current[-1].line(text)
+
+
 class Reporter:
     """One place for build output; safe to call from worker threads.
 

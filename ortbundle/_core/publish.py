@@ -3,9 +3,12 @@
 On Linux the new tree and the old one swap names in one `renameat2(RENAME_EXCHANGE)` call, so
 the final name holds a complete tree at every instant: the old one, then the new one. Where
 the kernel or the filesystem cannot exchange (ENOSYS, EINVAL), the old tree is set aside under
-`.<name>.old-<pid>` and the new one renamed in: two renames, with a window in which the final
+`.<name>.old-<token>` and the new one renamed in: two renames, with a window in which the final
 name is missing; a later build that finds it missing puts the set-aside tree back before
-anything else (`recover`). Each step is a fault point (_core/faults.py) the kill tests use.
+anything else (`recover`). The build holds an flock on `.<name>.old-<token>.lock` for as long
+as its tree is set aside: a lock a dead build no longer holds says it is gone, where a PID
+cannot (in a fresh container every build gets the same one). Each step is a fault point
+(_core/faults.py) the kill tests use.
 """
 
 from __future__ import annotations
@@ -13,12 +16,13 @@ from __future__ import annotations
 import errno
 import functools
 import os
+import secrets
 import shutil
 from collections.abc import Callable
 from pathlib import Path
 
 from ortbundle._core.faults import fault_point, switched_on
-from ortbundle._core.fsio import pid_alive
+from ortbundle._core.fsio import lock_if_free, locked
 
 AT_FDCWD = -100
 RENAME_EXCHANGE = 1 << 1
@@ -63,7 +67,19 @@ def exchange(a: Path, b: Path) -> bool:
 
 
 def set_aside_name(final: Path) -> Path:
-    return final.with_name(f".{final.name}.old-{os.getpid()}")
+    """A name no other build picks, even one with this process's PID in another container."""
+    return final.with_name(f".{final.name}.old-{secrets.token_hex(6)}")
+
+
+def _lock_of(tree: Path) -> Path:
+    return tree.with_name(f"{tree.name}.lock")
+
+
+def set_aside_trees(final: Path) -> list[Path]:
+    """The trees builds set aside while replacing `final` (alive or dead), oldest name first."""
+    return sorted(
+        p for p in final.parent.glob(f".{final.name}.old-*") if not p.name.endswith(".lock")
+    )
 
 
 def publish(tmp: Path, final: Path) -> None:
@@ -76,13 +92,16 @@ def publish(tmp: Path, final: Path) -> None:
     if exchange(tmp, final):
         old = tmp  # the scratch name now holds the old tree
         fault_point("publish:exchanged")
+        _remove(old)
     else:
         old = set_aside_name(final)
-        os.replace(final, old)
-        fault_point("publish:set-aside")
-        os.replace(tmp, final)
-        fault_point("publish:placed")
-    _remove(old)
+        with locked(_lock_of(old)):  # held until the old tree is gone; a kill releases it
+            os.replace(final, old)
+            fault_point("publish:set-aside")
+            os.replace(tmp, final)
+            fault_point("publish:placed")
+            _remove(old)
+            _lock_of(old).unlink()
     fault_point("publish:done")
 
 
@@ -103,11 +122,29 @@ def _remove(tree: Path) -> None:
 
 def recover(final: Path) -> None:
     """A build killed between the two renames of the fallback left no `final`: put back the
-    complete tree it had set aside (never a scratch tree, which may be half-built)."""
-    if final.exists() or final.is_symlink():
-        return
-    for old in sorted(final.parent.glob(f".{final.name}.old-*")):
-        pid = old.name.rsplit("-", 1)[-1]
-        if pid.isdigit() and not pid_alive(int(pid)):
-            old.rename(final)
+    complete tree it had set aside (never a scratch tree, which may be half-built). A set-aside
+    tree whose build is alive (it holds the tree's lock) is that build's to place."""
+    for old in set_aside_trees(final):
+        if final.exists() or final.is_symlink():
             return
+        lock = _lock_of(old)
+        with lock_if_free(lock) as free:
+            # checked again under the lock: its build may have finished since
+            if free and old.is_dir() and not (final.exists() or final.is_symlink()):
+                old.rename(final)
+            if free:
+                lock.unlink(missing_ok=True)
+
+
+def sweep_set_aside(final: Path) -> None:
+    """Remove what dead builds set aside beside a `final` that is in place (a kill while the
+    old tree was being removed), and their locks; a live build's are left alone."""
+    if not (final.exists() or final.is_symlink()):
+        return
+    names = {p.name.removesuffix(".lock") for p in final.parent.glob(f".{final.name}.old-*")}
+    for name in sorted(names):
+        old = final.with_name(name)
+        with lock_if_free(_lock_of(old)) as free:
+            if free:
+                shutil.rmtree(old, ignore_errors=True)
+                _lock_of(old).unlink(missing_ok=True)

@@ -29,9 +29,11 @@ class Repair:
     ) -> Repair:
         """An entry the cache removed, so that it is fetched again."""
         stored = stored_size if isinstance(stored_size, int) else None
-        return cls(path, expected, found, size, stored, "removed from the cache; fetched again")
+        return cls(path, expected, found, size, stored, "removed from the cache")
 
-    def line(self) -> str:
+    def line(self, then: str) -> str:
+        """What was found and done; `then` is what follows, as the command knows it (a build
+        fetches the entry again, `cache-verify` leaves that to the next build)."""
         sizes = (
             f"{self.size} bytes"
             if self.stored_size in (None, self.size)
@@ -39,7 +41,7 @@ class Repair:
         )
         return (
             f"cache: {self.path} failed its hash: expected sha256 {self.expected}, found "
-            f"{self.found} ({sizes}); {self.action}"
+            f"{self.found} ({sizes}); {self.action}; {then}"
         )
 
 

@@ -93,7 +93,7 @@ def memoized(
         produce(dest)
         return sha256_file(dest)
     sidecar = entry.with_name(f"{key}.json")
-    with locked(entry.with_name(f"{key}.lock")):
+    with locked(entry.with_name(f"{key}.lock"), waiting=f"the memoised package {key[:12]}"):
         remove_dead_leftovers(entry.parent.glob(f".{key}.*"))
         sha256 = _trusted(entry, sidecar)
         if sha256 is not None:

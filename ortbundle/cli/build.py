@@ -11,6 +11,8 @@ from ortbundle._core.fsio import atomic_write
 from ortbundle.cli.common import ROOT, CommandFailed, guard, headline, write_places_of
 from ortbundle.config.project import BuildOptions, Project
 
+FETCHED_AGAIN = "fetched again"  # what a build does with a cache entry that failed its hash
+
 if TYPE_CHECKING:
     from ortbundle._core.progress import Reporter
     from ortbundle.licensing.audit import ChannelAudit
@@ -56,7 +58,7 @@ def run_build(
     from ortbundle.pipeline.incremental import prepare_build
 
     prepared = guard(lambda: prepare_build(project, options), places)
-    if prepared.previous is not None:
+    if prepared.previous is not None and not options.release:  # a release checks dist/ first
         _print_up_to_date(prepared.previous, verbose=verbose, as_json=as_json)
         return
     from ortbundle._core.progress import Reporter
@@ -65,9 +67,9 @@ def run_build(
     stream = sys.stderr if as_json else sys.stdout
     with (
         Reporter(stream=stream) as reporter,
-        watching(lambda r: reporter.line(r.line())) as repairs,
+        watching(lambda r: reporter.line(r.line(FETCHED_AGAIN))) as repairs,
     ):
-        reporter.line(_plan_line(prepared, options))
+        reporter.line(_plan_line(project, prepared, options))
         result = guard(lambda: _build_or_report(project, options, reporter, prepared), places)
         if result.up_to_date is not None:  # another build published the same meanwhile
             _print_up_to_date(result.up_to_date, verbose=verbose, as_json=as_json)
@@ -119,11 +121,14 @@ def run_build(
         sys.stdout.write(summary_json(document))
 
 
-def _plan_line(prepared: PreparedBuild, options: BuildOptions) -> str:
+def _plan_line(project: Project, prepared: PreparedBuild, options: BuildOptions) -> str:
+    from ortbundle.config.plan import with_models
     from ortbundle.fetch.cache import Cache
     from ortbundle.pipeline.summary import plan_line
 
-    plan = prepared.plan
+    # the models' sources are downloads too (a file of the project, a URL, a release the
+    # runtime moved away from): counted as the fetch will count them
+    plan = with_models(project, prepared.plan)
     cache = Cache(prepared.cache)
     wanted = {source.sha256 for _, source in plan.all_sources()}
     cached = sum(1 for sha256 in wanted if cache.blob_path(sha256).is_file())
@@ -179,7 +184,12 @@ def _print_up_to_date(summary: dict[str, object], *, verbose: bool, as_json: boo
     version_dir = Path(str(summary.get("version_dir", "")))
     document = read_summary(version_dir)
     if as_json and document is not None:
-        sys.stdout.write(summary_json({**document, "up_to_date": True, "phases": []}))
+        # the last build's document, marked up to date: what it downloaded and repaired, and
+        # how long it took, is not what this run did (nothing)
+        artifacts = document["artifacts"]
+        now = {**artifacts, "downloaded": 0, "cached": artifacts["total"], "repaired": []}
+        this_run = {"up_to_date": True, "phases": [], "artifacts": now}
+        sys.stdout.write(summary_json({**document, **this_run}))
         return
     out = sys.stderr if as_json else sys.stdout
     print("up to date: no input and no output changed; nothing was rebuilt", file=out)

@@ -55,10 +55,11 @@ def run_cache_verify() -> None:
 
     root = default_cache_dir()
     report = guard(lambda: verify_cache(root), write_places(root))
+    then = "the next build downloads it again"  # this command downloads nothing
     for repair in report.repaired:
-        print(repair.line())
+        print(repair.line(then))
     for sha256 in report.unrecorded:
-        print(f"cache: {sha256} had no record of when it was stored; removed, fetched again")
+        print(f"cache: {sha256} had no record of when it was stored; removed; {then}")
     bad = len(report.repaired) + len(report.unrecorded)
     print(f"{root}: {len(report.good) + bad} entries re-hashed, {len(report.good)} good, {bad} bad")
     if report.repaired:

@@ -3,8 +3,11 @@ failure or a disk error into one message and its exit code."""
 
 from __future__ import annotations
 
+import contextlib
 import os
-from collections.abc import Callable, Mapping
+import signal
+import threading
+from collections.abc import Callable, Iterator, Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING, TypeVar
 
@@ -31,11 +34,54 @@ class CommandFailed(Exception):
         self.code = code
 
 
+class Terminated(BaseException):
+    """SIGTERM (a CI runner cancelling the job), raised in the main thread like Ctrl-C's
+    KeyboardInterrupt, so a build removes its scratch tree instead of dying around it."""
+
+    def __init__(self, number: int) -> None:
+        super().__init__(number)
+        self.number = number
+
+
+@contextlib.contextmanager
+def _terminable() -> Iterator[None]:
+    """SIGTERM raises Terminated while the block runs (only the main thread may set it)."""
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+
+    def handler(number: int, _frame: object) -> None:
+        raise Terminated(number)
+
+    previous = signal.signal(signal.SIGTERM, handler)
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGTERM, previous)
+
+
+def interrupted(number: int) -> CommandFailed:
+    """What an interrupted command says, with the shell's exit code for the signal."""
+    name = signal.Signals(number).name
+    return CommandFailed(
+        f"ortbundle: interrupted by {name}: stopped before finishing, and removed what it had "
+        "half-written; dist/ holds a complete tree (the previous one, unless the build had "
+        "published already), and a download cut short resumes next time",
+        128 + number,
+    )
+
+
 def guard(action: Callable[[], T], places: Mapping[Path, str] | None = None) -> T:
     """Run a command's work: a typed failure, or an OS error on a path it writes (named from
-    `places`, see ortbundle/_core/oserrors.py), becomes one message and its exit code."""
+    `places`, see ortbundle/_core/oserrors.py), becomes one message and its exit code; so does
+    an interruption (SIGINT, SIGTERM: exit 130, 143), after the work's own cleanup ran."""
     try:
-        return action()
+        with _terminable():
+            return action()
+    except KeyboardInterrupt:
+        raise interrupted(signal.SIGINT) from None
+    except Terminated as exc:
+        raise interrupted(exc.number) from None
     except OrtbundleError as exc:
         raise CommandFailed(headline(exc), exc.exit_code) from None
     except OSError as exc:

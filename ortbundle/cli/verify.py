@@ -31,7 +31,7 @@ def run_verify(
     release); for an unsigned development tree only when asked (`signed`, or a `public_key`
     given to check with), else its hashes are checked and it is said to be unsigned."""
     from ortbundle.config.plan import load_plan
-    from ortbundle.evidence.verify import verify_tree
+    from ortbundle.evidence.verify import printable, verify_tree
 
     require = signed or public_key is not None
     if require and allow_unsigned:
@@ -77,7 +77,8 @@ def run_verify(
         else "UNSIGNED development build: its files are checked against its own manifest, "
         "which no key vouches for (--signed requires a signature)"
     )
-    print(f"{report.tree}: {report.product} {report.version}, {signer}")
+    named = printable(f"{report.product} {report.version}")  # an unsigned manifest's words
+    print(f"{report.tree}: {named}, {signer}")
     if report.provenance is not None:
         print(report.provenance.line())
     for line in report.lines():

@@ -93,9 +93,12 @@ def load_plan(project: Project, options: BuildOptions, *, parse_models: bool = T
                 file=str(product.path),
                 fix=f"use one of: {', '.join(product.channels)}",
             )
-    if options.channels:
-        product = replace(product, channels=options.channels)
-    targets = options.targets or tuple(
+    # `-t x -t x` asks for x once: staged twice, it would collide with itself in dist/
+    asked_targets = tuple(dict.fromkeys(options.targets))
+    asked_channels = tuple(dict.fromkeys(options.channels))
+    if asked_channels:
+        product = replace(product, channels=asked_channels)
+    targets = asked_targets or tuple(
         t for t in product.targets if not options.channels or t in _channel_targets(product)
     )
     if options.channels:

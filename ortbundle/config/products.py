@@ -291,7 +291,7 @@ def _waiver(reader: TableReader, targets: tuple[str, ...]) -> Waiver:
 def signoff_sha256(reader: TableReader) -> tuple[str, ...]:
     """A sign-off's reviewed bytes (a waiver's, a licence rule's confirmation): one digest, or
     a list when it covers several files."""
-    values = reader.text_list("sha256", required=False)
+    values = reader.text_list("sha256", required=False, one=True)
     if not all(re.fullmatch(r"[0-9a-f]{64}", v) for v in values):
         raise reader._fail("'sha256' must be 64 lower-case hex digits (the reviewed file's)")
     return values

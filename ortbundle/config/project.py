@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import hashlib
 import os
+import re
 import subprocess
 from collections.abc import Mapping
 from dataclasses import dataclass, field
@@ -78,7 +79,7 @@ def signing_key_identity(product: str, options: BuildOptions, environ: Mapping[s
 
 
 def key_path(product: str, options: BuildOptions, environ: Mapping[str, str]) -> Path | None:
-    """The signing key file a build of `product` would use: --signing-key, else none when the
+    """The signing key file a build of `product` would use: options.signing_key, else none when the
     environment holds the key, else the keygen default if it exists."""
     path = options.signing_key
     if path is None and not (environ.get(ENV_KEY) or environ.get(ENV_KEY_FILE)):
@@ -87,19 +88,40 @@ def key_path(product: str, options: BuildOptions, environ: Mapping[str, str]) ->
     return path
 
 
+# Every output must record the epoch as it is: the rpm's BUILDTIME and file mtimes and the
+# installer's PE TimeDateStamp are unsigned 32-bit (2**32 wraps to 1970), and the SBOM's and
+# the changelogs' dates need a year below 10000. So: 1970-01-01 to 2106-02-07 (UTC).
+EPOCH_RANGE = (0, 2**32 - 1)
+
+
 def source_date_epoch(root: Path, environ: Mapping[str, str] | None = None) -> int:
     """SOURCE_DATE_EPOCH if set, else the commit time of the recipes, else 0 (never "now")."""
     environ = os.environ if environ is None else environ
     value = environ.get("SOURCE_DATE_EPOCH", "").strip()
     if value:
-        if not value.isdigit():
-            raise ConfigError(
-                f"SOURCE_DATE_EPOCH={value!r} is not a count of seconds",
-                fix="set it to an integer such as the last commit's time (git log -1 --format=%ct)",
-            )
-        return int(value)
+        return _epoch(value, f"SOURCE_DATE_EPOCH={_shown(value)}")
     text = git_output(root, "log", "-1", "--format=%ct", "--", "recipes", "manifests", "licenses")
-    return int(text) if text is not None and text.isdigit() else 0
+    if not text:
+        return 0
+    return _epoch(text, f"the last commit of recipes/, manifests/ and licenses/ ({text})")
+
+
+def _epoch(value: str, what: str) -> int:
+    """`value` as seconds every output can record, or a ConfigError naming `what` and the range:
+    ASCII digits only ("²" is a digit to str.isdigit, not to int()), few enough for int()."""
+    least, most = EPOCH_RANGE
+    if not re.fullmatch(r"[0-9]{1,20}", value) or not least <= int(value) <= most:
+        raise ConfigError(
+            f"{what} is not a count of seconds every output can record: it must be an "
+            f"integer from {least} to {most} (1970-01-01 to 2106-02-07 UTC; the rpm and the "
+            "installer store it in 32 bits)",
+            fix="set SOURCE_DATE_EPOCH to the last commit's time (git log -1 --format=%ct)",
+        )
+    return int(value)
+
+
+def _shown(value: str) -> str:
+    return repr(value if len(value) <= 40 else value[:37] + "...")
 
 
 def git_output(root: Path, *args: str) -> str | None:

@@ -37,9 +37,10 @@ class TableReader:
     def opt_text(self, key: str) -> str | None:
         return self.text(key) if key in self.table else None
 
-    def text_list(self, key: str, *, required: bool = True) -> tuple[str, ...]:
+    def text_list(self, key: str, *, required: bool = True, one: bool = False) -> tuple[str, ...]:
+        """A list of strings; one string only where the schema's key says `one`."""
         value = self.table.get(key, [] if not required else None)
-        if isinstance(value, str):
+        if isinstance(value, str) and one:
             value = [value]
         if not isinstance(value, list) or not all(isinstance(v, str) and v for v in value):
             raise self._fail(f"{key!r} must be a list of strings")

@@ -663,8 +663,10 @@ def signing_key(
     without one is refused before anything is fetched."""
     key = load_signing_key(key_path(product.name, options, environ), environ)
     if key is None and options.release:
+        default = default_key_path(product.name, environ)
         raise ConfigError(
             "a release build must be signed, and no signing key is configured",
-            fix=f"run invoke keygen, pass --signing-key, or set {ENV_KEY} / {ENV_KEY_FILE}",
+            fix=f"run invoke keygen -p {product.name} once (it writes {default}), or set "
+            f"{ENV_KEY} to the secret key's text or {ENV_KEY_FILE} to its path",
         )
     return key

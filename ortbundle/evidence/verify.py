@@ -16,6 +16,8 @@ from pathlib import Path
 from typing import Any
 
 from ortbundle._core.errors import ConfigError, IntegrityError
+from ortbundle._core.publish import set_aside_trees
+from ortbundle.evidence.manifest_shape import manifest_problems
 from ortbundle.evidence.names import MANIFEST_NAME, PROVENANCE_NAME, SIGNATURE_NAME
 from ortbundle.evidence.provenance import ProvenanceCheck, check_provenance
 from ortbundle.evidence.record import MANIFEST_SCHEMA, UNLISTED, hash_file
@@ -41,10 +43,19 @@ class VerifyReport:
         return not (self.modified or self.missing or self.unexpected)
 
     def lines(self) -> list[str]:
-        out = [f"modified    {p}" for p in self.modified]
-        out += [f"missing     {p}" for p in self.missing]
-        out += [f"unexpected  {p}" for p in self.unexpected]
+        """One line per path, its control characters escaped: a file someone added to the tree
+        must not print a line of its own ("44 files match the manifest") or move the cursor."""
+        out = [f"modified    {printable(p)}" for p in self.modified]
+        out += [f"missing     {printable(p)}" for p in self.missing]
+        out += [f"unexpected  {printable(p)}" for p in self.unexpected]
         return out
+
+
+def printable(path: str) -> str:
+    """`path` (or any text a tree or manifest supplies) with its control characters escaped."""
+    return "".join(
+        c if c.isprintable() else c.encode("unicode_escape").decode("ascii") for c in path
+    )
 
 
 def locate_manifest(tree: Path, manifest: Path | None, target: str | None) -> tuple[Path, str]:
@@ -59,6 +70,16 @@ def locate_manifest(tree: Path, manifest: Path | None, target: str | None) -> tu
         return tree / MANIFEST_NAME, f"{target}/" if target else ""
     if (tree.parent / MANIFEST_NAME).is_file():
         return tree.parent / MANIFEST_NAME, f"{tree.name}/"
+    aside = set_aside_trees(tree) if not (tree.exists() or tree.is_symlink()) else []
+    if aside:
+        raise ConfigError(
+            f"{tree.name} is missing: a build was killed while publishing it, between setting "
+            f"the previous tree aside and renaming the new one in; that tree is complete, "
+            f"at {aside[-1]}",
+            file=str(tree),
+            fix=f"run the build again (it puts the set-aside tree back first), or check it "
+            f"where it is: invoke verify --path {aside[-1]}",
+        )
     raise ConfigError(
         f"no {MANIFEST_NAME} in or beside this tree",
         file=str(tree),
@@ -124,12 +145,15 @@ def verify_tree(
         if isinstance(public_key, PublicKey) or public_key is None
         else load_public_key(public_key)
     )
+    # its shape first: nothing below (the signature's claimed key included) reads a field the
+    # manifest may lack or hold in another form
+    document = _parse(manifest_path, data)
     signed_by, comment = (
         (None, None)
         if ignore_signature
         else check_signature(manifest_path, data, key, allow_unsigned=allow_unsigned)
     )
-    document = _parse(manifest_path, data)
+    _refuse_another_version(tree, manifest_path, document)
     provenance = None
     beside = manifest_path.with_name(PROVENANCE_NAME)
     if not ignore_signature and (signed_by is not None or beside.is_file()):
@@ -189,6 +213,23 @@ def verify_tree(
     )
 
 
+def _refuse_another_version(tree: Path, manifest: Path, document: dict[str, Any]) -> None:
+    """A version directory, dist/<product>/<version>/, must hold that version's build: an older
+    signed tree moved into a newer version's place matches its own manifest file for file (a
+    rollback to a release with known flaws), so the names are compared too."""
+    product, version = document["product"]["name"], document["product"]["version"]
+    if manifest.parent != tree or tree.name.startswith("."):  # a stage, a set-aside tree
+        return
+    if tree.parent.name == product and tree.name != version:
+        raise IntegrityError(
+            f"{tree.name} holds the signed build of {product} {version}, not {tree.name}: an "
+            "older (or other) build was moved into this version's place",
+            file=str(tree),
+            fix=f"rebuild {product} {tree.name} into it, or put the tree back under "
+            f"dist/{product}/{version}/",
+        )
+
+
 def _parse(path: Path, data: bytes) -> dict[str, Any]:
     try:
         document = json.loads(data)
@@ -199,5 +240,13 @@ def _parse(path: Path, data: bytes) -> dict[str, Any]:
             f"not an {MANIFEST_SCHEMA} manifest",
             file=str(path),
             fix="pass the manifest.json written by invoke build",
+        )
+    problems = manifest_problems(document)  # before the provenance or the hashes read it
+    if problems:
+        raise IntegrityError(
+            f"the manifest does not have the {MANIFEST_SCHEMA} shape: {'; '.join(problems)}",
+            file=str(path),
+            fix="it was altered or damaged after the build: take manifest.json from the build "
+            "again, or rebuild; never edit it",
         )
     return document

@@ -83,7 +83,9 @@ def _writing_to(out: IO[bytes]) -> contextlib.AbstractContextManager[None]:
     )
 
 
-UNIX = 3  # zip "version made by" host system: the high 16 bits of external_attr are st_mode
+# zip "version made by" host systems whose high 16 bits of external_attr are st_mode, which an
+# unzip there restores (a link, a device): Unix (3) and macOS, which Info-ZIP records as OS X (19)
+UNIX_HOSTS = frozenset({3, 19})
 _SPECIAL = (
     (stat.S_ISLNK, "a symlink"),
     (stat.S_ISCHR, "a character device"),
@@ -96,7 +98,7 @@ _SPECIAL = (
 def special_mode(info: zipfile.ZipInfo) -> str | None:
     """What a zip member is when its Unix mode says it is no regular file or directory (a
     link an unzip would create, a device, a FIFO, a socket), or None."""
-    if info.create_system != UNIX:
+    if info.create_system not in UNIX_HOSTS:
         return None
     mode = info.external_attr >> 16
     return next((what for test, what in _SPECIAL if test(mode)), None)

@@ -66,7 +66,7 @@ class Cache:
     @contextlib.contextmanager
     def lock(self, sha256: str) -> Iterator[None]:
         """Exclusive per-blob lock (flock: released by the kernel if the process dies)."""
-        with locked(self.root / "locks" / f"{sha256}.lock"):
+        with locked(self.root / "locks" / f"{sha256}.lock", waiting=f"download {sha256[:12]}"):
             yield
 
     def get(self, sha256: str) -> CacheEntry | None:

@@ -8,11 +8,13 @@ is read twice.
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import time
 from collections.abc import Collection, Mapping
 from dataclasses import dataclass
 from pathlib import Path
+from typing import BinaryIO
 
 import requests
 
@@ -284,31 +286,53 @@ def _stream(job: _Job, resp: requests.Response, state: _Partial, total: int | No
     next one, so a killed build keeps every byte that arrived; past the size limit or the
     deadline it stops."""
     need = None if total is None else total - state.have  # for a full disk's message
-    with writing(f"the download of {job.what}", state.path, need=need):
+    what = f"the download of {job.what}"
+    with writing(what, state.path, need=need):
         out = state.path.open("ab" if state.have else "wb")
-    with out:
-        for chunk in chunks(resp):
-            state.have += len(chunk)
-            if state.have > job.limit:
-                raise IntegrityError(
-                    f"{job.what}: more bytes than the pinned size {job.expected_size}"
-                    if job.expected_size is not None
-                    else f"{job.what}: more than {job.limit >> 30} GiB and still sending",
-                    file=redact(job.url),
-                    fix=_MIRROR_FIX,
-                )
-            if time.monotonic() > job.deadline:
-                raise FetchError(
-                    f"{job.what}: still downloading after {job.policy.deadline:.0f} s "
-                    f"({state.have} bytes); {state.have} bytes kept for resuming",
-                    file=redact(job.url),
-                    fix="the server is too slow: build again to resume, or use a nearer mirror",
-                )
-            with writing(f"the download of {job.what}", state.path, need=need):
-                out.write(chunk)
-            state.hashes.update(chunk)
-            if job.progress is not None:
-                job.progress(state.have, total)
+    try:
+        _copy(job, resp, state, total, out, need)
+    except BaseException:
+        with contextlib.suppress(OSError):  # the error in flight is the one to report
+            out.close()
+        raise
+    # closed inside `writing`: a file smaller than the write buffer reaches the disk only
+    # when it is closed, and a full disk met there must name it too
+    with writing(what, state.path, need=need):
+        out.close()
+
+
+def _copy(
+    job: _Job,
+    resp: requests.Response,
+    state: _Partial,
+    total: int | None,
+    out: BinaryIO,
+    need: int | None,
+) -> None:
+    """Each chunk of the body into `out` and the digests, within the size limit and the
+    deadline; a write the disk refuses is the DiskError naming the download."""
+    for chunk in chunks(resp):
+        state.have += len(chunk)
+        if state.have > job.limit:
+            raise IntegrityError(
+                f"{job.what}: more bytes than the pinned size {job.expected_size}"
+                if job.expected_size is not None
+                else f"{job.what}: more than {job.limit >> 30} GiB and still sending",
+                file=redact(job.url),
+                fix=_MIRROR_FIX,
+            )
+        if time.monotonic() > job.deadline:
+            raise FetchError(
+                f"{job.what}: still downloading after {job.policy.deadline:.0f} s "
+                f"({state.have} bytes); {state.have} bytes kept for resuming",
+                file=redact(job.url),
+                fix="the server is too slow: build again to resume, or use a nearer mirror",
+            )
+        with writing(f"the download of {job.what}", state.path, need=need):
+            out.write(chunk)
+        state.hashes.update(chunk)
+        if job.progress is not None:
+            job.progress(state.have, total)
 
 
 def _verified(job: _Job, state: _Partial, actual: str, sha256: str | None) -> Downloaded:

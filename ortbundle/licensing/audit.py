@@ -490,6 +490,12 @@ def audit_summary(audits: Sequence[ChannelAudit]) -> list[str]:
                     f"WAIVED {audit.channel}: {c.name} {w.file} — {w.license} — {w.reason} — "
                     f"{u.summary()}"
                 )
+        lines += [
+            f"UNUSED WAIVER {audit.channel}: {w.file} matches no shipped file: remove it from "
+            f"{f'manifests/{w.manifest}' if w.manifest else 'the product manifest'}, or "
+            "correct its file glob"
+            for w in audit.unused_waivers
+        ]
         lines.append(f"{audit.channel}: audit {'passed' if audit.passed else 'FAILED'}")
     return lines
 

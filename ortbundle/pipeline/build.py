@@ -8,13 +8,14 @@ import functools
 import os
 from collections.abc import Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 
-from ortbundle._core.errors import ClosureError
-from ortbundle._core.fsio import atomic_write, locked
+from ortbundle._core.errors import ClosureError, OrtbundleError
+from ortbundle._core.fsio import atomic_write, locked, locked_directory
 from ortbundle._core.memo import Memo, digest_of
 from ortbundle._core.progress import Reporter, status
+from ortbundle._core.repairs import Repair, watching
 from ortbundle._core.version import __version__
 from ortbundle.channels import ChannelOutput
 from ortbundle.channels.registry import generate_all, package_input
@@ -29,11 +30,13 @@ from ortbundle.config.plan import (
     with_models,
 )
 from ortbundle.config.recipes import Recipe, TargetRecipe
+from ortbundle.config.schema.problems import ConfigProblems, Problem, raise_if_any
 from ortbundle.config.targets import Target, get_target, overlays
 from ortbundle.evidence.record import InputInfo, write_evidence
 from ortbundle.evidence.report.closures import write_closures
 from ortbundle.evidence.report.write import check_compare, write_report
 from ortbundle.evidence.signing import SecretKey, signing_key
+from ortbundle.evidence.verify import verify_tree
 from ortbundle.fetch.archives import MemberReader, open_source
 from ortbundle.fetch.artifacts import Artifact, Fetcher
 from ortbundle.fetch.cache import Cache, default_cache_dir
@@ -113,6 +116,16 @@ def fetch(
     # a nested source's inner archive comes back too, under its own SHA-256
     artifacts = fetcher.fetch_all(plan.all_sources(), jobs=options.workers)
     return plan, artifacts
+
+
+def fetch_line(artifacts: Mapping[str, Artifact]) -> str:
+    """What the fetch verified, counted as the plan counts it: the downloads (the archives
+    nested in them apart), and how many of them came over the network."""
+    outer = [a for sha256, a in artifacts.items() if sha256 == a.source.sha256]
+    nested = len(artifacts) - len(outer)
+    inside = f" (and {nested} archives nested in them)" if nested else ""
+    fetched = sum(1 for a in outer if a.downloaded)
+    return f"{len(outer)} downloads verified{inside}, {fetched} downloaded"
 
 
 def _stage_models(
@@ -237,10 +250,16 @@ def _stage_runtimes(
     runtimes: list[tuple[Recipe, StagedRuntime]] = []
     texts: list[StagedText] = []
     problems: list[ClosureError] = []
+    globs: list[Problem] = []  # recipe globs matching nothing: reported before any closure
     for recipe, ids in work.plan.sources_for(work.target):
-        staged = _stage_one_runtime(work, recipe, ids, texts, problems)
+        try:
+            staged = _stage_one_runtime(work, recipe, ids, texts, problems)
+        except ConfigProblems as found:
+            globs.extend(found.problems)
+            continue
         if staged is not None:
             runtimes.append((recipe, staged))
+    raise_if_any(globs)
     raise_collected(problems, str(work.plan.product.path))
     return runtimes, texts
 
@@ -370,6 +389,8 @@ def build(
     `prepared` is the no-op check the caller already made (its key is not computed again).
     """
     prepared = prepared or prepare_build(project, options)
+    if options.release and prepared.previous is not None and not _verified(prepared, options):
+        prepared = replace(prepared, previous=None)  # the record said unchanged; dist/ does not
     if not options.audit_only and prepared.previous is not None:
         summary = prepared.previous
         return BuildResult(
@@ -388,13 +409,29 @@ def build(
     preflight(project, plan, prepared.cache, prepared.version_dir)
     check_compare(options.compare, plan.product.name)  # a bad --compare fails before the work
     reporter.begin("fetch")
-    plan, artifacts = fetch(project, options, reporter, plan)  # the plan the key was made of
-    fetched = sum(1 for a in artifacts.values() if a.downloaded)
-    reporter.done(f"{len(artifacts)} artifacts verified, {fetched} downloaded")
+    with watching() as repairs:  # cache entries that failed their hash: in the summary too
+        plan, artifacts = fetch(project, options, reporter, plan)  # the plan the key was made of
+    reporter.done(fetch_line(artifacts))
     version_dir = prepared.version_dir
     lock = prepared.cache / "locks" / f"dist-{digest_of([str(version_dir.resolve())])}.lock"
-    with locked(lock):  # one build at a time publishes a given dist/<product>/<version>
-        return _build_locked(project, options, prepared, plan, artifacts, key, reporter)
+    waiting = f"publishing {version_dir}"
+    # one build at a time writes a dist/<product>/<version>: those sharing the cache, and those
+    # sharing only dist/ (containers with caches of their own), by a lock on dist/<product>/
+    with locked(lock, waiting=waiting), locked_directory(version_dir.parent, waiting=waiting):
+        return _build_locked(project, options, prepared, plan, artifacts, key, reporter, repairs)
+
+
+def _verified(prepared: PreparedBuild, options: BuildOptions) -> bool:
+    """Whether dist/'s tree is, byte for byte, what its manifest says, signed by this build's
+    key. A release takes no record stored in the cache as proof (whoever can write the cache
+    can rewrite the record of dist/ too), so a release no-op re-hashes the tree first."""
+    environ = os.environ if options.environ is None else options.environ
+    try:
+        key = signing_key(prepared.plan.product, options, environ)
+        public = key.public_key() if key is not None else None
+        return public is not None and verify_tree(prepared.version_dir, public_key=public).ok
+    except OrtbundleError:
+        return False
 
 
 def _build_locked(
@@ -405,6 +442,7 @@ def _build_locked(
     artifacts: dict[str, Artifact],
     key: SecretKey | None,
     reporter: Reporter,
+    repairs: Sequence[Repair] = (),
 ) -> BuildResult:
     version_dir = prepared.version_dir
     scratch = scratch_dir(version_dir)
@@ -427,11 +465,15 @@ def _build_locked(
             ]
             staged: list[TargetResult] = []
             problems: list[ClosureError] = []
+            globs: list[Problem] = []
             for future in futures:
                 try:
                     staged.append(future.result())
                 except ClosureError as problem:
                     problems.append(problem)
+                except ConfigProblems as found:  # every target's, in one report
+                    globs.extend(found.problems)
+            raise_if_any(globs)
             raise_collected(problems, str(plan.product.path))
         runtimes = sum(len(t.runtimes) for t in staged)
         reporter.done(f"{len(staged)} targets, {runtimes} runtimes pruned and staged")
@@ -480,6 +522,7 @@ def _build_locked(
         version_dir,
         packages,
         key.public_key().key_id_hex if key else None,
+        repairs=tuple(repairs),
     )
     with contextlib.suppress(OSError):  # published all the same; the next one cannot be a no-op
         write_summary(result, reporter.phases, options)  # build-summary.json, before the record

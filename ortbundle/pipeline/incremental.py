@@ -153,6 +153,7 @@ def _runtime_to_json(staged: StagedRuntime) -> dict[str, Any]:
             "dropped": [asdict(d) for d in closure.dropped],
             "externals": [asdict(e) for e in closure.externals],
             "load_scans": [asdict(f) for f in closure.load_scans],
+            "idle_drops": list(closure.idle_drops),
             "kept": [
                 {
                     "name": k.name,
@@ -199,6 +200,7 @@ def _runtime_from_json(data: dict[str, Any], runtime_dir: Path) -> StagedRuntime
             FileScan(f["file"], LoadScan(tuple(f["scan"]["calls"]), tuple(f["scan"]["names"])))
             for f in c["load_scans"]
         ),
+        idle_drops=tuple(str(line) for line in c["idle_drops"]),
     )
     return StagedRuntime(
         runtime=data["runtime"],
@@ -249,7 +251,7 @@ def restore_runtime(
     """
 
     entry = cache / "stages" / key[:2] / key
-    with locked(entry.with_name(f"{key}.lock")):
+    with locked(entry.with_name(f"{key}.lock"), waiting=f"the memoised runtime {key[:12]}"):
         meta = entry / "closure.json"
         if not meta.is_file():
             return None
@@ -284,7 +286,7 @@ def restore_runtime(
 def store_runtime(cache: Path, key: str, stage_root: Path, staged: StagedRuntime) -> None:
 
     entry = cache / "stages" / key[:2] / key
-    with locked(entry.with_name(f"{key}.lock")):
+    with locked(entry.with_name(f"{key}.lock"), waiting=f"the memoised runtime {key[:12]}"):
         remove_dead_leftovers(entry.parent.glob(f".{key}.partial-*"))
         partial = entry.with_name(f".{key}.partial-{os.getpid()}")
         shutil.rmtree(partial, ignore_errors=True)

@@ -39,9 +39,11 @@ _QUICK_FORMAT = "ortbundle-quick/1"
 
 
 def stat_tree(top: Path) -> dict[str, list[int]]:
-    """(size, mtime, inode, mode) of everything under `top`, by relative path."""
+    """(size, mtime, ctime, inode, mode) of everything under `top`, by relative path. ctime
+    too, as for the inputs: a file edited in place with its mtime put back (`touch -r`) moved
+    only its ctime, and verify would call it modified; a no-op must not call it unchanged."""
     return {
-        name: [info.st_size, info.st_mtime_ns, info.st_ino, info.st_mode]
+        name: [info.st_size, info.st_mtime_ns, info.st_ctime_ns, info.st_ino, info.st_mode]
         for name, (_, info) in scan_tree(top).items()
     }
 
@@ -183,6 +185,8 @@ def quick_previous(project: Project, options: BuildOptions) -> dict[str, Any] | 
     caller plans the build and checks its key in full)."""
     if options.audit_only:
         return None  # an audit publishes nothing to compare with
+    if options.release:
+        return None  # a release takes no record as proof: prepare_build re-hashes dist/
     cache = options.cache_dir or default_cache_dir()
     try:
         document = json.loads(_quick_file(cache, project, options).read_text("utf-8"))

@@ -18,7 +18,7 @@ from pathlib import Path
 from typing import Any
 
 from ortbundle._core.errors import ConfigError, IntegrityError
-from ortbundle._core.fsio import sha256_file
+from ortbundle._core.fsio import locked_directory, sha256_file
 from ortbundle._core.memo import Memo
 from ortbundle._core.version import __version__
 from ortbundle.channels import CHANNEL_TARGETS
@@ -33,7 +33,7 @@ from ortbundle.config.plan import (
 from ortbundle.evidence.names import MANIFEST_NAME
 from ortbundle.evidence.record import RECORDS_DIR
 from ortbundle.evidence.report.closures import copy_closures
-from ortbundle.evidence.signing import signing_key
+from ortbundle.evidence.signing import SecretKey, signing_key
 from ortbundle.evidence.verify import verify_tree
 from ortbundle.licensing.attribution import TargetLicensing, licensing_from_json
 from ortbundle.licensing.audit import ChannelAudit, audit_targets
@@ -149,13 +149,28 @@ def release(project: Project, runner_dirs: Sequence[Path], options: BuildOptions
     _refuse_other_inputs(runners, _expected_identity(project, plan, epoch))
     owner = _owners(runners, plan)
     version_dir = project.dist / product.name / product.version
+    with locked_directory(version_dir.parent, waiting=f"publishing {version_dir}"):
+        return _release_locked(project, options, plan, runners, owner, version_dir, key, epoch)
+
+
+def _release_locked(
+    project: Project,
+    options: BuildOptions,
+    plan: Plan,
+    runners: tuple[RunnerTree, ...],
+    owner: dict[str, RunnerTree],
+    version_dir: Path,
+    key: SecretKey | None,
+    epoch: int,
+) -> ReleaseResult:
+    """The merge into a scratch tree and its publication, holding dist/<product>/'s lock."""
     scratch = scratch_dir(version_dir)
     try:
         merged = _merge_runners(plan, owner, scratch)
         # a release keeps and consults no memo: it parses every licence expression again,
         # renders every page and writes the SBOM afresh
         memo = Memo.off()
-        audits = audit_targets(project, product, merged.licensing, options, memo)
+        audits = audit_targets(project, plan.product, merged.licensing, options, memo)
         finish_version(
             project,
             plan,

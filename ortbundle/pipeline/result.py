@@ -20,6 +20,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from ortbundle._core.fsio import atomic_write
+from ortbundle._core.repairs import Repair
 from ortbundle._core.version import __version__
 from ortbundle.channels import ChannelOutput
 from ortbundle.config.plan import (
@@ -84,6 +85,8 @@ def summary_document(
             for c in target.licensing.components
             for key in c.guessed
         ]
+        # a recipe's drop glob that drops nothing: said on every build
+        idle = [w for staged in target.runtimes for w in staged.closure.idle_drops]
         targets.append(
             {
                 "target": target.target,
@@ -92,7 +95,7 @@ def summary_document(
                 "runtimes": runtimes,
                 "requires": requirement_groups(requirements.externals),
                 "runs_on": requirements.runs_on,
-                "warnings": [*requirements.warnings, *guesses],
+                "warnings": [*requirements.warnings, *idle, *guesses],
             }
         )
     signed = result.signed_by is not None
@@ -112,6 +115,17 @@ def summary_document(
             "total": len(result.artifacts),
             "downloaded": downloaded,
             "cached": len(result.artifacts) - downloaded,
+            "repaired": [
+                {
+                    "entry": str(r.path),
+                    "expected": r.expected,
+                    "found": r.found,
+                    "size": r.size,
+                    "stored_size": r.stored_size,
+                    "action": f"{r.action}; fetched again",
+                }
+                for r in result.repairs
+            ],
         },
         "phases": [
             {"name": p.name, "seconds": round(p.seconds, 3), "detail": p.detail} for p in phases
@@ -286,6 +300,7 @@ class BuildResult:
     packages: tuple[ChannelOutput, ...] = ()
     signed_by: str | None = None  # key id, None for an unsigned development build
     up_to_date: dict[str, Any] | None = None  # set when nothing changed: the earlier summary
+    repairs: tuple[Repair, ...] = ()  # cache entries that failed their hash, fetched again
 
 
 def _compact(names: list[str]) -> str:

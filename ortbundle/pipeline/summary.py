@@ -97,10 +97,10 @@ def summary_lines(document: Mapping[str, Any], *, short: bool = False) -> list[s
         for index, audit in enumerate(audits):
             if index not in placed and _home(audit["targets"], built) == name:
                 placed.add(index)
-                lines += _audit_lines(audit)
+                lines += _audit_lines(audit, document["product"])
     for index, audit in enumerate(audits):  # an audit of no built target (cannot happen today)
         if index not in placed:
-            lines += _audit_lines(audit)
+            lines += _audit_lines(audit, document["product"])
     signature = document["signature"]
     if signature["signed"]:
         lines.append(
@@ -155,7 +155,7 @@ def _requirement_lines(target: Mapping[str, Any]) -> list[str]:
     return lines
 
 
-def _audit_lines(audit: Mapping[str, Any]) -> list[str]:
+def _audit_lines(audit: Mapping[str, Any], product: str) -> list[str]:
     verdict = "passed" if audit["passed"] else "FAILED"
     counted = Counter(c["status"] for c in audit["components"])
     extra = "".join(f", {n} {s}" for s, n in sorted(counted.items()) if s != "ok")
@@ -167,6 +167,12 @@ def _audit_lines(audit: Mapping[str, Any]) -> list[str]:
         state = "signed off" if w["signed_off"] else "NOT signed off"
         lines.append(f"  waived {w['component']}: {w['file']}, {state}")
     lines += [f"  REVIEW {r}" for r in audit["review"]]
+    # said on every build, -v or not: a waiver that accepts nothing is dead weight to remove
+    lines += [
+        f"  UNUSED WAIVER {w} matches no shipped file: remove it from manifests/{product}.toml, "
+        "or correct its file glob"
+        for w in audit["unused_waivers"]
+    ]
     lines += [f"  FAIL {f}" for f in audit["failures"]]
     return lines
 

@@ -125,6 +125,7 @@ class Closure:
     unused: tuple[Path, ...]  # extracted only to learn a SONAME; the stage deletes them
     load_scans: tuple[FileScan, ...] = ()  # what each kept file can open by name (memoised)
     load_findings: tuple[LoadFinding, ...] = ()  # kept files opening undeclared libraries
+    idle_drops: tuple[str, ...] = ()  # a warning per drop glob that drops nothing (globs.py)
 
 
 Materialize = Callable[[Candidate], Materialized]

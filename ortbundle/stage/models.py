@@ -16,7 +16,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from ortbundle._core.errors import ConfigError, IntegrityError
+from ortbundle._core.errors import BinaryError, ConfigError, IntegrityError
 from ortbundle._core.fsio import atomic_write
 from ortbundle.config.model_gates import ModelInfo
 from ortbundle.config.model_recipes import ModelForm, ModelRecipe
@@ -101,7 +101,7 @@ def stage_model(
                 file=str(recipe.path),
                 fix="the model changed upstream; check it, then re-pin its sha256",
             )
-        info = read_model(dest)
+        info = _read_form(recipe, form, dest, target)
         form.gate.check(info, component=recipe.name, form=form.name, file=form.member)
         dest.chmod(MODEL_MODE)
         sidecars = []
@@ -120,6 +120,25 @@ def stage_model(
         )
     here = tuple(r for r in target_runtimes if any(r in f.backends for f in recipe.forms))
     return StagedModel(recipe, directory, tuple(staged), here)
+
+
+def _read_form(recipe: ModelRecipe, form: ModelForm, dest: Path, target: str) -> ModelInfo:
+    """What the form's file says; one that is no ONNX model is named by the recipe, the form
+    and where it came from, never by the scratch copy read (gone once the build stops)."""
+    try:
+        return read_model(dest)
+    except BinaryError as error:
+        source = recipe.sources[form.source]
+        origin = f"{form.source}:{form.member}" if form.member else form.source
+        raise BinaryError(
+            f"form {form.name} ({origin}, from {source.archive_name}): {error.message}",
+            component=recipe.name,
+            target=target,
+            file=str(recipe.path),
+            fix=f"point the form at the .onnx model itself; {error.fix}"
+            if error.fix
+            else "point the form at the .onnx model itself",
+        ) from None
 
 
 def _spec(spec: Any) -> dict[str, Any]:

@@ -18,12 +18,12 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from ortbundle._core.errors import ArchiveError, BinaryError, ConfigError
-from ortbundle._core.fsio import pid_alive, sha256_file
+from ortbundle._core.fsio import sha256_file
 from ortbundle._core.memo import Memo
 from ortbundle._core.publish import (
     publish as publish,  # build.py and release.py publish through here
 )
-from ortbundle._core.publish import recover
+from ortbundle._core.publish import recover, sweep_set_aside
 from ortbundle.config.recipes import LicenseText, Recipe, Rename
 from ortbundle.config.targets import Target
 from ortbundle.fetch.archives import MemberReader, ZipArchive
@@ -36,6 +36,7 @@ from ortbundle.stage.binaries.loads import (
 )
 from ortbundle.stage.binaries.soname import rename_library
 from ortbundle.stage.closure import Candidate, Closure, Materialized, prune
+from ortbundle.stage.globs import check_globs
 
 LIBRARY_MODE = 0o644
 TEXT_MODE = 0o644
@@ -110,6 +111,8 @@ def stage_runtime(
 ) -> StagedRuntime:
     """Prune one runtime into `stage_root/runtimes/<name>/`."""
     plan = recipe.for_target(target.name)
+    listings = {sid: tuple(archive.members) for sid, archive in archives.items()}
+    idle_drops = check_globs(recipe, plan, target, listings)  # every glob matching nothing
     relative = recipe.directory
     runtime_dir = stage_root / relative
     incoming = runtime_dir / ".incoming"
@@ -160,7 +163,9 @@ def stage_runtime(
     files.extend(_stage_payloads(recipe, target, archives, runtime_dir, relative, files))
     shutil.rmtree(incoming)
     # what the kept files can open by name: read once here, memoised with the stage
-    closure = dataclasses.replace(closure, load_scans=scan_kept(closure, runtime_dir, recipe.name))
+    closure = dataclasses.replace(
+        closure, load_scans=scan_kept(closure, runtime_dir, recipe.name), idle_drops=idle_drops
+    )
     return StagedRuntime(
         runtime=recipe.name,
         target=target.name,
@@ -431,16 +436,15 @@ def _rel(root: Path, path: Path) -> str:
 
 
 def scratch_dir(final: Path) -> Path:
-    """A fresh hidden sibling of `final` to build into; stale ones of dead builds are removed."""
+    """A fresh hidden sibling of `final` to build into, made holding the lock on its directory
+    (fsio.locked_directory): every other scratch tree of `final` is then a dead build's, and is
+    removed, whatever its PID (in a fresh container every build has the same one)."""
     final.parent.mkdir(parents=True, exist_ok=True)
     recover(final)  # a build killed mid-publish may have set the complete old tree aside
-    for stale in final.parent.glob(f".{final.name}.*-*"):
-        pid = stale.name.rsplit("-", 1)[-1]
-        if pid.isdigit() and not pid_alive(int(pid)):
-            shutil.rmtree(stale, ignore_errors=True)
+    sweep_set_aside(final)  # what dead builds set aside and did not finish removing
+    for stale in final.parent.glob(f".{final.name}.partial-*"):
+        shutil.rmtree(stale, ignore_errors=True)
     tmp = final.with_name(f".{final.name}.partial-{os.getpid()}")
-    if tmp.exists():
-        shutil.rmtree(tmp)
     tmp.mkdir()
     return tmp
 

@@ -190,6 +190,7 @@ _SCRIPT = textwrap.dedent(
     from ortbundle._core.progress import plain_reporter
 
     root, index, key, cache, dist, hook, marker = sys.argv[1:8]
+    cli = sys.argv[8:] == ["cli"]  # as `invoke build` runs it: run_build, one message, an exit code
 
     def stop_here():
         Path(marker).write_text("here")
@@ -208,13 +209,24 @@ _SCRIPT = textwrap.dedent(
         arch.ArchChannel.generate = after(arch.ArchChannel.generate)
     elif hook == "memo":  # inside store_runtime: the libraries are copied, the JSON is not
         incremental._runtime_to_json = after(incremental._runtime_to_json)
+    elif hook == "evidence":  # in the main thread: packages written, the evidence not yet
+        b.write_evidence = after(b.write_evidence)
     options = b.BuildOptions(
         product="fakeproduct", index_url=index, cache_dir=Path(cache), jobs=1,
         retry=RetryPolicy(attempts=2, base_delay=0.01, max_delay=0.05, read_timeout=60.0),
         environ={"SOURCE_DATE_EPOCH": "1700000000", "ORTBUNDLE_SIGNING_KEY_FILE": key,
                  "HOME": str(Path(root) / "home")},
     )
-    b.build(b.Project.at(Path(root), Path(dist)), options, plain_reporter())
+    if cli:
+        from ortbundle.cli import CommandFailed, run_build
+
+        try:
+            run_build(options, root=Path(root), dist=Path(dist))
+        except CommandFailed as exc:
+            print(exc, file=sys.stderr)
+            sys.exit(exc.code)
+    else:
+        b.build(b.Project.at(Path(root), Path(dist)), options, plain_reporter())
     """
 )
 
@@ -227,9 +239,13 @@ def start_build(
     hook: str = "none",
     marker: Path | None = None,
     env: dict[str, str] | None = None,
+    wrapper: tuple[str, ...] = (),
+    cli: bool = False,
 ) -> subprocess.Popen[bytes]:
     """A build of the fake project in a child process (see `_SCRIPT` for the hooks; `env`
-    adds variables, such as the tool's own fault points, ORTBUNDLE_FAULT)."""
+    adds variables, such as the tool's own fault points, ORTBUNDLE_FAULT; `wrapper` is a
+    command the Python process runs under, such as `unshare`; `cli`: through run_build, as
+    `invoke build` runs it)."""
     env = {
         "PATH": os.environ["PATH"],
         "PYTHONPATH": str(ROOT),
@@ -239,7 +255,16 @@ def start_build(
     }
     args = [fake.server.url, str(fake.secret_key), str(cache), str(dist), hook]
     return subprocess.Popen(
-        [sys.executable, "-c", _SCRIPT, str(fake.root), *args, str(marker or "/nonexistent")],
+        [
+            *wrapper,
+            sys.executable,
+            "-c",
+            _SCRIPT,
+            str(fake.root),
+            *args,
+            str(marker or "/nonexistent"),
+            *(["cli"] if cli else []),
+        ],
         env=env,
         cwd=fake.root,
         stdout=subprocess.PIPE,
@@ -301,6 +326,7 @@ _LOCAL = {
     "usize": (22, "<I"),
 }
 _CENTRAL = {
+    "made_by": (4, "<H"),  # the host system in the high byte (3 Unix, 19 macOS), spec version low
     "version": (6, "<H"),
     "flags": (8, "<H"),
     "method": (10, "<H"),

@@ -96,12 +96,17 @@ class Checker:
             elif value:
                 self._word(key, value, where, name)
         elif kind == "strings":
-            items = [value] if isinstance(value, str) else value
+            # one string where a list belongs is refused: `roots = "lib*"` would read as
+            # a list only by luck; the reference says list of strings
+            items = [value] if isinstance(value, str) and key.one else value
             if not isinstance(items, list) or not all(isinstance(v, str) and v for v in items):
                 self._wrong(key, value, where, name)
                 return
             if key.nonempty and not items:
                 self.add(where, name, "must not be empty")
+            # a target or runtime named twice would be staged twice into one directory
+            for item in sorted({i for i in items if items.count(i) > 1}):
+                self.add(where, name, f"lists {item!r} twice")
             for item in items:
                 self._word(key, item, where, name)
         elif kind == "integer":

@@ -8,8 +8,8 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from functools import cached_property
 
-# What a key's value may be. "strings": a list of non-empty strings (one string is read as a
-# one-item list, as TableReader.text_list does); "tables": an array of tables; "list": any list.
+# What a key's value may be. "strings": a list of non-empty strings (one string is refused, as
+# the reference says, unless the key is `one`); "tables": an array of tables; "list": any list.
 TYPES = ("string", "strings", "integer", "boolean", "date", "table", "tables", "list", "any")
 
 
@@ -48,6 +48,7 @@ class Key:
     table: Table | None = None  # the shape of a "table" or of each of "tables"
     ref: str = ""  # each value names an entry of this top-level table of the same file
     when: tuple[str, tuple[str, ...]] | None = None  # only where sibling key has one of values
+    one: bool = False  # "strings" that may also be one string (a waiver's sha256 of one file)
 
 
 @dataclass(frozen=True)

@@ -37,6 +37,8 @@ def _cell(text: str) -> str:
 
 
 def _type(key: Key) -> str:
+    if key.one:
+        return "string or list of strings"
     return {
         "strings": "list of strings",
         "tables": "array of tables",

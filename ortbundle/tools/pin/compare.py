@@ -8,7 +8,7 @@ import os
 import shutil
 import tempfile
 from collections.abc import Sequence
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
 from ortbundle._core.errors import OrtbundleError
@@ -17,6 +17,7 @@ from ortbundle._core.progress import Reporter
 from ortbundle.config.plan import BuildOptions, Project
 from ortbundle.config.recipes import load_product
 from ortbundle.licensing.attribution import TargetLicensing
+from ortbundle.licensing.audit import ChannelAudit
 from ortbundle.pipeline.build import AuditFailed, build
 from ortbundle.pipeline.result import BuildResult
 from ortbundle.tools.pin.options import PinOptions
@@ -76,6 +77,9 @@ class ProductBump:
     old_error: str | None  # the previous pin did not build (no comparison for the files)
     new_error: str | None  # the new pin does not build
     new_exit_code: int  # 0 when the new build succeeded
+    # waivers whose reviewed sha256 the new bytes no longer match (the old ones did): a
+    # development build still relies on them, a --release refuses them
+    stale_waivers: tuple[str, ...] = ()
 
 
 @dataclass(frozen=True)
@@ -102,6 +106,7 @@ class BumpReport:
                 )
             if product.new_error:
                 out.append(f"{product.product}: THE NEW PIN DOES NOT BUILD: {product.new_error}")
+            out += [f"{product.product}: {line}" for line in product.stale_waivers]
             for t in product.targets:
                 out.append(
                     f"{product.product} {t.target}: {t.old_size:,} → {t.new_size:,} bytes "
@@ -151,6 +156,27 @@ class _TargetState:
 class _Side:
     targets: dict[str, _TargetState]
     error: OrtbundleError | None
+    stale_waivers: dict[tuple[str, str, str], str] = field(default_factory=dict)
+
+
+def _stale_waivers(audits: Sequence[ChannelAudit]) -> dict[tuple[str, str, str], str]:
+    """Each shipped file a waiver covers whose bytes are not the ones its sha256 says were
+    reviewed, by (waiver, file, bytes), with the line that says so."""
+    found: dict[tuple[str, str, str], str] = {}
+    for audit in audits:
+        for component in audit.waived:
+            for use in component.waiver_uses:
+                w = use.waiver
+                where = f"{w.entry or '[[waivers]]'} ({w.file}) in manifests/{w.manifest}"
+                for f in use.covered:
+                    if w.sha256 and f.sha256 not in w.sha256:
+                        found[(where, f"{f.target}/{f.path}", f.sha256)] = (
+                            f"waiver {where} no longer matches the new bytes: "
+                            f"{f.target}/{f.path} is sha256 {f.sha256}, the review was of "
+                            f"{' or '.join(w.sha256)} — a --release refuses it until a person "
+                            "reviews the new file and updates the waiver's sha256"
+                        )
+    return found
 
 
 def _licences(licensing: TargetLicensing) -> dict[str, str]:
@@ -174,12 +200,13 @@ def _state(result: BuildResult) -> dict[str, _TargetState]:
 
 def _build_side(project: Project, options: BuildOptions, reporter: Reporter) -> _Side:
     try:
-        return _Side(_state(build(project, options, reporter)), None)
+        result = build(project, options, reporter)
     except AuditFailed as failed:
         licences = {t.target: _TargetState(None, None, _licences(t)) for t in failed.licensing}
-        return _Side(licences, failed)
+        return _Side(licences, failed, _stale_waivers(failed.audits))
     except OrtbundleError as exc:
         return _Side({}, exc)
+    return _Side(_state(result), None, _stale_waivers(result.audits))
 
 
 def _compare(product: str, targets: Sequence[str], old: _Side, new: _Side) -> ProductBump:
@@ -235,6 +262,9 @@ def _compare(product: str, targets: Sequence[str], old: _Side, new: _Side) -> Pr
         _describe(old.error),
         _describe(new.error),
         new.error.exit_code if new.error else 0,
+        tuple(
+            line for key, line in sorted(new.stale_waivers.items()) if key not in old.stale_waivers
+        ),
     )
 
 
