@@ -31,7 +31,7 @@ from tests.helpers.android import AAR_MEMBER, BIONIC, K16, AndroidProject, sha25
 from tests.helpers.elf import make_elf
 from tests.helpers.maven_server import MavenServer
 from tests.helpers.npm_server import NpmServer, sri
-from tests.helpers.project import FAST_RETRY
+from tests.helpers.project import CORE_EXPORTS, CPU, FAST_RETRY
 from tests.helpers.tarballs import make_aar, make_tarball
 
 PACKAGE = "fake-onnxruntime"
@@ -81,7 +81,13 @@ def stock(version: str, member: str = AAR_MEMBER) -> tuple[bytes, bytes]:
     members: dict[str, bytes] = {"headers/onnxruntime_c_api.h": b"/* C API */\n"}
     for abi, machine in (("arm64-v8a", "EM_AARCH64"), ("x86_64", "EM_X86_64")):
         members[f"jni/{abi}/libonnxruntime.so"] = make_elf(
-            machine=machine, soname="libonnxruntime.so", needed=BIONIC, align=K16, payload=payload
+            machine=machine,
+            soname="libonnxruntime.so",
+            needed=BIONIC,
+            align=K16,
+            payload=payload,
+            exports=CORE_EXPORTS,
+            rodata=CPU,
         )
     aar = make_aar(members)
     return make_tarball({"package/LICENSE": b"MIT License\n", member: aar}), aar
@@ -96,6 +102,8 @@ def qnn_ort(version: str) -> bytes:
                 needed=BIONIC,
                 align=K16,
                 payload=version.encode() * 100,
+                exports=CORE_EXPORTS,
+                rodata=("QNNExecutionProvider", *CPU),
             )
         }
     )
@@ -108,7 +116,12 @@ def android(tmp_path: Path, registries: Registries) -> AndroidProject:
     project = AndroidProject(tmp_path / "project", with_qnn=True)
     project.stock = {  # the same bytes stock("1.0.0") makes: a 1.0.0 → 1.1.0 bump changes one file
         f"jni/{abi}/libonnxruntime.so": make_elf(
-            machine=machine, soname="libonnxruntime.so", needed=BIONIC, align=K16
+            machine=machine,
+            soname="libonnxruntime.so",
+            needed=BIONIC,
+            align=K16,
+            exports=CORE_EXPORTS,
+            rodata=CPU,
         )
         for abi, machine in (("arm64-v8a", "EM_AARCH64"), ("x86_64", "EM_X86_64"))
     }
