@@ -454,3 +454,40 @@ def test_a_plugin_ep_is_scaffolded_as_one_and_paired_with_the_projects_core(
     (target,) = result.targets
     plugin = target.stage / "plugins/nv-ep-like/onnxruntime_providers_nv_tensorrt_rtx.dll"
     assert plugin.is_file()
+
+
+def test_new_recipe_adds_to_an_existing_product_and_says_what_it_added(
+    tmp_path: Path, index: IndexServer, reporter: Reporter
+) -> None:
+    """A product the user already has keeps every line they wrote; the new runtime and its
+    targets are added, the plugin paired with the project's core, and the scaffold says so."""
+    _nvidia_like(tmp_path, index)
+    root = _root(tmp_path)
+    project = Project.at(root)
+    windows = ("windows-x86_64",)  # where the plugin ships: the core's product is that target's
+    core = options(tmp_path, PROJECT, index_url=index.url, product="app", targets=windows)
+    new_recipe(project, core, reporter)
+    manifest = root / "manifests" / "app.toml"
+    manifest.write_text(
+        manifest.read_text().replace('version = "0.1.0"', 'version = "2.5.0"  # my release')
+    )
+    again = new_recipe(
+        project, options(tmp_path, "pypi:nv-ep-like", index_url=index.url, product="app"), reporter
+    )
+    text = manifest.read_text()
+    assert 'version = "2.5.0"  # my release' in text  # the user's lines are kept
+    product = tomllib.loads(text)
+    assert product["product"]["runtimes"] == [PROJECT]
+    assert product["plugin"] == {"nv-ep-like": {"pairs_with": [PROJECT]}}
+    assert product["product"]["targets"] == ["windows-x86_64"]
+    added = [n for n in again.notes if n.startswith("added to manifests/app.toml")]
+    assert added and "[plugin.nv-ep-like] pairs_with" in added[0], again.notes
+    build(project, build_options(tmp_path, "app", index_url=index.url), reporter)
+    # asked again, nothing is listed twice and the scaffold says it added nothing
+    third = new_recipe(
+        project,
+        options(tmp_path, "pypi:nv-ep-like", index_url=index.url, product="app", force=True),
+        reporter,
+    )
+    assert tomllib.loads(manifest.read_text())["product"]["runtimes"] == [PROJECT]
+    assert "added to manifests/app.toml" not in " ".join(third.notes)  # --force: written anew

@@ -40,7 +40,7 @@ from ortbundle.tools.scaffold.propose import (
     read_text,
     version_glob,
 )
-from ortbundle.tools.scaffold.render import product_text, recipe_text
+from ortbundle.tools.scaffold.render import add_to_product, product_text, recipe_text
 from ortbundle.tools.scaffold.resolve import Asking, Resolved, Wanted, resolve
 from ortbundle.tools.scaffold.resolve import parse_coordinates as parse_coordinates
 
@@ -144,13 +144,13 @@ def new_recipe(project: Project, options: ScaffoldOptions, reporter: Reporter) -
             f"product name {options.product!r} must be lower-case letters, digits, . _ -",
             fix="pass --product with such a name",
         )
-    for path in (recipe_path, product_path):
-        if path is not None and path.exists() and not options.force:
-            raise ConfigError(
-                f"{path.relative_to(project.root)} exists; the scaffold does not overwrite it",
-                file=str(path),
-                fix="pass --force to replace it, or --name/--product to write another",
-            )
+    # an existing product is added to (below); only an existing recipe needs --force
+    if recipe_path.exists() and not options.force:
+        raise ConfigError(
+            f"{recipe_path.relative_to(project.root)} exists; the scaffold does not overwrite it",
+            file=str(recipe_path),
+            fix="pass --force to replace it, or --name to write another",
+        )
     pin_options = PinOptions(
         index_url=options.index_url, retry=options.retry, environ=options.environ
     )
@@ -263,7 +263,16 @@ def _read_check_write(
                 "one (invoke new-recipe -s pypi:onnxruntime==VERSION) and list it in runtimes "
                 f"and [plugin.{name}] pairs_with"
             )
-        text = product_text(product_path.stem, name, targets, plugin=plugin, pairs=pairs)
+        if product_path.exists() and not options.force:
+            text, added = add_to_product(
+                product_path.read_text("utf-8"), name, targets, plugin=plugin, pairs=pairs
+            )
+            notes.append(
+                f"added to {product_path.relative_to(project.root)}: "
+                + ("; ".join(added) if added else f"nothing, it already lists {name}")
+            )
+        else:
+            text = product_text(product_path.stem, name, targets, plugin=plugin, pairs=pairs)
         atomic_write(product_path, text)
     return ScaffoldResult(
         recipe_path, product_path, resolved, tuple(proposals), kept, tuple(choices), tuple(notes)

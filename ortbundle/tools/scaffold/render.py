@@ -232,3 +232,37 @@ def product_text(
         section.add(recipe, pairing)
         doc.add("plugin", section)
     return tomlkit.dumps(doc)
+
+
+def add_to_product(
+    text: str,
+    recipe: str,
+    targets: Sequence[str],
+    *,
+    plugin: bool = False,
+    pairs: Sequence[str] = (),
+) -> tuple[str, tuple[str, ...]]:
+    """An existing product manifest with the runtime `recipe` (or the plugin EP `recipe`, paired
+    with `pairs`) added, every other line kept as the user wrote it; with what was added."""
+    doc = tomlkit.parse(text)
+    table = doc["product"]
+    added: list[str] = []
+    listed = table.setdefault("targets", _array([]))
+    new_targets = [t for t in targets if t not in listed]
+    listed.extend(new_targets)
+    if new_targets:
+        added.append(f"targets += {', '.join(new_targets)}")
+    runtimes = table.setdefault("runtimes", _array([]))
+    wanted = list(pairs) if plugin else [recipe]
+    new_runtimes = [r for r in wanted if r not in runtimes]
+    runtimes.extend(new_runtimes)
+    if new_runtimes:
+        added.append(f"runtimes += {', '.join(new_runtimes)}")
+    if plugin:
+        section = doc.setdefault("plugin", tomlkit.table(is_super_table=True))
+        if recipe not in section:
+            pairing = tomlkit.table()
+            pairing.add("pairs_with", _array(list(pairs)))
+            section.add(recipe, pairing)
+            added.append(f"[plugin.{recipe}] pairs_with = {list(pairs)}")
+    return tomlkit.dumps(doc), tuple(added)
