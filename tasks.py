@@ -486,7 +486,8 @@ def smoke(
         "(an AAR) or npm:PACKAGE[@VERSION]",
         "version": "the release (default: the newest final one)",
         "name": "the recipe's name (default: from the coordinates)",
-        "product": "also write manifests/PRODUCT.toml, a minimal product that ships it (an existing one: add to it)",
+        "product": "also write manifests/PRODUCT.toml, a minimal product that ships it "
+        "(an existing one: add to it)",
         "target": "only this target (repeatable; default: every target the release publishes)",
         "force": "replace an existing recipe (and product)",
         "index-url": "Python package index (default: pip's configuration)",
