@@ -491,3 +491,23 @@ def test_new_recipe_adds_to_an_existing_product_and_says_what_it_added(
     )
     assert tomllib.loads(manifest.read_text())["product"]["runtimes"] == [PROJECT]
     assert "added to manifests/app.toml" not in " ".join(third.notes)  # --force: written anew
+
+
+def test_a_meta_package_names_the_package_it_depends_on(tmp_path: Path, index: IndexServer) -> None:
+    """NVIDIA's `onnxruntime-ep-nv-tensorrt-rtx` is a 2 KB pure wheel whose METADATA requires
+    the package that carries the DLLs: the scaffold says so instead of "no wheel for" every
+    target, and points at that package (an extra's requirement is not one)."""
+    wheel = tmp_path / "w" / "nv_meta-0.5.0-py3-none-any.whl"
+    metadata = "Requires-Dist: nv-ep-like==0.5.0\nRequires-Dist: pytest; extra == 'test'\n"
+    index.add(
+        "nv-meta",
+        make_wheel(wheel, "nv-meta", "0.5.0", {"nv_meta/__init__.py": b""}, metadata=metadata),
+    )
+    root = _root(tmp_path)
+    with pytest.raises(CommandFailed) as failed:
+        run_new_recipe(options(tmp_path, "pypi:nv-meta", index_url=index.url), root=root)
+    message = str(failed.value)
+    assert failed.value.code == FetchError.exit_code, message
+    assert "nv-meta is a meta-package" in message and "depends on nv-ep-like" in message, message
+    assert "pytest" not in message.split(" — fix:")[0], message
+    assert "invoke new-recipe -s pypi:nv-ep-like" in message, message

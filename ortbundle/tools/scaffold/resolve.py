@@ -10,9 +10,11 @@ from __future__ import annotations
 
 import re
 import tarfile
+import tempfile
 from collections import Counter
 from collections.abc import Sequence
 from dataclasses import dataclass
+from email.parser import HeaderParser
 from pathlib import Path
 
 from packaging.tags import Tag
@@ -233,6 +235,14 @@ def _pypi(wanted: Wanted, targets: Sequence[str], via: Asking) -> Resolved:
             notes.append(f"{candidate} skipped: no wheel for a target ortbundle builds")
     if not chosen:
         names = sorted({f.filename for f in files})[-6:]
+        depends = _meta_package_depends(wanted, files, via)
+        if depends:
+            raise FetchError(
+                f"{wanted.name} is a meta-package: its wheel carries no native library and "
+                f"depends on {', '.join(depends)} (files: {', '.join(names)})",
+                component=component,
+                fix=f"scaffold the package it depends on: invoke new-recipe -s pypi:{depends[0]}",
+            )
         raise FetchError(
             f"{wanted.name} publishes no wheel for {', '.join(targets)} "
             f"(files: {', '.join(names)})",
@@ -258,6 +268,47 @@ def _pypi(wanted: Wanted, targets: Sequence[str], via: Asking) -> Resolved:
         for target, s in sources
     )
     return Resolved(wanted, str(version), pinned, tuple(notes))
+
+
+_REQUIREMENT_NAME = re.compile(r"^\s*([A-Za-z0-9][A-Za-z0-9._-]*)")
+
+
+def _meta_package_depends(wanted: Wanted, files: Sequence[Listed], via: Asking) -> list[str]:
+    """What a pure wheel (py3-none-any, no library of any platform) installs instead: the
+    projects its METADATA requires outside any extra; [] when it is not such a wheel."""
+    pure = [
+        f
+        for f in files
+        if f.filename.endswith("-none-any.whl")
+        and not f.yanked
+        and (wanted.version is None or str(f.version) == wanted.version)
+    ]
+    if not pure:
+        return []
+    wheel = max(pure, key=lambda f: f.version)
+    origin = PypiCoordinates(wanted.name, str(wheel.version), wheel.filename)
+    sha256 = published_sha256(wheel, via.component, "the scaffold")
+    source = Source("meta", origin, sha256, wheel.size)
+    fetcher = Fetcher(via.cache, via.reporter, registries=via.ask.registries)
+    got = fetcher.fetch_all([(via.component, source)], jobs=1)[source.sha256]
+    with (
+        ZipArchive(got.path, label=wheel.filename, component=via.component) as archive,
+        tempfile.TemporaryDirectory() as scratch,
+    ):
+        names = [n for n in archive.members if n.endswith(".dist-info/METADATA")]
+        if not names:
+            return []
+        text = archive.extract(names[0], Path(scratch) / "METADATA").path.read_text(
+            "utf-8", errors="replace"
+        )
+    requires = HeaderParser().parsestr(text).get_all("Requires-Dist") or []
+    found = []
+    for requirement in requires:
+        marker = str(requirement).partition(";")[2]
+        name = _REQUIREMENT_NAME.match(str(requirement))
+        if name and "extra" not in marker:
+            found.append(name.group(1))
+    return found
 
 
 # --- Maven and npm ------------------------------------------------------------------------------
