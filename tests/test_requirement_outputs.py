@@ -114,7 +114,7 @@ roots = ["{entry}"]
 
 [[targets.{target}.take]]
 source = "{source}"
-libraries = ["ep_nv/*.so", "ep_nv/*.dll"]
+libraries = ["ep_nv/*.{entry.rsplit(".", 1)[1]}"]
 
 [[targets.{target}.licenses]]
 component = "{PLUGIN}"

@@ -200,11 +200,23 @@ def _same_file(fd: int, path: Path) -> bool:
     return (here.st_dev, here.st_ino) == (there.st_dev, there.st_ino)
 
 
+_QUIET_WAIT = 1.0  # seconds: a lock freed sooner is a neighbour's moment, not worth a line
+
+
 def _wait(fd: int, path: Path, waiting: str | None) -> None:
-    """Block for the lock, saying so when another build holds it (`waiting`: what it guards)."""
+    """Block for the lock, saying so when another build holds it (`waiting`: what it guards)
+    for longer than a moment: a worker of the same build in another process, or one whose
+    count in _MINE raced ours, frees it within that moment and goes unmentioned."""
+    started = time.monotonic()
+    while time.monotonic() - started < _QUIET_WAIT:
+        time.sleep(0.02)
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            continue
+        return
     if waiting is not None:
         notice(f"waiting for another build, which holds the lock on {waiting} ({path})")
-    started = time.monotonic()
     fcntl.flock(fd, fcntl.LOCK_EX)
     if waiting is not None:
         notice(f"got the lock on {waiting} after {time.monotonic() - started:.1f} s")

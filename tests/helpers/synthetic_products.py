@@ -133,6 +133,12 @@ def _library_members(
             _archive(archives, recipe.sources[source_id]).members[member] = _library(
                 target, name, needed, *facts
             )
+        # the build refuses a take glob that takes nothing and warns of a drop that drops
+        # nothing: each gets a member of its own, which nothing needs
+        for member, source_id, name in _unmatched(recipe, section, target, archives):
+            _archive(archives, recipe.sources[source_id]).members[member] = _library(
+                target, name, _BASE[target.os]
+            )
         for payload in section.payloads:
             for files in payload.files:
                 member = _instance(files)
@@ -149,6 +155,52 @@ def _library_members(
                         f"Synthetic licence text of {rule.component}\n"
                         f"Copyright (c) {rule.component} authors\n"
                     ).encode()
+
+
+def _unmatched(
+    recipe: Recipe, section: TargetRecipe, target: Target, archives: dict[str, _Archive]
+) -> list[tuple[str, str, str]]:
+    """(member, source id, file name) for each take glob no member matches yet, and for each
+    drop glob no taken member matches: a name that glob (and its take's) matches."""
+    added: list[tuple[str, str, str]] = []
+
+    def members(source_id: str) -> list[str]:
+        have = list(_archive(archives, recipe.sources[source_id]).members)
+        return have + [m for m, s, _ in added if s == source_id]
+
+    for take in section.takes:
+        for library in take.libraries:
+            if not any(fnmatch.fnmatchcase(m, library) for m in members(take.source)):
+                directory, _, pattern = library.rpartition("/")
+                name = _instance(pattern)
+                added.append((f"{directory}/{name}" if directory else name, take.source, name))
+    for drop in section.drops:
+        for glob in drop.names:
+            taken = [
+                m.rpartition("/")[2]
+                for take in section.takes
+                for m in members(take.source)
+                if any(fnmatch.fnmatchcase(m, lib) for lib in take.libraries)
+            ]
+            if any(_match(target, n, glob) for n in taken):
+                continue
+            for take in section.takes:
+                for library in take.libraries:
+                    directory, _, pattern = library.rpartition("/")
+                    for fill in ("", "x", ".so", ".dll", ".pyd", ".so.1"):
+                        name = glob.replace("*", fill).replace("?", "1")
+                        if _match(target, name, pattern) and _match(target, name, glob):
+                            added.append(
+                                (f"{directory}/{name}" if directory else name, take.source, name)
+                            )
+                            break
+                    else:
+                        continue
+                    break
+                else:
+                    continue
+                break
+    return added
 
 
 def _libraries(recipe: Recipe, section: TargetRecipe, target: Target) -> list[tuple[str, str, str]]:
