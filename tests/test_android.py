@@ -25,6 +25,7 @@ from tests.helpers.android import (
     sha256_of,
     stock_members,
 )
+from tests.helpers.bite import each
 from tests.helpers.elf import make_elf
 from tests.helpers.maven_server import MavenServer
 from tests.helpers.npm_server import NpmServer
@@ -77,7 +78,7 @@ def test_the_stock_runtime_is_renamed_and_its_soname_follows(
 ) -> None:
     seeded(android, registries)
     result = build(android.project, android.options(), plain_reporter())
-    for target in result.targets:
+    for target in each(result.targets, "targets"):
         directory = target.stage / "runtimes/generic"
         assert sorted(p.name for p in directory.iterdir()) == ["libonnxruntime_generic.so"]
         info = inspect(directory / "libonnxruntime_generic.so")
@@ -99,7 +100,7 @@ def test_a_library_that_needs_the_renamed_one_follows_it(
     text = text.replace('names = ["libonnxruntime4j_jni.so"]', 'names = ["nothing"]')
     (android.root / "recipes/generic.toml").write_text(text)
     result = build(android.project, android.options(), plain_reporter())
-    for target in result.targets:
+    for target in each(result.targets, "targets"):
         jni = inspect(target.stage / "runtimes/generic/libonnxruntime4j_jni.so")
         assert "libonnxruntime_generic.so" in jni.needed
         assert "libonnxruntime.so" not in jni.needed
@@ -278,7 +279,7 @@ def test_a_renamed_library_leaves_no_link_by_its_old_soname(
         )
     seeded(android, registries)
     result = build(android.project, android.options(), plain_reporter())
-    for target in result.targets:
+    for target in each(result.targets, "targets"):
         directory = target.stage / "runtimes/generic"
         assert sorted(p.name for p in directory.iterdir()) == ["libonnxruntime_generic.so"]
         assert inspect(directory / "libonnxruntime_generic.so").soname == (

@@ -31,6 +31,7 @@ from ortbundle.pipeline.result import BuildResult
 from ortbundle.stage.binaries.loadable import android_api_level
 from tests.helpers.android import AndroidProject
 from tests.helpers.apk import PAGE, Assembled, Tools, assemble, badging, find_tools
+from tests.helpers.bite import each
 from tests.helpers.maven_server import MavenServer
 from tests.helpers.npm_server import NpmServer
 from tests.helpers.real import ROOT
@@ -395,7 +396,7 @@ def _round(size: int) -> int:
 
 
 def test_the_size_report_is_what_the_apk_stores(built: Built) -> None:
-    for abi in _abis(built):
+    for abi in each(_abis(built), "ABIs"):
         report = json.loads((built.channel / f"size-report.{abi}.json").read_text("utf-8"))
         index = json.loads(built.read(f"assets/ortbundle/{abi}/runtimes.json"))
         libraries = _libraries(built, abi)

@@ -34,6 +34,7 @@ from ortbundle.licensing.attribution import ShippedFile
 from ortbundle.stage.closure import Closure
 from ortbundle.stage.index_json import INDEX_NAME, LOADER_NAME, write_index
 from ortbundle.stage.staging import StagedFile, StagedRuntime
+from tests.helpers.bite import each
 from tests.helpers.elf import make_elf
 from tests.helpers.packages import EPOCH, SETTINGS, make_package_input
 
@@ -313,7 +314,7 @@ def test_fixed_modes_whatever_the_umask(tmp_path: Path) -> None:
         out = generate_both(tmp_path)[ARM].directory
     finally:
         os.umask(old)
-    for path in out.rglob("*"):
+    for path in each(out.rglob("*"), "generated files"):
         wanted = 0o755 if path.is_dir() else 0o644
         assert stat.S_IMODE(path.stat().st_mode) == wanted, path
 

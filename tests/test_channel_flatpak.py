@@ -509,9 +509,7 @@ def _copy_with_libraries(tools: list[str], files: Path) -> None:
         program = shutil.which(tool)
         assert program is not None
         shutil.copy2(os.path.realpath(program), files / "bin" / tool)
-        listed = subprocess.run(
-            ["ldd", program], capture_output=True, text=True, check=False
-        ).stdout
+        listed = subprocess.run(["ldd", program], capture_output=True, text=True, check=True).stdout
         for token in listed.split():
             if not token.startswith("/"):
                 continue

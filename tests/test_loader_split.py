@@ -21,6 +21,7 @@ from ortbundle._core.progress import Reporter
 from ortbundle.payload import loader
 from ortbundle.payload.loader import EXPORTS, MODULES, join, loader_source, main, wrong_system
 from ortbundle.pipeline.build import build
+from tests.helpers.bite import each
 from tests.helpers.probe import run_python
 from tests.helpers.project import FakeProject
 
@@ -359,7 +360,7 @@ def test_the_package_holds_the_six_modules_and_nothing_the_join_leaves_out() -> 
 
 
 def test_each_module_imports_only_the_standard_library_and_the_modules_before_it() -> None:
-    for position, (module, text) in enumerate(texts().items()):
+    for position, (module, text) in enumerate(each(texts().items(), "loader modules")):
         tree = ast.parse(text)
         for node in ast.walk(tree):
             if not isinstance(node, ast.Import | ast.ImportFrom):
@@ -371,8 +372,8 @@ def test_each_module_imports_only_the_standard_library_and_the_modules_before_it
                 sibling = name.removeprefix(f"{PACKAGE}.")
                 assert sibling in MODULES[:position], f"{where}: not a module before {module}"
             else:
-                for each in imported_modules(node):
-                    assert each.split(".")[0] in {*sys.stdlib_module_names, "__future__"}, where
+                for imported in imported_modules(node):
+                    assert imported.split(".")[0] in {*sys.stdlib_module_names, "__future__"}, where
 
 
 def test_nothing_in_payload_imports_an_ortbundle_module_inside_a_function() -> None:

@@ -300,13 +300,16 @@ def test_a_length_is_bounded_by_its_message_not_by_the_buffer() -> None:
 def test_every_truncation_is_refused_until_the_graph_is_whole() -> None:
     data = pb.detector()
     graph_end = data.index(pb.f_bytes(8, pb.opset_id("", 13)))
-    for cut in range(len(data)):
+    read_at = []
+    for cut in range(len(data) + 1):
         try:
             info = read(data[:cut])
         except BinaryError:
             continue
         assert cut >= graph_end, f"a model cut at byte {cut} of {len(data)} was read"
         assert [s.name for s in info.inputs] == ["images"]
+        read_at.append(cut)
+    assert read_at[0] == graph_end and read_at[-1] == len(data), read_at
 
 
 def test_a_missing_or_unreadable_file_is_a_binary_error(tmp_path: Path) -> None:

@@ -18,6 +18,7 @@ from ortbundle.pipeline.build import DEFAULT_PRODUCT
 from ortbundle.pipeline.result import BuildResult
 from ortbundle.stage.binaries import inspect
 from ortbundle.stage.system import runtime_system
+from tests.helpers.bite import each
 from tests.helpers.real import (
     KEPT_FILES,
     assert_every_needed_library_resolves,
@@ -75,8 +76,8 @@ def test_no_python_binding_or_dropped_plugin_is_staged(real_build: BuildResult) 
         "tbbbind",
         "tbbmalloc_proxy",
     )
-    for target in real_build.targets:
-        for path in target.stage.rglob("*"):
+    for target in each(real_build.targets, "targets"):
+        for path in each(target.stage.rglob("*"), "staged files"):
             assert not any(word in path.name for word in forbidden), path
 
 
@@ -226,7 +227,7 @@ def test_packages_carry_exactly_the_staged_files(real_build: BuildResult) -> Non
 
 
 def test_the_default_product_ships_real_models_gated_and_indexed(real_build: BuildResult) -> None:
-    for target in real_build.targets:
+    for target in each(real_build.targets, "targets"):
         index = json.loads((target.stage / "models.json").read_text())
         forms = {m["name"]: m["forms"][0] for m in index["models"]}
         assert set(forms) == {"sigmoid", "logreg-iris"}

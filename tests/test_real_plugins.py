@@ -22,6 +22,7 @@ from ortbundle._core.errors import IntegrityError
 from ortbundle.fetch.archives import ZipArchive
 from ortbundle.pipeline.result import BuildResult
 from ortbundle.stage.binaries import inspect
+from tests.helpers.bite import each
 from tests.helpers.real import (
     KEPT_FILES,
     assert_every_needed_library_resolves,
@@ -126,7 +127,7 @@ def test_exact_kept_file_sets(plugins_build: BuildResult) -> None:
 
 
 def test_no_onnxruntime_core_inside_any_plugin(plugins_build: BuildResult) -> None:
-    for target in plugins_build.targets:
+    for target in each(plugins_build.targets, "targets"):
         plugins = sorted((target.stage / "plugins").iterdir())
         assert plugins, target.target
         for directory in plugins:
@@ -174,7 +175,7 @@ def test_runtimes_json_lists_each_plugin_under_the_runtime_it_pairs_with(
     schema = json.loads(
         resources.files("ortbundle").joinpath("data/runtimes.schema.json").read_text()
     )
-    for target in plugins_build.targets:
+    for target in each(plugins_build.targets, "targets"):
         index = json.loads((target.stage / "runtimes.json").read_text())
         jsonschema.validate(index, schema)
         pairs = {

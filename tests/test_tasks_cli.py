@@ -13,6 +13,8 @@ from pathlib import Path
 import pytest
 from invoke.collection import Collection
 
+from tests.helpers.bite import each
+
 ROOT = Path(__file__).resolve().parents[1]
 
 
@@ -72,7 +74,7 @@ def test_help_is_never_taken_as_a_value() -> None:
     from invoke.parser import Parser
 
     parser = Parser(contexts=_collection().to_contexts())
-    for task in _collection().task_names:
+    for task in each(_collection().task_names, "tasks"):
         try:  # without invoke's core flags, a --help no task argument takes is refused
             parsed = parser.parse_argv([task, "--help"])
         except ParseError:
