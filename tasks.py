@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import shlex
 import signal
 import sys
@@ -431,14 +432,26 @@ def clean(c: Context) -> None:
     run_clean()
 
 
+# The tiers `invoke test --fast` leaves out: the real downloads, every outside tool (and Wine,
+# the APK tools, Chromium, qemu), and the few synthetic tests that take many seconds each.
+SLOW_TIERS = ("real", "tools", "apk", "windows", "chromium", "slow")
+
+
 @task(
-    help={"fast": "skip the real tier (no downloads)", "k": "only tests matching this expression"}
+    help={
+        "fast": "the loop before a commit: synthetic tests only, no outside tool, none slow",
+        "k": "only tests matching this expression",
+        "jobs": "test processes (default: one per core; 1 runs every test in this process)",
+    }
 )
-def test(c: Context, fast: bool = False, k: str = "") -> None:
+def test(c: Context, fast: bool = False, k: str = "", jobs: int = 0) -> None:
     """Run the whole test suite: unit, integration on synthetic inputs, and the real tier."""
     args = [sys.executable, "-m", "pytest"]
+    workers = jobs or os.cpu_count() or 1
+    if workers > 1:  # a test file per worker at a time: a module's fixtures are built once
+        args += ["-n", str(workers), "--dist", "loadfile", "-p", "no:benchmark"]
     if fast:
-        args += ["-m", "not real"]
+        args += ["-m", f"not ({' or '.join(SLOW_TIERS)})"]
     if k:
         args += ["-k", k]
     result = c.run(shlex.join(args), pty=False, warn=True, env={"PYTHONDONTWRITEBYTECODE": "1"})

@@ -10,6 +10,14 @@ from tests.helpers.index_server import IndexServer
 from tests.helpers.project import FakeProject
 
 
+@pytest.fixture(autouse=True)
+def _output_unwrapped(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Output as a log gets it, each message on one line, whoever runs the suite: pytest-xdist
+    gives its workers COLUMNS=80, which wraps messages the tests look for whole. A test of the
+    wrapping sets COLUMNS itself."""
+    monkeypatch.delenv("COLUMNS", raising=False)
+
+
 @pytest.fixture
 def server() -> Iterator[IndexServer]:
     with IndexServer().running() as running:

@@ -9,27 +9,20 @@ from pathlib import Path
 
 import pytest
 
-from ortbundle._core.progress import plain_reporter
 from ortbundle.config.recipes import load_product, load_recipe
 from ortbundle.config.targets import get_target, overlays
-from ortbundle.pipeline.build import BuildOptions, Project, build
 from ortbundle.pipeline.result import BuildResult
-from tests.helpers.real import target_result
+from tests.helpers.real import build_product, target_result
 
 pytestmark = pytest.mark.real
 
 ROOT = Path(__file__).resolve().parents[1]
-_BUILT: dict[str, BuildResult] = {}
 
 
 def _build(tmp_path_factory: pytest.TempPathFactory, product: str) -> BuildResult:
     """The Arch channel only: it packages linux-x86_64, the target these tests look at (the
     CUDA provider is 250 MB; compressing it into an installer belongs to the Windows tier)."""
-    if product not in _BUILT:
-        dist = tmp_path_factory.mktemp("dist")
-        options = BuildOptions(product=product, channels=("arch",))
-        _BUILT[product] = build(Project.at(ROOT, dist), options, plain_reporter())
-    return _BUILT[product]
+    return build_product(tmp_path_factory, product, channels=("arch",))
 
 
 def _srcinfo(result: BuildResult, field: str) -> list[str]:

@@ -4,12 +4,15 @@ from __future__ import annotations
 
 import fnmatch
 import os
+import pickle
 import zipfile
 from collections.abc import Callable, Mapping
+from dataclasses import replace
 from pathlib import Path
 
 import pytest
 
+from ortbundle._core.fsio import atomic_write, locked
 from ortbundle._core.progress import plain_reporter
 from ortbundle.config.targets import get_target
 from ortbundle.pipeline.build import DEFAULT_PRODUCT, BuildOptions, Project, build, fetch
@@ -90,18 +93,36 @@ def c_api_headers(out: Path) -> Path:
     return out
 
 
-_BUILT: dict[str, BuildResult] = {}  # one build per product per session; no test writes to it
+def _shared_root(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """The directory every pytest-xdist worker of this session sees (their base temps' parent);
+    the session's own base temp when the suite runs in one process."""
+    base = tmp_path_factory.getbasetemp()
+    return base.parent if os.environ.get("PYTEST_XDIST_WORKER") else base
 
 
-def build_product(tmp_path_factory: pytest.TempPathFactory, product: str) -> BuildResult:
+def build_product(
+    tmp_path_factory: pytest.TempPathFactory,
+    product: str,
+    channels: tuple[str, ...] | None = None,
+) -> BuildResult:
     """Build `product` of this repository from the real pinned artifacts into a fresh dist,
-    once per test session: the real tier's modules (and the Windows tier) share it read-only."""
-    if product not in _BUILT:
-        dist = tmp_path_factory.mktemp("dist")
-        _BUILT[product] = build(
-            Project.at(ROOT, dist), BuildOptions(product=product), plain_reporter()
-        )
-    return _BUILT[product]
+    once per test session however many workers run it: the first to take the lock builds and
+    leaves the result beside the dist, the others wait and read it. The real tier's modules
+    (and the Windows tier) share it read-only."""
+    name = product if channels is None else f"{product}-{'-'.join(channels)}"
+    shared = _shared_root(tmp_path_factory) / f"real-{name}"
+    saved = shared / "result.pickle"
+    with locked(shared.with_suffix(".lock")):
+        if saved.is_file():
+            with saved.open("rb") as handle:
+                result: BuildResult = pickle.load(handle)
+            return result
+        options = BuildOptions(product=product)
+        if channels is not None:
+            options = replace(options, channels=channels)
+        result = build(Project.at(ROOT, shared / "dist"), options, plain_reporter())
+        atomic_write(saved, pickle.dumps(result))
+    return result
 
 
 def target_result(result: BuildResult, name: str) -> TargetResult:
