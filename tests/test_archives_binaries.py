@@ -141,6 +141,7 @@ def test_not_a_library(tmp_path: Path) -> None:
         inspect(path)
 
 
+@pytest.mark.slow
 @settings(
     max_examples=150, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture]
 )

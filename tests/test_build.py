@@ -198,6 +198,7 @@ def test_unknown_target_lists_the_known_ones(written: FakeProject, reporter: Rep
         build(written.project, written.options(targets=("plan9-mips",)), reporter)
 
 
+@pytest.mark.slow
 def test_parallel_and_serial_builds_are_identical(written: FakeProject, reporter: Reporter) -> None:
     build(written.project, written.options(jobs=1), reporter)
     stage = written.root / "dist/fakeproduct/1.2.3"

@@ -111,6 +111,7 @@ def _component(audit: dict[str, object], channel: str, name: str) -> dict[str, o
     return found  # type: ignore[no-any-return]
 
 
+@pytest.mark.slow
 def test_directml_under_the_wheels_mit_is_review_not_allow(
     fake: FakeProject, reporter: Reporter
 ) -> None:
@@ -168,6 +169,7 @@ def test_directml_under_the_wheels_mit_is_review_not_allow(
     assert any("DirectML.dll" in f and "(review — a release needs none)" in f for f in failures)
 
 
+@pytest.mark.slow
 def test_a_confirmed_rule_with_a_valid_sign_off_passes_a_release(
     fake: FakeProject, reporter: Reporter
 ) -> None:
@@ -195,6 +197,7 @@ def test_a_confirmed_rule_with_a_valid_sign_off_passes_a_release(
     )
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize(
     ("confirmation", "says"),
     [
@@ -264,6 +267,7 @@ def _nvidia(fake: FakeProject) -> FakeProject:
     return fake.write()
 
 
+@pytest.mark.slow
 def test_every_nvidia_file_under_the_wheels_apache_is_review(
     fake: FakeProject, reporter: Reporter
 ) -> None:
@@ -391,6 +395,7 @@ def test_a_guess_warns_in_development_and_a_release_refuses_it() -> None:
     )
 
 
+@pytest.mark.slow
 def test_a_build_warns_once_per_guess(fake: FakeProject, reporter: Reporter) -> None:
     fake.windows_licenses = _rule(
         "MIT",
@@ -411,6 +416,7 @@ def test_a_build_warns_once_per_guess(fake: FakeProject, reporter: Reporter) -> 
 # --- Linux: what lintian calls embedded-library ------------------------------------------------
 
 
+@pytest.mark.slow
 def test_curl_and_mbedtls_in_a_plain_mit_library_are_listed_as_embedded(
     fake: FakeProject, reporter: Reporter
 ) -> None:

@@ -91,6 +91,7 @@ def _rebuild_elsewhere(
     return dist
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("tamper", TAMPERING)
 def test_altered_cache_blob_is_detected_and_fetched_again(
     fake: FakeProject, reporter: Reporter, tmp_path: Path, tamper: str
@@ -118,6 +119,7 @@ def test_blob_altered_with_its_mtime_put_back_is_detected(
     assert fake.server.file_requests(WHEEL) == 2
 
 
+@pytest.mark.slow
 def test_blob_altered_with_its_metadata_rewritten_is_detected_by_a_release(
     fake: FakeProject, reporter: Reporter, tmp_path: Path
 ) -> None:
@@ -130,6 +132,7 @@ def test_blob_altered_with_its_metadata_rewritten_is_detected_by_a_release(
     assert fake.server.file_requests(WHEEL) == 2
 
 
+@pytest.mark.slow
 def test_memoised_stage_forged_with_its_record_is_caught_by_a_release(
     fake: FakeProject, reporter: Reporter, tmp_path: Path
 ) -> None:
@@ -255,6 +258,7 @@ def test_cache_verify_says_what_it_did_not_that_it_fetched(
     assert fake.server.requests == []
 
 
+@pytest.mark.slow
 def test_a_release_is_never_called_up_to_date_on_the_cache_s_word(
     fake: FakeProject, capsys: pytest.CaptureFixture[str]
 ) -> None:

@@ -248,6 +248,7 @@ def test_the_plan_counts_the_downloads_the_fetch_verifies(
     assert planned[1] == fetched[1] == "4", out
 
 
+@pytest.mark.slow
 def test_pin_says_a_waiver_no_longer_matches_the_bytes_it_moves_to(tmp_path: Path) -> None:
     """A waiver signed off for the bytes of bundled.dll in 1.0.0; 1.1.0 ships other bytes
     under the same name. `invoke pin` moves the recipe and must say the waiver no longer

@@ -58,6 +58,7 @@ def test_exit_code_is_documented() -> None:
     assert DISK == 12 and "12 a disk" in readme
 
 
+@pytest.mark.slow
 @pytest.mark.mounts
 def test_a_full_dist_disk_is_one_message_and_the_old_tree_stays(
     fake: FakeProject, reporter: Reporter, tmp_path: Path
@@ -257,6 +258,7 @@ def test_an_unwritable_dist_is_named_with_the_permission_fix(
     assert snapshot(version_dir(fake, dist)) == old
 
 
+@pytest.mark.slow
 def test_too_many_open_files_says_how_to_raise_the_limit(
     fake: FakeProject, reporter: Reporter
 ) -> None:

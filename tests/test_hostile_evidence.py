@@ -51,6 +51,7 @@ CORRUPTIONS: dict[str, Callable[[dict[str, Any]], str]] = {
 }
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("corrupt", CORRUPTIONS)
 def test_a_well_formed_but_corrupt_manifest_is_named_not_the_provenance(
     fake: FakeProject, reporter: Reporter, corrupt: str
@@ -114,6 +115,7 @@ def test_the_readme_names_every_file_two_identical_builds_write_differently(
     assert unnamed == [], f"differ between identical builds, and the README does not say: {unnamed}"
 
 
+@pytest.mark.slow
 def test_an_older_signed_build_in_a_newer_version_s_place_does_not_verify(
     fake: FakeProject, reporter: Reporter
 ) -> None:

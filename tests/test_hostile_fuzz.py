@@ -16,6 +16,7 @@ import zipfile
 from functools import cache
 from pathlib import Path, PurePosixPath
 
+import pytest
 from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 
@@ -176,6 +177,7 @@ def test_elf_reader_gives_a_result_or_a_clear_error(
         assert info.format in ("elf", "pe")
 
 
+@pytest.mark.slow
 @settings(FUZZ, max_examples=120)  # pefile costs ~25 ms an input
 @given(writes=MUTATIONS, cut=st.one_of(st.none(), st.integers(0, 1200)))
 def test_pe_reader_gives_a_result_or_a_clear_error(

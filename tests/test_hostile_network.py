@@ -211,6 +211,7 @@ REFUSED: dict[str, tuple[Callable[[FakeProject, FaultServer], None], int, str, i
 }
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("fault", REFUSED)
 def test_fault_is_refused_and_nothing_unverified_is_kept(
     big: FakeProject, server: FaultServer, reporter: Reporter, fault: str

@@ -59,6 +59,7 @@ def _scratch_dirs(fake: FakeProject) -> list[str]:
 PHASES = ["download", "stage", "channel"]
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("phase", PHASES)
 def test_build_killed_mid_way_leaves_dist_whole_and_the_next_build_completes(
     fake: FakeProject,
@@ -151,6 +152,7 @@ def _quiet() -> Reporter:
     return plain_reporter()
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize(("signal_number", "name"), [(2, "SIGINT"), (15, "SIGTERM")])
 def test_a_build_interrupted_says_so_and_removes_its_scratch_tree(
     fake: FakeProject, published: dict[str, tuple[str, bytes, int]], signal_number: int, name: str
@@ -208,6 +210,7 @@ def _waiting_on_a_lock(pid: int) -> bool:
     )
 
 
+@pytest.mark.slow
 def test_a_build_waiting_for_another_s_lock_says_so(
     fake: FakeProject, published: dict[str, tuple[str, bytes, int]]
 ) -> None:

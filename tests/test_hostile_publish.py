@@ -69,6 +69,7 @@ def _verify(fake: FakeProject) -> None:
     )
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize(("mode", "step"), CASES)
 def test_build_killed_at_each_publish_step_leaves_a_verified_tree(
     fake: FakeProject, reporter: Reporter, mode: str, step: str
@@ -193,6 +194,7 @@ def test_a_set_aside_tree_is_recovered_when_every_build_gets_the_same_pid(
         assert_published_and_verified(fake)
 
 
+@pytest.mark.slow
 def test_verify_names_the_set_aside_tree_while_the_window_is_open(fake: FakeProject) -> None:
     aside = _killed_while_set_aside(fake)
     with pytest.raises(CommandFailed) as failed:
@@ -212,6 +214,7 @@ def _innermost(pid: int) -> int:
         pid = int(children[-1])
 
 
+@pytest.mark.slow
 def test_two_containers_with_the_same_pid_never_share_a_scratch_tree(
     fake: FakeProject, tmp_path: Path
 ) -> None:

@@ -119,6 +119,7 @@ def test_an_altered_memo_entry_is_rebuilt_not_used(
     assert contents(result.version_dir) == good
 
 
+@pytest.mark.slow
 def test_parallel_and_serial_builds_are_identical(
     written: FakeProject, reporter: Reporter, tmp_path: Path
 ) -> None:
@@ -135,6 +136,7 @@ def test_parallel_and_serial_builds_are_identical(
     assert contents(serial.version_dir) == contents(parallel.version_dir)
 
 
+@pytest.mark.slow
 def test_a_memo_naming_a_file_outside_its_runtime_is_discarded(
     fake: FakeProject, reporter: Reporter, monkeypatch: pytest.MonkeyPatch
 ) -> None:
@@ -205,6 +207,7 @@ _HEAVY = (
 )
 
 
+@pytest.mark.slow
 def test_a_no_op_build_imports_nothing_heavy(written: FakeProject, reporter: Reporter) -> None:
 
     build(written.project, written.options(), reporter)
@@ -217,6 +220,7 @@ def _memo_files(cache: Path, name: str) -> list[Path]:
     return sorted((cache / "stages").rglob(name))
 
 
+@pytest.mark.slow
 def test_licence_texts_of_a_restored_runtime_do_not_open_its_wheel(
     written: FakeProject, reporter: Reporter, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:

@@ -77,6 +77,7 @@ def test_every_staged_file_is_attributed_and_noticed(
     assert {c["channel"] for c in audit["channels"]} == {"arch", "deb", "flatpak", "nsis", "rpm"}
 
 
+@pytest.mark.slow
 def test_unattributed_file_stops_the_build_and_keeps_dist(
     written: FakeProject, reporter: Reporter
 ) -> None:
@@ -113,6 +114,7 @@ def test_missing_text_fails_the_audit(fake: FakeProject, reporter: Reporter) -> 
         build(fake.project, fake.options(audit_only=True), reporter)
 
 
+@pytest.mark.slow
 def test_release_build_stops_on_a_failed_audit_and_keeps_dist(
     written: FakeProject, reporter: Reporter
 ) -> None:
@@ -144,6 +146,7 @@ def test_text_from_a_second_archive(fake: FakeProject, reporter: Reporter) -> No
     assert any(t.origin == "windows:onnxruntime/ThirdParty.txt" for t in fake_component.texts)
 
 
+@pytest.mark.slow
 def test_vendor_licence_is_reviewed_on_binary_channels_and_refused_in_source(
     fake: FakeProject, reporter: Reporter
 ) -> None:
@@ -164,6 +167,7 @@ def test_vendor_licence_is_reviewed_on_binary_channels_and_refused_in_source(
         build(fake.project, fake.options(release=True, audit_channels=("nsis",)), reporter)
 
 
+@pytest.mark.slow
 def test_copyleft_needs_review_and_a_release_refuses_it(
     fake: FakeProject, reporter: Reporter
 ) -> None:

@@ -231,6 +231,7 @@ def test_no_module_holds_a_memo_directory() -> None:
 # --- the build passes it down ---------------------------------------------------------------
 
 
+@pytest.mark.slow
 def test_a_release_keeps_nothing_and_a_build_keeps_each_kind(written: FakeProject) -> None:
     """A release's memo is off all the way down (the SBOM too, which a release once kept);
     a build's reaches every step that keeps something, under the kinds' own names — the

@@ -109,6 +109,7 @@ EDITS: dict[str, Callable[[FakeProject], None]] = {
 }
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("edit", sorted(EDITS))
 def test_an_edited_input_is_rebuilt(
     written: FakeProject, reporter: Reporter, capsys: pytest.CaptureFixture[str], edit: str
@@ -122,6 +123,7 @@ def test_an_edited_input_is_rebuilt(
     assert "up to date" not in capsys.readouterr().out
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("fact", ["epoch", "signing key"])
 def test_a_changed_environment_is_rebuilt(
     written: FakeProject, capsys: pytest.CaptureFixture[str], fact: str

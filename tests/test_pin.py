@@ -310,6 +310,7 @@ def run_pin(releases: Releases, reporter: Reporter, **options: object) -> PinRes
     return pin(releases.project, "fake", releases.pin_options(**options), reporter)
 
 
+@pytest.mark.slow
 def test_pin_moves_to_the_newest_release_and_reports_the_bump(
     releases: Releases, reporter: Reporter
 ) -> None:
@@ -419,6 +420,7 @@ def test_pin_moves_to_the_newest_release_and_reports_the_bump(
     assert releases.recipe.read_text() == after
 
 
+@pytest.mark.slow
 def test_pin_by_source_moves_only_that_project(releases: Releases, reporter: Reporter) -> None:
     before = releases.recipe.read_text()
     result = run_pin(releases, reporter, sources=("extra",))
@@ -556,6 +558,7 @@ def test_newest_skips_prereleases_and_yanked_files(
     assert any("is yanked" in n for n in yanked.notes)
 
 
+@pytest.mark.slow
 def test_a_release_that_does_not_build_is_not_pinned_without_force(
     releases: Releases, reporter: Reporter
 ) -> None:

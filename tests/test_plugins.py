@@ -112,6 +112,7 @@ texts = [{{ source = "windows", member = "ep_fake/LICENSE" }}]
     return fake
 
 
+@pytest.mark.slow
 def test_a_plugin_ep_is_staged_paired_indexed_and_audited(
     fake: FakeProject, reporter: Reporter
 ) -> None:
@@ -151,6 +152,7 @@ def test_runtimes_json_with_plugins_matches_its_schema(
         jsonschema.validate(json.loads((target.stage / "runtimes.json").read_text()), schema)
 
 
+@pytest.mark.slow
 def test_a_plugin_carrying_a_core_is_refused(fake: FakeProject, reporter: Reporter) -> None:
     add_plugin(fake, with_core=True)
     with pytest.raises(ConfigError, match="carries an ONNX Runtime core: libonnxruntime.so.1"):

@@ -46,6 +46,7 @@ def runner_build(fake: FakeProject, reporter: Reporter, where: Path, target: str
     return where / "dist"
 
 
+@pytest.mark.slow
 def test_merged_release_equals_a_single_machine_build(
     written: FakeProject, reporter: Reporter, tmp_path: Path
 ) -> None:
@@ -100,6 +101,7 @@ def test_release_refuses_a_missing_target(
         release(Project.at(written.root, tmp_path / "release"), [linux], written.options())
 
 
+@pytest.mark.slow
 def test_cache_export_then_import_serves_an_offline_build(
     written: FakeProject, reporter: Reporter, tmp_path: Path
 ) -> None:

@@ -147,6 +147,7 @@ def test_every_build_writes_a_self_contained_report_listed_in_the_manifest(
     assert "url(" not in html and "@import" not in html
 
 
+@pytest.mark.slow
 def test_the_report_is_deterministic(fake: FakeProject, reporter: Reporter, tmp_path: Path) -> None:
     write_reported(fake)
     one = build(Project.at(fake.root, tmp_path / "one"), fake.options(), reporter)
@@ -240,6 +241,7 @@ def test_the_closure_of_every_runtime_is_shown(reported: BuildResult) -> None:
     assert {"glibc", "msvc-runtime"} <= groups
 
 
+@pytest.mark.slow
 def test_waivers_are_highlighted_in_the_audit(reported: BuildResult) -> None:
     page = elements((reported.version_dir / "report.html").read_text("utf-8"))
     rows = [
@@ -292,6 +294,7 @@ def _changes_text(version_dir: Path) -> str:
     return html[html.index('<section id="changes">') :]
 
 
+@pytest.mark.slow
 def test_an_earlier_version_in_dist_is_compared(
     fake: FakeProject, reporter: Reporter, tmp_path: Path
 ) -> None:
@@ -316,6 +319,7 @@ def test_an_earlier_version_in_dist_is_compared(
     assert "+100" in text and f"+{len(SECRET):,}" in text
 
 
+@pytest.mark.slow
 def test_compare_with_a_given_build(fake: FakeProject, reporter: Reporter, tmp_path: Path) -> None:
     write_reported(fake)
     first = build(Project.at(fake.root, tmp_path / "a"), fake.options(), reporter)
@@ -533,6 +537,7 @@ def test_a_package_of_several_targets_and_a_stage_no_package_carries(tmp_path: P
     assert {s.group: s.size for s in apk.segments} == {"a": 5000, "b": 1000}
 
 
+@pytest.mark.slow
 def test_a_memoised_page_is_used_only_while_intact(
     fake: FakeProject, reporter: Reporter, tmp_path: Path
 ) -> None:

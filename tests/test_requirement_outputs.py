@@ -180,6 +180,7 @@ def _driver(model: TargetRequirements) -> bool:
     return next(g.optional for g in model.groups if g.group == "nvidia-driver")
 
 
+@pytest.mark.slow
 def test_the_model_says_the_driver_is_optional_and_windows_10(built: Built) -> None:
     for target in (LINUX, WINDOWS):
         model = built.model(target)

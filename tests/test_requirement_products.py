@@ -49,6 +49,7 @@ def _build(root: Path, product: str) -> BuildResult:
     return build(Project.at(root / "project", root / "dist" / product), options, plain_reporter())
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("product", PRODUCTS)
 def test_every_product_builds_offline_and_every_output_renders_its_model(
     synthetic: Path, product: str

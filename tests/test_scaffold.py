@@ -113,6 +113,7 @@ def test_coordinates_forms() -> None:
         parse_coordinates("pypi:x==1.0", "2.0")
 
 
+@pytest.mark.slow
 def test_pypi_scaffold_writes_a_recipe_that_builds(
     tmp_path: Path, index: IndexServer, reporter: Reporter
 ) -> None:
@@ -417,6 +418,7 @@ def _nvidia_like(tmp_path: Path, index: IndexServer) -> None:
     index.add("nv-ep-like", make_wheel(wheel, "nv-ep-like", "0.5.0", members, metadata=requires))
 
 
+@pytest.mark.slow
 def test_a_plugin_ep_is_scaffolded_as_one_and_paired_with_the_projects_core(
     tmp_path: Path, index: IndexServer, reporter: Reporter
 ) -> None:
@@ -456,6 +458,7 @@ def test_a_plugin_ep_is_scaffolded_as_one_and_paired_with_the_projects_core(
     assert plugin.is_file()
 
 
+@pytest.mark.slow
 def test_new_recipe_adds_to_an_existing_product_and_says_what_it_added(
     tmp_path: Path, index: IndexServer, reporter: Reporter
 ) -> None:

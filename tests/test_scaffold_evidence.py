@@ -145,6 +145,7 @@ def _rules(recipe: dict[str, Any], target: str = "windows-x86_64") -> dict[str, 
     return {r["component"]: r for r in recipe["targets"][target]["licenses"]}
 
 
+@pytest.mark.slow
 def test_directml_is_proposed_as_microsofts_own_terms_not_the_wheels_mit(
     tmp_path: Path, wheels: IndexServer, reporter: Reporter
 ) -> None:

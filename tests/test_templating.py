@@ -131,6 +131,7 @@ def test_nothing_is_kept_unless_a_build_asks(
     assert kept == []  # (jinja's compiled templates aside)
 
 
+@pytest.mark.slow
 def test_a_release_renders_afresh_and_a_build_keeps(
     written: FakeProject, reporter: Reporter
 ) -> None:

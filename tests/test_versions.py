@@ -160,6 +160,7 @@ def test_notice_sbom_and_audit_show_the_version_the_file_carries(
     assert versions["xcompiler"] == "1.9.0.1" and versions["fake"] == "1.0.0"
 
 
+@pytest.mark.slow
 def test_a_stated_version_the_file_contradicts_stops_the_build(
     fake: FakeProject, reporter: Reporter
 ) -> None:
@@ -174,6 +175,7 @@ def test_a_stated_version_the_file_contradicts_stops_the_build(
     assert not (fake.root / "dist").exists()
 
 
+@pytest.mark.slow
 def test_a_stated_version_the_file_confirms_builds(fake: FakeProject, reporter: Reporter) -> None:
     _bundling(fake, "1.9.0.1")
     result = build(fake.project, fake.options(), reporter)

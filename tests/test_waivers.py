@@ -186,6 +186,7 @@ def _waiver_toml(**fields: str) -> str:
     )
 
 
+@pytest.mark.slow
 def test_a_signed_off_waiver_lets_a_release_pass(fake: FakeProject, reporter: Reporter) -> None:
     _with_unlicensed_dll(fake, _waiver_toml())
     result = build(fake.project, fake.options(release=True), reporter)
@@ -241,6 +242,7 @@ def test_the_words_say_what_a_release_does_with_a_waiver() -> None:
         assert "anything waived" not in words and "accepts no waiver" not in words
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize(
     ("fields", "says"),
     [
