@@ -21,6 +21,9 @@ DOTTED = Pattern(re.compile(r"^[0-9]+(\.[0-9]+)+$"), 'a dotted version such as "
 LOWER = Pattern(re.compile(r"^[a-z0-9][a-z0-9 ._-]*$"), "lower case (the loader compares so)")
 PACKAGE_URL = Pattern(PURL, "a package URL (pkg:type/name@version)")
 URL = Pattern(re.compile(r"^https?://[^\s/]+"), "an http(s) URL")
+TEMPLATES_DIR = Pattern(
+    re.compile(r"^templates(/[A-Za-z0-9_+-][A-Za-z0-9._+-]*)*$"), "templates/ or a directory in it"
+)
 
 
 def text(name: str, doc: str, required: bool = False, **more: Any) -> Key:
@@ -638,6 +641,13 @@ PACKAGING = Table(
             default='"org.example.<product>.runtime"',
         ),
         text("maintainer", '"Name <address>" for .deb/.rpm', default="the publisher"),
+        text(
+            "templates",
+            "the product's own template directory, searched before the project's templates/ "
+            "(a file there named like a built-in template replaces it: invoke templates --list)",
+            default='"templates"',
+            pattern=TEMPLATES_DIR,
+        ),
     ),
 )
 
