@@ -58,6 +58,12 @@ def _nsis_override() -> str:
     return text.replace(old, f"DirText {{{{ ({WELCOME} ~ per_machine_text) | nsis }}}}")
 
 
+def _no_makensis(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The script alone: compiling it is the build test's (test_template_builds.py)."""
+    (tmp_path / "empty-bin").mkdir()
+    monkeypatch.setenv("PATH", str(tmp_path / "empty-bin"))
+
+
 # --- finding and checking -------------------------------------------------------------------
 
 
@@ -153,7 +159,7 @@ def test_every_renderer_passes_exactly_the_variables_it_declares(
     modules = (ortbundle.channels.arch, ortbundle.channels.nsis, ortbundle.channels.deb)
     for module in (*modules, ortbundle.channels.apk, ortbundle.licensing.attribution):
         monkeypatch.setattr(module, "render", spy)
-    monkeypatch.setattr(ortbundle.channels.nsis.shutil, "which", lambda _: None)
+    _no_makensis(tmp_path, monkeypatch)
     linux = make_package_input(tmp_path / "linux", "linux-x86_64")
     ArchChannel().generate(linux, tmp_path / "arch")
     ortbundle.channels.deb.copyright_text(linux, "demo", "/usr/share/doc/demo")
@@ -181,7 +187,7 @@ def test_a_renderer_passing_an_undeclared_variable_is_caught() -> None:
 def test_the_channels_render_the_replacement_and_its_bytes_key_the_rendering(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    monkeypatch.setattr(ortbundle.channels.nsis.shutil, "which", lambda _: None)
+    _no_makensis(tmp_path, monkeypatch)
     root = _project(tmp_path / "p", {"templates/installer.nsi.j2": _nsis_override()})
     overrides = find_overrides(root, ("templates",))
     memo = Memo.for_build(tmp_path / "cache", release=False)
@@ -202,7 +208,7 @@ def test_the_channels_render_the_replacement_and_its_bytes_key_the_rendering(
 def test_an_attribute_the_renderer_lacks_is_a_config_error_naming_the_line(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    monkeypatch.setattr(ortbundle.channels.nsis.shutil, "which", lambda _: None)
+    _no_makensis(tmp_path, monkeypatch)
     text = _nsis_override().replace("Unicode true", "Unicode true\n; {{ addon.nme if 1 }}", 1)
     root = _project(tmp_path / "p", {"templates/installer.nsi.j2": text})
     overrides = find_overrides(root, ("templates",))  # a variable it has: passes the check
