@@ -435,17 +435,16 @@ def templates_(
         raise Exit(str(exc), code=exc.code) from None
 
 
-@task(help={"check": "only check: exit 1 when docs/configuration.md is stale"})
+@task(help={"check": "only check: exit 1 when docs/configuration.md or schemas/ is stale"})
 def docs(c: Context, check: bool = False) -> None:
-    """Write docs/configuration.md (every key of every input file) from ortbundle/config/schema/."""
-    from ortbundle.config.schema.docs import REFERENCE, is_current, write
+    """Write docs/configuration.md (every key of every input file) and the JSON Schemas under
+    schemas/ (for editors) from ortbundle/config/schema/."""
+    from ortbundle.cli.docs import run_docs
 
-    root = Path(__file__).resolve().parent
-    if check:
-        if not is_current(root):
-            raise Exit(f"{REFERENCE} is stale: run invoke docs and commit it", code=1)
-        return
-    print(f"wrote {write(root).relative_to(root)}")
+    try:
+        run_docs(check=check, root=Path(__file__).resolve().parent)
+    except CommandFailed as exc:
+        raise Exit(str(exc), code=exc.code) from None
 
 
 @task
