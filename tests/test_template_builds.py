@@ -13,6 +13,7 @@ from ortbundle._core.progress import Reporter
 from ortbundle.cli.build import run_build
 from ortbundle.cli.common import CommandFailed
 from ortbundle.pipeline.build import build
+from ortbundle.pipeline.summary import summary_lines
 from tests.helpers.project import FakeProject
 from tests.test_channel_arch import Makepkg, assert_ok
 from tests.test_channel_arch import makepkg as makepkg  # the fixture
@@ -74,6 +75,9 @@ def test_overridden_templates_build_and_the_validators_accept_them(
         "templates/PKGBUILD.j2",
         "templates/installer.nsi.j2",
     ]
+    said = summary_lines(summary)  # the build says which replacements it used
+    assert "template templates/PKGBUILD.j2 replaced the built-in PKGBUILD.j2" in said
+    assert "template templates/installer.nsi.j2 replaced the built-in installer.nsi.j2" in said
 
 
 def test_editing_one_override_rebuilds_exactly_its_channel(
