@@ -4,19 +4,27 @@ that renders it, and an undefined variable stops the build (exit 2) naming it.""
 
 from __future__ import annotations
 
+import base64
 import json
+from pathlib import Path
 
 import pytest
 
+from ortbundle._core.errors import ConfigError
 from ortbundle._core.overrides import BUILTIN_DIR
 from ortbundle._core.progress import Reporter
 from ortbundle.cli.build import run_build
 from ortbundle.cli.common import CommandFailed
+from ortbundle.config.project import Project
+from ortbundle.evidence.names import MANIFEST_NAME, PROVENANCE_NAME
+from ortbundle.evidence.verify import verify_tree
 from ortbundle.pipeline.build import build
+from ortbundle.pipeline.release import release
 from ortbundle.pipeline.summary import summary_lines
 from tests.helpers.project import FakeProject
 from tests.test_channel_arch import Makepkg, assert_ok
 from tests.test_channel_arch import makepkg as makepkg  # the fixture
+from tests.test_release import runner_build
 from tests.test_template_overrides import WELCOME, _nsis_override
 
 INSTALL = "post_install() {\n  echo 'fakeproduct runtimes installed'\n}\n"
@@ -119,3 +127,35 @@ def test_an_undefined_variable_in_an_override_exits_2_naming_it(
     assert f"templates/PKGBUILD.j2:{line} uses the variable 'pkg_name'" in said
     assert "pkgname" in said  # the variables it could have used
     assert not (templated.root / "dist").exists()  # nothing published
+
+
+def test_the_signed_evidence_names_the_templates_and_a_release_holds_runners_to_them(
+    templated: FakeProject, reporter: Reporter, tmp_path: Path
+) -> None:
+    """The manifest and the provenance record the template files a build read; a release
+    refuses a runner whose packages came from other templates."""
+    version_dir = build(templated.project, templated.options(), reporter).version_dir
+    manifest = json.loads((version_dir / MANIFEST_NAME).read_text())
+    recorded = {t["path"] for t in manifest["templates"]}
+    assert recorded == {
+        "templates/PKGBUILD.j2",
+        "templates/installer.nsi.j2",
+        "templates/fakeproduct.install",
+    }
+    # the manifest's shape admits them, and its signature covers them
+    assert verify_tree(version_dir, public_key=templated.root / "keys" / "fakeproduct.pub").ok
+    envelope = json.loads((version_dir / PROVENANCE_NAME).read_text())
+    statement = json.loads(base64.b64decode(envelope["payload"]))
+    read = statement["predicate"]["buildDefinition"]["resolvedDependencies"]
+    assert recorded <= {d["name"] for d in read}
+    linux = runner_build(templated, reporter, tmp_path / "a", "linux-x86_64")
+    windows = runner_build(templated, reporter, tmp_path / "b", "windows-x86_64")
+    override = templated.root / "templates" / "PKGBUILD.j2"
+    override.write_text(override.read_text() + "# edited after the runners built\n")
+    with pytest.raises(ConfigError) as caught:
+        release(
+            Project.at(templated.root, tmp_path / "release"), [linux, windows], templated.options()
+        )
+    assert "different inputs" in str(caught.value)
+    assert "templates templates/PKGBUILD.j2" in str(caught.value)
+    assert not (tmp_path / "release" / "fakeproduct").exists()

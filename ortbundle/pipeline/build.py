@@ -621,5 +621,6 @@ def finish_version(
         policy_sha256=policy_digest(project),
         digests=dict(digests),
         memo=memo,
+        templates=plan.templates.files,  # a release's are its own: checked against each runner's
     )
     publish(scratch, version_dir)
