@@ -288,3 +288,10 @@ def find_sha(path: Path) -> str:
 def test_the_quick_record_sees_templates(tmp_path: Path) -> None:
     project = Project.at(_project(tmp_path, {"templates/NOTICE.j2": "{{ product }}\n"}))
     assert f"{tmp_path}/templates/NOTICE.j2" in input_stats(project)
+
+
+def test_an_override_that_is_not_utf8_is_a_config_error(tmp_path: Path) -> None:
+    (tmp_path / "templates").mkdir()
+    (tmp_path / "templates" / "NOTICE.j2").write_bytes(b"{{ product }} \xff\n")
+    with pytest.raises(ConfigError, match=r"templates/NOTICE.j2 is not UTF-8 text"):
+        find_overrides(tmp_path, ("templates",))

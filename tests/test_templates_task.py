@@ -71,3 +71,14 @@ def test_copy_goes_into_the_product_directory_and_refuses_an_unknown_name(
         run_templates(product="darkroom", copy="PKGBUILD", root=project)
     assert caught.value.code == 2
     assert "did you mean PKGBUILD.j2?" in str(caught.value)
+
+
+def test_a_product_directory_outside_templates_is_refused_before_anything_is_written(
+    project: Path,
+) -> None:
+    set_key(project / "manifests" / "darkroom.toml", "packaging.templates", "../outside")
+    with pytest.raises(CommandFailed) as caught:
+        run_templates(product="darkroom", copy="NOTICE.j2", root=project)
+    assert caught.value.code == 2
+    assert "'../outside' is not templates or a directory in it" in str(caught.value)
+    assert not (project.parent / "outside").exists()

@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import hashlib
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path, PurePosixPath
 from typing import TYPE_CHECKING
 
@@ -121,6 +121,7 @@ class Override:
     path: Path
     shown: str  # as the user names it: templates/PKGBUILD.j2
     sha256: str
+    text: str = field(default="", repr=False)  # the bytes hashed, as rendered (UTF-8)
 
 
 @dataclass(frozen=True)
@@ -177,15 +178,28 @@ def find_overrides(root: Path, directories: Sequence[str], *, named_by: str = ""
         for path in sorted(p for p in top.rglob("*") if p.is_file()):
             name = path.relative_to(top).as_posix()
             shown = f"{directory}/{name}"
-            files[shown] = hashlib.sha256(path.read_bytes()).hexdigest()
+            data = path.read_bytes()
+            files[shown] = hashlib.sha256(data).hexdigest()
             if name in SPECS:
-                found.setdefault(name, Override(name, path, shown, files[shown]))
+                if name not in found:  # a directory searched earlier has its own
+                    found[name] = Override(name, path, shown, files[shown], _text(data, shown))
             elif name.endswith(".j2") and str(PurePosixPath(name).parent) in _SPEC_DIRS:
                 raise _unknown_template(name, shown)
     overrides = Overrides(tuple(found[n] for n in sorted(found)), tuple(sorted(files.items())))
     for override in overrides.items:
         check_override(override)
     return overrides
+
+
+def _text(data: bytes, shown: str) -> str:
+    try:
+        return data.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        raise ConfigError(
+            f"{shown} is not UTF-8 text ({exc.reason} at byte {exc.start})",
+            file=shown,
+            fix="save it as UTF-8",
+        ) from None
 
 
 def _unknown_template(name: str, shown: str) -> ConfigError:
@@ -224,12 +238,7 @@ def check_override(override: Override) -> None:
     spec = SPECS[override.name]
     env = environment()
     try:
-        source = override.path.read_text("utf-8")
-        tree = env.parse(source, override.name, str(override.path))
-    except UnicodeDecodeError as exc:
-        raise ConfigError(
-            f"{override.shown} is not UTF-8 text ({exc.reason})", file=override.shown
-        ) from None
+        tree = env.parse(override.text, override.name, str(override.path))
     except jinja2.TemplateSyntaxError as exc:
         raise ConfigError(
             f"{override.shown} line {exc.lineno}: {exc.message}",

@@ -101,7 +101,7 @@ def _render_override(
     environment = overrides_environment()
     environment.filters.update(filters)
     filename = str(override.path)
-    template = environment.from_string(override.path.read_text("utf-8"))
+    template = environment.from_string(override.text)  # the bytes the build key hashed
     template.filename = filename
     try:
         return template.render(**context)

@@ -255,6 +255,7 @@ def _packaging(reader: TableReader, product: str) -> PackagingSettings:
         android_namespace=_android_namespace(reader, product),
         maintainer=reader.opt_text("maintainer") or "",
         flatpak_skip_runtimes=reader.text_list("flatpak_skip_runtimes", required=False),
+        # templates/ or a directory in it (the schema's pattern): never outside the project
         templates=reader.text("templates", "templates"),
     )
 
