@@ -159,3 +159,19 @@ def test_the_signed_evidence_names_the_templates_and_a_release_holds_runners_to_
     assert "different inputs" in str(caught.value)
     assert "templates templates/PKGBUILD.j2" in str(caught.value)
     assert not (tmp_path / "release" / "fakeproduct").exists()
+
+
+def test_the_no_op_check_of_invoke_build_sees_an_edited_override(
+    templated: FakeProject, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """`invoke build` says "up to date" from a quick record of its inputs' stat, without
+    planning: templates/ is among them."""
+    run_build(templated.options(), root=templated.root)
+    run_build(templated.options(), root=templated.root)
+    assert "up to date" in capsys.readouterr().out
+    override = templated.root / "templates" / "installer.nsi.j2"
+    override.write_text(override.read_text().replace("Welcome!", "Hello!"), "utf-8")
+    run_build(templated.options(), root=templated.root)
+    assert "up to date" not in capsys.readouterr().out
+    script = templated.root / "dist/fakeproduct/1.2.3/packaging/nsis/installer.nsi"
+    assert "Hello! This installs" in script.read_text("utf-8-sig")
