@@ -120,6 +120,7 @@ def test_a_misspelt_template_and_a_missing_product_directory_are_config_errors(
         ),
         ("{% if pkgname %}\n", "templates/PKGBUILD.j2 line 1: Unexpected end of template"),
         ('{% include "NOTICE.j2" %}\n', "templates/PKGBUILD.j2 line 1 includes another"),
+        ("{{ 1 }}\n{% if pkgname is shell_safe %}x{% endif %}\n", "line 2: No test named"),
     ],
 )
 def test_an_override_is_checked_against_what_its_renderer_provides(
@@ -266,10 +267,9 @@ def test_the_plan_carries_the_overrides_and_a_product_names_its_own_directory(
     options = BuildOptions(product="darkroom")
     assert load_plan(project, options, parse_models=False).templates == Overrides()
     _project(tmp_path, {"templates/acme/NOTICE.j2": "{{ product }}\n"})
-    # templates/acme/ is another product's: the default directory leaves it alone
-    assert load_plan(project, options, parse_models=False).templates == Overrides(
-        (), (("templates/acme/NOTICE.j2", find_sha(tmp_path / "templates/acme/NOTICE.j2")),)
-    )
+    # templates/acme/ is another product's: the default directory leaves it alone (its edits
+    # are not this product's build key)
+    assert load_plan(project, options, parse_models=False).templates == Overrides()
     set_key(project.manifests / "darkroom.toml", "packaging.templates", "templates/acme")
     plan = load_plan(project, options, parse_models=False)
     assert [o.shown for o in plan.templates.items] == ["templates/acme/NOTICE.j2"]
@@ -277,12 +277,6 @@ def test_the_plan_carries_the_overrides_and_a_product_names_its_own_directory(
     with pytest.raises(ConfigError) as caught:
         load_plan(project, options, parse_models=False)
     assert "templates" in str(caught.value)
-
-
-def find_sha(path: Path) -> str:
-    import hashlib
-
-    return hashlib.sha256(path.read_bytes()).hexdigest()
 
 
 def test_the_quick_record_sees_templates(tmp_path: Path) -> None:
@@ -295,3 +289,22 @@ def test_an_override_that_is_not_utf8_is_a_config_error(tmp_path: Path) -> None:
     (tmp_path / "templates" / "NOTICE.j2").write_bytes(b"{{ product }} \xff\n")
     with pytest.raises(ConfigError, match=r"templates/NOTICE.j2 is not UTF-8 text"):
         find_overrides(tmp_path, ("templates",))
+
+
+def test_a_value_the_format_refuses_is_a_config_error_at_its_line(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The channel checks what it writes into its own template; text a replacement composes
+    can still exceed what NSIS holds: the same configuration error, at the line."""
+    _no_makensis(tmp_path, monkeypatch)
+    old = "Name {{ display_name | nsis }}"
+    text = _nsis_override().replace(old, "Name {{ (display_name * 2000) | nsis }}", 1)
+    root = _project(tmp_path / "p", {"templates/installer.nsi.j2": text})
+    package = make_package_input(
+        tmp_path / "in", "windows-x86_64", templates=find_overrides(root, ("templates",))
+    )
+    line = text.splitlines().index("Name {{ (display_name * 2000) | nsis }}") + 1
+    with pytest.raises(ConfigError) as caught:
+        NsisChannel().generate(package, tmp_path / "out")
+    assert caught.value.file == f"templates/installer.nsi.j2:{line}"
+    assert "longer than NSIS's" in str(caught.value)

@@ -156,10 +156,11 @@ def find_overrides(root: Path, directories: Sequence[str], *, named_by: str = ""
     """The replacements under `root`/`directories` (relative, first wins), each checked.
 
     A product's own directory (the first when `named_by`, the manifest naming it) must exist;
-    the project's templates/ may be absent. A `.j2` file where the built-in templates live that
-    replaces none of them is an error (a misspelt name would otherwise be silently ignored);
-    other files (an install script beside PKGBUILD.j2, a directory of another product) are
-    left alone.
+    the project's templates/ may be absent. Only where the built-in templates live is read
+    (the directory itself and apk/): a `.j2` file there that replaces none of them is an error
+    (a misspelt name would otherwise be silently ignored), other files there (an install script
+    beside PKGBUILD.j2) are part of the key; another directory (another product's) is not
+    this build's.
     """
     found: dict[str, Override] = {}
     files: dict[str, str] = {}
@@ -175,7 +176,8 @@ def find_overrides(root: Path, directories: Sequence[str], *, named_by: str = ""
                     "remove the key",
                 )
             continue
-        for path in sorted(p for p in top.rglob("*") if p.is_file()):
+        places = [top / sub for sub in sorted(_SPEC_DIRS) if (top / sub).is_dir()]
+        for path in sorted(p for place in places for p in place.iterdir() if p.is_file()):
             name = path.relative_to(top).as_posix()
             shown = f"{directory}/{name}"
             data = path.read_bytes()
@@ -183,7 +185,7 @@ def find_overrides(root: Path, directories: Sequence[str], *, named_by: str = ""
             if name in SPECS:
                 if name not in found:  # a directory searched earlier has its own
                     found[name] = Override(name, path, shown, files[shown], _text(data, shown))
-            elif name.endswith(".j2") and str(PurePosixPath(name).parent) in _SPEC_DIRS:
+            elif name.endswith(".j2"):
                 raise _unknown_template(name, shown)
     overrides = Overrides(tuple(found[n] for n in sorted(found)), tuple(sorted(files.items())))
     for override in overrides.items:
@@ -260,11 +262,24 @@ def check_override(override: Override) -> None:
                 file=f"{override.shown}:{node.lineno}",
                 fix=f"use one of its filters: {', '.join(spec.filters) or '(none)'}, or jinja's",
             )
+    for test in tree.find_all(nodes.Test):
+        if test.name not in env.tests:
+            raise ConfigError(
+                f"{override.shown} line {test.lineno}: No test named {test.name!r}",
+                file=f"{override.shown}:{test.lineno}",
+                fix="use jinja's own tests (is defined, is none, …)",
+            )
     env.filters.update(dict.fromkeys(spec.filters, str))  # known by name to the analysis
-    available = set(spec.variables) | set(env.globals)
-    undeclared = meta.find_undeclared_variables(tree) - available
+    try:
+        undeclared = meta.find_undeclared_variables(tree) - set(spec.variables) - set(env.globals)
+    except jinja2.TemplateSyntaxError as exc:  # what only compiling finds
+        raise ConfigError(
+            f"{override.shown} line {exc.lineno}: {exc.message}",
+            file=f"{override.shown}:{exc.lineno}",
+            fix="fix the Jinja syntax (invoke templates --copy starts from the built-in one)",
+        ) from None
     if undeclared:
-        name, line = min((_first_use(tree, n), n) for n in undeclared)[::-1]
+        line, name = min((_first_use(tree, n), n) for n in undeclared)
         raise undefined_variable(override, f"the variable {name!r}", line)
 
 

@@ -20,6 +20,7 @@ from collections.abc import Callable, Mapping
 from pathlib import PurePath
 from typing import TYPE_CHECKING, Any
 
+from ortbundle._core.errors import ConfigError
 from ortbundle._core.locations import default_cache_dir
 from ortbundle._core.memo import NO_MEMO, Memo, memo_key, remembered_text
 from ortbundle._core.overrides import NO_OVERRIDES, SPECS, Override, Overrides, undefined_variable
@@ -94,8 +95,10 @@ def render(
 def _render_override(
     override: Override, context: Mapping[str, Any], filters: Mapping[str, Callable[..., str]]
 ) -> str:
-    """A project's replacement, checked when the build was planned; a variable's attribute
-    it lacks (`{{ addon.nme }}`) shows only now, and is the same configuration error."""
+    """A project's replacement, checked when the build was planned. What shows only now is the
+    same configuration error, at its line: an attribute a variable lacks (`{{ addon.nme }}`),
+    or a value the format's filter refuses (a welcome text longer than NSIS holds), which the
+    channel checked for its own template but cannot for text the project composes."""
     import jinja2
 
     environment = overrides_environment()
@@ -106,13 +109,28 @@ def _render_override(
     try:
         return template.render(**context)
     except jinja2.UndefinedError as exc:
-        line = None
-        trace = exc.__traceback__
-        while trace is not None:
-            if trace.tb_frame.f_code.co_filename in (filename, "<template>"):
-                line = trace.tb_lineno
-            trace = trace.tb_next
+        line = _template_line(exc, filename)
         raise undefined_variable(override, f"something undefined ({exc.message})", line) from None
+    except (jinja2.TemplateError, ValueError, TypeError) as exc:
+        line = _template_line(exc, filename)
+        where = f"{override.shown}:{line}" if line else override.shown
+        raise ConfigError(
+            f"{where} cannot be rendered: {exc}",
+            file=where,
+            fix="change what that line writes (invoke templates --list: the variables and "
+            "filters it receives)",
+        ) from None
+
+
+def _template_line(exc: BaseException, filename: str) -> int | None:
+    """The replacement's line the error happened at (jinja maps its frames to template lines)."""
+    line = None
+    trace = exc.__traceback__
+    while trace is not None:
+        if trace.tb_frame.f_code.co_filename in (filename, "<template>"):
+            line = trace.tb_lineno
+        trace = trace.tb_next
+    return line
 
 
 class _Unkeyed(Exception):
