@@ -24,6 +24,7 @@ from ortbundle.pipeline.summary import summary_lines
 from tests.helpers.project import FakeProject
 from tests.test_channel_arch import Makepkg, assert_ok
 from tests.test_channel_arch import makepkg as makepkg  # the fixture
+from tests.test_channel_nsis import requires_makensis
 from tests.test_release import runner_build
 from tests.test_template_overrides import WELCOME, _nsis_override
 
@@ -53,6 +54,7 @@ def _memo_entries(fake: FakeProject, kind: str) -> set[str]:
 
 
 @pytest.mark.tools
+@requires_makensis
 def test_overridden_templates_build_and_the_validators_accept_them(
     templated: FakeProject, reporter: Reporter, makepkg: Makepkg
 ) -> None:
