@@ -413,17 +413,39 @@ def ci_workflow(c: Context, product: str = DEFAULT_PRODUCT, out: str | None = No
         raise Exit(str(exc), code=exc.code) from None
 
 
-@task(help={"check": "only check: exit 1 when docs/configuration.md is stale"})
-def docs(c: Context, check: bool = False) -> None:
-    """Write docs/configuration.md (every key of every input file) from ortbundle/config/schema/."""
-    from ortbundle.config.schema.docs import REFERENCE, is_current, write
+@task(
+    name="templates",
+    help={
+        "list": "list each template, where it comes from (built-in or the project's) and "
+        "the variables it receives (the default)",
+        "copy": "copy this built-in template into templates/ to start from",
+        "product": f"whose template directory ([packaging] templates; default: {DEFAULT_PRODUCT})",
+    },
+)
+def templates_(
+    c: Context, list: bool = False, copy: str = "", product: str = DEFAULT_PRODUCT
+) -> None:
+    """The templates packages are rendered from: list them, or copy one to replace it."""
+    from ortbundle.cli.templates import run_templates
 
-    root = Path(__file__).resolve().parent
-    if check:
-        if not is_current(root):
-            raise Exit(f"{REFERENCE} is stale: run invoke docs and commit it", code=1)
-        return
-    print(f"wrote {write(root).relative_to(root)}")
+    if list and copy:
+        raise Exit("ortbundle: usage error: --list or --copy, not both", code=USAGE_EXIT)
+    try:
+        run_templates(product=product, copy=copy or None)
+    except CommandFailed as exc:
+        raise Exit(str(exc), code=exc.code) from None
+
+
+@task(help={"check": "only check: exit 1 when docs/configuration.md or schemas/ is stale"})
+def docs(c: Context, check: bool = False) -> None:
+    """Write docs/configuration.md (every key of every input file) and the JSON Schemas under
+    schemas/ (for editors) from ortbundle/config/schema/."""
+    from ortbundle.cli.docs import run_docs
+
+    try:
+        run_docs(check=check, root=Path(__file__).resolve().parent)
+    except CommandFailed as exc:
+        raise Exit(str(exc), code=exc.code) from None
 
 
 @task

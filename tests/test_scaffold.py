@@ -149,6 +149,9 @@ def test_pypi_scaffold_writes_a_recipe_that_builds(
     assert windows["entry"] == "onnxruntime.dll"
     assert windows["drop"] == [{"names": ["*.pyd"], "reason": "Python binding"}]
     text = result.recipe.read_text()
+    # an editor checks the recipe and the product against schemas/ from their first line
+    assert text.startswith("#:schema ../schemas/recipe.json\n# Scaffolded by")
+    assert (root / "manifests/myapp.toml").read_text().startswith("#:schema ../schemas/product")
     assert "# libonnxruntime.so.1.0.0 exports OrtGetApiBase: the ONNX Runtime core" in text
     assert "left out (a text of that file name is taken): onnxruntime/LICENSE" in text
     lines = result.lines()

@@ -20,8 +20,11 @@ from collections.abc import Callable, Mapping
 from pathlib import PurePath
 from typing import TYPE_CHECKING, Any
 
+from ortbundle._core.errors import ConfigError
 from ortbundle._core.locations import default_cache_dir
 from ortbundle._core.memo import NO_MEMO, Memo, memo_key, remembered_text
+from ortbundle._core.overrides import NO_OVERRIDES, SPECS, Override, Overrides, undefined_variable
+from ortbundle._core.overrides import environment as overrides_environment
 
 if TYPE_CHECKING:
     import jinja2
@@ -33,14 +36,8 @@ def _environment() -> jinja2.Environment:
     if not _ENV:
         import jinja2
 
-        environment = jinja2.Environment(
-            loader=jinja2.PackageLoader("ortbundle", "templates"),
-            undefined=jinja2.StrictUndefined,
-            autoescape=False,  # noqa: S701 - not HTML; every format escapes with its own filter
-            keep_trailing_newline=True,
-            trim_blocks=True,
-            lstrip_blocks=True,
-        )
+        environment = overrides_environment()
+        environment.loader = jinja2.PackageLoader("ortbundle", "templates")
         environment.bytecode_cache = _bytecode_cache()
         _ENV.append(environment)
     return _ENV[0]
@@ -66,13 +63,28 @@ def render(
     filters: Mapping[str, Callable[..., str]] | None = None,
     *,
     memo: Memo = NO_MEMO,
+    overrides: Overrides = NO_OVERRIDES,
 ) -> str:
-    """Render ortbundle/templates/<name> with format-specific escaping filters; kept under
-    `memo` (a build's) by everything the rendering depends on."""
-    key = rendering_key(name, context, filters or {}) if memo.on else None
+    """Render ortbundle/templates/<name> (or the project's replacement of it, from
+    `overrides`) with format-specific escaping filters; kept under `memo` (a build's) by
+    everything the rendering depends on."""
+    spec = SPECS.get(name)
+    if spec is not None and not set(context) <= set(spec.variables):
+        # overrides.py tells a project what each template receives: it must stay true (a
+        # test holds each renderer to passing every declared one)
+        raise AssertionError(
+            f"{name} is rendered with {sorted(set(context) - set(spec.variables))}, which "
+            "_core/overrides.py does not declare"
+        )
+    override = overrides.get(name)
+    key = None
+    if memo.on:
+        key = rendering_key(name, context, filters or {}, override.sha256 if override else "")
     entry = None if key is None else memo.entry("rendered", key, ".txt")
 
     def rendered() -> str:
+        if override is not None:
+            return _render_override(override, context, filters or {})
         environment = _environment().overlay()
         environment.filters.update(filters or {})
         return environment.get_template(name).render(**context)
@@ -80,16 +92,61 @@ def render(
     return remembered_text(entry, rendered)  # re-hashed before use: altered, rendered again
 
 
+def _render_override(
+    override: Override, context: Mapping[str, Any], filters: Mapping[str, Callable[..., str]]
+) -> str:
+    """A project's replacement, checked when the build was planned. What shows only now is the
+    same configuration error, at its line: an attribute a variable lacks (`{{ addon.nme }}`),
+    or a value the format's filter refuses (a welcome text longer than NSIS holds), which the
+    channel checked for its own template but cannot for text the project composes."""
+    import jinja2
+
+    environment = overrides_environment()
+    environment.filters.update(filters)
+    filename = str(override.path)
+    template = environment.from_string(override.text)  # the bytes the build key hashed
+    template.filename = filename
+    try:
+        return template.render(**context)
+    except jinja2.UndefinedError as exc:
+        line = _template_line(exc, filename)
+        raise undefined_variable(override, f"something undefined ({exc.message})", line) from None
+    except (jinja2.TemplateError, ValueError, TypeError) as exc:
+        line = _template_line(exc, filename)
+        where = f"{override.shown}:{line}" if line else override.shown
+        raise ConfigError(
+            f"{where} cannot be rendered: {exc}",
+            file=where,
+            fix="change what that line writes (invoke templates --list: the variables and "
+            "filters it receives)",
+        ) from None
+
+
+def _template_line(exc: BaseException, filename: str) -> int | None:
+    """The replacement's line the error happened at (jinja maps its frames to template lines)."""
+    line = None
+    trace = exc.__traceback__
+    while trace is not None:
+        if trace.tb_frame.f_code.co_filename in (filename, "<template>"):
+            line = trace.tb_lineno
+        trace = trace.tb_next
+    return line
+
+
 class _Unkeyed(Exception):
     """A value the key cannot write down exactly."""
 
 
 def rendering_key(
-    name: str, context: Mapping[str, Any], filters: Mapping[str, Callable[..., str]]
+    name: str,
+    context: Mapping[str, Any],
+    filters: Mapping[str, Callable[..., str]],
+    override: str = "",
 ) -> str | None:
-    """What a rendering depends on (and the tool's code, templates included), hashed; None
-    when part of it cannot be written down."""
-    parts = [name]
+    """What a rendering depends on (and the tool's code, templates included, and the SHA-256
+    of the project's replacement, if any), hashed; None when part of it cannot be written
+    down."""
+    parts = [name, f"override {override}"]
     for filter_name, function in sorted(filters.items()):
         qualname = getattr(function, "__qualname__", "<none>")
         # a closure or a lambda is not named by where it is defined: render every time

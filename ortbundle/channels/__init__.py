@@ -18,6 +18,7 @@ from typing import Protocol
 from ortbundle._core.errors import IntegrityError
 from ortbundle._core.fsio import sha256_file
 from ortbundle._core.memo import NO_MEMO, Memo
+from ortbundle._core.overrides import NO_OVERRIDES, Overrides
 from ortbundle.config.products import Addon
 
 # CHANNEL_TARGETS and PackagingSettings live with the data they describe (targets, product
@@ -89,6 +90,8 @@ class PackageInput:
     # recipe and product overlays): its shared manifest declares the same libraries for every
     # ABI; empty: targets.toml's
     android_groups: tuple[ExternalGroup, ...] = ()
+    # the project's replacements of built-in templates (templates/, [packaging] templates)
+    templates: Overrides = NO_OVERRIDES
 
 
 @dataclass(frozen=True)

@@ -559,7 +559,9 @@ def _generated(package: PackageInput) -> dict[str, bytes]:
         java: "apk/RuntimeLoader.java.j2",
     }
     return {
-        relative: render(template, context, filters, memo=package.memo).encode("utf-8")
+        relative: render(
+            template, context, filters, memo=package.memo, overrides=package.templates
+        ).encode("utf-8")
         for relative, template in templates.items()
     }
 

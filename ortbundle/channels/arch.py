@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import posixpath
 import re
+import shlex
 import tomllib
 import unicodedata
 from collections.abc import Iterable, Mapping, Sequence
@@ -141,9 +142,14 @@ class ArchChannel:
             },
             {"bash": _bash_quote},
             memo=package.memo,
+            overrides=package.templates,
         )
         atomic_write(out / "PKGBUILD", pkgbuild)
+        extra = _install_script(package, pkgbuild, out)
+        if extra is not None:
+            scalars["install"] = extra.name
         atomic_write(out / ".SRCINFO", _srcinfo(pkgname, scalars, arrays))
+        extra_files = () if extra is None else (extra,)
         notes = (
             *version_note,
             *dep_notes,
@@ -154,10 +160,40 @@ class ArchChannel:
         return ChannelOutput(
             channel=self.name,
             directory=out,
-            files=tuple(sorted((out / "PKGBUILD", out / ".SRCINFO", tarball))),
+            files=tuple(sorted((out / "PKGBUILD", out / ".SRCINFO", tarball, *extra_files))),
             notes=notes,
             digests={tarball.name: digest},
         )
+
+
+_INSTALL = re.compile(r"^install=(.*)$", re.MULTILINE)
+
+
+def _install_script(package: PackageInput, pkgbuild: str, out: Path) -> Path | None:
+    """The install script a project's PKGBUILD.j2 names (`install=name.install`), copied from
+    beside that template into `out`, where makepkg looks for it; .SRCINFO then names it too.
+    The built-in PKGBUILD names none."""
+    override = package.templates.get("PKGBUILD.j2")
+    found = _INSTALL.findall(pkgbuild)
+    if override is None or not found:
+        return None
+    words = shlex.split(found[-1])
+    name = words[0] if len(words) == 1 else ""
+    if not re.fullmatch(r"[A-Za-z0-9_+][A-Za-z0-9._+-]*", name):
+        raise _error(
+            f"{override.shown} sets install={found[-1]}: makepkg wants one file name there",
+            file=override.shown,
+            fix="write install=<name>.install and put that file beside the template",
+        )
+    source = override.path.parent / name
+    if not source.is_file():
+        raise _error(
+            f"{override.shown} sets install={name}, and there is no {name} beside it",
+            file=str(source),
+            fix=f"put the install script {name} beside {override.shown}",
+        )
+    atomic_write(out / name, source.read_bytes())
+    return out / name
 
 
 def _error(message: str, *, file: str | None = None, fix: str | None = None) -> ConfigError:

@@ -137,6 +137,7 @@ def copyright_text(package: PackageInput, name: str, doc: str) -> str:
         },
         {"dep5": _dep5_value, "dep5_body": _dep5_body},
         memo=package.memo,
+        overrides=package.templates,
     )
 
 

@@ -145,7 +145,7 @@ class NsisChannel:
         out.mkdir(parents=True, exist_ok=True)
         context = _context(package, out)
         script = out / SCRIPT_NAME
-        text = render(_TEMPLATE, context, _FILTERS, memo=package.memo)
+        text = render(_TEMPLATE, context, _FILTERS, memo=package.memo, overrides=package.templates)
         script.write_bytes(text.encode("utf-8-sig"))
 
         exe_name: str = context["outfile"]

@@ -7,6 +7,7 @@ from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 from ortbundle._core.memo import Memo
+from ortbundle._core.overrides import NO_OVERRIDES, Overrides
 from ortbundle.channels import (
     CHANNEL_TARGETS,
     Attribution,
@@ -56,10 +57,12 @@ def package_input(
     requirements: TargetRequirements,
     epoch: int,
     memo: Memo,
+    templates: Overrides = NO_OVERRIDES,
 ) -> PackageInput:
     """The hand-off: everything a channel may know about one target stage; what the user's
     machine must provide is the target's requirements model, as every output renders it;
-    `memo`: the build's, where a channel keeps what it produced."""
+    `memo`: the build's, where a channel keeps what it produced; `templates`: the project's
+    replacements of built-in templates."""
     overlay = overlays(product.externals, (s for r, _ in runtimes for s in r.externals))
     return PackageInput(
         product=product.name,
@@ -109,6 +112,7 @@ def package_input(
         )
         if target in CHANNEL_TARGETS["apk"]
         else (),
+        templates=templates,
     )
 
 

@@ -12,6 +12,7 @@ from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING
 
 from ortbundle._core.errors import ConfigError, OrtbundleError
+from ortbundle._core.overrides import NO_OVERRIDES, Overrides, find_overrides, template_directories
 from ortbundle.config.model_recipes import ModelRecipe, load_model_recipe
 from ortbundle.config.project import DEFAULT_PRODUCT as DEFAULT_PRODUCT
 from ortbundle.config.project import TOOL_LICENSE as TOOL_LICENSE
@@ -43,6 +44,7 @@ class Plan:
     targets: tuple[str, ...]
     models: dict[str, ModelRecipe] = field(default_factory=dict)
     model_digests: dict[str, str] = field(default_factory=dict)  # known even when not parsed
+    templates: Overrides = NO_OVERRIDES  # the project's replacements of built-in templates
 
     def model_sources(self, model: ModelRecipe) -> set[str]:
         ids = {f.source for f in model.forms}
@@ -141,12 +143,19 @@ def load_plan(project: Project, options: BuildOptions, *, parse_models: bool = T
         except OSError:
             raise ConfigError(f"{path.name} does not exist", file=str(path)) from None
     models = {n: load_model_recipe(p) for n, p in model_paths.items()} if parse_models else {}
+    own = product.packaging.templates
+    templates = find_overrides(
+        project.root,
+        template_directories(own),
+        named_by=str(product.path) if own != project.templates.name else "",
+    )
     return Plan(
         product=product,
         recipes=recipes,
         targets=tuple(targets),
         models=models,
         model_digests=digests,
+        templates=templates,
     )
 
 

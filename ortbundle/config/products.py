@@ -33,6 +33,8 @@ class PackagingSettings:
     maintainer: str = ""  # "Name <address>" for .deb/.rpm; empty: publisher <packages@url host>
     # runtimes the Flatpak leaves out: they need host-only libraries the sandbox cannot see
     flatpak_skip_runtimes: tuple[str, ...] = ()
+    # where the product's template replacements are looked for first (under the project root)
+    templates: str = "templates"
 
 
 @dataclass(frozen=True)
@@ -253,6 +255,8 @@ def _packaging(reader: TableReader, product: str) -> PackagingSettings:
         android_namespace=_android_namespace(reader, product),
         maintainer=reader.opt_text("maintainer") or "",
         flatpak_skip_runtimes=reader.text_list("flatpak_skip_runtimes", required=False),
+        # templates/ or a directory in it (the schema's pattern): never outside the project
+        templates=reader.text("templates", "templates"),
     )
 
 

@@ -46,6 +46,10 @@ class Project:
         return self.root / "licenses"
 
     @property
+    def templates(self) -> Path:
+        return self.root / "templates"  # replacements of the built-in templates
+
+    @property
     def keys(self) -> Path:
         return self.root / "keys"  # the products' public signing keys
 

@@ -50,3 +50,8 @@ NAME_WORD = re.compile(r"^[a-z0-9][a-z0-9._-]*$")
 
 
 PURL = re.compile(r"^pkg:[a-z][a-z0-9.+-]*/\S+$")  # a package URL: pkg:type/name@version
+
+
+# a product's template directory ([packaging] templates): templates/ or a directory in it, so
+# that the quick no-op record, which watches templates/, sees every edit
+TEMPLATES_DIR = re.compile(r"^templates(/[A-Za-z0-9_+-][A-Za-z0-9._+-]*)*$")

@@ -29,6 +29,7 @@ SHAPE: dict[str, Any] = {
     "recipes": [{"name": "string", "path": "string", "sha256": "sha256"}],
     "source_date_epoch": "integer",
     "policy_sha256": "sha256",
+    "templates?": [{"path": "string", "sha256": "sha256"}],
     "signing_key_id": "string?",
     "inputs": [
         {

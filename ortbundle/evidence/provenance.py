@@ -91,6 +91,10 @@ def _dependencies(document: Mapping[str, Any]) -> list[dict[str, Any]]:
         {"name": POLICY_NAME, "digest": {"sha256": document["policy_sha256"]}},
     ]
     deps += [{"name": r["path"], "digest": {"sha256": r["sha256"]}} for r in document["recipes"]]
+    deps += [
+        {"name": t["path"], "digest": {"sha256": t["sha256"]}}
+        for t in document.get("templates", [])
+    ]
     for item in document["inputs"]:
         name = f"{item['component']}:{item['source']}"
         entry: dict[str, Any] = {"name": name, "digest": {"sha256": item["sha256"]}}

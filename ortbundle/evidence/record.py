@@ -136,7 +136,10 @@ def manifest_json(
     public_key_id: str | None,
     root: Path,
     policy_sha256: str,
+    templates: Sequence[tuple[str, str]] = (),
 ) -> str:
+    """The build manifest; `templates`: the project's template files the build read (path,
+    SHA-256), recorded only when there are any (a project without them keeps its bytes)."""
     inputs = []
     for name, recipe in sorted(recipes.items()):
         for sid, source in sorted(recipe.sources.items()):
@@ -173,6 +176,8 @@ def manifest_json(
         "inputs": inputs,
         "outputs": [_output_json(o) for o in sorted(outputs, key=lambda o: o.path)],
     }
+    if templates:
+        document["templates"] = [{"path": p, "sha256": s} for p, s in sorted(templates)]
     return json.dumps(document, indent=2, sort_keys=True) + "\n"
 
 
@@ -489,6 +494,7 @@ def write_evidence(
     policy_sha256: str,
     digests: Mapping[str, str] | None = None,
     memo: Memo,
+    templates: Sequence[tuple[str, str]] = (),
 ) -> None:
     """Everything after the stages and packages exist: records, audit, SBOM, manifest, signature,
     and the SLSA provenance over all of it (signed with the same key). `memo`: the build's,
@@ -523,7 +529,7 @@ def write_evidence(
     outputs = list_outputs(version_dir, stage_outputs(licensing, modes), digests)
     public_id = key.public_key().key_id_hex if key else None
     manifest = manifest_json(
-        product, recipes, inputs, outputs, epoch, public_id, root, policy_sha256
+        product, recipes, inputs, outputs, epoch, public_id, root, policy_sha256, templates
     ).encode()
     (version_dir / MANIFEST_NAME).write_bytes(manifest)
     (version_dir / MANIFEST_NAME).chmod(0o644)

@@ -21,6 +21,7 @@ from typing import Any
 
 from ortbundle._core.errors import LicenseError
 from ortbundle._core.memo import NO_MEMO, Memo
+from ortbundle._core.overrides import NO_OVERRIDES, Overrides
 from ortbundle._core.templating import render
 from ortbundle.config.recipes import (
     Confirmation,
@@ -488,9 +489,16 @@ def _notice(data: bytes) -> str:
         return data.decode("cp1252", errors="replace")
 
 
-def notice_text(product: str, version: str, licensing: TargetLicensing, *, memo: Memo) -> str:
+def notice_text(
+    product: str,
+    version: str,
+    licensing: TargetLicensing,
+    *,
+    memo: Memo,
+    overrides: Overrides = NO_OVERRIDES,
+) -> str:
     """The NOTICE file: every component, its licence, copyright lines and where its texts sit
-    (its rendering kept under the build's `memo`)."""
+    (its rendering kept under the build's `memo`; the project's NOTICE.j2 if it brings one)."""
     return render(
         "NOTICE.j2",
         {
@@ -500,6 +508,7 @@ def notice_text(product: str, version: str, licensing: TargetLicensing, *, memo:
             "licensing": licensing,
         },
         memo=memo,
+        overrides=overrides,
     )
 
 

@@ -371,7 +371,10 @@ def _write_notice(work: _TargetWork, licensing: TargetLicensing) -> TargetLicens
     """NOTICE, written from the attribution and so attributed after it, to the tool."""
     notice = work.tmp / NOTICE_NAME
     product = work.plan.product
-    atomic_write(notice, notice_text(product.name, product.version, licensing, memo=work.memo))
+    text = notice_text(
+        product.name, product.version, licensing, memo=work.memo, overrides=work.plan.templates
+    )
+    atomic_write(notice, text)
     notice.chmod(TEXT_MODE)
     return with_tool_file(licensing, staged_file(work.tmp, NOTICE_NAME))
 
@@ -558,6 +561,7 @@ def _package(
             t.requirements,
             prepared.epoch,
             prepared.memo,  # off for a release: every package and SBOM is produced afresh
+            plan.templates,
         )
         for t in staged
     }
@@ -617,5 +621,6 @@ def finish_version(
         policy_sha256=policy_digest(project),
         digests=dict(digests),
         memo=memo,
+        templates=plan.templates.files,  # a release's are its own: checked against each runner's
     )
     publish(scratch, version_dir)

@@ -101,6 +101,7 @@ def build_inputs(
     part (noop.Environment), then what the project's files say."""
     parts = [*facts.lines(), plan.product.digest, repr(plan.targets), repr(plan.product.channels)]
     parts.append(repr(plan.product.addon_of))  # what an add-on reads of the main manifest
+    parts += plan.templates.key_lines()  # the project's replacements of built-in templates
     digests = {n: r.digest for n, r in plan.recipes.items()} | plan.model_digests
     parts += [f"{n}:{d}" for n, d in sorted(digests.items())]
     parts += [repr((options.release, options.audit_channels))]

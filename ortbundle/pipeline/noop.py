@@ -81,14 +81,15 @@ def unchanged_build(cache: Path, version_dir: Path, key: str) -> dict[str, Any] 
 
 def input_stats(project: Project) -> dict[str, dict[str, int]]:
     """The stat record (size, mtime, ctime, inode) of every file and directory a plan can read:
-    the project's recipes/, manifests/ and licenses/ trees, and ortbundle's LICENSE.
+    the project's recipes/, manifests/, licenses/ and templates/ trees, and ortbundle's LICENSE.
 
     A superset of what one product reads (any recipe edited sends every product through the
     full check), so that no read can be missed. Directories count: adding a file moves its
     directory's record. ctime is kept: an edit with the mtime put back still moves it.
     """
     stats: dict[str, dict[str, int]] = {}
-    for top in (project.recipes, project.manifests, project.licenses, TOOL_LICENSE):
+    tops = (project.recipes, project.manifests, project.licenses, project.templates)
+    for top in (*tops, TOOL_LICENSE):
         try:
             info = top.lstat()
         except OSError:

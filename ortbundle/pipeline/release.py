@@ -115,6 +115,7 @@ def _identity(manifest: dict[str, Any]) -> dict[str, Any]:
         "recipes": {r["name"]: r["sha256"] for r in manifest["recipes"]},
         "SOURCE_DATE_EPOCH": manifest["source_date_epoch"],
         "licence policy": manifest.get("policy_sha256"),
+        "templates": {t["path"]: t["sha256"] for t in manifest.get("templates", [])},
     }
 
 
@@ -200,6 +201,7 @@ def _expected_identity(project: Project, plan: Plan, epoch: int) -> dict[str, An
         "recipes": {name: r.digest for name, r in plan.all_recipes.items()},
         "SOURCE_DATE_EPOCH": epoch,
         "licence policy": policy_digest(project),
+        "templates": dict(plan.templates.files),
     }
 
 
@@ -217,8 +219,8 @@ def _refuse_other_inputs(runners: tuple[RunnerTree, ...], expected: dict[str, An
                 "this runner built from different inputs than this release: "
                 + "; ".join(different),
                 file=str(runner.path),
-                fix="build every target from the same commit (recipes, manifests, licences) "
-                "and the same SOURCE_DATE_EPOCH",
+                fix="build every target from the same commit (recipes, manifests, licences, "
+                "templates) and the same SOURCE_DATE_EPOCH",
             )
 
 

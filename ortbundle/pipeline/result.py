@@ -110,6 +110,11 @@ def summary_document(
             "targets": list(result.plan.targets),
             "runtimes": list(product.runtimes),
             "channels": list(product.channels),
+            # the project's replacements of built-in templates, as the build key covers them
+            "templates": [
+                {"template": o.name, "file": o.shown, "sha256": o.sha256}
+                for o in result.plan.templates.items
+            ],
         },
         "artifacts": {
             "total": len(result.artifacts),

@@ -101,6 +101,12 @@ def summary_lines(document: Mapping[str, Any], *, short: bool = False) -> list[s
     for index, audit in enumerate(audits):  # an audit of no built target (cannot happen today)
         if index not in placed:
             lines += _audit_lines(audit, document["product"])
+    # which of the project's templates replaced built-in ones (an older summary, or a
+    # document made by hand, says nothing of them)
+    lines += [
+        f"template {t['file']} replaced the built-in {t['template']}"
+        for t in document.get("plan", {}).get("templates", [])
+    ]
     signature = document["signature"]
     if signature["signed"]:
         lines.append(

@@ -8,7 +8,7 @@ from typing import Any
 
 from ortbundle.config.schema import choices as C
 from ortbundle.config.schema.definitions import FileSchema, Key, Pattern, Table
-from ortbundle.config.vocabulary import NAME_WORD, PATH_WORD, PURL
+from ortbundle.config.vocabulary import NAME_WORD, PATH_WORD, PURL, TEMPLATES_DIR
 
 NAME = Pattern(NAME_WORD, "lower-case letters, digits, . _ - (starting with a letter or digit)")
 WORD = Pattern(PATH_WORD, "one plain name: letters, digits, . _ + -")
@@ -21,6 +21,7 @@ DOTTED = Pattern(re.compile(r"^[0-9]+(\.[0-9]+)+$"), 'a dotted version such as "
 LOWER = Pattern(re.compile(r"^[a-z0-9][a-z0-9 ._-]*$"), "lower case (the loader compares so)")
 PACKAGE_URL = Pattern(PURL, "a package URL (pkg:type/name@version)")
 URL = Pattern(re.compile(r"^https?://[^\s/]+"), "an http(s) URL")
+TEMPLATES = Pattern(TEMPLATES_DIR, "templates or a directory in it (templates/acme)")
 
 
 def text(name: str, doc: str, required: bool = False, **more: Any) -> Key:
@@ -638,6 +639,13 @@ PACKAGING = Table(
             default='"org.example.<product>.runtime"',
         ),
         text("maintainer", '"Name <address>" for .deb/.rpm', default="the publisher"),
+        text(
+            "templates",
+            "the product's own template directory, searched before the project's templates/ "
+            "(a file there named like a built-in template replaces it: invoke templates --list)",
+            default='"templates"',
+            pattern=TEMPLATES,
+        ),
     ),
 )
 

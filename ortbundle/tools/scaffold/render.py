@@ -6,9 +6,10 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 import tomlkit
-from tomlkit.items import AoT, Array, InlineTable, Table
+from tomlkit.items import AoT, Array, Comment, InlineTable, Table, Trivia
 
 from ortbundle.config.recipes import Source
+from ortbundle.config.schema.jsonschema import directive
 from ortbundle.config.sources import MavenCoordinates, NpmCoordinates, PypiCoordinates
 from ortbundle.tools.scaffold.propose import Proposal, ProposedRule, gpu_vendors
 from ortbundle.tools.scaffold.resolve import Resolved
@@ -144,6 +145,12 @@ def external_block(p: Proposal) -> str:
     return "\n".join(f"# {line}".rstrip() for line in lines)
 
 
+def _schema_line(kind: str) -> Comment:
+    """The first line: taplo's `#:schema` directive, so an editor checks the file as it is
+    edited (a plain tomlkit comment would put a space after the #)."""
+    return Comment(Trivia(comment=directive(kind)))
+
+
 def recipe_text(
     name: str,
     command: str,
@@ -151,6 +158,7 @@ def recipe_text(
     proposals: Sequence[Proposal],
 ) -> str:
     doc = tomlkit.document()
+    doc.add(_schema_line("recipe"))
     project = resolved.wanted.name
     doc.add(tomlkit.comment(f"Scaffolded by `{command}`: release {resolved.version}."))
     doc.add(tomlkit.comment("Comments marked 'guessed' are the scaffold's reading of the archive,"))
@@ -208,6 +216,7 @@ def product_text(
     """A product shipping the runtime `recipe`; for a plugin EP, the runtimes `pairs` (the
     project's cores it can register with) and the plugin paired with them."""
     doc = tomlkit.document()
+    doc.add(_schema_line("product"))
     doc.add(tomlkit.comment(f"A minimal product around recipes/{recipe}.toml, scaffolded by"))
     doc.add(tomlkit.comment("`invoke new-recipe --product`: set the version, description and url."))
     table = tomlkit.table()
