@@ -62,6 +62,10 @@ class _Task(Task[Any]):
         except KeyboardInterrupt:  # outside a command's guard (which says it itself)
             failed = interrupted(signal.SIGINT)
             raise Exit(str(failed), code=failed.code) from None
+        except BrokenPipeError:  # `invoke templates --list | head`: the reader has enough
+            devnull = os.open(os.devnull, os.O_WRONLY)
+            os.dup2(devnull, sys.stdout.fileno())  # nothing more to flush at exit
+            raise Exit(code=128 + signal.SIGPIPE) from None  # as git or cat piped into head
 
     def arg_opts(self, name: str, default: str, taken_names: set[str]) -> dict[str, Any]:
         opts = super().arg_opts(name, default, taken_names)

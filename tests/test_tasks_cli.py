@@ -3,7 +3,9 @@ errors exit 2, and every `invoke …` command the README shows runs as written (
 
 from __future__ import annotations
 
+import os
 import re
+import signal
 import subprocess
 import sys
 from collections import defaultdict
@@ -169,3 +171,24 @@ def test_every_readme_command_runs_as_written() -> None:
     for task in tasks:
         done = _invoke(task, "--help")
         assert done.returncode == 0, f"invoke {task} --help: {done.stderr}"
+
+
+def test_a_reader_that_stops_early_ends_the_task_quietly() -> None:
+    """`invoke templates --list | head -1`: the pipe closes under the task, which ends as git
+    does there (SIGPIPE's status), with no traceback."""
+    read_end, write_end = os.pipe()
+    os.close(read_end)  # every write the task makes fails: the reader has gone
+    try:
+        done = subprocess.run(
+            [sys.executable, "-m", "invoke", "templates", "--list"],
+            cwd=ROOT,
+            stdout=write_end,
+            stderr=subprocess.PIPE,
+            text=True,
+            timeout=120,
+            check=False,
+        )
+    finally:
+        os.close(write_end)
+    assert done.returncode == 128 + signal.SIGPIPE, done.stderr
+    assert "Traceback" not in done.stderr, done.stderr
