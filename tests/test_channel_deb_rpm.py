@@ -17,7 +17,7 @@ import pytest
 from ortbundle._core.errors import ConfigError, OrtbundleError
 from ortbundle.channels import ChannelOutput, PackageInput
 from ortbundle.channels.deb import DebChannel, copyright_text
-from ortbundle.channels.nfpm import render_dependencies
+from ortbundle.channels.nfpm import long_description, render_dependencies
 from ortbundle.channels.rpm import RpmChannel
 from ortbundle.licensing.attribution import ShippedFile
 from ortbundle.stage.closure import ExternalLibrary
@@ -173,6 +173,16 @@ def test_a_hostile_description_is_inert(channel: Channel, tmp_path: Path) -> Non
         ).stdout
     assert " ".join(HOSTILE.split()) in " ".join(description.split())
     assert not (output.directory / "pwned").exists()
+
+
+def test_the_description_wraps_between_words_and_keeps_a_long_one_whole(tmp_path: Path) -> None:
+    """A URL longer than a line is not cut in two (a reader would see a space inside it)."""
+    url = "https://example.invalid/" + "very-long-path/" * 6 + "index.html"
+    package = replace(make_package_input(tmp_path), description=f"Read {url} first.")
+    lines = long_description(package, "deb").splitlines()
+    assert f"{url} first." in lines or url in lines, lines
+    assert all(len(line) < 80 for line in lines if url not in line), lines
+    assert " ".join(lines).startswith(f"Read {url} first. This package installs")
 
 
 def test_versions_and_names_follow_the_distributions_rules(tmp_path: Path) -> None:

@@ -203,7 +203,8 @@ def synopsis(package: PackageInput, packager: str) -> str:
 
 
 def long_description(package: PackageInput, packager: str) -> str:
-    """The product's description, then what is installed where, wrapped to < 80 columns."""
+    """The product's description, then what is installed where, wrapped to < 80 columns
+    between words: a word longer than a line (a URL, a path) keeps a line of its own, whole."""
     name = package_name(package, packager)
     runtimes = ", ".join(f"{r.label} ({r.directory})" for r in package.runtimes)
     described = one_line(packager, package.description, "description")
@@ -215,7 +216,7 @@ def long_description(package: PackageInput, packager: str) -> str:
         f"under /usr/lib/{name}/ with runtime_loader.py, which picks the one that fits the "
         "machine."
     )
-    return "\n".join(textwrap.wrap(text, _WIDTH, break_long_words=True, break_on_hyphens=False))
+    return "\n".join(textwrap.wrap(text, _WIDTH, break_long_words=False, break_on_hyphens=False))
 
 
 def homepage(package: PackageInput, packager: str) -> str:
