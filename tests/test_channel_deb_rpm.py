@@ -397,3 +397,61 @@ def test_rpmlint_filters_exactly_what_fires_when_two_texts_are_identical(
             ["rpmlint", "-r", str(rpmlintrc), str(rpm)], capture_output=True, text=True, check=False
         )
         assert " 0 errors," in result.stdout, result.stdout
+
+
+# --- Linux on Arm: the same packages, named and checked for arm64 / aarch64 ------------------
+
+
+@pytest.fixture(scope="module")
+def arm_packages(tmp_path_factory: pytest.TempPathFactory) -> dict[str, tuple[ChannelOutput, Path]]:
+    root = tmp_path_factory.mktemp("arm")
+    package = make_loadable_package(root / "in", "linux-aarch64")  # aarch64-linux-gnu-gcc's
+    return {c.name: build(c, package, root / c.name) for c in (DebChannel(), RpmChannel())}
+
+
+def test_the_aarch64_packages_are_named_for_arm64_and_aarch64(
+    arm_packages: dict[str, tuple[ChannelOutput, Path]],
+) -> None:
+    assert arm_packages["deb"][1].name == "demo-onnxruntime_1.0.0-1_arm64.deb"
+    assert arm_packages["rpm"][1].name == "demo-onnxruntime-1.0.0-1.aarch64.rpm"
+
+
+@pytest.mark.tools
+def test_the_arm64_deb_says_arm64_and_lintian_accepts_it(
+    arm_packages: dict[str, tuple[ChannelOutput, Path]],
+) -> None:
+    """lintian holds the libraries' machine against the Architecture field
+    (binary-from-other-architecture): an arm64 .deb of x86-64 code, or the reverse, is an error."""
+    need("lintian", "dpkg-deb", packages="lintian dpkg")
+    deb = arm_packages["deb"][1]
+    field = subprocess.run(
+        ["dpkg-deb", "-f", str(deb), "Architecture"], capture_output=True, text=True, check=True
+    )
+    assert field.stdout.strip() == "arm64"
+    result = subprocess.run(
+        ["lintian", "--no-cfg", "--display-level", ">=warning", str(deb)],
+        capture_output=True,
+        text=True,
+        check=False,
+    )
+    findings = [line for line in result.stdout.splitlines() if re.match(r"[EW]: ", line)]
+    assert findings == [], result.stdout + result.stderr
+    assert result.returncode == 0, result.stdout + result.stderr
+
+
+@pytest.mark.tools
+def test_the_aarch64_rpm_says_aarch64_and_rpmlint_finds_no_error(
+    arm_packages: dict[str, tuple[ChannelOutput, Path]],
+) -> None:
+    need("rpmlint", "rpm", packages="rpmlint rpm")
+    output, rpm = arm_packages["rpm"]
+    arch = subprocess.run(
+        ["rpm", "-qp", "--qf", "%{ARCH}", str(rpm)], capture_output=True, text=True, check=True
+    )
+    assert arch.stdout == "aarch64"
+    (rpmlintrc,) = output.directory.glob("*.rpmlintrc")
+    result = subprocess.run(
+        ["rpmlint", "-r", str(rpmlintrc), str(rpm)], capture_output=True, text=True, check=False
+    )
+    assert " 0 errors," in result.stdout, result.stdout + result.stderr
+    assert not re.search(r": E: ", result.stdout), result.stdout

@@ -23,7 +23,7 @@ from typing import Any
 
 from ortbundle._core.templating import render
 from ortbundle._core.version import __version__
-from ortbundle.channels import Attribution, ChannelOutput, PackageInput, nfpm
+from ortbundle.channels import CHANNEL_TARGETS, Attribution, ChannelOutput, PackageInput, nfpm
 
 _PACKAGER = "deb"
 _FORMAT = "https://www.debian.org/doc/packaging-manuals/copyright-format/1.0/"
@@ -58,7 +58,7 @@ class DebChannel:
     """<package>_<version>-<release>_<arch>.deb and the nfpm.yaml it was packed from."""
 
     name = "deb"
-    target = "linux-x86_64"
+    target = CHANNEL_TARGETS["deb"][0]  # one of several: generate() takes any of them
 
     def generate(self, package: PackageInput, out: Path) -> ChannelOutput:
         meta = nfpm.describe(package, _PACKAGER)

@@ -19,7 +19,7 @@ from typing import Any
 
 from ortbundle._core.fsio import atomic_write
 from ortbundle._core.version import __version__
-from ortbundle.channels import ChannelOutput, PackageInput, nfpm
+from ortbundle.channels import CHANNEL_TARGETS, ChannelOutput, PackageInput, nfpm
 
 _PACKAGER = "rpm"
 _BUILDHOST = "reproducible"  # nfpm writes the machine's host name otherwise
@@ -42,7 +42,7 @@ class RpmChannel:
     """<package>-<version>-<release>.<arch>.rpm, its nfpm.yaml and <package>.rpmlintrc."""
 
     name = "rpm"
-    target = "linux-x86_64"
+    target = CHANNEL_TARGETS["rpm"][0]  # one of several: generate() takes any of them
 
     def generate(self, package: PackageInput, out: Path) -> ChannelOutput:
         meta = nfpm.describe(package, _PACKAGER)
