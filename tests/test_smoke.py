@@ -285,8 +285,8 @@ def _version_dir(tmp_path: Path, *, with_core: bool) -> Path:
 
 
 def test_only_the_products_channels_are_listed(tmp_path: Path, linux_probe: ProbeRunner) -> None:
-    """A product without a Flatpak gets no Flatpak line; one with deb and rpm is told the
-    smoke does not install those (it installs the Arch package and the Windows installer)."""
+    """A product without a Flatpak gets no Flatpak line; a package that was not built is NOT
+    RUN, saying so (the smoke unpacks a built .deb and .rpm, and does not build Flatpaks)."""
     version_dir = _version_dir(tmp_path, with_core=True)
     said: list[str] = []
     report = smoke(version_dir, package_name="app", channels=("arch",), say=said.append)
@@ -301,11 +301,11 @@ def test_only_the_products_channels_are_listed(tmp_path: Path, linux_probe: Prob
     report = smoke(version_dir, package_name="app", channels=("flatpak", "deb"), say=said.append)
     assert [(line.verdict, line.subject) for line in report.lines] == [
         ("PASS", "cpu"),
-        ("NOT RUN", "flatpak"),
         ("NOT RUN", "deb"),
+        ("NOT RUN", "flatpak"),
     ]
-    assert "flatpak install org.freedesktop.Sdk" in report.lines[1].detail
-    assert report.lines[2].detail.startswith("no deb package was built in ")
+    assert report.lines[1].detail.startswith("no deb package was built in ")
+    assert "flatpak install org.freedesktop.Sdk" in report.lines[2].detail
 
 
 @pytest.mark.windows
