@@ -110,7 +110,7 @@ class Target:
     bits: int = 64  # ELF class / PE32 vs PE32+: EM_X86_64 also exists as 32-bit x32
     abi: str | None = None  # Android: the jniLibs/<abi>/ directory
     page_align: int = 0  # Android: the PT_LOAD alignment the device's linker needs (0: none)
-    # Linux: the machine's name per packaging format (("deb", "arm64"), ("rpm", "aarch64"), …)
+    # the machine's name per packaging format (("deb", "arm64"), ("nsis", "arm64"), …)
     package_arch: tuple[tuple[str, str], ...] = ()
 
     def arch_for(self, channel: str) -> str | None:

@@ -10,7 +10,7 @@ import re
 CHANNEL_TARGETS: dict[str, tuple[str, ...]] = {
     "arch": ("linux-x86_64", "linux-aarch64"),
     "flatpak": ("linux-x86_64", "linux-aarch64"),
-    "nsis": ("windows-x86_64",),
+    "nsis": ("windows-x86_64", "windows-arm64"),
     "apk": ("android-arm64-v8a", "android-x86_64"),
     "deb": ("linux-x86_64", "linux-aarch64"),
     "rpm": ("linux-x86_64", "linux-aarch64"),

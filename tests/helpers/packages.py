@@ -51,12 +51,14 @@ def _linux_files(machine: str) -> dict[str, bytes]:
     }
 
 
-def _windows_files() -> dict[str, bytes]:
+def _windows_files(machine: str) -> dict[str, bytes]:
     return {
-        "runtimes/openvino/onnxruntime.dll": make_pe(imports=("KERNEL32.dll", "MSVCP140.dll")),
-        "runtimes/openvino/openvino.dll": make_pe(imports=("VCRUNTIME140.dll",)),
-        "runtimes/webgpu/onnxruntime.dll": make_pe(imports=("KERNEL32.dll",)),
-        "runtimes/webgpu/dxil.dll": make_pe(imports=()),
+        "runtimes/openvino/onnxruntime.dll": make_pe(
+            machine=machine, imports=("KERNEL32.dll", "MSVCP140.dll")
+        ),
+        "runtimes/openvino/openvino.dll": make_pe(machine=machine, imports=("VCRUNTIME140.dll",)),
+        "runtimes/webgpu/onnxruntime.dll": make_pe(machine=machine, imports=("KERNEL32.dll",)),
+        "runtimes/webgpu/dxil.dll": make_pe(machine=machine, imports=()),
     }
 
 
@@ -80,7 +82,7 @@ def make_package_input(
     stage = root / target
     linux = target.startswith("linux-")  # linux-x86_64, linux-aarch64: ELF of its machine
     machine = get_target(target).machine
-    contents = dict(_linux_files(machine) if linux else _windows_files())
+    contents = dict(_linux_files(machine) if linux else _windows_files(machine))
     contents.update(_TEXTS)
     contents["runtime_loader.py"] = b"#!/usr/bin/env python3\nprint('loader')\n"
     files = write_stage_files(stage, contents)

@@ -37,13 +37,13 @@ TARGET_DATA = Table(
             "package_arch",
             Table(
                 "[<target>.package_arch]",
-                "What each Linux packaging format calls the target's machine.",
+                "What each packaging format calls the target's machine.",
                 tuple(
                     text(channel, f"the {channel} package's architecture name")
-                    for channel in ("arch", "deb", "rpm", "flatpak")
+                    for channel in ("arch", "deb", "rpm", "flatpak", "nsis")
                 ),
             ),
-            "Linux: the machine's name in each packaging format",
+            "the machine's name in each packaging format",
         ),
         tables(
             "externals",
