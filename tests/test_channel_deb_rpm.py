@@ -4,6 +4,7 @@ install whose shipped loader opens each runtime, and byte-identical rebuilds."""
 
 from __future__ import annotations
 
+import hashlib
 import json
 import os
 import re
@@ -18,6 +19,7 @@ from ortbundle._core.errors import ConfigError, OrtbundleError
 from ortbundle.channels import ChannelOutput, PackageInput
 from ortbundle.channels.deb import DebChannel, copyright_text
 from ortbundle.channels.nfpm import render_dependencies
+from ortbundle.channels.registry import generate_all
 from ortbundle.channels.rpm import RpmChannel
 from ortbundle.licensing.attribution import ShippedFile
 from ortbundle.stage.closure import ExternalLibrary
@@ -455,3 +457,22 @@ def test_the_aarch64_rpm_says_aarch64_and_rpmlint_finds_no_error(
     )
     assert " 0 errors," in result.stdout, result.stdout + result.stderr
     assert not re.search(r": E: ", result.stdout), result.stdout
+
+
+def test_each_further_target_is_packaged_in_a_directory_named_by_it(tmp_path: Path) -> None:
+    """The first target's package stays in packaging/deb/, linux-aarch64's goes to
+    packaging/deb/linux-aarch64/ — the same path when a runner builds only that target — and
+    the build's digests name each by its path under the channel's directory."""
+    inputs = {t: make_package_input(tmp_path / "in", t) for t in ("linux-x86_64", "linux-aarch64")}
+    (both,) = generate_all(["deb"], inputs, tmp_path / "packaging", 1)
+    assert both.directory == tmp_path / "packaging" / "deb"
+    assert set(both.digests) == {
+        "demo-onnxruntime_1.0.0-1_amd64.deb",
+        "linux-aarch64/demo-onnxruntime_1.0.0-1_arm64.deb",
+    }
+    for name, digest in both.digests.items():
+        assert hashlib.sha256((both.directory / name).read_bytes()).hexdigest() == digest
+    alone = {"linux-aarch64": inputs["linux-aarch64"]}
+    (only,) = generate_all(["deb"], alone, tmp_path / "runner", 1)
+    assert set(only.digests) == {"linux-aarch64/demo-onnxruntime_1.0.0-1_arm64.deb"}
+    assert not any(only.directory.glob("*.deb"))
