@@ -26,15 +26,9 @@ from ortbundle.tools.smoke.installs import (
     windows_install_dir,
 )
 from ortbundle.tools.smoke.probe import MINGW_CC
-from ortbundle.tools.smoke.wine import Wine
+from ortbundle.tools.smoke.wine import Wine, idle_noise, prefix_state
 from tests.helpers.packages import SETTINGS, make_package_input
-from tests.helpers.windows import (
-    UNINSTALL_KEY,
-    idle_run,
-    own_prefix,
-    prefix_files,
-    registry_values,
-)
+from tests.helpers.windows import UNINSTALL_KEY, own_prefix
 
 pytestmark = pytest.mark.windows
 
@@ -209,30 +203,22 @@ def test_the_arm64_installer_refuses_an_x64_machine_and_writes_nothing(
     out = NsisChannel().generate(package, base / "packaging" / "nsis" / "windows-arm64")
     (exe,) = (p for p in out.files if p.suffix == ".exe")
     assert exe.name == "demo-1.0.0-arm64-setup.exe"
-    idle_run(wine)  # the prefix's own first-run writes are over before the snapshots
-    files, registry = prefix_files(wine.prefix), registry_values(wine.prefix)
-    idle_run(wine)  # what Wine rewrites on any program start: not the installer's doing
-    noise = _changed(registry, registry_values(wine.prefix))
-    assert prefix_files(wine.prefix) == files
-
+    noise = idle_noise(wine)  # what Wine rewrites on any program start: not the installer's
+    before = prefix_state(wine)
     result = run_setup(wine, exe)
-    wine.wait()
     assert result.returncode == 2, result.stdout + result.stderr  # NSIS: aborted by the script
-    assert prefix_files(wine.prefix) == files  # not a file written, Program Files included
-    assert _changed(registry, registry_values(wine.prefix)) <= noise  # nor a registry value
+    after = prefix_state(wine)
+    assert after.files == before.files  # not a file written, Program Files included
+    assert before.changed(after) <= noise  # nor a registry value
     assert not wine.host(str(DIRECTORY)).exists()
     assert _entries(wine) == []
 
-    # control: the same snapshots see an x64 installer's install on this machine
+    # control: the same comparison sees an x64 installer's install on this machine
     x64 = make_package_input(tmp_path / "x64", "windows-x86_64")
     built = NsisChannel().generate(x64, tmp_path / "x64" / "packaging" / "nsis")
     (setup,) = (p for p in built.files if p.suffix == ".exe")
     _install(wine, setup)
-    assert prefix_files(wine.prefix) != files
-    written = _changed(registry, registry_values(wine.prefix)) - noise
-    key = (UNINSTALL_KEY + SETTINGS.package_name).replace("\\", "\\\\")  # as a .reg file spells it
+    written = before.changed(prefix_state(wine)) - noise
+    key = (UNINSTALL_KEY + SETTINGS.package_name).replace("\\", "\\\\")  # as a .reg spells it
     assert any(f"|[{key}]|" in k for k in written), sorted(written)
-
-
-def _changed(before: dict[str, str], after: dict[str, str]) -> set[str]:
-    return {k for k in before.keys() | after.keys() if before.get(k) != after.get(k)}
+    assert "drive_c/Program Files/demo-onnxruntime/uninstall.exe" in written

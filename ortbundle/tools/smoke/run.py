@@ -13,6 +13,8 @@ For a built version directory (`dist/<product>/<version>/`), target by target:
   prefix; the installer runs silently, its files must equal the stage's, the probe runs every
   runtime from `C:\\Program Files\\<package>`, and the uninstaller must leave nothing and no
   uninstall entry behind.
+- windows-arm64: its installer (an x64 program) runs under Wine, in a fresh prefix, and must
+  refuse this x64 machine leaving the prefix as it was; its runtimes cannot run here.
 - The product's Flatpak and every target this machine cannot execute (Windows on Arm,
   Android, other CPUs) are reported as NOT RUN, with the reason; a
   channel the product does not have is not mentioned. So is a runtime (or the part of one)
@@ -49,7 +51,13 @@ from ortbundle.tools.smoke.installs import (
 from ortbundle.tools.smoke.probe import build_probe
 from ortbundle.tools.smoke.probe.checks import ProbeRunner, RuntimeCheck, agree, check_tree
 from ortbundle.tools.smoke.qemu import missing_qemu, qemu_sysroot
-from ortbundle.tools.smoke.wine import Wine, missing_wine, wine_session
+from ortbundle.tools.smoke.wine import (
+    Wine,
+    idle_noise,
+    missing_wine,
+    prefix_state,
+    wine_session,
+)
 
 __all__ = ["SmokeLine", "SmokeReport", "smoke"]
 
@@ -167,6 +175,10 @@ def smoke(
                 _linux(session, stage)
             elif target == "windows-x86_64":
                 _windows(session, stage)
+            elif target == "windows-arm64":
+                emit(SmokeLine("NOT RUN", target, "runtimes", "", _CANNOT_RUN[target]))
+                if "nsis" in session.channels:
+                    _refusing_installer(session, target)
             else:
                 reason = _CANNOT_RUN.get(target, "")
                 if target.startswith("android-"):
@@ -333,6 +345,38 @@ def _windows(session: _Session, stage: Path) -> None:
             emit(SmokeLine("NOT RUN", target, "installer", "", reason))
             return
         _install_windows(session, wine, setups[0], stage, runner)
+
+
+def _refusing_installer(session: _Session, target: str) -> None:
+    """Windows on Arm's installer on this x64 machine: it must refuse (a non-zero exit) and
+    leave its fresh Wine prefix as it was, but for what Wine rewrites on any program start."""
+    emit = session.emit
+    setups = sorted(_channel_dir(session, "nsis", target).glob("*-setup.exe"))
+    missing = missing_wine()
+    if not setups or missing:
+        reason = (
+            f"Wine is needed (Debian/Ubuntu: apt-get install {' '.join(missing)})"
+            if missing
+            else "no installer was compiled (makensis was missing at build time)"
+        )
+        emit(SmokeLine("NOT RUN", target, "installer", "", reason))
+        return
+    prefix = session.work / f"wine-prefix-{target}"
+    shutil.rmtree(prefix, ignore_errors=True)
+    with wine_session(prefix) as wine:
+        noise = idle_noise(wine)
+        before = prefix_state(wine)
+        code = run_setup(wine, setups[0]).returncode
+        changed = sorted(before.changed(prefix_state(wine)) - noise)
+    problems = [f"{setups[0].name} /S exited 0, expected a refusal"] if code == 0 else []
+    if changed:
+        more = f" and {len(changed) - 3} more" if len(changed) > 3 else ""
+        problems.append(f"it wrote {len(changed)} things ({', '.join(changed[:3])}{more})")
+    detail = "; ".join(problems) or (
+        f"{setups[0].name} refused this x64 machine (exit {code}), nothing written "
+        f"({len(before.files)} files and {len(before.registry)} registry values as they were)"
+    )
+    emit(SmokeLine("FAIL" if problems else "PASS", target, "installer", "Wine x64", detail))
 
 
 def _install_windows(
