@@ -14,6 +14,7 @@ from pathlib import Path
 import pytest
 
 from ortbundle._core.errors import SmokeError
+from ortbundle.channels.nsis import NsisChannel
 from ortbundle.tools.smoke.installs import tree_difference
 from ortbundle.tools.smoke.probe import (
     ProbeOutput,
@@ -32,6 +33,7 @@ from ortbundle.tools.smoke.probe.checks import (
 from ortbundle.tools.smoke.run import smoke
 from ortbundle.tools.smoke.wine import wine_session
 from tests.helpers.fakeort import compile_needing, fake_runtime, need, write_stage
+from tests.helpers.packages import make_package_input
 from tests.helpers.pe import make_pe
 from tests.helpers.real import ROOT
 from tests.helpers.windows import skip_without_wine
@@ -357,3 +359,37 @@ def test_tree_difference_names_what_is_missing_unexpected_and_changed() -> None:
         "3 missing (a, d and 1 more), 1 unexpected (z), 1 changed (c)"
     )
     assert tree_difference(expected, dict(expected)) == ""
+
+
+@pytest.mark.windows
+def test_smoke_passes_the_arm64_installer_only_when_it_refuses_and_writes_nothing(
+    tmp_path: Path,
+) -> None:
+    """windows-arm64's runtimes cannot run here, its installer can: it must refuse this x64
+    machine with nothing written. An x64 installer put in its place installs, and fails."""
+    skip_without_wine(makensis=True)
+    version_dir = tmp_path / "dist" / "demo" / "1.0.0"
+    package = make_package_input(version_dir, "windows-arm64")
+    out = version_dir / "packaging" / "nsis" / "windows-arm64"
+    NsisChannel().generate(package, out)
+    said: list[str] = []
+    report = smoke(
+        version_dir, package_name="demo-onnxruntime", channels=("nsis",), say=said.append
+    )
+    assert [(line.verdict, line.subject) for line in report.lines] == [
+        ("NOT RUN", "runtimes"),
+        ("PASS", "installer"),
+    ], said
+    assert "refused this x64 machine (exit 2), nothing written" in report.lines[1].detail
+
+    x64 = make_package_input(tmp_path / "x64", "windows-x86_64")
+    (setup,) = (
+        p for p in NsisChannel().generate(x64, tmp_path / "x64-nsis").files if p.suffix == ".exe"
+    )
+    (arm64_setup,) = out.glob("*-setup.exe")
+    shutil.copyfile(setup, arm64_setup)
+    report = smoke(
+        version_dir, package_name="demo-onnxruntime", channels=("nsis",), say=said.append
+    )
+    (line,) = report.failed
+    assert "exited 0, expected a refusal" in line.detail and "it wrote" in line.detail
