@@ -141,3 +141,32 @@ def test_the_shipped_loader_chooses_the_stock_core_against_an_aarch64_root(
     decision = json.loads(chose.stdout)
     assert decision["runtime"] == "stock" and decision["problems"] == []
     assert decision["candidates"][0]["notes"] == ["optional libvulkan.so.1 not found (vulkan)"]
+
+
+def test_lintian_and_rpmlint_accept_the_real_aarch64_packages(built: BuildResult) -> None:
+    """The real aarch64 libraries are stripped and link curl and Mbed TLS statically, unlike
+    the x86-64 ones: the validators must accept the packages made of them as they are."""
+    for tool, package in (("lintian", "lintian"), ("rpmlint", "rpmlint")):
+        if shutil.which(tool) is None:
+            pytest.skip(f"{tool} is not installed (Debian: apt-get install {package})")
+    packaging = built.version_dir / "packaging"
+    (deb,) = (packaging / "deb" / TARGET).glob("*_arm64.deb")
+    linted = subprocess.run(
+        ["lintian", "--no-cfg", "--display-level", ">=warning", str(deb)],
+        capture_output=True,
+        text=True,
+        timeout=600,
+        check=False,
+    )
+    assert linted.returncode == 0 and "E: " not in linted.stdout, linted.stdout + linted.stderr
+    rpm_dir = packaging / "rpm" / TARGET
+    (rpm,) = rpm_dir.glob("*.aarch64.rpm")
+    (rpmlintrc,) = rpm_dir.glob("*.rpmlintrc")
+    checked = subprocess.run(
+        ["rpmlint", "-r", str(rpmlintrc), str(rpm)],
+        capture_output=True,
+        text=True,
+        timeout=600,
+        check=False,
+    )
+    assert " 0 errors," in checked.stdout, checked.stdout + checked.stderr

@@ -476,3 +476,31 @@ def test_each_further_target_is_packaged_in_a_directory_named_by_it(tmp_path: Pa
     (only,) = generate_all(["deb"], alone, tmp_path / "runner", 1)
     assert set(only.digests) == {"linux-aarch64/demo-onnxruntime_1.0.0-1_arm64.deb"}
     assert not any(only.directory.glob("*.deb"))
+
+
+@pytest.mark.tools
+@pytest.mark.parametrize("stripped", [False, True])
+def test_rpmlint_filters_unstripped_libraries_only_when_one_is_shipped(
+    tmp_path: Path, stripped: bool
+) -> None:
+    """The aarch64 wheels' libraries are stripped, the x86-64 ones are not; rpmlint errs on an
+    unused filter, so unstripped-binary-or-object is filtered only when it would fire."""
+    need("rpmlint", "aarch64-linux-gnu-strip", packages="rpmlint binutils-aarch64-linux-gnu")
+    package = make_loadable_package(tmp_path / "in", "linux-aarch64")
+    if stripped:
+        files = []
+        for shipped in package.files:
+            path = package.stage / shipped.path
+            if shipped.link_to is None and ".so" in shipped.path:
+                subprocess.run(["aarch64-linux-gnu-strip", str(path)], check=True)
+                data = path.read_bytes()
+                shipped = replace(shipped, size=len(data), sha256=hashlib.sha256(data).hexdigest())
+            files.append(shipped)
+        package = replace(package, files=tuple(files))
+    output, rpm = build(RpmChannel(), package, tmp_path / "rpm")
+    (rpmlintrc,) = output.directory.glob("*.rpmlintrc")
+    assert ("unstripped-binary-or-object" in rpmlintrc.read_text()) is not stripped
+    result = subprocess.run(
+        ["rpmlint", "-r", str(rpmlintrc), str(rpm)], capture_output=True, text=True, check=False
+    )
+    assert " 0 errors," in result.stdout, result.stdout + result.stderr

@@ -37,6 +37,12 @@ LINTIAN_OVERRIDES: tuple[tuple[str, str, str], ...] = (
         "upstream's libraries ship byte for byte as the signed build manifest records them",
     ),
     (
+        "embedded-library",
+        "* [usr/lib/{name}/*]",
+        "upstream links some libraries in statically (the aarch64 ONNX Runtime: curl, Mbed "
+        "TLS); they ship byte for byte, attributed in NOTICE and debian/copyright",
+    ),
+    (
         "extra-license-file",
         "[usr/*/{name}/licenses/*]",
         "each component's own licence text, as NOTICE and debian/copyright refer to it",
