@@ -319,13 +319,25 @@ def _wheel_tags(filename: str) -> tuple[str, str, list[str]]:
     return parts[-3], parts[-2], parts[-1].split(".")
 
 
+_MACHINE_TAG = re.compile(r"(x86_64|aarch64|arm64|amd64|universal2|i686|win32)$")
+
+
+def _machine_tag(platform_tag: str) -> str:
+    """manylinux_2_28_aarch64 → aarch64, win_amd64 → amd64 (the tag itself when unknown)."""
+    found = _MACHINE_TAG.search(platform_tag)
+    return found.group(1) if found else platform_tag
+
+
 def pip_commands(inputs: Inputs, dest: Path, index_url: str | None) -> list[list[str]]:
     """`pip download` of exactly the pinned wheels: one call per OS family, no project twice."""
     groups: list[tuple[tuple[str, str, str], list[str], list[str]]] = []
     for wheel in sorted(inputs.wheels, key=lambda w: str(w["filename"])):
         python, abi, platforms = _wheel_tags(str(wheel["filename"]))
         family = "windows" if any(p.startswith("win") for p in platforms) else "posix"
-        key = (family, python, abi)
+        # and one call per machine: given x86_64 and aarch64 (or amd64 and arm64) platforms
+        # at once, pip takes whichever wheel it likes best, not the pinned one
+        machine = _machine_tag(platforms[0])
+        key = (f"{family} {machine}", python, abi)
         spec = f"{wheel['project']}=={wheel['version']}"
         project = str(wheel["project"]).lower()
         for gkey, gplatforms, gspecs in groups:

@@ -40,8 +40,12 @@ URL_INJECTIONS = (  # no whitespace: a URL holding any is refused
 )
 
 
-def package_at(root: Path, **overrides: object) -> PackageInput:
-    return make_package_input(root, "linux-x86_64", **overrides)
+# Each Linux target with what Arch (and Arch Linux ARM) calls its machine.
+ARCHES = {"linux-x86_64": "x86_64", "linux-aarch64": "aarch64"}
+
+
+def package_at(root: Path, target: str = "linux-x86_64", **overrides: object) -> PackageInput:
+    return make_package_input(root, target, **overrides)
 
 
 def generate(package: PackageInput, out: Path) -> ChannelOutput:
@@ -280,6 +284,16 @@ def test_two_generates_are_byte_identical(tmp_path: Path) -> None:
     assert first.notes == second.notes
 
 
+def test_the_arch_is_the_targets_own(tmp_path: Path) -> None:
+    """Arch Linux ARM's package says aarch64, from the target's data; the rest is the same."""
+    for target, arch in ARCHES.items():
+        out = tmp_path / target
+        generate(package_at(tmp_path / "in", target), out)
+        assert sourced(out, "arch") == [arch]
+        assert f"\tarch = {arch}\n" in (out / ".SRCINFO").read_text()
+        assert sourced(out, "depends") == ["gcc-libs", "glibc"]
+
+
 def test_refuses_a_non_empty_directory_and_other_targets(tmp_path: Path) -> None:
     package = package_at(tmp_path / "in")
     (tmp_path / "out").mkdir()
@@ -306,7 +320,11 @@ class Makepkg:
         self._own(dest)
         return dest
 
-    def run(self, startdir: Path, *args: str) -> subprocess.CompletedProcess[str]:
+    def run(
+        self, startdir: Path, *args: str, carch: str = "x86_64"
+    ) -> subprocess.CompletedProcess[str]:
+        """makepkg in `startdir`; `carch`: the machine it builds for (CARCH, as Arch Linux ARM's
+        makepkg.conf sets it), so an aarch64 PKGBUILD is checked on this x86_64 host."""
         dirs = {key: self.root / key.lower() for key in ("HOME", "BUILDDIR", "SRCDEST", "PKGDEST")}
         for path in dirs.values():
             path.mkdir(exist_ok=True)
@@ -316,6 +334,7 @@ class Makepkg:
             "LC_ALL": "C.UTF-8",
             "SOURCE_DATE_EPOCH": str(EPOCH),
             "PKGEXT": ".pkg.tar.gz",  # readable by tarfile whatever makepkg.conf prefers
+            "CARCH": carch,
             **{key: str(path) for key, path in dirs.items()},
         }
         return subprocess.run(
@@ -367,9 +386,17 @@ def assert_ok(result: subprocess.CompletedProcess[str]) -> None:
 
 
 @pytest.mark.tools
-@pytest.mark.parametrize("variant", ["default", "hostile", "prerelease-bare"])
+@pytest.mark.parametrize(
+    ("variant", "target"),
+    [
+        ("default", "linux-x86_64"),
+        ("default", "linux-aarch64"),
+        ("hostile", "linux-x86_64"),
+        ("prerelease-bare", "linux-x86_64"),
+    ],
+)
 def test_srcinfo_equals_makepkg_printsrcinfo(
-    tmp_path: Path, makepkg: Makepkg, variant: str
+    tmp_path: Path, makepkg: Makepkg, variant: str, target: str
 ) -> None:
     marker = makepkg.root / "pwned"  # writable by makepkg's user: proof nothing ran
     variants: dict[str, dict[str, object]] = {
@@ -382,9 +409,9 @@ def test_srcinfo_equals_makepkg_printsrcinfo(
         "prerelease-bare": {"version": "2.0.0-rc.1+local", "url": "", "externals": ()},
     }
     overrides = variants[variant]
-    generate(package_at(tmp_path / "in", **overrides), tmp_path / "out")
+    generate(package_at(tmp_path / "in", target, **overrides), tmp_path / "out")
     startdir = makepkg.copy(tmp_path / "out", "pkg")
-    result = makepkg.run(startdir, "--printsrcinfo")
+    result = makepkg.run(startdir, "--printsrcinfo", carch=ARCHES[target])
     assert_ok(result)
     assert result.stdout == (tmp_path / "out/.SRCINFO").read_text(encoding="utf-8")
     assert not marker.exists()
@@ -408,10 +435,23 @@ def test_makepkg_verifies_the_source_and_catches_a_changed_tarball(
 
 
 @pytest.mark.tools
-def test_makepkg_builds_the_stage_unchanged(tmp_path: Path, makepkg: Makepkg) -> None:
+def test_makepkg_refuses_the_aarch64_package_on_another_machine(
+    tmp_path: Path, makepkg: Makepkg
+) -> None:
+    """The arch array is real: makepkg for x86_64 will not build Arch Linux ARM's package."""
+    generate(package_at(tmp_path / "in", "linux-aarch64"), tmp_path / "out")
+    startdir = makepkg.copy(tmp_path / "out", "pkg")
+    result = makepkg.run(startdir, "-f", "--nodeps", carch="x86_64")
+    assert result.returncode != 0
+    assert "is not available for the 'x86_64' architecture" in result.stdout + result.stderr
+
+
+@pytest.mark.tools
+@pytest.mark.parametrize("target", list(ARCHES))
+def test_makepkg_builds_the_stage_unchanged(tmp_path: Path, makepkg: Makepkg, target: str) -> None:
     # Files makepkg's tidy steps would drop or rewrite by name unless the options say no.
     package = with_files(
-        package_at(tmp_path / "in"),
+        package_at(tmp_path / "in", target),
         {
             "runtimes/openvino/libextra.a": b"!<arch>\n",
             "runtimes/openvino/libextra.so": b"not really a library\n",
@@ -421,8 +461,10 @@ def test_makepkg_builds_the_stage_unchanged(tmp_path: Path, makepkg: Makepkg) ->
     )
     generate(package, tmp_path / "out")
     startdir = makepkg.copy(tmp_path / "out", "pkg")
-    assert_ok(makepkg.run(startdir, "-f", "--nodeps"))
-    (built,) = (makepkg.root / "pkgdest").glob("demo-onnxruntime-1.0.0-1-x86_64.pkg.tar.*")
+    assert_ok(makepkg.run(startdir, "-f", "--nodeps", carch=ARCHES[target]))
+    (built,) = (makepkg.root / "pkgdest").glob(
+        f"demo-onnxruntime-1.0.0-1-{ARCHES[target]}.pkg.tar.*"
+    )
 
     lib, share = "usr/lib/demo-onnxruntime", "usr/share/licenses/demo-onnxruntime"
     expected: dict[str, tuple[str, int, str]] = {}  # name → (kind, mode, sha256 or link target)
@@ -459,6 +501,7 @@ def test_makepkg_builds_the_stage_unchanged(tmp_path: Path, makepkg: Makepkg) ->
     assert found == expected
     for line in (
         "pkgver = 1.0.0-1",
+        f"arch = {ARCHES[target]}",
         f"builddate = {EPOCH}",
         "depend = gcc-libs",
         "depend = glibc",

@@ -4,6 +4,7 @@ install whose shipped loader opens each runtime, and byte-identical rebuilds."""
 
 from __future__ import annotations
 
+import hashlib
 import json
 import os
 import re
@@ -18,6 +19,7 @@ from ortbundle._core.errors import ConfigError, OrtbundleError
 from ortbundle.channels import ChannelOutput, PackageInput
 from ortbundle.channels.deb import DebChannel, copyright_text
 from ortbundle.channels.nfpm import long_description, render_dependencies
+from ortbundle.channels.registry import generate_all
 from ortbundle.channels.rpm import RpmChannel
 from ortbundle.licensing.attribution import ShippedFile
 from ortbundle.stage.closure import ExternalLibrary
@@ -407,3 +409,108 @@ def test_rpmlint_filters_exactly_what_fires_when_two_texts_are_identical(
             ["rpmlint", "-r", str(rpmlintrc), str(rpm)], capture_output=True, text=True, check=False
         )
         assert " 0 errors," in result.stdout, result.stdout
+
+
+# --- Linux on Arm: the same packages, named and checked for arm64 / aarch64 ------------------
+
+
+@pytest.fixture(scope="module")
+def arm_packages(tmp_path_factory: pytest.TempPathFactory) -> dict[str, tuple[ChannelOutput, Path]]:
+    root = tmp_path_factory.mktemp("arm")
+    package = make_loadable_package(root / "in", "linux-aarch64")  # aarch64-linux-gnu-gcc's
+    return {c.name: build(c, package, root / c.name) for c in (DebChannel(), RpmChannel())}
+
+
+def test_the_aarch64_packages_are_named_for_arm64_and_aarch64(
+    arm_packages: dict[str, tuple[ChannelOutput, Path]],
+) -> None:
+    assert arm_packages["deb"][1].name == "demo-onnxruntime_1.0.0-1_arm64.deb"
+    assert arm_packages["rpm"][1].name == "demo-onnxruntime-1.0.0-1.aarch64.rpm"
+
+
+@pytest.mark.tools
+def test_the_arm64_deb_says_arm64_and_lintian_accepts_it(
+    arm_packages: dict[str, tuple[ChannelOutput, Path]],
+) -> None:
+    """lintian holds the libraries' machine against the Architecture field
+    (binary-from-other-architecture): an arm64 .deb of x86-64 code, or the reverse, is an error."""
+    need("lintian", "dpkg-deb", packages="lintian dpkg")
+    deb = arm_packages["deb"][1]
+    field = subprocess.run(
+        ["dpkg-deb", "-f", str(deb), "Architecture"], capture_output=True, text=True, check=True
+    )
+    assert field.stdout.strip() == "arm64"
+    result = subprocess.run(
+        ["lintian", "--no-cfg", "--display-level", ">=warning", str(deb)],
+        capture_output=True,
+        text=True,
+        check=False,
+    )
+    findings = [line for line in result.stdout.splitlines() if re.match(r"[EW]: ", line)]
+    assert findings == [], result.stdout + result.stderr
+    assert result.returncode == 0, result.stdout + result.stderr
+
+
+@pytest.mark.tools
+def test_the_aarch64_rpm_says_aarch64_and_rpmlint_finds_no_error(
+    arm_packages: dict[str, tuple[ChannelOutput, Path]],
+) -> None:
+    need("rpmlint", "rpm", packages="rpmlint rpm")
+    output, rpm = arm_packages["rpm"]
+    arch = subprocess.run(
+        ["rpm", "-qp", "--qf", "%{ARCH}", str(rpm)], capture_output=True, text=True, check=True
+    )
+    assert arch.stdout == "aarch64"
+    (rpmlintrc,) = output.directory.glob("*.rpmlintrc")
+    result = subprocess.run(
+        ["rpmlint", "-r", str(rpmlintrc), str(rpm)], capture_output=True, text=True, check=False
+    )
+    assert " 0 errors," in result.stdout, result.stdout + result.stderr
+    assert not re.search(r": E: ", result.stdout), result.stdout
+
+
+def test_each_further_target_is_packaged_in_a_directory_named_by_it(tmp_path: Path) -> None:
+    """The first target's package stays in packaging/deb/, linux-aarch64's goes to
+    packaging/deb/linux-aarch64/ — the same path when a runner builds only that target — and
+    the build's digests name each by its path under the channel's directory."""
+    inputs = {t: make_package_input(tmp_path / "in", t) for t in ("linux-x86_64", "linux-aarch64")}
+    (both,) = generate_all(["deb"], inputs, tmp_path / "packaging", 1)
+    assert both.directory == tmp_path / "packaging" / "deb"
+    assert set(both.digests) == {
+        "demo-onnxruntime_1.0.0-1_amd64.deb",
+        "linux-aarch64/demo-onnxruntime_1.0.0-1_arm64.deb",
+    }
+    for name, digest in both.digests.items():
+        assert hashlib.sha256((both.directory / name).read_bytes()).hexdigest() == digest
+    alone = {"linux-aarch64": inputs["linux-aarch64"]}
+    (only,) = generate_all(["deb"], alone, tmp_path / "runner", 1)
+    assert set(only.digests) == {"linux-aarch64/demo-onnxruntime_1.0.0-1_arm64.deb"}
+    assert not any(only.directory.glob("*.deb"))
+
+
+@pytest.mark.tools
+@pytest.mark.parametrize("stripped", [False, True])
+def test_rpmlint_filters_unstripped_libraries_only_when_one_is_shipped(
+    tmp_path: Path, stripped: bool
+) -> None:
+    """The aarch64 wheels' libraries are stripped, the x86-64 ones are not; rpmlint errs on an
+    unused filter, so unstripped-binary-or-object is filtered only when it would fire."""
+    need("rpmlint", "aarch64-linux-gnu-strip", packages="rpmlint binutils-aarch64-linux-gnu")
+    package = make_loadable_package(tmp_path / "in", "linux-aarch64")
+    if stripped:
+        files = []
+        for shipped in package.files:
+            path = package.stage / shipped.path
+            if shipped.link_to is None and ".so" in shipped.path:
+                subprocess.run(["aarch64-linux-gnu-strip", str(path)], check=True)
+                data = path.read_bytes()
+                shipped = replace(shipped, size=len(data), sha256=hashlib.sha256(data).hexdigest())
+            files.append(shipped)
+        package = replace(package, files=tuple(files))
+    output, rpm = build(RpmChannel(), package, tmp_path / "rpm")
+    (rpmlintrc,) = output.directory.glob("*.rpmlintrc")
+    assert ("unstripped-binary-or-object" in rpmlintrc.read_text()) is not stripped
+    result = subprocess.run(
+        ["rpmlint", "-r", str(rpmlintrc), str(rpm)], capture_output=True, text=True, check=False
+    )
+    assert " 0 errors," in result.stdout, result.stdout + result.stderr

@@ -42,8 +42,14 @@ NO_GPU = (
 )
 
 
-def _generate(root: Path, **overrides: object) -> tuple[PackageInput, ChannelOutput]:
-    package = make_package_input(root / "stage", "linux-x86_64", **overrides)
+# Each Linux target with Flatpak's name for its machine (flatpak-builder --arch).
+ARCHES = {"linux-x86_64": "x86_64", "linux-aarch64": "aarch64"}
+
+
+def _generate(
+    root: Path, target: str = "linux-x86_64", /, **overrides: object
+) -> tuple[PackageInput, ChannelOutput]:
+    package = make_package_input(root / "stage", target, **overrides)
     return package, FlatpakChannel().generate(package, root / "flatpak")
 
 
@@ -433,7 +439,9 @@ def test_flatpak_builder_reads_the_manifest(tmp_path: Path) -> None:
     assert bad.returncode != 0 and "no-such-key" in bad.stderr
 
 
-def _download_only(manifest: Path, home: Path) -> subprocess.CompletedProcess[str]:
+def _download_only(
+    manifest: Path, home: Path, arch: str = "x86_64"
+) -> subprocess.CompletedProcess[str]:
     # No runtime or SDK is installed: flatpak-builder prints "... not installed" while it
     # computes its cache key and carries on; --download-only stops before it needs them.
     return _run(
@@ -441,6 +449,7 @@ def _download_only(manifest: Path, home: Path) -> subprocess.CompletedProcess[st
             "flatpak-builder",
             "--download-only",
             "--disable-rofiles-fuse",
+            f"--arch={arch}",
             f"--state-dir={home / 'state'}",
             str(home / "build"),
             str(manifest),
@@ -448,6 +457,40 @@ def _download_only(manifest: Path, home: Path) -> subprocess.CompletedProcess[st
         _isolated_env(home),
         manifest.parent,
     )
+
+
+def test_the_module_builds_only_on_its_targets_arch(tmp_path: Path) -> None:
+    for target, arch in ARCHES.items():
+        _, output = _generate(tmp_path / target, target)
+        assert _load(output, MODULE)["only-arches"] == [arch]
+
+
+@pytest.mark.tools
+@pytest.mark.parametrize("target", list(ARCHES))
+def test_flatpak_builder_fetches_the_module_on_its_arch_only(tmp_path: Path, target: str) -> None:
+    """flatpak-builder --arch: on the module's own arch it fetches and checks the tarball (a
+    changed byte fails), on the other it skips the module (it is not that machine's code)."""
+    _need("flatpak-builder")
+    _, output = _generate(tmp_path, target)
+    manifest = output.directory / APP
+    shown = _run(
+        ["flatpak-builder", "--show-manifest", str(manifest)],
+        _isolated_env(tmp_path / "h"),
+        tmp_path,
+    )
+    assert shown.returncode == 0, shown.stderr
+    assert json.loads(shown.stdout)["modules"][0]["only-arches"] == [ARCHES[target]]
+    own = _download_only(manifest, tmp_path / "home-ok", ARCHES[target])
+    assert own.returncode == 0, own.stderr
+    tarball = output.directory / TARBALL
+    data = bytearray(tarball.read_bytes())
+    data[len(data) // 2] ^= 0x01
+    tarball.write_bytes(bytes(data))
+    bad = _download_only(manifest, tmp_path / "home-bad", ARCHES[target])
+    assert bad.returncode != 0 and "Wrong sha256" in bad.stderr, bad.stderr
+    (other,) = set(ARCHES.values()) - {ARCHES[target]}
+    skipped = _download_only(manifest, tmp_path / "home-other", other)
+    assert skipped.returncode == 0, skipped.stderr  # the changed tarball is never read
 
 
 @pytest.mark.tools

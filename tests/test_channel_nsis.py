@@ -484,6 +484,34 @@ def test_symlinks_are_refused(tmp_path: Path) -> None:
         NsisChannel().generate(replace(package, files=(*package.files, link)), out)
 
 
+def test_the_windows_on_arm_installer_is_x64_checks_for_arm64_and_says_so(tmp_path: Path) -> None:
+    """NSIS has no Arm stub: an x64 program that requires a native ARM64 machine (x64.nsh's
+    IsNativeARM64) before anything else, named for arm64, installing to the native Program
+    Files like the x64 one."""
+    base = tmp_path / "dist" / "demo" / "1.0.0"
+    package = make_package_input(base, "windows-arm64")
+    out = base / "packaging" / "nsis" / "windows-arm64"
+    NsisChannel().generate(package, out)
+    lines = _script(out).splitlines()
+    for line in (
+        "Target amd64-unicode",
+        'InstallDir "$PROGRAMFILES64\\demo-onnxruntime"',
+        'OutFile "demo-1.0.0-arm64-setup.exe"',
+        "  ${IfNot} ${IsNativeARM64}",
+    ):
+        assert line in lines
+    assert "${RunningX64}" not in _script(out)
+    init = lines[lines.index("Function .onInit") :]
+    check = init.index("  ${IfNot} ${IsNativeARM64}")
+    assert init[check + 2 : check + 4] == ["    Abort", "  ${EndIf}"]  # before anything else
+    assert "needs Windows on Arm (ARM64)" in init[check + 1]
+    sources = [line.strip() for line in lines if line.strip().startswith("File ")]
+    assert sources and all(s.startswith('File "..\\..\\..\\windows-arm64\\') for s in sources)
+    # the x64 installer's lifecycle: the required libraries checked, upgrade, uninstall
+    assert '  SearchPath $R9 "MSVCP140.dll"' in lines
+    assert "  Call RemovePrevious" in lines and 'Section "Uninstall"' in lines
+
+
 def test_wrong_target_is_refused(tmp_path: Path) -> None:
     package = make_package_input(tmp_path, "linux-x86_64")
     with pytest.raises(ConfigError, match="windows-x86_64"):

@@ -35,6 +35,13 @@ EXPECTED = {
     # Microsoft's stock 1.29.0 AAR (via npm), renamed so the QNN build can ship beside it
     ("android-arm64-v8a", "android-generic"): {"libonnxruntime_generic.so"},
     ("android-x86_64", "android-generic"): {"libonnxruntime_generic.so"},
+    # Linux on Arm: the stock core, and the WebGPU plugin EP registered with it
+    ("linux-aarch64", "stock"): {
+        "libonnxruntime.so.1.32.0",
+        "libonnxruntime.so.1 -> libonnxruntime.so.1.32.0",
+        "libonnxruntime_providers_shared.so",
+    },
+    ("linux-aarch64", "ep-webgpu"): {"libonnxruntime_providers_webgpu.so"},
 }
 # the seed's pruned sizes, in MiB (seeds/inference-backends.md §3.2): 81 + 31 Linux, 67 + 42 Windows
 EXPECTED_MIB = {
@@ -44,6 +51,8 @@ EXPECTED_MIB = {
     ("windows-x86_64", "webgpu"): 42,
     ("windows-arm64", "stock"): 19.9,
     ("windows-arm64", "ep-webgpu"): 33.7,
+    ("linux-aarch64", "stock"): 26.1,
+    ("linux-aarch64", "ep-webgpu"): 13.2,
     # measured: the AAR's 32,120,992 / 38,473,056-byte libraries, plus patchelf's new .dynstr
     ("android-arm64-v8a", "android-generic"): 30.6,
     ("android-x86_64", "android-generic"): 36.7,

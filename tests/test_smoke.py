@@ -14,6 +14,7 @@ from pathlib import Path
 import pytest
 
 from ortbundle._core.errors import SmokeError
+from ortbundle.channels.nsis import NsisChannel
 from ortbundle.tools.smoke.installs import tree_difference
 from ortbundle.tools.smoke.probe import (
     ProbeOutput,
@@ -32,6 +33,7 @@ from ortbundle.tools.smoke.probe.checks import (
 from ortbundle.tools.smoke.run import smoke
 from ortbundle.tools.smoke.wine import wine_session
 from tests.helpers.fakeort import compile_needing, fake_runtime, need, write_stage
+from tests.helpers.packages import make_package_input
 from tests.helpers.pe import make_pe
 from tests.helpers.real import ROOT
 from tests.helpers.windows import skip_without_wine
@@ -64,10 +66,14 @@ def test_targets_this_machine_cannot_run_are_reported_not_run(tmp_path: Path) ->
         (tmp_path / target / "runtimes.json").write_text("{}")
     said: list[str] = []
     report = smoke(tmp_path, package_name="x", channels=("nsis", "apk"), say=said.append)
-    assert [line.verdict for line in report.lines] == ["NOT RUN", "NOT RUN"]
+    assert [(line.verdict, line.subject) for line in report.lines] == [
+        ("NOT RUN", "runtimes"),
+        ("NOT RUN", "runtimes"),
+        ("NOT RUN", "installer"),  # Windows on Arm's installer runs here, when one was built
+    ]
     assert "Android device" in report.lines[0].detail
     assert "Wine here runs x86_64 programs only" in report.lines[1].detail
-    assert said[-1] == "smoke: 0 PASS, 0 FAIL, 2 NOT RUN"
+    assert said[-1] == "smoke: 0 PASS, 0 FAIL, 3 NOT RUN"
 
 
 def test_invoke_smoke_on_an_unbuilt_product_exits_13_without_a_traceback(tmp_path: Path) -> None:
@@ -285,8 +291,8 @@ def _version_dir(tmp_path: Path, *, with_core: bool) -> Path:
 
 
 def test_only_the_products_channels_are_listed(tmp_path: Path, linux_probe: ProbeRunner) -> None:
-    """A product without a Flatpak gets no Flatpak line; one with deb and rpm is told the
-    smoke does not install those (it installs the Arch package and the Windows installer)."""
+    """A product without a Flatpak gets no Flatpak line; a package that was not built is NOT
+    RUN, saying so (the smoke unpacks a built .deb and .rpm, and does not build Flatpaks)."""
     version_dir = _version_dir(tmp_path, with_core=True)
     said: list[str] = []
     report = smoke(version_dir, package_name="app", channels=("arch",), say=said.append)
@@ -301,11 +307,11 @@ def test_only_the_products_channels_are_listed(tmp_path: Path, linux_probe: Prob
     report = smoke(version_dir, package_name="app", channels=("flatpak", "deb"), say=said.append)
     assert [(line.verdict, line.subject) for line in report.lines] == [
         ("PASS", "cpu"),
-        ("NOT RUN", "flatpak"),
         ("NOT RUN", "deb"),
+        ("NOT RUN", "flatpak"),
     ]
-    assert "flatpak install org.freedesktop.Sdk" in report.lines[1].detail
-    assert report.lines[2].detail.startswith("no deb package was built in ")
+    assert report.lines[1].detail.startswith("no deb package was built in ")
+    assert "flatpak install org.freedesktop.Sdk" in report.lines[2].detail
 
 
 @pytest.mark.windows
@@ -357,3 +363,37 @@ def test_tree_difference_names_what_is_missing_unexpected_and_changed() -> None:
         "3 missing (a, d and 1 more), 1 unexpected (z), 1 changed (c)"
     )
     assert tree_difference(expected, dict(expected)) == ""
+
+
+@pytest.mark.windows
+def test_smoke_passes_the_arm64_installer_only_when_it_refuses_and_writes_nothing(
+    tmp_path: Path,
+) -> None:
+    """windows-arm64's runtimes cannot run here, its installer can: it must refuse this x64
+    machine with nothing written. An x64 installer put in its place installs, and fails."""
+    skip_without_wine(makensis=True)
+    version_dir = tmp_path / "dist" / "demo" / "1.0.0"
+    package = make_package_input(version_dir, "windows-arm64")
+    out = version_dir / "packaging" / "nsis" / "windows-arm64"
+    NsisChannel().generate(package, out)
+    said: list[str] = []
+    report = smoke(
+        version_dir, package_name="demo-onnxruntime", channels=("nsis",), say=said.append
+    )
+    assert [(line.verdict, line.subject) for line in report.lines] == [
+        ("NOT RUN", "runtimes"),
+        ("PASS", "installer"),
+    ], said
+    assert "refused this x64 machine (exit 2), nothing written" in report.lines[1].detail
+
+    x64 = make_package_input(tmp_path / "x64", "windows-x86_64")
+    (setup,) = (
+        p for p in NsisChannel().generate(x64, tmp_path / "x64-nsis").files if p.suffix == ".exe"
+    )
+    (arm64_setup,) = out.glob("*-setup.exe")
+    shutil.copyfile(setup, arm64_setup)
+    report = smoke(
+        version_dir, package_name="demo-onnxruntime", channels=("nsis",), say=said.append
+    )
+    (line,) = report.failed
+    assert "exited 0, expected a refusal" in line.detail and "it wrote" in line.detail

@@ -26,7 +26,7 @@ from ortbundle.tools.smoke.installs import (
     windows_install_dir,
 )
 from ortbundle.tools.smoke.probe import MINGW_CC
-from ortbundle.tools.smoke.wine import Wine
+from ortbundle.tools.smoke.wine import Wine, idle_noise, prefix_state
 from tests.helpers.packages import SETTINGS, make_package_input
 from tests.helpers.windows import UNINSTALL_KEY, own_prefix
 
@@ -191,3 +191,34 @@ def test_a_dll_in_use_stops_uninstall_and_upgrade_with_nothing_removed(
     installed = _installed(wine)
     assert installed.pop("uninstall.exe")
     assert installed == tree_digests(_stage(new))
+
+
+def test_the_arm64_installer_refuses_an_x64_machine_and_writes_nothing(
+    tmp_path: Path, wine: Wine
+) -> None:
+    """Windows on Arm's installer is an x64 program (NSIS has no Arm stub); on this x64 Wine
+    IsNativeARM64 is false: it must exit non-zero and leave the prefix exactly as it was."""
+    base = tmp_path / "dist" / "demo" / "1.0.0"
+    package = make_package_input(base, "windows-arm64")
+    out = NsisChannel().generate(package, base / "packaging" / "nsis" / "windows-arm64")
+    (exe,) = (p for p in out.files if p.suffix == ".exe")
+    assert exe.name == "demo-1.0.0-arm64-setup.exe"
+    noise = idle_noise(wine)  # what Wine rewrites on any program start: not the installer's
+    before = prefix_state(wine)
+    result = run_setup(wine, exe)
+    assert result.returncode == 2, result.stdout + result.stderr  # NSIS: aborted by the script
+    after = prefix_state(wine)
+    assert after.files == before.files  # not a file written, Program Files included
+    assert before.changed(after) <= noise  # nor a registry value
+    assert not wine.host(str(DIRECTORY)).exists()
+    assert _entries(wine) == []
+
+    # control: the same comparison sees an x64 installer's install on this machine
+    x64 = make_package_input(tmp_path / "x64", "windows-x86_64")
+    built = NsisChannel().generate(x64, tmp_path / "x64" / "packaging" / "nsis")
+    (setup,) = (p for p in built.files if p.suffix == ".exe")
+    _install(wine, setup)
+    written = before.changed(prefix_state(wine)) - noise
+    key = (UNINSTALL_KEY + SETTINGS.package_name).replace("\\", "\\\\")  # as a .reg spells it
+    assert any(f"|[{key}]|" in k for k in written), sorted(written)
+    assert "drive_c/Program Files/demo-onnxruntime/uninstall.exe" in written

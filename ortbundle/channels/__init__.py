@@ -27,11 +27,23 @@ from ortbundle.config.recipes import PackagingSettings as PackagingSettings
 from ortbundle.config.recipes import SystemSpec
 from ortbundle.config.targets import ChannelPackages, ExternalGroup
 from ortbundle.config.vocabulary import CHANNEL_TARGETS as CHANNEL_TARGETS
+from ortbundle.config.vocabulary import SHARED_PACKAGE_CHANNELS
 from ortbundle.fetch.cache import stat_record
 from ortbundle.licensing.attribution import ShippedFile
 from ortbundle.stage.binaries.baseline import SystemBaseline
 from ortbundle.stage.binaries.baseline import render_dependency as render_dependency
 from ortbundle.stage.closure import ExternalLibrary
+
+
+def package_directory(channel: str, target: str) -> str:
+    """Where `channel`'s package of `target` goes, relative to packaging/<channel>/: its first
+    target's (and a shared package's) right there, as always; each further target's in a
+    subdirectory named by the target (packaging/deb/linux-aarch64/), so a runner that builds
+    only that target writes the same paths a whole build does."""
+    targets = CHANNEL_TARGETS[channel]
+    if channel in SHARED_PACKAGE_CHANNELS or target == targets[0]:
+        return ""
+    return target
 
 
 @dataclass(frozen=True)

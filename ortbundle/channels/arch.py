@@ -24,11 +24,12 @@ from typing import Any
 from ortbundle._core.errors import ConfigError, OrtbundleError
 from ortbundle._core.fsio import atomic_write
 from ortbundle._core.templating import render
-from ortbundle.channels import ChannelOutput, PackageInput, render_dependency
+from ortbundle.channels import CHANNEL_TARGETS, ChannelOutput, PackageInput, render_dependency
 from ortbundle.channels.tarball import write_stage_tarball
 from ortbundle.config.externals import constraints, snippet
 from ortbundle.config.products import Addon
 from ortbundle.config.schema import check_document
+from ortbundle.config.targets import get_target
 from ortbundle.licensing.attribution import ShippedFile
 
 _DATA_FILE = "ortbundle/data/arch.toml"
@@ -38,7 +39,6 @@ _PKGNAME = re.compile(r"[a-z0-9@_+][a-z0-9@._+-]*")
 # What pkgver may hold after mapping: makepkg forbids ':', '/', '-', whitespace and non-ASCII;
 # we keep to the characters vercmp orders predictably.
 _PKGVER = re.compile(r"[A-Za-z0-9][A-Za-z0-9._+]*")
-_ARCH = ("x86_64",)
 # Never let makepkg rewrite or drop a staged file: no stripping, no debug split, and keep what
 # its tidy steps would delete by name (libtool: *.la; staticlibs: *.a beside a .so; purge:
 # *.pod, .packlist; emptydirs). The positive names mean "keep"; !purge means "do not purge".
@@ -77,16 +77,19 @@ class _Entry:
 
 
 class ArchChannel:
-    """PKGBUILD + .SRCINFO + stage tarball for the linux-x86_64 stage."""
+    """PKGBUILD + .SRCINFO + stage tarball for one Linux stage (x86_64, or aarch64 for Arch
+    Linux ARM)."""
 
     name = "arch"
-    target = "linux-x86_64"
+    target = CHANNEL_TARGETS["arch"][0]  # one of several: generate() takes any of them
 
     def generate(self, package: PackageInput, out: Path) -> ChannelOutput:
         """Write PKGBUILD, .SRCINFO and <pkgname>-<pkgver>.tar.gz into the empty `out`."""
-        if package.target != self.target:
+        machine = get_target(package.target).arch_for(self.name)
+        if package.target not in CHANNEL_TARGETS[self.name] or machine is None:
             raise OrtbundleError(
-                f"the Arch channel packages the {self.target} stage, not {package.target}",
+                f"the Arch channel packages the {' or '.join(CHANNEL_TARGETS[self.name])} "
+                f"stage, not {package.target}",
                 component=_COMPONENT,
                 target=package.target,
             )
@@ -117,7 +120,7 @@ class ArchChannel:
 
         scalars = {"pkgver": pkgver, "pkgrel": pkgrel, "pkgdesc": pkgdesc, "url": url}
         arrays: dict[str, Sequence[str]] = {
-            "arch": _ARCH,
+            "arch": (machine,),
             "license": licenses,
             "depends": depends,
             "optdepends": optdepends,

@@ -23,7 +23,7 @@ from typing import Any
 
 from ortbundle._core.templating import render
 from ortbundle._core.version import __version__
-from ortbundle.channels import Attribution, ChannelOutput, PackageInput, nfpm
+from ortbundle.channels import CHANNEL_TARGETS, Attribution, ChannelOutput, PackageInput, nfpm
 
 _PACKAGER = "deb"
 _FORMAT = "https://www.debian.org/doc/packaging-manuals/copyright-format/1.0/"
@@ -35,6 +35,12 @@ LINTIAN_OVERRIDES: tuple[tuple[str, str, str], ...] = (
         "unstripped-binary-or-object",
         "[usr/lib/{name}/*]",
         "upstream's libraries ship byte for byte as the signed build manifest records them",
+    ),
+    (
+        "embedded-library",
+        "* [usr/lib/{name}/*]",
+        "upstream links some libraries in statically (the aarch64 ONNX Runtime: curl, Mbed "
+        "TLS); they ship byte for byte, attributed in NOTICE and debian/copyright",
     ),
     (
         "extra-license-file",
@@ -58,7 +64,7 @@ class DebChannel:
     """<package>_<version>-<release>_<arch>.deb and the nfpm.yaml it was packed from."""
 
     name = "deb"
-    target = "linux-x86_64"
+    target = CHANNEL_TARGETS["deb"][0]  # one of several: generate() takes any of them
 
     def generate(self, package: PackageInput, out: Path) -> ChannelOutput:
         meta = nfpm.describe(package, _PACKAGER)

@@ -34,8 +34,9 @@ from typing import Any
 
 from ortbundle._core.errors import ConfigError, IntegrityError
 from ortbundle._core.fsio import atomic_write, sha256_file
-from ortbundle.channels import ChannelOutput, PackageInput
+from ortbundle.channels import CHANNEL_TARGETS, ChannelOutput, PackageInput
 from ortbundle.channels.tarball import write_stage_tarball
+from ortbundle.config.targets import get_target
 from ortbundle.stage.closure import ExternalLibrary
 from ortbundle.stage.index_json import INDEX_NAME
 
@@ -211,10 +212,11 @@ def _bad_manifest(message: str) -> IntegrityError:
 
 
 class FlatpakChannel:
-    """Writes the tarball, the module file and the standalone app manifest for linux-x86_64."""
+    """Writes the tarball, the module file and the standalone app manifest for one Linux stage
+    (x86_64 or aarch64: the module builds only on its own arch, `only-arches`)."""
 
     name = "flatpak"
-    target = "linux-x86_64"
+    target = CHANNEL_TARGETS["flatpak"][0]  # one of several: generate() takes any of them
 
     def generate(self, package: PackageInput, out: Path) -> ChannelOutput:
         """Write the channel's files into `out` and check what was written."""
@@ -380,9 +382,10 @@ def _sandbox_notes(package: PackageInput, left_out: tuple[str, ...]) -> tuple[st
 
 
 def _check_settings(package: PackageInput) -> None:
-    if package.target != FlatpakChannel.target:
+    if package.target not in CHANNEL_TARGETS["flatpak"] or _arch(package) is None:
         raise ConfigError(
-            f"the Flatpak channel packages {FlatpakChannel.target}, not {package.target}",
+            f"the Flatpak channel packages {' or '.join(CHANNEL_TARGETS['flatpak'])}, "
+            f"not {package.target}",
             component=_COMPONENT,
             target=package.target,
         )
@@ -416,6 +419,11 @@ def _check_settings(package: PackageInput) -> None:
             )
 
 
+def _arch(package: PackageInput) -> str | None:
+    """Flatpak's name for the target's machine (data/targets.toml's package_arch)."""
+    return get_target(package.target).arch_for("flatpak")
+
+
 def _top_level(package: PackageInput) -> list[str]:
     return sorted({PurePosixPath(f.path).parts[0] for f in package.files})
 
@@ -441,6 +449,8 @@ def _module(
         ]
     return {
         "name": name,
+        # the stage's binaries are of one machine: a build for another arch skips the module
+        "only-arches": [_arch(package)],
         "buildsystem": "simple",
         "build-options": {"no-debuginfo": True, "strip": False},
         "build-commands": commands,

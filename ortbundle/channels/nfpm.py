@@ -58,10 +58,6 @@ _NAME = re.compile(r"[a-z0-9][a-z0-9+.-]+")
 _VERSION = re.compile(r"[0-9][A-Za-z0-9.+~]*")
 # Package relation names in the data file: Debian's rule, plus '_' for RPM names.
 _RELATION_NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9+._-]*")
-_ARCHES = {
-    "EM_X86_64": {"deb": "amd64", "rpm": "x86_64"},
-    "EM_AARCH64": {"deb": "arm64", "rpm": "aarch64"},
-}
 _BIDI = frozenset("\u061c\u200e\u200f\u202a\u202b\u202c\u202d\u202e\u2066\u2067\u2068\u2069")
 _WIDTH = 79  # description lines: lintian and rpmlint both want < 80 columns
 
@@ -145,16 +141,15 @@ def component(packager: str) -> str:
 
 def arch_for(package: PackageInput, packager: str) -> str:
     """The distribution's name for the target's machine; only Linux targets are packaged."""
-    target = get_target(package.target)
-    names = _ARCHES.get(target.machine) if target.os == "linux" and target.bits == 64 else None
-    if names is None:
+    name = get_target(package.target).arch_for(packager)  # data/targets.toml's package_arch
+    if name is None:
         raise OrtbundleError(
             f"the {packager} channel packages Linux x86_64 or aarch64 stages, not {package.target}",
             component=component(packager),
             target=package.target,
             fix=f"list {packager} only for a Linux target",
         )
-    return names[packager]
+    return name
 
 
 def package_name(package: PackageInput, packager: str) -> str:

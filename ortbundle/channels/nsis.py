@@ -1,4 +1,11 @@
-"""NSIS channel: an `installer.nsi` for the windows-x86_64 stage, compiled when makensis is here.
+"""NSIS channel: an `installer.nsi` for a Windows stage, compiled when makensis is here.
+
+windows-x86_64's installer is `<product>-<version>-setup.exe` in packaging/nsis/; Windows on
+Arm's, `<product>-<version>-arm64-setup.exe` in packaging/nsis/windows-arm64/. NSIS has no
+native Arm stub here, so both are x64 programs: Windows on Arm runs the arm64 one under its x64
+emulation, where it checks `IsNativeARM64` (x64.nsh) and installs the native arm64 runtimes to
+the native Program Files ($PROGRAMFILES64: x64 and ARM64 share it and the 64-bit registry view);
+on an x64 machine it refuses in .onInit — a message, a non-zero exit, nothing written.
 
 Files written into `out` (`dist/<product>/<version>/packaging/nsis/`):
 
@@ -58,8 +65,9 @@ from ortbundle._core.errors import ConfigError, PackagingError
 from ortbundle._core.oserrors import tool_ran_out
 from ortbundle._core.progress import mib, status
 from ortbundle._core.templating import render
-from ortbundle.channels import ChannelOutput, PackageInput, check_staged
+from ortbundle.channels import CHANNEL_TARGETS, ChannelOutput, PackageInput, check_staged
 from ortbundle.channels.memo import input_key, memoized
+from ortbundle.config.targets import get_target
 from ortbundle.licensing.attribution import ShippedFile
 from ortbundle.stage.binaries.baseline import version_key, windows_name
 from ortbundle.stage.requirements import requirement_groups
@@ -128,17 +136,33 @@ def nsis_string(value: str, *, expand: bool = True, prefix: str = "") -> str:
     return "".join(out)
 
 
+# What the installer requires of the machine, by what the target's packages call it
+# (data/targets.toml package_arch.nsis): x64.nsh's test, the file name's tag, and what the
+# refusal says the installer is for.
+_MACHINES = {
+    "x64": {"test": "${RunningX64}", "tag": "", "needs": "64-bit (x64) Windows"},
+    "arm64": {
+        "test": "${IsNativeARM64}",
+        "tag": "-arm64",
+        "needs": "Windows on Arm (ARM64): its runtimes are native ARM64 code, which this "
+        "computer cannot load. Nothing was installed",
+    },
+}
+
+
 class NsisChannel:
     """The Windows installer: installer.nsi, and the setup .exe when makensis is available."""
 
     name = "nsis"
-    target = "windows-x86_64"
+    target = CHANNEL_TARGETS["nsis"][0]  # one of several: generate() takes any of them
 
     def generate(self, package: PackageInput, out: Path) -> ChannelOutput:
         """Check the stage, write installer.nsi, and compile it if makensis is on PATH."""
-        if package.target != self.target:
+        machine = get_target(package.target).arch_for(self.name)
+        if package.target not in CHANNEL_TARGETS[self.name] or machine not in _MACHINES:
             raise ConfigError(
-                f"the NSIS channel packages the {self.target} stage, not {package.target}",
+                f"the NSIS channel packages the {' or '.join(CHANNEL_TARGETS[self.name])} "
+                f"stage, not {package.target}",
                 component=_COMPONENT,
                 target=package.target,
             )
@@ -297,8 +321,11 @@ def _context(package: PackageInput, out: Path) -> dict[str, Any]:
     requirements = _requirements(package)
     licenses = ", ".join(package.licenses)
     display_name = f"{package.product} {package.version}"
+    machine = _MACHINES[get_target(package.target).arch_for("nsis") or "x64"]
+    outfile = f"{_file_word(package.product)}-{_file_word(package.version)}{machine['tag']}"
     context: dict[str, Any] = {
         "display_name": display_name,
+        "target": package.target,  # a target name: [a-z0-9-] only
         "product": package.product,
         "version": package.version,
         "publisher": settings.publisher,
@@ -310,7 +337,7 @@ def _context(package: PackageInput, out: Path) -> dict[str, Any]:
             else settings.publisher
         ),
         "package_name": settings.package_name,
-        "outfile": f"{_file_word(package.product)}-{_file_word(package.version)}-setup.exe",
+        "outfile": f"{outfile}-setup.exe",
         "vi_version": _version_quad(package.version),
         "uninstall_key": _UNINSTALL_ROOT + settings.package_name,
         "uninstaller": uninstaller,
@@ -322,7 +349,8 @@ def _context(package: PackageInput, out: Path) -> dict[str, Any]:
         "required": [r for r in requirements if not r["optional"]],
         "optional": [r for r in requirements if r["optional"]],
         "log_name": _log_name(package),
-        "x64_message": f"{display_name} needs 64-bit (x64) Windows.",
+        "machine_test": machine["test"],
+        "machine_message": f"{display_name} needs {machine['needs']}.",
         "required_intro": (
             f"{display_name} needs these libraries, which Windows cannot find on this computer "
             "(not in System32 nor on the DLL search path):"
@@ -347,7 +375,7 @@ def _context(package: PackageInput, out: Path) -> dict[str, Any]:
         "package_name",
         "display_name",
         "uninstall_key",
-        "x64_message",
+        "machine_message",
         "required_intro",
         "required_outro",
         "optional_intro",
@@ -569,7 +597,7 @@ def _checked_path(package: PackageInput, shipped: ShippedFile) -> PurePosixPath:
             component=_COMPONENT,
             target=package.target,
             file=shipped.path,
-            fix="a Windows stage holds no symlinks; rebuild the windows-x86_64 stage",
+            fix=f"a Windows stage holds no symlinks; rebuild the {package.target} stage",
         )
     path = PurePosixPath(shipped.path)
     if path.is_absolute() or not path.parts or str(path) != shipped.path:

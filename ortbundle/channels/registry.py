@@ -15,6 +15,7 @@ from ortbundle.channels import (
     ChannelOutput,
     PackageInput,
     ShippedRuntime,
+    package_directory,
 )
 from ortbundle.channels.apk import ApkChannel
 from ortbundle.channels.arch import ArchChannel
@@ -134,25 +135,31 @@ def generate_all(
 ) -> list[ChannelOutput]:
     """Run every channel into out/<channel>/, in parallel (makensis and gzip are CPU-bound).
 
-    A channel that packages several targets (the Android module: one ABI each) runs once per
-    target into the same directory, in order; the files the targets share are identical."""
+    A channel that packages several targets runs once per target, in order: the Android module
+    (one ABI each) into the same directory, where the files the targets share are identical;
+    the Linux channels each into its own (package_directory)."""
 
     def one(name: str) -> ChannelOutput:
-        directory = out / name
-        directory.mkdir(parents=True)
+        base = out / name
+        base.mkdir(parents=True)
         outputs = [
-            CHANNELS[name]().generate(inputs[target], directory)
+            CHANNELS[name]().generate(inputs[target], base / package_directory(name, target))
             for target in CHANNEL_TARGETS[name]
             if target in inputs
         ]
-        if len(outputs) == 1:
+        if len(outputs) == 1 and outputs[0].directory == base:
             return outputs[0]
         return ChannelOutput(
             channel=name,
-            directory=directory,
+            directory=base,
             files=tuple(sorted({f for o in outputs for f in o.files})),
             notes=tuple(dict.fromkeys(n for o in outputs for n in o.notes)),
-            digests={k: v for o in outputs for k, v in o.digests.items()},
+            # by path under the channel's directory: packaging/deb/linux-aarch64/<file>
+            digests={
+                (o.directory / k).relative_to(base).as_posix(): v
+                for o in outputs
+                for k, v in o.digests.items()
+            },
         )
 
     wanted = [c for c in channels if any(t in inputs for t in CHANNEL_TARGETS[c])]

@@ -19,7 +19,8 @@ from typing import Any
 
 from ortbundle._core.fsio import atomic_write
 from ortbundle._core.version import __version__
-from ortbundle.channels import ChannelOutput, PackageInput, nfpm
+from ortbundle.channels import CHANNEL_TARGETS, ChannelOutput, PackageInput, nfpm
+from ortbundle.stage.binaries.elf import has_symbol_table
 
 _PACKAGER = "rpm"
 _BUILDHOST = "reproducible"  # nfpm writes the machine's host name otherwise
@@ -27,11 +28,13 @@ _BUILDHOST = "reproducible"  # nfpm writes the machine's host name otherwise
 # (rpmlint check, why) — filters for a bundle of upstream ONNX Runtime binaries that must ship
 # byte for byte as the signed build manifest records them.
 RPMLINT_FILTERS: tuple[tuple[str, str], ...] = (
-    ("unstripped-binary-or-object", "upstream's libraries ship byte for byte as built"),
     ("env-script-interpreter", "runtime_loader.py runs under whichever python3 the user has"),
     ("no-signature", "packages are signed when published (rpmsign), not when built"),
 )
-# Only when two components carry the same licence text (rpmlint errs on an unused filter).
+# Only when a shipped library keeps its symbol table (rpmlint errs on an unused filter: the
+# aarch64 wheels' libraries are stripped, the x86-64 ones are not).
+_UNSTRIPPED = ("unstripped-binary-or-object", "upstream's libraries ship byte for byte as built")
+# Only when two components carry the same licence text.
 _DUPLICATES = (
     "files-duplicate",
     "components that carry the same licence text each keep their own copy, as NOTICE names it",
@@ -42,7 +45,7 @@ class RpmChannel:
     """<package>-<version>-<release>.<arch>.rpm, its nfpm.yaml and <package>.rpmlintrc."""
 
     name = "rpm"
-    target = "linux-x86_64"
+    target = CHANNEL_TARGETS["rpm"][0]  # one of several: generate() takes any of them
 
     def generate(self, package: PackageInput, out: Path) -> ChannelOutput:
         meta = nfpm.describe(package, _PACKAGER)
@@ -80,7 +83,7 @@ class RpmChannel:
         )
         rpmlintrc = out / f"{name}.rpmlintrc"
         duplicated = _duplicated_texts(package, docs)
-        atomic_write(rpmlintrc, rpmlint_config(duplicated))
+        atomic_write(rpmlintrc, rpmlint_config(duplicated, _unstripped(package)))
         notes = (
             f"{file_name}: the stage under /usr/lib/{name}/, licence texts (%license) under "
             f"{licenses}/, the SBOM under {doc}/; unsigned — sign it (rpmsign) before publishing;"
@@ -121,9 +124,21 @@ def _duplicated_texts(package: PackageInput, docs: Sequence[nfpm.Doc]) -> bool:
     return any(count > 1 for count in seen.values())
 
 
-def rpmlint_config(duplicated: bool) -> str:
+def _unstripped(package: PackageInput) -> bool:
+    """Whether a shipped library keeps its symbol table (rpmlint's unstripped-binary-or-object)."""
+    return any(
+        f.link_to is None and has_symbol_table(package.stage / f.path) for f in package.files
+    )
+
+
+def rpmlint_config(duplicated: bool, unstripped: bool) -> str:
     """rpmlint's filters for this package, each with its reason (rpmlint -r <file>)."""
     lines = ["# rpmlint filters for a bundle of upstream ONNX Runtime builds (ortbundle)."]
-    for check, why in (*RPMLINT_FILTERS, *((_DUPLICATES,) if duplicated else ())):
+    wanted = (
+        *((_UNSTRIPPED,) if unstripped else ()),
+        *RPMLINT_FILTERS,
+        *((_DUPLICATES,) if duplicated else ()),
+    )
+    for check, why in wanted:
         lines += [f"# {why}", f'addFilter(r"{check}")']
     return "\n".join(lines) + "\n"

@@ -110,6 +110,12 @@ class Target:
     bits: int = 64  # ELF class / PE32 vs PE32+: EM_X86_64 also exists as 32-bit x32
     abi: str | None = None  # Android: the jniLibs/<abi>/ directory
     page_align: int = 0  # Android: the PT_LOAD alignment the device's linker needs (0: none)
+    # the machine's name per packaging format (("deb", "arm64"), ("nsis", "arm64"), …)
+    package_arch: tuple[tuple[str, str], ...] = ()
+
+    def arch_for(self, channel: str) -> str | None:
+        """What `channel`'s packages call this target's machine; None: it packages no such."""
+        return dict(self.package_arch).get(channel)
 
     @property
     def case_insensitive(self) -> bool:
@@ -157,6 +163,9 @@ def _parse_target(name: str, raw: dict[str, Any]) -> Target:
             bits=int(raw.get("bits", 64)),
             abi=str(raw["abi"]) if "abi" in raw else None,
             page_align=int(raw.get("page_align", 0)),
+            package_arch=tuple(
+                sorted((str(k), str(v)) for k, v in raw.get("package_arch", {}).items())
+            ),
         )
     except KeyError as missing:
         raise ConfigError(

@@ -5,16 +5,19 @@ from __future__ import annotations
 
 import re
 
-# Which targets' stages each packaging channel packages: the desktop channels one each, the
-# Android module every Android ABI the product builds.
+# Which targets' stages each packaging channel packages: the Linux channels one package per
+# machine, the installer one, the Android module every Android ABI the product builds.
 CHANNEL_TARGETS: dict[str, tuple[str, ...]] = {
-    "arch": ("linux-x86_64",),
-    "flatpak": ("linux-x86_64",),
-    "nsis": ("windows-x86_64",),
+    "arch": ("linux-x86_64", "linux-aarch64"),
+    "flatpak": ("linux-x86_64", "linux-aarch64"),
+    "nsis": ("windows-x86_64", "windows-arm64"),
     "apk": ("android-arm64-v8a", "android-x86_64"),
-    "deb": ("linux-x86_64",),
-    "rpm": ("linux-x86_64",),
+    "deb": ("linux-x86_64", "linux-aarch64"),
+    "rpm": ("linux-x86_64", "linux-aarch64"),
 }
+# The channels whose targets make one package together (the APK module: one ABI each) and so
+# share one directory; every other channel makes one package per target.
+SHARED_PACKAGE_CHANNELS = ("apk",)
 
 # What provides a library the bundle does not ship: the operating system, the compiler's
 # runtime, a redistributable the user installs, a GPU driver, or a vendor toolkit.

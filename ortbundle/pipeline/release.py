@@ -21,7 +21,7 @@ from ortbundle._core.errors import ConfigError, IntegrityError
 from ortbundle._core.fsio import locked_directory, sha256_file
 from ortbundle._core.memo import Memo
 from ortbundle._core.version import __version__
-from ortbundle.channels import CHANNEL_TARGETS
+from ortbundle.channels import CHANNEL_TARGETS, package_directory
 from ortbundle.config.plan import (
     BuildOptions,
     Plan,
@@ -294,7 +294,8 @@ def _merge_packages(
         if target not in CHANNEL_TARGETS[channel]:
             continue
         built = runner.path / "packaging" / channel
-        if not built.is_dir() or not any(built.iterdir()):
+        own = built / package_directory(channel, target)
+        if not own.is_dir() or not any(own.iterdir()):
             raise ConfigError(
                 f"the runner that built {target} made no {channel} package",
                 target=target,

@@ -28,7 +28,7 @@ from ortbundle.evidence.names import (
 )
 
 # Debian packages a runner needs to build (not test) a target's packages.
-BUILD_PACKAGES = {"windows-x86_64": ("nsis",)}
+BUILD_PACKAGES = {"windows-x86_64": ("nsis",), "windows-arm64": ("nsis",)}
 # The evidence the publish job attaches to the GitHub release (and attests), beside release.tar.
 # attached to the GitHub release beside release.tar: what an auditor reads without unpacking it
 EVIDENCE = (MANIFEST_NAME, SIGNATURE_NAME, PROVENANCE_NAME, SBOM_NAME, AUDIT_NAME, REPORT_NAME)

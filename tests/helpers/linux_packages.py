@@ -38,17 +38,26 @@ const void *OrtGetApiBase(void) { return &base; }
 """
 
 
-def compile_core(directory: Path, version: str) -> Path:
-    """libonnxruntime.so.<version>, SONAME libonnxruntime.so.1, linked with the usual hardening."""
-    if shutil.which("gcc") is None:
-        pytest.skip("gcc is not installed (Debian: apt-get install gcc)")
+# The C compiler for each Linux target's machine, and the Debian package that installs it.
+COMPILERS = {
+    "linux-x86_64": ("gcc", "gcc"),
+    "linux-aarch64": ("aarch64-linux-gnu-gcc", "gcc-aarch64-linux-gnu"),
+}
+
+
+def compile_core(directory: Path, version: str, target: str = "linux-x86_64") -> Path:
+    """libonnxruntime.so.<version>, SONAME libonnxruntime.so.1, linked with the usual hardening,
+    for the target's machine."""
+    cc, package = COMPILERS[target]
+    if shutil.which(cc) is None:
+        pytest.skip(f"{cc} is not installed (Debian: apt-get install {package})")
     directory.mkdir(parents=True, exist_ok=True)
     source = directory / f"core-{version}.c"
     source.write_text(_CORE % version)
     library = directory / f"libonnxruntime.so.{version}"
     subprocess.run(
         [
-            *("gcc", "-shared", "-fPIC", "-O2", "-g0", "-fstack-protector-strong"),
+            *(cc, "-shared", "-fPIC", "-O2", "-g0", "-fstack-protector-strong"),
             *("-Wl,-z,relro,-z,now,-z,noexecstack", "-Wl,-soname,libonnxruntime.so.1"),
             *("-o", str(library), str(source)),
         ],
@@ -58,16 +67,19 @@ def compile_core(directory: Path, version: str) -> Path:
     return library
 
 
-def make_loadable_package(root: Path, **description: str) -> PackageInput:
-    """A linux-x86_64 stage under `root` with two openable runtimes, and its PackageInput."""
-    stage = root / "linux-x86_64"
+def make_loadable_package(
+    root: Path, target: str = "linux-x86_64", **description: str
+) -> PackageInput:
+    """A Linux stage under `root` with two runtimes openable on the target's machine, and its
+    PackageInput."""
+    stage = root / target
     contents: dict[str, bytes] = {
         "NOTICE": b"demo 1.0.0\n\nonnxruntime  MIT  licenses/onnxruntime/LICENSE\n",
         "licenses/onnxruntime/LICENSE": LICENSE,
     }
     entries = []
     for name, version in RUNTIMES.items():
-        built = compile_core(root / "build" / name, version)
+        built = compile_core(root / "build" / name, version, target)
         data = built.read_bytes()
         contents[f"runtimes/{name}/{built.name}"] = data
         digest = hashlib.sha256(data).hexdigest()
@@ -95,7 +107,7 @@ def make_loadable_package(root: Path, **description: str) -> PackageInput:
     index = {
         "schema": SCHEMA,
         "product": {"name": "demo", "version": "1.0.0"},
-        "target": "linux-x86_64",
+        "target": target,
         "override_env": OVERRIDE_ENV,
         "runtimes": entries,
     }
@@ -120,7 +132,7 @@ def make_loadable_package(root: Path, **description: str) -> PackageInput:
         version="1.0.0",
         description=description.get("description", "Demo's bundled ONNX Runtime builds."),
         url="https://demo.invalid/",
-        target="linux-x86_64",
+        target=target,
         stage=stage,
         files=tuple(sorted(files, key=lambda f: f.path)),
         licenses=("MIT",),

@@ -7,6 +7,7 @@ from dataclasses import replace
 from pathlib import Path
 
 from ortbundle.channels import PackageInput, PackagingSettings, ShippedRuntime
+from ortbundle.config.targets import get_target
 from ortbundle.licensing.attribution import ShippedFile
 from ortbundle.stage.closure import ExternalLibrary
 from tests.helpers.elf import make_elf
@@ -33,26 +34,31 @@ _TEXTS = {
 }
 
 
-def _linux_files() -> dict[str, bytes]:
+def _linux_files(machine: str) -> dict[str, bytes]:
     return {
         "runtimes/openvino/libonnxruntime.so.1.0.0": make_elf(
-            soname="libonnxruntime.so.1", needed=("libstdc++.so.6", "libc.so.6"), payload=b"x" * 999
+            machine=machine,
+            soname="libonnxruntime.so.1",
+            needed=("libstdc++.so.6", "libc.so.6"),
+            payload=b"x" * 999,
         ),
         "runtimes/openvino/libopenvino.so.2025": make_elf(
-            soname="libopenvino.so.2025", needed=("libOpenCL.so.1",)
+            machine=machine, soname="libopenvino.so.2025", needed=("libOpenCL.so.1",)
         ),
         "runtimes/webgpu/libonnxruntime.so.1.0.0": make_elf(
-            soname="libonnxruntime.so.1", needed=("libm.so.6",), payload=b"y" * 777
+            machine=machine, soname="libonnxruntime.so.1", needed=("libm.so.6",), payload=b"y" * 777
         ),
     }
 
 
-def _windows_files() -> dict[str, bytes]:
+def _windows_files(machine: str) -> dict[str, bytes]:
     return {
-        "runtimes/openvino/onnxruntime.dll": make_pe(imports=("KERNEL32.dll", "MSVCP140.dll")),
-        "runtimes/openvino/openvino.dll": make_pe(imports=("VCRUNTIME140.dll",)),
-        "runtimes/webgpu/onnxruntime.dll": make_pe(imports=("KERNEL32.dll",)),
-        "runtimes/webgpu/dxil.dll": make_pe(imports=()),
+        "runtimes/openvino/onnxruntime.dll": make_pe(
+            machine=machine, imports=("KERNEL32.dll", "MSVCP140.dll")
+        ),
+        "runtimes/openvino/openvino.dll": make_pe(machine=machine, imports=("VCRUNTIME140.dll",)),
+        "runtimes/webgpu/onnxruntime.dll": make_pe(machine=machine, imports=("KERNEL32.dll",)),
+        "runtimes/webgpu/dxil.dll": make_pe(machine=machine, imports=()),
     }
 
 
@@ -74,12 +80,14 @@ def make_package_input(
 ) -> PackageInput:
     """Write a stage under `root` the way the build lays one out and describe it."""
     stage = root / target
-    contents = dict(_linux_files() if target == "linux-x86_64" else _windows_files())
+    linux = target.startswith("linux-")  # linux-x86_64, linux-aarch64: ELF of its machine
+    machine = get_target(target).machine
+    contents = dict(_linux_files(machine) if linux else _windows_files(machine))
     contents.update(_TEXTS)
     contents["runtime_loader.py"] = b"#!/usr/bin/env python3\nprint('loader')\n"
     files = write_stage_files(stage, contents)
     externals: tuple[ExternalLibrary, ...]
-    if target == "linux-x86_64":
+    if linux:
         for runtime in ("openvino", "webgpu"):
             link = stage / f"runtimes/{runtime}/libonnxruntime.so.1"
             link.symlink_to("libonnxruntime.so.1.0.0")

@@ -33,6 +33,18 @@ TARGET_DATA = Table(
         Key(
             "page_align", "integer", "Android: the PT_LOAD alignment needed", default="0", minimum=0
         ),
+        table(
+            "package_arch",
+            Table(
+                "[<target>.package_arch]",
+                "What each packaging format calls the target's machine.",
+                tuple(
+                    text(channel, f"the {channel} package's architecture name")
+                    for channel in ("arch", "deb", "rpm", "flatpak", "nsis")
+                ),
+            ),
+            "the machine's name in each packaging format",
+        ),
         tables(
             "externals",
             Table(

@@ -30,6 +30,8 @@ __all__ = [
     "run_uninstaller",
     "tree_difference",
     "tree_digests",
+    "unpack_deb",
+    "unpack_rpm",
     "windows_install_dir",
 ]
 
@@ -116,8 +118,11 @@ class ArchInstall:
         return self.root / "usr" / "lib" / package_name
 
 
-def install_arch(arch_dir: Path, scratch: Path) -> ArchInstall:
-    """makepkg the generated PKGBUILD, pacman -U it into scratch/root. Raises RuntimeError."""
+def install_arch(arch_dir: Path, scratch: Path, machine: str = "x86_64") -> ArchInstall:
+    """makepkg the generated PKGBUILD, pacman -U it into scratch/root. Raises RuntimeError.
+
+    `machine`: the package's arch; another than this host's is built and installed as Arch
+    Linux ARM's makepkg.conf and pacman.conf say (CARCH, Architecture)."""
     work = scratch / "makepkg"
     shutil.rmtree(work, ignore_errors=True)
     shutil.copytree(arch_dir, work / "build", symlinks=True)
@@ -138,6 +143,7 @@ def install_arch(arch_dir: Path, scratch: Path) -> ArchInstall:
         "PATH": "/usr/sbin:/usr/bin:/sbin:/bin",
         "LC_ALL": "C.UTF-8",
         "PKGEXT": ".pkg.tar.gz",
+        "CARCH": machine,
         **{key: str(path) for key, path in dirs.items()},
     }
     made = subprocess.run(
@@ -156,7 +162,7 @@ def install_arch(arch_dir: Path, scratch: Path) -> ArchInstall:
     shutil.rmtree(root, ignore_errors=True)
     (root / "var" / "lib" / "pacman").mkdir(parents=True)
     config = scratch / "pacman.conf"
-    config.write_text(_PACMAN_CONF, encoding="utf-8")
+    config.write_text(f"{_PACMAN_CONF}Architecture = {machine}\n", encoding="utf-8")
     where = ["--root", str(root), "--dbpath", str(root / "var/lib/pacman"), "--config", str(config)]
     # -dd: the package's depends (glibc, …) are the host's business, not this scratch root's
     installed = subprocess.run(
@@ -178,3 +184,36 @@ def install_arch(arch_dir: Path, scratch: Path) -> ArchInstall:
     report = (checked.stdout + checked.stderr).strip()
     ok = checked.returncode == 0 and " 0 altered files" in report
     return ArchInstall(root, packages[0], ok, report)
+
+
+def unpack_deb(deb: Path, root: Path) -> Path:
+    """`dpkg-deb -x` the package into `root` (what dpkg would install, without its database)."""
+    root.mkdir(parents=True, exist_ok=True)
+    done = subprocess.run(
+        ["dpkg-deb", "-x", str(deb), str(root)],
+        capture_output=True,
+        text=True,
+        timeout=_TIMEOUT,
+        check=False,
+    )
+    if done.returncode != 0:
+        raise RuntimeError(f"dpkg-deb -x failed: {done.stderr.strip()[-800:]}")
+    return root
+
+
+def unpack_rpm(rpm: Path, root: Path) -> Path:
+    """`rpm2cpio | cpio -idm` the package into `root` (its files as rpm would lay them out)."""
+    root.mkdir(parents=True, exist_ok=True)
+    with subprocess.Popen(["rpm2cpio", str(rpm)], stdout=subprocess.PIPE) as archive:
+        done = subprocess.run(
+            ["cpio", "-idm", "--quiet", "--no-absolute-filenames"],
+            stdin=archive.stdout,
+            cwd=root,
+            capture_output=True,
+            text=True,
+            timeout=_TIMEOUT,
+            check=False,
+        )
+    if archive.returncode != 0 or done.returncode != 0:
+        raise RuntimeError(f"rpm2cpio | cpio failed: {done.stderr.strip()[-800:]}")
+    return root

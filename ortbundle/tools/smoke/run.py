@@ -4,13 +4,19 @@ For a built version directory (`dist/<product>/<version>/`), target by target:
 
 - linux-x86_64: the probe (gcc) runs every runtime of the stage; then the Arch package is built
   with makepkg and installed by pacman into a scratch root, `pacman -Qkk` must report nothing
-  altered, its files must equal the stage's, and the probe runs every runtime from there.
+  altered, its files must equal the stage's, and the probe runs every runtime from there; the
+  .deb and .rpm are unpacked (dpkg-deb, rpm2cpio) into scratch roots and checked the same way.
+- linux-aarch64: the same, with the probe cross-compiled (aarch64-linux-gnu-gcc) and run under
+  qemu-aarch64 in a sysroot of its own (qemu.py); the Arch package is built and installed for
+  aarch64 (CARCH, pacman's Architecture).
 - windows-x86_64: the probe (mingw) runs every runtime of the stage under Wine, in a fresh
   prefix; the installer runs silently, its files must equal the stage's, the probe runs every
   runtime from `C:\\Program Files\\<package>`, and the uninstaller must leave nothing and no
   uninstall entry behind.
-- The product's other channels (Flatpak, deb, rpm) and every target this machine cannot
-  execute (Windows on Arm, Android, other CPUs) are reported as NOT RUN, with the reason; a
+- windows-arm64: its installer (an x64 program) runs under Wine, in a fresh prefix, and must
+  refuse this x64 machine leaving the prefix as it was; its runtimes cannot run here.
+- The product's Flatpak and every target this machine cannot execute (Windows on Arm,
+  Android, other CPUs) are reported as NOT RUN, with the reason; a
   channel the product does not have is not mentioned. So is a runtime (or the part of one)
   that needs a library its `requires` names and this machine lacks (probe/checks.py).
 
@@ -30,25 +36,36 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from ortbundle._core.errors import OrtbundleError, SmokeError
+from ortbundle.channels import package_directory
+from ortbundle.config.targets import get_target
 from ortbundle.tools.smoke.installs import (
     install_arch,
     run_setup,
     run_uninstaller,
     tree_difference,
     tree_digests,
+    unpack_deb,
+    unpack_rpm,
     windows_install_dir,
 )
 from ortbundle.tools.smoke.probe import build_probe
 from ortbundle.tools.smoke.probe.checks import ProbeRunner, RuntimeCheck, agree, check_tree
-from ortbundle.tools.smoke.wine import Wine, missing_wine, wine_session
+from ortbundle.tools.smoke.qemu import missing_qemu, qemu_sysroot
+from ortbundle.tools.smoke.wine import (
+    Wine,
+    idle_noise,
+    missing_wine,
+    prefix_state,
+    wine_session,
+)
 
 __all__ = ["SmokeLine", "SmokeReport", "smoke"]
 
 _UNINSTALL_KEY = "Software\\Microsoft\\Windows\\CurrentVersion\\Uninstall\\"
 _CANNOT_RUN = {
     "windows-arm64": "Windows on Arm code: Wine here runs x86_64 programs only",
-    "linux-aarch64": "aarch64 code on this machine's CPU",
 }
+_LINUX = ("linux-x86_64", "linux-aarch64")  # the probe runs natively, or under qemu-aarch64
 
 
 @dataclass(frozen=True)
@@ -154,10 +171,14 @@ def smoke(
         session = _Session(version_dir, package_name, frozenset(channels), work, emit, checks)
         for target in wanted:
             stage = version_dir / target
-            if target == "linux-x86_64":
+            if target in _LINUX:
                 _linux(session, stage)
             elif target == "windows-x86_64":
                 _windows(session, stage)
+            elif target == "windows-arm64":
+                emit(SmokeLine("NOT RUN", target, "runtimes", "", _CANNOT_RUN[target]))
+                if "nsis" in session.channels:
+                    _refusing_installer(session, target)
             else:
                 reason = _CANNOT_RUN.get(target, "")
                 if target.startswith("android-"):
@@ -177,22 +198,82 @@ def smoke(
 
 def _linux(session: _Session, stage: Path) -> None:
     target, emit = stage.name, session.emit
+    native = target == "linux-x86_64"
+    missing = [] if native else missing_qemu()
+    if missing:
+        reason = (
+            "qemu-user and the aarch64 cross toolchain are needed (Debian/Ubuntu: apt-get "
+            f"install {' '.join(missing)})"
+        )
+        emit(SmokeLine("NOT RUN", target, "runtimes", "", reason))
+        return
     try:
-        runner = ProbeRunner(build_probe(session.work / "probe-linux", windows=False))
+        exe = build_probe(session.work / f"probe-{target}", target=target)
     except OrtbundleError as exc:
         emit(SmokeLine("NOT RUN", target, "runtimes", "", f"no probe: {exc}"))
         return
+    qemu = None if native else qemu_sysroot(session.work / f"sysroot-{target}")
+    runner = ProbeRunner(exe, qemu=qemu)
     session.record(check_tree(stage, runner, target=target, where="stage"))
     if "arch" in session.channels:
         _arch(session, stage, runner)
-    for channel in ("flatpak", "deb", "rpm"):
+    for channel in ("deb", "rpm"):
         if channel in session.channels:
-            emit(SmokeLine("NOT RUN", target, channel, "", _not_installed(session, channel)))
+            _unpacked(session, stage, runner, channel)
+    if "flatpak" in session.channels:
+        emit(SmokeLine("NOT RUN", target, "flatpak", "", _not_installed(session, "flatpak")))
+
+
+def _channel_dir(session: _Session, channel: str, target: str) -> Path:
+    return session.version_dir / "packaging" / channel / package_directory(channel, target)
+
+
+# What unpacks each Linux package (and the Debian packages that install the tools).
+_UNPACKERS = {
+    "deb": (unpack_deb, ("dpkg-deb",), "dpkg"),
+    "rpm": (unpack_rpm, ("rpm2cpio", "cpio"), "rpm2cpio cpio"),
+}
+
+
+def _unpacked(session: _Session, stage: Path, runner: ProbeRunner, channel: str) -> None:
+    """The .deb or .rpm unpacked into a scratch root: its files under /usr/lib/<package>/ must
+    equal the stage, and every runtime runs from there."""
+    target, emit = stage.name, session.emit
+    unpack, tools, packages = _UNPACKERS[channel]
+    built = sorted(_channel_dir(session, channel, target).glob(f"*.{channel}"))
+    missing = [tool for tool in tools if shutil.which(tool) is None]
+    if len(built) != 1 or missing:
+        reason = (
+            f"{', '.join(missing)} missing (Debian/Ubuntu: apt-get install {packages})"
+            if missing
+            else _not_installed(session, channel, f"no .{channel} was built")
+        )
+        emit(SmokeLine("NOT RUN", target, channel, "", reason))
+        return
+    root = session.work / f"{channel}-{target}"
+    shutil.rmtree(root, ignore_errors=True)
+    try:
+        unpack(built[0], root)
+    except RuntimeError as exc:
+        emit(SmokeLine("FAIL", target, channel, built[0].name, str(exc)))
+        return
+    lib = root / "usr" / "lib" / session.package_name
+    where = f"unpacked ({built[0].name} into {root})"
+    files = tree_digests(lib)
+    difference = tree_difference(files, tree_digests(stage))
+    detail = (
+        f"{lib} should equal the stage: {difference}"
+        if difference
+        else f"{len(files)} files under /usr/lib/{session.package_name} equal to the stage"
+    )
+    emit(SmokeLine("FAIL" if difference else "PASS", target, channel, where, detail))
+    if not difference:
+        session.record(check_tree(lib, runner, target=target, where=where))
 
 
 def _arch(session: _Session, stage: Path, runner: ProbeRunner) -> None:
     target, emit = stage.name, session.emit
-    arch = session.version_dir / "packaging" / "arch"
+    arch = _channel_dir(session, "arch", target)
     missing = [tool for tool in ("makepkg", "pacman", "fakeroot") if shutil.which(tool) is None]
     if not (arch / "PKGBUILD").is_file():
         emit(SmokeLine("NOT RUN", target, "arch", "", f"no PKGBUILD was built in {arch}"))
@@ -210,7 +291,8 @@ def _arch(session: _Session, stage: Path, runner: ProbeRunner) -> None:
         )
         return
     try:
-        installed = install_arch(arch, session.work / "arch")
+        machine = get_target(target).arch_for("arch") or "x86_64"
+        installed = install_arch(arch, session.work / f"arch-{target}", machine)
     except RuntimeError as exc:
         emit(SmokeLine("FAIL", target, "arch", "makepkg + pacman", str(exc)))
         return
@@ -227,7 +309,7 @@ def _arch(session: _Session, stage: Path, runner: ProbeRunner) -> None:
     session.record(check_tree(lib, runner, target=target, where=where))
 
 
-def _not_installed(session: _Session, channel: str) -> str:
+def _not_installed(session: _Session, channel: str, otherwise: str = "") -> str:
     """Why a channel of the product gets no install here."""
     if not (session.version_dir / "packaging" / channel).is_dir():
         return f"no {channel} package was built in {session.version_dir / 'packaging'}"
@@ -236,7 +318,7 @@ def _not_installed(session: _Session, channel: str) -> str:
             "building the Flatpak needs its SDK and runtime installed (flatpak install "
             "org.freedesktop.Sdk); the smoke does not run flatpak-builder"
         )
-    return f"the smoke installs the Arch package and the Windows installer, not the {channel}"
+    return otherwise
 
 
 def _windows(session: _Session, stage: Path) -> None:
@@ -263,6 +345,38 @@ def _windows(session: _Session, stage: Path) -> None:
             emit(SmokeLine("NOT RUN", target, "installer", "", reason))
             return
         _install_windows(session, wine, setups[0], stage, runner)
+
+
+def _refusing_installer(session: _Session, target: str) -> None:
+    """Windows on Arm's installer on this x64 machine: it must refuse (a non-zero exit) and
+    leave its fresh Wine prefix as it was, but for what Wine rewrites on any program start."""
+    emit = session.emit
+    setups = sorted(_channel_dir(session, "nsis", target).glob("*-setup.exe"))
+    missing = missing_wine()
+    if not setups or missing:
+        reason = (
+            f"Wine is needed (Debian/Ubuntu: apt-get install {' '.join(missing)})"
+            if missing
+            else "no installer was compiled (makensis was missing at build time)"
+        )
+        emit(SmokeLine("NOT RUN", target, "installer", "", reason))
+        return
+    prefix = session.work / f"wine-prefix-{target}"
+    shutil.rmtree(prefix, ignore_errors=True)
+    with wine_session(prefix) as wine:
+        noise = idle_noise(wine)
+        before = prefix_state(wine)
+        code = run_setup(wine, setups[0]).returncode
+        changed = sorted(before.changed(prefix_state(wine)) - noise)
+    problems = [f"{setups[0].name} /S exited 0, expected a refusal"] if code == 0 else []
+    if changed:
+        more = f" and {len(changed) - 3} more" if len(changed) > 3 else ""
+        problems.append(f"it wrote {len(changed)} things ({', '.join(changed[:3])}{more})")
+    detail = "; ".join(problems) or (
+        f"{setups[0].name} refused this x64 machine (exit {code}), nothing written "
+        f"({len(before.files)} files and {len(before.registry)} registry values as they were)"
+    )
+    emit(SmokeLine("FAIL" if problems else "PASS", target, "installer", "Wine x64", detail))
 
 
 def _install_windows(

@@ -1,4 +1,5 @@
-"""Build `ortprobe` (ortprobe.c, one file) for Windows with mingw-w64 and for Linux with gcc.
+"""Build `ortprobe` (ortprobe.c, one file) for Windows with mingw-w64, for Linux with gcc, and
+for Linux on Arm with aarch64-linux-gnu-gcc (run under qemu-user: ortbundle/tools/smoke/qemu.py).
 
 The probe declares the few ONNX Runtime C API entries it calls itself (ortprobe.c: each
 OrtApi entry at its fixed index), so building it needs a C compiler and nothing downloaded: no
@@ -20,6 +21,7 @@ from importlib import resources
 from pathlib import Path
 
 from ortbundle._core.errors import PackagingError
+from ortbundle.tools.smoke.qemu import CROSS_CC
 
 __all__ = [
     "FLAGS",
@@ -34,6 +36,13 @@ __all__ = [
 _COMPONENT = "ortprobe"
 MINGW_CC = "x86_64-w64-mingw32-gcc"
 FLAGS = ("-O2", "-std=c99", "-Wall", "-Wextra", "-Werror")
+# Each target the probe is built for: its C compiler, the Debian package that installs it, and
+# what it links.
+_COMPILERS: dict[str, tuple[str, str, tuple[str, ...]]] = {
+    "linux-x86_64": ("gcc", "gcc", ("-D_GNU_SOURCE", "-ldl")),
+    "linux-aarch64": (CROSS_CC, "gcc-aarch64-linux-gnu", ("-D_GNU_SOURCE", "-ldl")),
+    "windows-x86_64": (MINGW_CC, "gcc-mingw-w64-x86-64", ("-lshell32",)),
+}
 
 
 @dataclass(frozen=True)
@@ -69,13 +78,14 @@ def input_values(count: int) -> list[float]:
     return [((i % 11) - 5) * 0.5 for i in range(count)]
 
 
-def build_probe(out: Path, *, windows: bool) -> Path:
-    """Compile ortprobe.c into `out` (ortprobe.exe with mingw-w64, or ortprobe with gcc)."""
-    compiler = MINGW_CC if windows else "gcc"
-    target = "windows-x86_64" if windows else "linux-x86_64"
+def build_probe(out: Path, *, windows: bool = False, target: str = "") -> Path:
+    """Compile ortprobe.c into `out` for `target` (ortprobe.exe with mingw-w64, ortprobe with
+    gcc or the aarch64 cross compiler); `windows` alone: windows-x86_64, else linux-x86_64."""
+    target = target or ("windows-x86_64" if windows else "linux-x86_64")
+    compiler, package, links = _COMPILERS[target]
+    windows = target.startswith("windows-")
     found = shutil.which(compiler)
     if found is None:
-        package = "gcc-mingw-w64-x86-64" if windows else "gcc"
         raise PackagingError(
             f"{compiler} is not on PATH",
             component=_COMPONENT,
@@ -85,8 +95,7 @@ def build_probe(out: Path, *, windows: bool) -> Path:
     out.mkdir(parents=True, exist_ok=True)
     exe = out / ("ortprobe.exe" if windows else "ortprobe")
     with resources.as_file(resources.files(__name__) / "ortprobe.c") as source:
-        command = [found, *FLAGS, "-o", str(exe), str(source)]
-        command += ["-lshell32"] if windows else ["-D_GNU_SOURCE", "-ldl"]
+        command = [found, *FLAGS, "-o", str(exe), str(source), *links]
         result = subprocess.run(command, capture_output=True, text=True, check=False)
     if result.returncode != 0 or not exe.is_file():
         raise PackagingError(

@@ -44,6 +44,7 @@ from ortbundle.tools.smoke.probe import (
     parse_probe,
     probe_command,
 )
+from ortbundle.tools.smoke.qemu import Qemu
 from ortbundle.tools.smoke.wine import Wine
 
 __all__ = ["ProbeRunner", "RuntimeCheck", "agree", "check_tree"]
@@ -60,17 +61,23 @@ _TIMEOUT = 600
 
 @dataclass(frozen=True)
 class ProbeRunner:
-    """One built probe and how to run it: natively, or under Wine for the .exe."""
+    """One built probe and how to run it: natively, under Wine for the .exe, or under qemu for
+    the aarch64 build."""
 
     exe: Path
     wine: Wine | None = None
+    qemu: Qemu | None = None
 
     def path(self, host: Path) -> str:
-        return self.wine.path(host) if self.wine else str(host)
+        """The path as the probe's program reads it: Wine's Z: drive, else absolute (a plugin
+        path is resolved by the core, not against our working directory)."""
+        return self.wine.path(host) if self.wine else str(host.absolute())
 
     def libraries(self, target: str) -> Libraries:
         """Where the probe's platform looks for a library by name: this machine's ld.so, or
         the Wine prefix's System32 and Windows directories."""
+        if self.qemu is not None:  # the sysroot's, as the emulated ld.so searches it
+            return Libraries(False, "aarch64", after=(str(self.qemu.lib),))
         if self.wine is None:
             return system_libraries(target, windows=False)
         windows = self.wine.prefix / "drive_c" / "windows"
@@ -79,6 +86,9 @@ class ProbeRunner:
     def run(self, command: Sequence[str]) -> ProbeResult:
         if self.wine is not None:
             result = self.wine.run(command, timeout=_TIMEOUT)
+            return parse_probe(result.returncode, result.stdout, result.stderr)
+        if self.qemu is not None:
+            result = self.qemu.run(command, timeout=_TIMEOUT)
             return parse_probe(result.returncode, result.stdout, result.stderr)
         done = subprocess.run(
             list(command),
