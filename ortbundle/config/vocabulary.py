@@ -19,8 +19,8 @@ CHANNEL_TARGETS: dict[str, tuple[str, ...]] = {
 # What provides a library the bundle does not ship: the operating system, the compiler's
 # runtime, a redistributable the user installs, a GPU driver, or a vendor toolkit.
 EXTERNAL_KINDS = ("system", "toolchain", "redist", "driver", "toolkit")
-OPERATING_SYSTEMS = ("linux", "windows", "android")
-BINARY_FORMATS = ("elf", "pe")
+OPERATING_SYSTEMS = ("linux", "windows", "android", "macos")
+BINARY_FORMATS = ("elf", "pe", "macho")
 
 PAYLOAD_PLACES = ("beside", "assets")
 RECIPE_KINDS = ("runtime", "plugin-ep")  # a model recipe says MODEL_KIND

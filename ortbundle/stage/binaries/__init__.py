@@ -1,7 +1,7 @@
 """Read what a native library needs: pure functions from a file to a frozen description.
 
-This face picks the parser by the file's magic; elf.py and pe.py (and with them pyelftools and
-pefile) are imported only when a library of that format is read."""
+This face picks the parser by the file's magic; elf.py, pe.py and macho.py (and with them
+pyelftools, pefile and lief) are imported only when a library of that format is read."""
 
 from __future__ import annotations
 
@@ -16,17 +16,24 @@ if TYPE_CHECKING:
 
 
 def inspect(path: Path, *, name: str | None = None) -> BinaryInfo:
-    """Describe an ELF or PE library; any malformation is a BinaryError naming the file."""
-    from ortbundle.stage.binaries import elf, pe
-
+    """Describe an ELF, PE or Mach-O library; any malformation is a BinaryError naming the
+    file."""
     label = name or path.name
     fmt = sniff_format(path)
     if fmt == "elf":
+        from ortbundle.stage.binaries import elf
+
         return elf.inspect_elf(path, label)
     if fmt == "pe":
+        from ortbundle.stage.binaries import pe
+
         return pe.inspect_pe(path, label)
+    if fmt == "macho":
+        from ortbundle.stage.binaries import macho
+
+        return macho.inspect_macho(path, label)
     raise BinaryError(
-        f"{label} is neither an ELF nor a PE library",
+        f"{label} is neither an ELF, PE nor Mach-O library",
         file=label,
         fix="only native libraries can be roots; check the recipe's roots and library globs",
     )
