@@ -7,12 +7,15 @@ from pathlib import Path
 
 import pytest
 
-from ortbundle._core.errors import BinaryError, ClosureError
+from ortbundle._core.errors import BinaryError, ClosureError, ConfigError
+from ortbundle.config.recipes import SystemSpec, load_product
 from ortbundle.config.targets import get_target
 from ortbundle.stage.binaries import inspect
+from ortbundle.stage.binaries.baseline import Minimum, baseline
 from ortbundle.stage.binaries.info import info_from_json, info_to_json, role
 from ortbundle.stage.binaries.macho import thin_arm64
 from ortbundle.stage.closure import Unresolved
+from ortbundle.stage.system import violations
 from tests.helpers.macho import Dylib, fat_bytes, slice_bytes, write_dylib
 from tests.test_closure import Sources, refused
 
@@ -153,3 +156,34 @@ def test_an_elf_library_is_refused_on_macos(mac: Sources) -> None:
     mac.add(CORE, make_elf(soname=CORE, needed=(), machine="EM_AARCH64"))
     error = refused(ClosureError, mac, (CORE,), entry="libonnxruntime*.dylib")
     assert error.message == f"{CORE} is ELF EM_AARCH64, not the target's MACHO arm64"
+
+
+# --- the oldest macOS ---------------------------------------------------------------------------
+
+
+def test_the_oldest_macos_is_the_highest_minos_and_held_against_the_promise(
+    tmp_path: Path,
+) -> None:
+    old = inspect(write_dylib(tmp_path / "a.dylib", install_id="@rpath/a.dylib", minos="13.3"))
+    new = inspect(write_dylib(tmp_path / "b.dylib", install_id="@rpath/b.dylib", minos="14.0"))
+    system = baseline([("a.dylib", old), ("b.dylib", new)])
+    assert system.macos == Minimum("14.0", "b.dylib declares minos 14.0 (LC_BUILD_VERSION)")
+    assert system.as_json()["macos"] == "14.0"
+    assert "macOS ≥ 14.0" in system.describe()
+    assert violations(SystemSpec(macos="14.0"), system) == []
+    assert violations(SystemSpec(macos="13.0"), system) == [
+        "needs macOS 14.0 (b.dylib declares minos 14.0 (LC_BUILD_VERSION)), newer than the "
+        "macOS 13.0 the product supports"
+    ]
+
+
+def test_a_product_promises_a_macos(tmp_path: Path) -> None:
+    path = tmp_path / "p.toml"
+    path.write_text(
+        '[product]\nname = "p"\nversion = "1"\ndescription = "d"\nurl = "https://e.invalid/"\n'
+        'targets = ["macos-arm64"]\nruntimes = ["r"]\n[system]\nmacos = "14.0"\n'
+    )
+    assert load_product(path).system.macos == "14.0"
+    path.write_text(path.read_text().replace('"14.0"', '"sonoma"'))
+    with pytest.raises(ConfigError, match="macos"):
+        load_product(path)
