@@ -12,6 +12,7 @@ from ortbundle._core.errors import BinaryError
 from ortbundle.stage.binaries.info import BinaryInfo, sniff_format
 
 if TYPE_CHECKING:
+    from ortbundle.config.project import CodeSigner
     from ortbundle.stage.binaries.pe import VersionInfo
 
 
@@ -37,6 +38,29 @@ def inspect(path: Path, *, name: str | None = None) -> BinaryInfo:
         file=label,
         fix="only native libraries can be roots; check the recipe's roots and library globs",
     )
+
+
+def fix_macho(path: Path, *, install_id: str, label: str, signer: CodeSigner) -> BinaryInfo:
+    """Make a staged dylib relocatable and sign it (install_names.py); lief and apple-codesign
+    are imported only here, for a macOS target."""
+    try:
+        from ortbundle.stage.binaries import install_names
+    except ImportError as exc:  # apple-platform-py has wheels for Linux only
+        raise BinaryError(
+            f"{label} cannot be signed here: {exc.name} is not installed",
+            file=label,
+            fix="build macOS targets on Linux with requirements.txt installed "
+            "(apple-platform-py signs the rewritten dylibs)",
+        ) from None
+
+    return install_names.fix_dylib(path, install_id=install_id, label=label, signer=signer)
+
+
+def macho_tree_problems(directory: Path) -> list[str]:
+    """What dyld and notarization would refuse in a tree of Mach-O files (install_names.py)."""
+    from ortbundle.stage.binaries import install_names
+
+    return install_names.tree_problems(directory)
 
 
 def read_version_info(path: Path, label: str) -> VersionInfo | None:
