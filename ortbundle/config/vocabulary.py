@@ -14,6 +14,7 @@ CHANNEL_TARGETS: dict[str, tuple[str, ...]] = {
     "apk": ("android-arm64-v8a", "android-x86_64"),
     "deb": ("linux-x86_64",),
     "rpm": ("linux-x86_64",),
+    "macos": ("macos-arm64",),
 }
 
 # What provides a library the bundle does not ship: the operating system, the compiler's
