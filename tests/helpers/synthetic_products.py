@@ -35,6 +35,7 @@ from ortbundle.config.targets import Target, get_target
 from ortbundle.fetch.cache import Cache
 from tests.helpers import onnx_models as onnx
 from tests.helpers.elf import make_elf
+from tests.helpers.macho import Dylib, slice_bytes
 from tests.helpers.pe import make_pe
 from tests.helpers.project import CORE_EXPORTS, PLUGIN_EXPORTS
 from tests.helpers.wheels import make_wheel
@@ -46,6 +47,7 @@ _BASE = {
     "linux": ("libc.so.6", "libstdc++.so.6"),
     "windows": ("KERNEL32.dll", "MSVCP140.dll"),
     "android": ("libc.so",),
+    "macos": ("/usr/lib/libSystem.B.dylib", "/usr/lib/libc++.1.dylib"),
 }
 _GLOB = re.compile(r"[*?\[]")
 
@@ -113,6 +115,8 @@ def _one_name(globs: Iterable[str], target: Target) -> str | None:
     """A library name of the group for the target's format (a group may list Linux and
     Windows names alike): a literal one if it has one."""
     own = [g for g in globs if g.lower().endswith(".dll") == (target.format == "pe")]
+    if target.format == "macho":  # install names: the system's paths, or a bundled dylib
+        own = [g for g in globs if g.startswith("/") or g.endswith(".dylib")]
     literal = [g for g in own if not _GLOB.search(g)]
     return literal[0] if literal else (_instance(own[0]) if own else None)
 
@@ -250,6 +254,17 @@ def _library(
     rodata: tuple[str, ...] = (),
 ) -> bytes:
     """A library of the target's machine, its bytes its own (byte-identical ones are aliases)."""
+    if target.format == "macho":
+        return slice_bytes(
+            Dylib(
+                install_id=f"@rpath/{name}",
+                needed=needed,
+                rpaths=("@loader_path",),
+                exports=exports,
+                strings=rodata,
+                extra=name.encode(),
+            )
+        )
     if target.format == "pe":
         return make_pe(
             machine=target.machine,

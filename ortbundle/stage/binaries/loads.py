@@ -9,13 +9,16 @@ import re
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Protocol
+from typing import Any, Protocol
 
 from ortbundle._core.errors import BinaryError, ConfigError
 from ortbundle.config.recipes import IgnoreRule
 
 # the functions that open a library by a name the program chooses
 ELF_LOADERS = frozenset({"dlopen", "dlmopen", "android_dlopen_ext"})
+
+
+MACHO_LOADERS = frozenset({"dlopen", "dlopen_from", "dlopen_preflight"})
 
 
 PE_LOADERS = frozenset({"LoadLibraryA", "LoadLibraryW", "LoadLibraryExA", "LoadLibraryExW"})
@@ -38,6 +41,18 @@ _ELF_NAME = re.compile(_START + rb"lib" + _NAME_CHAR + rb"*?\.so(?:\.[0-9]+)*(?!
 
 _PE_NAME = re.compile(
     _START + rb"[A-Za-z0-9_+-]" + _NAME_CHAR + rb"*\.[dD][lL][lL](?!" + _NAME_CHAR + rb")"
+)
+
+
+# a dylib name, with the directory it is asked for under when it has one ("@rpath/…",
+# "/usr/lib/…"): the install name is what the closure compares
+_MACHO_NAME = re.compile(
+    _START
+    + rb"(?:[@/][A-Za-z0-9_+./@-]*/)?[A-Za-z0-9_+-]"
+    + _NAME_CHAR
+    + rb"*\.dylib(?!"
+    + _NAME_CHAR
+    + rb")"
 )
 
 
@@ -98,10 +113,12 @@ class ExternalMatch(Protocol):
 
 
 def scan_binary(path: Path, fmt: str, label: str) -> LoadScan:
-    """Loader imports and library-name strings of one ELF or PE file."""
+    """Loader imports and library-name strings of one ELF, PE or Mach-O file."""
     try:
         if fmt == "elf":
             return _scan_elf(path)
+        if fmt == "macho":
+            return _scan_macho(path)
         return _scan_pe(path)
     except Exception as exc:  # noqa: BLE001 - pyelftools and pefile raise raw struct errors
         raise BinaryError(
@@ -135,6 +152,35 @@ def _scan_elf(path: Path) -> LoadScan:
         for section in elf.iter_sections():
             if section.name.startswith(".rodata"):
                 found.update(m.decode("ascii") for m in _ELF_NAME.findall(section.data()))
+    return LoadScan(tuple(sorted(calls)), tuple(sorted(found)))
+
+
+_N_TYPE = 0x0E  # an nlist's type bits: 0 is an undefined symbol, one another image defines
+
+
+def _scan_macho(path: Path) -> LoadScan:
+    """The arm64 slice's undefined `_dlopen` family, and the dylib names its C strings hold."""
+    import lief
+
+    lief.logging.disable()
+    config = lief.MachO.ParserConfig()
+    config.parse_dyld_bindings = False
+    config.parse_dyld_rebases = False
+    config.parse_dyld_exports = False
+    fat = lief.MachO.parse(str(path), config)
+    if fat is None:
+        raise ValueError("not a Mach-O file")
+    binary: Any = next((b for b in fat if str(b.header.cpu_type).endswith("ARM64")), fat.at(0))
+    calls = set()
+    for symbol in binary.symbols:
+        name = str(symbol.name).removeprefix("_")
+        if name in MACHO_LOADERS and not int(symbol.raw_type) & _N_TYPE:
+            calls.add(name)
+    if not calls:
+        return LoadScan((), ())
+    section = binary.get_section("__TEXT", "__cstring")
+    data = bytes(section.content) if section is not None else b""
+    found = {m.decode("ascii") for m in _MACHO_NAME.findall(data)}
     return LoadScan(tuple(sorted(calls)), tuple(sorted(found)))
 
 
