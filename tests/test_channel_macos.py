@@ -85,7 +85,11 @@ def test_the_zip_is_laid_out_for_contents_and_keeps_links(tmp_path: Path) -> Non
         assert link.external_attr >> 16 == 0o120777
         assert archive.read(link) == CORE.encode()
         resources = names[f"Frameworks/{PKG}/plugins/ep-mlx/Resources"]
-        assert archive.read(resources) == f"../../../../Resources/{PKG}/plugins/ep-mlx".encode()
+        assert (
+            archive.read(resources) == f"../../../../Resources/{PKG}/data/plugins/ep-mlx".encode()
+        )
+        code = names[f"Resources/{PKG}/runtimes"]
+        assert archive.read(code) == f"../../Frameworks/{PKG}/runtimes".encode()
         assert {i.date_time for i in names.values()} == {(2023, 11, 14, 22, 13, 20)}
     files = sorted(n for n, i in names.items() if not n.endswith("/"))
     assert files == sorted(
@@ -99,7 +103,9 @@ def test_the_zip_is_laid_out_for_contents_and_keeps_links(tmp_path: Path) -> Non
             f"Resources/{PKG}/licenses/onnxruntime/LICENSE",
             f"Resources/{PKG}/models.json",
             f"Resources/{PKG}/models/sigmoid/model.onnx",
-            f"Resources/{PKG}/plugins/ep-mlx/mlx.metallib",
+            f"Resources/{PKG}/data/plugins/ep-mlx/mlx.metallib",
+            f"Resources/{PKG}/plugins",
+            f"Resources/{PKG}/runtimes",
             f"Resources/{PKG}/runtime_loader.py",
             f"Resources/{PKG}/runtimes.json",
         ]
@@ -126,6 +132,9 @@ def test_unzip_restores_the_layout_and_the_metallib_is_found_through_the_link(
     metallib = code / "Resources" / "mlx.metallib"
     assert metallib.read_bytes().startswith(b"MTLB")
     assert os.path.realpath(metallib).startswith(str((contents / "Resources").resolve()))
+    # the loader's view from Resources/<package>/: the stage's own layout
+    seen = contents / "Resources" / PKG / "runtimes" / "stock" / CORE
+    assert seen.resolve() == (contents / "Frameworks" / PKG / "runtimes" / "stock" / CORE).resolve()
     link = contents / "Frameworks" / PKG / "runtimes" / "stock" / "libonnxruntime.1.dylib"
     assert link.is_symlink() and os.readlink(link) == CORE
     staged = package.stage / "runtimes" / "stock" / CORE

@@ -9,13 +9,15 @@ signed as nested code, and data in it is refused: "code object is not signed at 
   id links (`libonnxruntime.1.dylib` → `libonnxruntime.1.32.0.dylib`), as staged — already
   arm64-only, `@rpath`-named and signed by the stage;
 - `Resources/<package>/`: everything else — NOTICE, licences, runtimes.json, models.json, the
-  models and the loader — and any data file a runtime directory holds (MLX's `mlx.metallib`),
-  at the same relative path, with a link `Resources` in the code directory pointing at it.
+  models and the loader — with links `runtimes` and `plugins` to the code directories, so the
+  loader and runtimes.json see the stage's own layout; and any data file a runtime directory
+  holds (MLX's `mlx.metallib`) under `Resources/<package>/data/<its path>`, with a link
+  `Resources` in the code directory pointing at that directory.
 
 MLX looks for its kernels at `<directory of libmlx.dylib>/mlx.metallib`, then at
 `<that directory>/Resources/mlx.metallib`: the link satisfies the second lookup while the
-metallib stays data (docs/macos.md). The loader, in `Resources/<package>/`, finds the code in
-`../../Frameworks/<package>/`.
+metallib stays data (docs/macos.md). codesign records every link as a link; each points inside
+the bundle.
 
 The archive is reproducible: entries sorted, every time SOURCE_DATE_EPOCH (DOS time, so from
 1980), fixed modes, links stored as links (Unix mode 0o120777, the target as content), no extra
@@ -43,6 +45,7 @@ TARGET = "macos-arm64"
 CODE_ROOTS = ("runtimes", "plugins")  # the stage's code directories
 FRAMEWORKS = "Frameworks"
 RESOURCES = "Resources"
+DATA = "data"  # under Resources/<package>/: the data files of the code directories
 _DOS_EPOCH = 315532800  # 1980-01-01: the earliest time a zip entry can hold
 _LINK = 0o120777
 _DIR = 0o40755
@@ -68,18 +71,23 @@ def layout(package: PackageInput) -> dict[str, ShippedFile | str]:
     name = package.settings.package_name
     entries: dict[str, ShippedFile | str] = {}
     data_dirs: set[str] = set()
+    roots: set[str] = set()
     for shipped in package.files:
+        parts = PurePosixPath(shipped.path).parts
         if _is_code(package, shipped):
             entries[f"{FRAMEWORKS}/{name}/{shipped.path}"] = shipped
-            continue
-        entries[f"{RESOURCES}/{name}/{shipped.path}"] = shipped
-        parts = PurePosixPath(shipped.path).parts
-        if parts[0] in CODE_ROOTS and len(parts) > 2:  # in a runtime's own directory
+            roots.add(parts[0])
+        elif parts[0] in CODE_ROOTS and len(parts) > 2:  # data in a runtime's own directory
+            entries[f"{RESOURCES}/{name}/{DATA}/{shipped.path}"] = shipped
             data_dirs.add("/".join(parts[:2]))
+        else:
+            entries[f"{RESOURCES}/{name}/{shipped.path}"] = shipped
+    for root in sorted(roots):  # the loader's view: runtimes.json's directories beside it
+        entries[f"{RESOURCES}/{name}/{root}"] = f"../../{FRAMEWORKS}/{name}/{root}"
     for directory in sorted(data_dirs):
         link = f"{FRAMEWORKS}/{name}/{directory}/{RESOURCES}"
         up = "/".join([".."] * (len(PurePosixPath(link).parts) - 1))
-        entries[link] = f"{up}/{RESOURCES}/{name}/{directory}"
+        entries[link] = f"{up}/{RESOURCES}/{name}/{DATA}/{directory}"
     return entries
 
 
