@@ -22,10 +22,15 @@ def _built(tmp_path: Path, minos: str = "14.0") -> Path:
     """A version directory: the macos-arm64 stage with its runtimes.json, and its package."""
     version = tmp_path / "dist" / "demo" / "1.0.0"
     package = macos_input(version)
+    plugin = {"library": "plugins/ep-mlx/libonnxruntime_mlx_ep.dylib"}
     index = {
         "runtimes": [
-            {"name": "stock", "directory": "runtimes/stock", "system": {"macos": minos}},
-            {"name": "ep-mlx", "directory": "plugins/ep-mlx", "system": {"macos": minos}},
+            {
+                "name": "stock",
+                "directory": "runtimes/stock",
+                "plugin_eps": [plugin],
+                "system": {"macos": minos},
+            }
         ]
     }
     text = json.dumps(index).encode()
@@ -58,10 +63,10 @@ def test_nothing_runs_and_every_static_check_passes(tmp_path: Path) -> None:
     assert verdicts == [
         ("NOT RUN", "runtimes", ""),
         ("PASS", "stock", "stage"),
-        ("PASS", "ep-mlx", "stage"),
         ("PASS", "macos", "demo-onnxruntime-1.0.0-macos-arm64.zip"),
     ]
     assert "Apple Silicon" in report.lines[0].detail
+    assert "runtimes/stock, plugins/ep-mlx" in report.lines[1].detail
     assert "minos 14.0 as runtimes.json reports" in report.lines[1].detail
 
 
@@ -74,5 +79,5 @@ def test_a_flipped_byte_and_a_wrong_minos_fail(tmp_path: Path) -> None:
     report = _smoke(version, tmp_path)
     failed = {line.subject: line.detail for line in report.failed}
     assert "code digest mismatch" in failed["stock"]
-    assert "minos 14.0, runtimes.json reports 13.0" in failed["ep-mlx"]
+    assert "minos 14.0, runtimes.json reports 13.0" in failed["stock"]
     assert "macos" not in failed  # the package was made before the byte changed

@@ -27,10 +27,17 @@ def _runtimes(stage: Path) -> list[dict[str, Any]]:
     return list(index.get("runtimes", []))
 
 
-def _minos_problem(directory: Path, reported: str) -> str | None:
-    """The highest minos of the directory's Mach-O files against what runtimes.json says."""
+def _code_directories(runtime: dict[str, Any]) -> list[str]:
+    """A runtime's directory and those of the plugin EPs it registers."""
+    plugins = [str(Path(p["library"]).parent.as_posix()) for p in runtime.get("plugin_eps", [])]
+    return list(dict.fromkeys([str(runtime["directory"]), *plugins]))
+
+
+def _minos_problem(directories: list[Path], reported: str) -> str | None:
+    """The highest minos of the directories' Mach-O files against what runtimes.json says."""
     found = []
-    for path in sorted(directory.iterdir()):
+    paths = sorted(p for d in directories if d.is_dir() for p in d.iterdir())
+    for path in paths:
         if path.is_file() and not path.is_symlink() and sniff_format(path) == "macho":
             try:
                 version = inspect(path).os_version
@@ -78,15 +85,14 @@ def smoke_macos(
     """Lines (verdict, subject, where, detail) for the macos-arm64 stage and its package."""
     emit("NOT RUN", "runtimes", "", NOT_RUN)
     for runtime in _runtimes(stage):
-        directory = str(runtime["directory"])
-        problems = check_tree(stage, [directory])
-        minos = _minos_problem(
-            stage / directory, str((runtime.get("system") or {}).get("macos", ""))
-        )
-        problems += [f"{directory}: {minos}"] if minos else []
+        directories = _code_directories(runtime)
+        problems = check_tree(stage, directories)
+        reported = str((runtime.get("system") or {}).get("macos", ""))
+        minos = _minos_problem([stage / d for d in directories], reported)
+        problems += [f"{directories[0]}: {minos}"] if minos else []
         detail = "; ".join(problems) or (
-            "static: signatures verify, install names resolve inside the tree, arm64 only, "
-            f"minos {runtime.get('system', {}).get('macos', '?')} as runtimes.json reports"
+            f"static ({', '.join(directories)}): signatures verify, install names resolve "
+            f"inside the tree, arm64 only, minos {reported} as runtimes.json reports"
         )
         emit("FAIL" if problems else "PASS", str(runtime["name"]), "stage", detail)
     if package is None:
@@ -99,7 +105,7 @@ def smoke_macos(
         emit("FAIL", "macos", package.name, "Resources/ holds no single package directory")
         return
     seen = resources[0]  # the loader's view: runtimes/ and plugins/ are links to Frameworks/
-    directories = [str(r["directory"]) for r in _runtimes(seen)]
+    directories = [d for r in _runtimes(seen) for d in _code_directories(r)]
     problems = check_tree(seen, directories)
     detail = "; ".join(problems) or (
         f"unpacked into Contents/: {len(directories)} code directories reached through "
