@@ -22,6 +22,7 @@ from ortbundle._core.errors import IntegrityError
 from ortbundle.fetch.archives import ZipArchive
 from ortbundle.pipeline.result import BuildResult
 from ortbundle.stage.binaries import inspect
+from ortbundle.stage.binaries.info import role
 from tests.helpers.real import (
     KEPT_FILES,
     assert_every_needed_library_resolves,
@@ -151,7 +152,8 @@ def test_no_onnxruntime_core_inside_any_plugin(plugins_build: BuildResult) -> No
         # …and every core sits under runtimes/, one per runtime directory
         for staged in target.runtimes:
             if staged.directory.startswith("plugins/"):
-                assert "providers" in staged.closure.entry, staged.closure.entry
+                entry = next(k for k in staged.closure.kept if k.name == staged.closure.entry)
+                assert role(entry.info) == "plugin-ep", staged.closure.entry
 
 
 def test_every_needed_library_resolves_in_its_own_directory(plugins_build: BuildResult) -> None:
