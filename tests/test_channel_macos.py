@@ -14,7 +14,8 @@ from pathlib import Path
 import pytest
 
 from ortbundle._core.errors import IntegrityError
-from ortbundle.channels import PackageInput
+from ortbundle._core.memo import Memo
+from ortbundle.channels import PackageInput, macos
 from ortbundle.channels.macos import MacosChannel
 from ortbundle.config.project import CodeSigner
 from ortbundle.licensing.attribution import ShippedFile
@@ -154,3 +155,27 @@ def test_a_byte_changed_after_signing_is_refused(tmp_path: Path) -> None:
         MacosChannel().generate(package, out)
     assert caught.value.file == f"runtimes/stock/{CORE}"
     assert list(out.iterdir()) == []
+
+
+def test_a_warm_build_takes_the_archive_from_the_memo(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The check and the archive are a function of the stage's digests: the second build with
+    the same stage parses no dylib and compresses nothing, and places the same bytes."""
+    package = replace(macos_input(tmp_path), memo=Memo.for_build(tmp_path / "cache", release=False))
+    checked: list[Path] = []
+    real = macos.macho_tree_problems
+
+    def counting(directory: Path) -> list[str]:
+        checked.append(directory)
+        return real(directory)
+
+    monkeypatch.setattr(macos, "macho_tree_problems", counting)
+    outputs = []
+    for run in ("first", "second"):
+        out = tmp_path / run
+        out.mkdir()
+        outputs.append(MacosChannel().generate(package, out))
+        assert len(checked) == 2, run  # runtimes/stock and plugins/ep-mlx, the first time only
+    first, second = (o.files[0].read_bytes() for o in outputs)
+    assert first == second and outputs[0].digests == outputs[1].digests

@@ -23,7 +23,9 @@ The archive is reproducible: entries sorted, every time SOURCE_DATE_EPOCH (DOS t
 1980), fixed modes, links stored as links (Unix mode 0o120777, the target as content), no extra
 fields. Every Mach-O file is checked on the way in (signature, arm64, install names resolvable
 inside its directory): a stage edited after the build, or one whose signature a byte broke, is
-refused rather than packaged for Gatekeeper to refuse.
+refused rather than packaged for Gatekeeper to refuse. Both the check and the archive are a pure
+function of the stage's bytes, so the archive is memoised under their digests: a warm build
+neither parses a dylib nor compresses one again.
 """
 
 from __future__ import annotations
@@ -37,6 +39,7 @@ from ortbundle._core.errors import IntegrityError
 from ortbundle._core.fsio import atomic_output, sha256_file
 from ortbundle._core.oserrors import writing
 from ortbundle.channels import ChannelOutput, PackageInput, stage_changed
+from ortbundle.channels.memo import input_key, memoized
 from ortbundle.licensing.attribution import ShippedFile
 from ortbundle.stage.binaries import macho_tree_problems
 from ortbundle.stage.binaries.info import sniff_format
@@ -163,9 +166,14 @@ class MacosChannel:
     target = TARGET
 
     def generate(self, package: PackageInput, out: Path) -> ChannelOutput:
-        _check_code(package)
         dest = out / archive_name(package)
-        write_zip(package, dest)
+        key = input_key(package, "macos-zip", [dest.name, package.settings.package_name])
+
+        def produce(path: Path) -> None:
+            _check_code(package)
+            write_zip(package, path)
+
+        sha256 = memoized(package, "macos-zip", key, dest, produce)
         name = package.settings.package_name
         return ChannelOutput(
             channel=self.name,
@@ -176,5 +184,5 @@ class MacosChannel:
                 f"data and the loader under Resources/{name}/; sign the app afterwards "
                 "(codesign --sign <Developer ID> <App>.app, no --deep) and notarize it",
             ),
-            digests={dest.name: sha256_file(dest)},
+            digests={dest.name: sha256},
         )
