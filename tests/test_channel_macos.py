@@ -15,10 +15,11 @@ import pytest
 
 from ortbundle._core.errors import IntegrityError
 from ortbundle._core.memo import Memo
-from ortbundle.channels import PackageInput, macos
+from ortbundle.channels import PackageInput
 from ortbundle.channels.macos import MacosChannel
 from ortbundle.config.project import CodeSigner
 from ortbundle.licensing.attribution import ShippedFile
+from ortbundle.stage.binaries import macho_tree_problems
 from ortbundle.stage.binaries.install_names import fix_dylib
 from tests.helpers.macho import write_dylib
 from tests.helpers.packages import EPOCH, SETTINGS, make_package_input, write_stage_files
@@ -164,13 +165,13 @@ def test_a_warm_build_takes_the_archive_from_the_memo(
     the same stage parses no dylib and compresses nothing, and places the same bytes."""
     package = replace(macos_input(tmp_path), memo=Memo.for_build(tmp_path / "cache", release=False))
     checked: list[Path] = []
-    real = macos.macho_tree_problems
+    real = macho_tree_problems
 
     def counting(directory: Path) -> list[str]:
         checked.append(directory)
         return real(directory)
 
-    monkeypatch.setattr(macos, "macho_tree_problems", counting)
+    monkeypatch.setattr("ortbundle.channels.macos.macho_tree_problems", counting)
     outputs = []
     for run in ("first", "second"):
         out = tmp_path / run
