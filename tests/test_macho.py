@@ -6,6 +6,7 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
+from hypothesis import given
 
 from ortbundle._core.errors import BinaryError, ClosureError, ConfigError
 from ortbundle.config.recipes import SystemSpec, load_product
@@ -18,6 +19,7 @@ from ortbundle.stage.closure import Unresolved
 from ortbundle.stage.system import violations
 from tests.helpers.macho import Dylib, fat_bytes, slice_bytes, write_dylib
 from tests.test_closure import Sources, refused
+from tests.test_hostile_fuzz import CUTS, FUZZ, MUTATIONS, mutate
 
 MACOS = get_target("macos-arm64")
 SYSTEM = "/usr/lib/libSystem.B.dylib"
@@ -187,3 +189,34 @@ def test_a_product_promises_a_macos(tmp_path: Path) -> None:
     path.write_text(path.read_text().replace('"14.0"', '"sonoma"'))
     with pytest.raises(ConfigError, match="macos"):
         load_product(path)
+
+
+# --- hostile bytes --------------------------------------------------------------------------------
+
+SEED = slice_bytes(
+    Dylib(
+        install_id="@rpath/libx.dylib",
+        needed=(SYSTEM, "@rpath/liby.dylib"),
+        rpaths=("@loader_path",),
+        exports=("OrtGetApiBase",),
+        strings=("CPUExecutionProvider",),
+    )
+)
+
+
+@FUZZ
+@given(writes=MUTATIONS, cut=CUTS)
+def test_the_macho_reader_gives_a_result_or_a_clear_error(
+    tmp_path: Path, writes: list[tuple[int, int]], cut: int | None
+) -> None:
+    """Mutated headers and load commands (a name that is not UTF-8 among them, found so), and
+    cut tails: a description, or one BinaryError naming the file — never another exception."""
+    path = tmp_path / "libfuzz.dylib"
+    path.write_bytes(mutate(SEED, [(at % 0x300, v) for at, v in writes], cut))
+    try:
+        info = inspect(path)
+    except BinaryError as exc:
+        assert "libfuzz.dylib" in str(exc)
+    else:
+        assert info.format in ("macho", "elf", "pe")
+        assert all(isinstance(n, str) and n for n in info.all_needed)

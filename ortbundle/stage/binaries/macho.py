@@ -147,7 +147,16 @@ def _ep_names(binary: Any) -> tuple[str, ...]:
 
 
 def inspect_macho(path: Path, label: str) -> BinaryInfo:
+    """The facts of `path`; whatever a malformed file makes lief or the decoding raise (a name
+    that is not UTF-8, a section beyond the file) is one BinaryError naming the file."""
     fat = _parse(path, label)
+    try:
+        return _facts(fat)
+    except Exception as exc:  # noqa: BLE001 - lief raises its own, and the reads raw errors
+        raise _unreadable(label, f"is not a readable Mach-O file ({type(exc).__name__})") from None
+
+
+def _facts(fat: Any) -> BinaryInfo:
     binary = _choose(fat)
     commands, weak = linkage(binary)
     return BinaryInfo(
