@@ -158,3 +158,14 @@ def test_an_unreadable_identity_is_refused_by_name(tmp_path: Path) -> None:
     assert code_signer({}) == CodeSigner()
     with pytest.raises(ConfigError, match="ORTBUNDLE_CODESIGN_P12 names .*missing.p12"):
         code_signer({"ORTBUNDLE_CODESIGN_P12": str(tmp_path / "missing.p12")})
+
+
+def test_a_dylib_that_cannot_be_rewritten_is_refused_with_the_fix(tmp_path: Path) -> None:
+    """A dependency whose install name is not text (a malformed or hostile file): one
+    BinaryError naming the file, never an exception from lief or the decoding."""
+    path = tmp_path / "libx.dylib"
+    data = slice_bytes(Dylib(install_id="@rpath/libx.dylib", needed=(f"{CI}/libQ.dylib",)))
+    path.write_bytes(data.replace(b"libQ", b"lib\xce"))
+    with pytest.raises(BinaryError, match="libx.dylib cannot be rewritten") as caught:
+        fix_dylib(path, install_id="libx.dylib", label="libx.dylib", signer=CodeSigner())
+    assert "@rpath install names" in (caught.value.fix or "")

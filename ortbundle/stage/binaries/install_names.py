@@ -64,11 +64,34 @@ def fix_dylib(path: Path, *, install_id: str, label: str, signer: CodeSigner) ->
     if thin is not None:
         data = thin
     try:
-        fat = lief.MachO.parse(data)
-    except Exception as exc:  # noqa: BLE001 - lief raises its own and raw errors
-        raise _cannot(label, f"cannot be read for rewriting ({exc})") from None
+        rewritten = _rewritten(data, install_id)
+    except Exception as exc:  # noqa: BLE001 - lief raises its own, and the reads raw errors
+        raise _cannot(label, f"cannot be rewritten ({type(exc).__name__}: {exc})") from None
+    try:
+        signed = apple_platform.sign_macho_bytes(
+            rewritten, binary_identifier=install_id, **_sign_options(signer)
+        )
+    except apple_platform.ApplePlatformError as exc:
+        raise BinaryError(
+            f"{label} could not be signed {signer.describe}: {exc}",
+            file=label,
+            fix="check the identity's .p12 and password (ORTBUNDLE_CODESIGN_P12, "
+            "ORTBUNDLE_CODESIGN_P12_PASSWORD), or unset them to sign ad-hoc",
+        ) from None
+    atomic_write(path, signed, mode=0o644)
+    info = inspect_macho(path, label)
+    problems = dylib_problems(info, install_id=install_id)
+    problems += signature_problems(path)
+    if problems:
+        raise _cannot(label, f"is still not relocatable after rewriting: {'; '.join(problems)}")
+    return info
+
+
+def _rewritten(data: bytes, install_id: str) -> bytes:
+    """The thin dylib's bytes with its id, dependencies and rpaths rewritten, unsigned."""
+    fat = lief.MachO.parse(data)
     if fat is None or fat.size != 1:
-        raise _cannot(label, "cannot be read for rewriting")
+        raise ValueError("not one readable Mach-O slice")
     binary: Any = fat.at(0)
     if binary.has_code_signature:
         binary.remove_signature()
@@ -89,25 +112,7 @@ def fix_dylib(path: Path, *, install_id: str, label: str, signer: CodeSigner) ->
             binary.remove_command(index)
     else:
         binary.add(lief.MachO.RPathCommand.create(LOADER_PATH))
-    rewritten = bytes(binary.write_to_bytes())
-    try:
-        signed = apple_platform.sign_macho_bytes(
-            rewritten, binary_identifier=install_id, **_sign_options(signer)
-        )
-    except apple_platform.ApplePlatformError as exc:
-        raise BinaryError(
-            f"{label} could not be signed {signer.describe}: {exc}",
-            file=label,
-            fix="check the identity's .p12 and password (ORTBUNDLE_CODESIGN_P12, "
-            "ORTBUNDLE_CODESIGN_P12_PASSWORD), or unset them to sign ad-hoc",
-        ) from None
-    atomic_write(path, signed, mode=0o644)
-    info = inspect_macho(path, label)
-    problems = dylib_problems(info, install_id=install_id)
-    problems += signature_problems(path)
-    if problems:
-        raise _cannot(label, f"is still not relocatable after rewriting: {'; '.join(problems)}")
-    return info
+    return bytes(binary.write_to_bytes())
 
 
 def _cannot(label: str, what: str) -> BinaryError:
