@@ -9,7 +9,11 @@ from pathlib import Path
 
 import pytest
 
+from ortbundle._core.errors import ClosureError
 from ortbundle._core.progress import Reporter
+from ortbundle.cli import run_build
+from ortbundle.cli.common import CommandFailed
+from ortbundle.cli.scaffold import run_new_recipe
 from ortbundle.config.plan import Project
 from ortbundle.pipeline.build import build
 from ortbundle.stage.binaries import inspect
@@ -75,3 +79,35 @@ def test_a_macos_wheel_is_scaffolded_and_builds(tmp_path: Path, reporter: Report
         True,
     )
     assert not list(staged.glob("*pybind*"))
+
+
+def test_executable_path_is_refused_by_name_and_nothing_is_published(tmp_path: Path) -> None:
+    """The scaffold leaves the choice to the user (exit 8); the build then refuses the name
+    with the closure's own reason and fix, and publishes nothing."""
+    members = _macos_wheel()
+    core = Dylib(
+        install_id="@rpath/libonnxruntime.1.dylib",
+        needed=(SYSTEM, "@executable_path/../Frameworks/libhelper.dylib"),
+        exports=CORE_EXPORTS,
+    )
+    members["onnxruntime/capi/libonnxruntime.1.32.0.dylib"] = slice_bytes(core)
+    with IndexServer().running() as index:
+        publish(index, tmp_path / "wheels", "2.0.0", members, "cp312-cp312-macosx_14_0_arm64")
+        root = _root(tmp_path)
+        scaffold = options(
+            tmp_path, PROJECT, index_url=index.url, product="myapp", targets=("macos-arm64",)
+        )
+        with pytest.raises(CommandFailed) as chosen:
+            run_new_recipe(scaffold, root=root)
+        assert chosen.value.code == ClosureError.exit_code
+        with pytest.raises(CommandFailed) as failed:
+            run_build(build_options(tmp_path, "myapp", index_url=index.url), root=root)
+    assert failed.value.code == ClosureError.exit_code
+    message = str(failed.value)
+    assert (
+        "libonnxruntime.1.32.0.dylib needs @executable_path/../Frameworks/libhelper.dylib: "
+        "@executable_path depends on the app that loads it" in message
+    )
+    assert "[component acme-inference, target macos-arm64" in message
+    assert "found through @loader_path" in message
+    assert not (root / "dist" / "myapp").exists()
