@@ -14,6 +14,7 @@ from ortbundle.config.targets import get_target
 from ortbundle.stage.binaries import inspect
 from ortbundle.stage.binaries.baseline import Minimum, baseline
 from ortbundle.stage.binaries.info import info_from_json, info_to_json, role
+from ortbundle.stage.binaries.loads import LoadScan, scan_binary
 from ortbundle.stage.binaries.macho import thin_arm64
 from ortbundle.stage.closure import Unresolved
 from ortbundle.stage.system import violations
@@ -220,3 +221,22 @@ def test_the_macho_reader_gives_a_result_or_a_clear_error(
     else:
         assert info.format in ("macho", "elf", "pe")
         assert all(isinstance(n, str) and n for n in info.all_needed)
+
+
+def test_a_dylib_that_calls_dlopen_names_what_it_can_open(tmp_path: Path) -> None:
+    """Run-time loads on macOS: the undefined `_dlopen` and the dylib names its C strings hold,
+    with the directory they are asked for under (the closure compares install names)."""
+    opener = write_dylib(
+        tmp_path / "libmlx.dylib",
+        install_id="@rpath/libmlx.dylib",
+        imports=("dlopen",),
+        strings=("libmpi.dylib", "/usr/lib/libIOReport.dylib", "not a library", "@rpath/x.dylib"),
+    )
+    scan = scan_binary(opener, "macho", "libmlx.dylib")
+    assert scan.calls == ("dlopen",)
+    assert scan.names == ("/usr/lib/libIOReport.dylib", "@rpath/x.dylib", "libmpi.dylib")
+    quiet = write_dylib(
+        tmp_path / "libq.dylib", install_id="@rpath/libq.dylib", strings=("libz.dylib",)
+    )
+    assert scan_binary(quiet, "macho", "libq.dylib") == LoadScan((), ())
+    assert "dlopen" not in inspect(opener).exports

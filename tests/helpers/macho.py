@@ -41,6 +41,7 @@ class Dylib:
     minos: str = "14.0"
     arch: str = "arm64"
     exports: tuple[str, ...] = ()
+    imports: tuple[str, ...] = ()  # undefined external symbols ("dlopen"), bound at load time
     strings: tuple[str, ...] = ()  # C strings in __TEXT,__cstring ("CoreMLExecutionProvider")
     extra: bytes = field(default=b"")  # appended to __text: makes two libraries' bytes differ
 
@@ -86,12 +87,15 @@ def slice_bytes(spec: Dylib) -> bytes:
     cstring_at = _TEXT_AT + (len(text) + 15) // 16 * 16
     if cstring_at + len(cstrings) > _PAGE:
         raise ValueError("the synthetic __TEXT holds one page")
-    names = b"\0" + b"".join(b"_" + e.encode() + b"\0" for e in spec.exports)
+    names = b"\0" + b"".join(b"_" + e.encode() + b"\0" for e in (*spec.exports, *spec.imports))
     symbols = b""
     offset = 1
     for export in spec.exports:
         symbols += struct.pack("<IBBHQ", offset, 0x0F, 1, 0, _TEXT_AT)  # N_SECT | N_EXT
         offset += len(export) + 2
+    for imported in spec.imports:
+        symbols += struct.pack("<IBBHQ", offset, 0x01, 0, 0x0100, 0)  # N_UNDF | N_EXT, ordinal 1
+        offset += len(imported) + 2
     linkedit = symbols + names
     linkedit += b"\0" * (-len(linkedit) % 16)
     commands = [
@@ -148,7 +152,13 @@ def slice_bytes(spec: Dylib) -> bytes:
     )
     commands.append(
         struct.pack(
-            "<IIIIII", LC_SYMTAB, 24, _PAGE, len(spec.exports), _PAGE + len(symbols), len(names)
+            "<IIIIII",
+            LC_SYMTAB,
+            24,
+            _PAGE,
+            len(spec.exports) + len(spec.imports),
+            _PAGE + len(symbols),
+            len(names),
         )
     )
     body = b"".join(commands)
