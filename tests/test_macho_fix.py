@@ -162,7 +162,7 @@ def test_an_unreadable_identity_is_refused_by_name(tmp_path: Path) -> None:
 
 def test_a_dylib_that_cannot_be_rewritten_is_refused_with_the_fix(tmp_path: Path) -> None:
     """A dependency whose install name is not text (a malformed or hostile file): one
-    BinaryError naming the file, never an exception from lief or the decoding."""
+    BinaryError naming the file, never an exception from the reading or the decoding."""
     path = tmp_path / "libx.dylib"
     data = slice_bytes(Dylib(install_id="@rpath/libx.dylib", needed=(f"{CI}/libQ.dylib",)))
     path.write_bytes(data.replace(b"libQ", b"lib\xce"))

@@ -1,7 +1,7 @@
 """Read what a native library needs: pure functions from a file to a frozen description.
 
 This face picks the parser by the file's magic; elf.py, pe.py and macho.py (and with them
-pyelftools, pefile and lief) are imported only when a library of that format is read."""
+pyelftools and pefile) are imported only when a library of that format is read."""
 
 from __future__ import annotations
 
@@ -41,8 +41,8 @@ def inspect(path: Path, *, name: str | None = None) -> BinaryInfo:
 
 
 def fix_macho(path: Path, *, install_id: str, label: str, signer: CodeSigner) -> BinaryInfo:
-    """Make a staged dylib relocatable and sign it (install_names.py); lief and apple-codesign
-    are imported only here, for a macOS target."""
+    """Make a staged dylib relocatable and sign it (install_names.py); apple-codesign is
+    imported only here, for a macOS target."""
     try:
         from ortbundle.stage.binaries import install_names
     except ImportError as exc:  # apple-platform-py has wheels for Linux only

@@ -11,25 +11,35 @@ is read back and refused unless it is what was asked for.
 
 from __future__ import annotations
 
+import io
 import os
+import struct
 from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
 
 import apple_platform
-import lief
 
 from ortbundle._core.errors import BinaryError
-from ortbundle._core.fsio import atomic_write
+from ortbundle._core.fsio import atomic_output
 from ortbundle.config.project import CodeSigner
 from ortbundle.config.targets import is_macos_system
 from ortbundle.stage.binaries.info import BinaryInfo, sniff_format
-from ortbundle.stage.binaries.macho import ARM64, inspect_macho, thin_arm64
+from ortbundle.stage.binaries.macho import (
+    ARM64,
+    DYLIBS,
+    HEADER_64,
+    LC_ID_DYLIB,
+    LC_RPATH,
+    first_section_offset,
+    inspect_macho,
+    read_slice,
+    thin_arm64,
+)
 
 RPATH = "@rpath/"
 LOADER_PATH = "@loader_path"
 EXECUTABLE_PATH = "@executable_path"
-_LOADS = {"LOAD_DYLIB", "LOAD_WEAK_DYLIB", "REEXPORT_DYLIB", "LOAD_UPWARD_DYLIB", "LAZY_LOAD_DYLIB"}
 # an ad-hoc signature has no CMS blob; apple-codesign's verifier reports its absence as this
 _NO_CMS = "CMS error: missing further values"
 
@@ -41,10 +51,6 @@ def _sign_options(signer: CodeSigner) -> dict[str, Any]:
         return {}
     key = apple_platform.P12Key(path=str(signer.p12), password=signer.password)
     return {"signer": apple_platform.Signer(p12=key), "timestamp_url": "none"}
-
-
-def _name(command: Any) -> str:
-    return str(command.command).rsplit(".", 1)[-1]
 
 
 def wanted_name(install_name: str) -> str:
@@ -65,12 +71,14 @@ def fix_dylib(path: Path, *, install_id: str, label: str, signer: CodeSigner) ->
         data = thin
     try:
         rewritten = _rewritten(data, install_id)
-    except Exception as exc:  # noqa: BLE001 - lief raises its own, and the reads raw errors
+    except (ValueError, struct.error) as exc:  # a name that is not text, a count past the end
         raise _cannot(label, f"cannot be rewritten ({type(exc).__name__}: {exc})") from None
-    try:
-        signed = apple_platform.sign_macho_bytes(
-            rewritten, binary_identifier=install_id, **_sign_options(signer)
-        )
+    del data, thin  # a 35 MB core is held once at a time: a build stays under 200 MiB
+    with atomic_output(path, mode=0o644) as tmp:
+        tmp.write_bytes(rewritten)
+    del rewritten
+    try:  # in place: apple-codesign reads and writes the file, Python holds no copy
+        apple_platform.sign(path, binary_identifier=install_id, **_sign_options(signer))
     except apple_platform.ApplePlatformError as exc:
         raise BinaryError(
             f"{label} could not be signed {signer.describe}: {exc}",
@@ -78,7 +86,6 @@ def fix_dylib(path: Path, *, install_id: str, label: str, signer: CodeSigner) ->
             fix="check the identity's .p12 and password (ORTBUNDLE_CODESIGN_P12, "
             "ORTBUNDLE_CODESIGN_P12_PASSWORD), or unset them to sign ad-hoc",
         ) from None
-    atomic_write(path, signed, mode=0o644)
     info = inspect_macho(path, label)
     problems = dylib_problems(info, install_id=install_id)
     problems += signature_problems(path)
@@ -87,32 +94,49 @@ def fix_dylib(path: Path, *, install_id: str, label: str, signer: CodeSigner) ->
     return info
 
 
-def _rewritten(data: bytes, install_id: str) -> bytes:
-    """The thin dylib's bytes with its id, dependencies and rpaths rewritten, unsigned."""
-    fat = lief.MachO.parse(data)
-    if fat is None or fat.size != 1:
-        raise ValueError("not one readable Mach-O slice")
-    binary: Any = fat.at(0)
-    if binary.has_code_signature:
-        binary.remove_signature()
-    rpaths: list[int] = []
-    for index, command in enumerate(binary.commands):
-        kind = _name(command)
-        if kind == "ID_DYLIB":
-            command.name = RPATH + install_id
-        elif kind in _LOADS:
-            command.name = wanted_name(str(command.name))
-        elif kind == "RPATH":
-            rpaths.append(index)
-    # the first rpath becomes @loader_path and the others go, by index: a command removed
-    # while Python still holds it leaves lief's wrapper dangling (it aborts the interpreter)
-    if rpaths:
-        binary.commands[rpaths[0]].path = LOADER_PATH
-        for index in reversed(rpaths[1:]):
-            binary.remove_command(index)
-    else:
-        binary.add(lief.MachO.RPathCommand.create(LOADER_PATH))
-    return bytes(binary.write_to_bytes())
+def _lc_str(cmd: int, fixed: bytes, text: str) -> bytes:
+    """A load command of `fixed` bytes after cmd/cmdsize, then `text`, padded to 8 bytes."""
+    head = 8 + len(fixed)
+    raw = text.encode() + b"\0"
+    size = (head + len(raw) + 7) // 8 * 8
+    return struct.pack("<II", cmd, size) + fixed + raw + b"\0" * (size - head - len(raw))
+
+
+def _rewritten(data: bytes, install_id: str) -> bytearray:
+    """The thin dylib's bytes with its id, dependencies and rpaths rewritten in the load
+    commands' area, as install_name_tool does: nothing else moves. The area may grow into the
+    padding before the first section (ld64's -headerpad); a dylib without room is refused."""
+    image = read_slice(io.BytesIO(data), 0, len(data))
+    if image.bits != 64:
+        raise ValueError("not a 64-bit Mach-O image")
+    commands: list[bytes] = []
+    rpath_done = False
+    for command in image.commands:
+        if command.cmd == LC_ID_DYLIB:
+            commands.append(_lc_str(command.cmd, command.raw[8:24], RPATH + install_id))
+        elif command.cmd in DYLIBS:
+            name = wanted_name(command.name)
+            commands.append(_lc_str(command.cmd, command.raw[8:24], name))
+        elif command.cmd == LC_RPATH:
+            if not rpath_done:  # the first rpath becomes @loader_path, the others go
+                commands.append(_lc_str(LC_RPATH, struct.pack("<I", 12), LOADER_PATH))
+                rpath_done = True
+        else:
+            commands.append(command.raw)
+    if not rpath_done:
+        commands.append(_lc_str(LC_RPATH, struct.pack("<I", 12), LOADER_PATH))
+    area = b"".join(commands)
+    old = sum(len(c.raw) for c in image.commands)
+    room = first_section_offset(image) - HEADER_64.size
+    if len(area) > room:
+        raise ValueError(
+            f"the rewritten load commands need {len(area)} bytes, the header has room for {room}"
+        )
+    out = bytearray(data)
+    struct.pack_into("<II", out, 16, len(commands), len(area))  # ncmds, sizeofcmds
+    end = HEADER_64.size + max(len(area), old)
+    out[HEADER_64.size : end] = area + b"\0" * (end - HEADER_64.size - len(area))
+    return out
 
 
 def _cannot(label: str, what: str) -> BinaryError:

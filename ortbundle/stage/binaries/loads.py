@@ -9,10 +9,11 @@ import re
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Protocol
+from typing import Protocol
 
 from ortbundle._core.errors import BinaryError, ConfigError
 from ortbundle.config.recipes import IgnoreRule
+from ortbundle.stage.binaries.macho import imported_symbols
 
 # the functions that open a library by a name the program chooses
 ELF_LOADERS = frozenset({"dlopen", "dlmopen", "android_dlopen_ext"})
@@ -155,33 +156,14 @@ def _scan_elf(path: Path) -> LoadScan:
     return LoadScan(tuple(sorted(calls)), tuple(sorted(found)))
 
 
-_N_TYPE = 0x0E  # an nlist's type bits: 0 is an undefined symbol, one another image defines
-
-
 def _scan_macho(path: Path) -> LoadScan:
     """The arm64 slice's undefined `_dlopen` family, and the dylib names its C strings hold."""
-    import lief
-
-    lief.logging.disable()
-    config = lief.MachO.ParserConfig()
-    config.parse_dyld_bindings = False
-    config.parse_dyld_rebases = False
-    config.parse_dyld_exports = False
-    fat = lief.MachO.parse(str(path), config)
-    if fat is None:
-        raise ValueError("not a Mach-O file")
-    binary: Any = next((b for b in fat if str(b.header.cpu_type).endswith("ARM64")), fat.at(0))
-    calls = set()
-    for symbol in binary.symbols:
-        name = str(symbol.name).removeprefix("_")
-        if name in MACHO_LOADERS and not int(symbol.raw_type) & _N_TYPE:
-            calls.add(name)
+    imports, data = imported_symbols(path)
+    calls = sorted(MACHO_LOADERS.intersection(imports))
     if not calls:
         return LoadScan((), ())
-    section = binary.get_section("__TEXT", "__cstring")
-    data = bytes(section.content) if section is not None else b""
     found = {m.decode("ascii") for m in _MACHO_NAME.findall(data)}
-    return LoadScan(tuple(sorted(calls)), tuple(sorted(found)))
+    return LoadScan(tuple(calls), tuple(sorted(found)))
 
 
 def _scan_pe(path: Path) -> LoadScan:
