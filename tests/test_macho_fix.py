@@ -5,6 +5,7 @@ own function and checked by apple-codesign's verifier and by the dyld-like tree 
 from __future__ import annotations
 
 import datetime
+from dataclasses import replace
 from pathlib import Path
 
 import pytest
@@ -169,3 +170,18 @@ def test_a_dylib_that_cannot_be_rewritten_is_refused_with_the_fix(tmp_path: Path
     with pytest.raises(BinaryError, match="libx.dylib cannot be rewritten") as caught:
         fix_dylib(path, install_id="libx.dylib", label="libx.dylib", signer=CodeSigner())
     assert "@rpath install names" in (caught.value.fix or "")
+
+
+def test_a_dylib_without_room_for_its_new_load_commands_is_refused(tmp_path: Path) -> None:
+    """The rewrite edits the load commands in place, as install_name_tool does: an rpath added
+    to a dylib linked without header padding has nowhere to go, and the fix says how to link."""
+    spec = Dylib(install_id="@rpath/libx.dylib", needed=(SYSTEM, "libbare.dylib"))
+    used = 32 + int.from_bytes(slice_bytes(spec)[20:24], "little")  # header + sizeofcmds
+    path = tmp_path / "libx.dylib"
+    path.write_bytes(slice_bytes(replace(spec, text_at=(used + 15) // 16 * 16)))
+    with pytest.raises(BinaryError, match=r"need \d+ bytes, the header has room for \d+") as caught:
+        fix_dylib(path, install_id="libx.dylib", label="libx.dylib", signer=CodeSigner())
+    assert "-headerpad_max_install_names" in (caught.value.fix or "")
+    roomy = write_dylib(tmp_path / "roomy" / "libx.dylib", spec)  # the same, with ld64's pad
+    fixed = fix_dylib(roomy, install_id="libx.dylib", label="libx.dylib", signer=CodeSigner())
+    assert fixed.needed == (SYSTEM, "@rpath/libbare.dylib") and fixed.runpath == ("@loader_path",)

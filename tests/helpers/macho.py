@@ -44,6 +44,7 @@ class Dylib:
     imports: tuple[str, ...] = ()  # undefined external symbols ("dlopen"), bound at load time
     strings: tuple[str, ...] = ()  # C strings in __TEXT,__cstring ("CoreMLExecutionProvider")
     extra: bytes = field(default=b"")  # appended to __text: makes two libraries' bytes differ
+    text_at: int = _TEXT_AT  # where __text starts: the load commands may grow up to here
 
 
 def _version(text: str) -> int:
@@ -82,16 +83,17 @@ def _section(name: str, segment: str, addr: int, size: int, offset: int, flags: 
 
 def slice_bytes(spec: Dylib) -> bytes:
     """One thin Mach-O dylib."""
+    text_at = spec.text_at
     text = b"\xc0\x03\x5f\xd6" * 4 + spec.extra  # `ret`, and whatever makes it unique
     cstrings = b"".join(s.encode() + b"\0" for s in spec.strings) or b"\0"
-    cstring_at = _TEXT_AT + (len(text) + 15) // 16 * 16
+    cstring_at = text_at + (len(text) + 15) // 16 * 16
     if cstring_at + len(cstrings) > _PAGE:
         raise ValueError("the synthetic __TEXT holds one page")
     names = b"\0" + b"".join(b"_" + e.encode() + b"\0" for e in (*spec.exports, *spec.imports))
     symbols = b""
     offset = 1
     for export in spec.exports:
-        symbols += struct.pack("<IBBHQ", offset, 0x0F, 1, 0, _TEXT_AT)  # N_SECT | N_EXT
+        symbols += struct.pack("<IBBHQ", offset, 0x0F, 1, 0, text_at)  # N_SECT | N_EXT
         offset += len(export) + 2
     for imported in spec.imports:
         symbols += struct.pack("<IBBHQ", offset, 0x01, 0, 0x0100, 0)  # N_UNDF | N_EXT, ordinal 1
@@ -113,7 +115,7 @@ def slice_bytes(spec: Dylib) -> bytes:
             2,
             0,
         )
-        + _section("__text", "__TEXT", _TEXT_AT, len(text), _TEXT_AT, 0x80000400)
+        + _section("__text", "__TEXT", text_at, len(text), text_at, 0x80000400)
         + _section("__cstring", "__TEXT", cstring_at, len(cstrings), cstring_at, 2),
         struct.pack(
             "<II16sQQQQiiII",
@@ -175,7 +177,7 @@ def slice_bytes(spec: Dylib) -> bytes:
     )
     image = bytearray(_PAGE)
     image[: len(header) + len(body)] = header + body
-    image[_TEXT_AT : _TEXT_AT + len(text)] = text
+    image[text_at : text_at + len(text)] = text
     image[cstring_at : cstring_at + len(cstrings)] = cstrings
     return bytes(image) + linkedit
 
