@@ -460,7 +460,7 @@ def clean(c: Context) -> None:
 
 # The tiers `invoke test --fast` leaves out: the real downloads, every outside tool (and Wine,
 # the APK tools, Chromium, qemu), and the few synthetic tests that take many seconds each.
-SLOW_TIERS = ("real", "tools", "apk", "windows", "chromium", "slow")
+SLOW_TIERS = ("real", "tools", "apk", "windows", "arm", "chromium", "slow")
 
 
 @task(

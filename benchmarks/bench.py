@@ -5,7 +5,10 @@ Scenarios (each command is its own child process; wall time by perf_counter, pea
 that child's os.wait4 rusage, i.e. the largest resident set of any one process in its tree):
 
   unzip baseline  benchmarks/unzip_baseline.sh: unzip -j of exactly the kept libraries of every
-                  runtime tree, from the cached wheels
+                  runtime tree of every target, from the cached wheels (macos-arm64's too: by
+                  hand its dylibs would also need install_name_tool and codesign, which have no
+                  Linux equivalent to time here, so the baseline counts only their extraction
+                  and the ratios err against ortbundle, which rewrites and signs them)
   warm build      invoke build, cache warm, into an empty dist/          (target ≤ 0.30 x baseline)
   no-op build     invoke build again into the dist/ it has just built    (target ≤ 0.08 x baseline)
   pair baseline   the unzip baseline of only linux-x86_64 and windows-x86_64

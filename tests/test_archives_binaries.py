@@ -137,7 +137,7 @@ def test_pe_with_bogus_import_directory(tmp_path: Path) -> None:
 def test_not_a_library(tmp_path: Path) -> None:
     path = tmp_path / "readme.so"
     path.write_bytes(b"hello")
-    with pytest.raises(BinaryError, match="neither an ELF nor a PE"):
+    with pytest.raises(BinaryError, match="neither an ELF, PE nor Mach-O"):
         inspect(path)
 
 

@@ -447,7 +447,7 @@ def test_a_library_of_another_format_is_refused_even_with_the_targets_machine_na
 def test_an_unreadable_library_is_named_with_its_component_and_target(sources: Sources) -> None:
     sources.add(CORE, b"not a library at all")
     error = refused(BinaryError, sources)
-    assert error.message == f"wheel:{CORE} is neither an ELF nor a PE library"
+    assert error.message == f"wheel:{CORE} is neither an ELF, PE nor Mach-O library"
 
 
 def test_every_unresolved_name_is_reported_at_once(sources: Sources) -> None:

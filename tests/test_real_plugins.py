@@ -22,6 +22,7 @@ from ortbundle._core.errors import IntegrityError
 from ortbundle.fetch.archives import ZipArchive
 from ortbundle.pipeline.result import BuildResult
 from ortbundle.stage.binaries import inspect
+from ortbundle.stage.binaries.info import role
 from tests.helpers.bite import each
 from tests.helpers.real import (
     KEPT_FILES,
@@ -65,6 +66,13 @@ EXPECTED = {
         "cache.json",
         "openvino_runtime.manifest",
     },
+    ("macos-arm64", "runtimes/stock-macos"): KEPT_FILES["macos-arm64", "stock-macos"],
+    ("macos-arm64", "plugins/ep-mlx"): {
+        "libonnxruntime_mlx_ep.dylib",
+        "libmlx.dylib",
+        "libmlxc.dylib",
+        "mlx.metallib",
+    },
     ("windows-arm64", "runtimes/stock"): KEPT_FILES["windows-arm64", "stock"],
     ("windows-arm64", "plugins/ep-webgpu"): KEPT_FILES["windows-arm64", "ep-webgpu"],
     ("windows-arm64", "plugins/qnn"): {
@@ -93,25 +101,33 @@ EXPECTED_MIB = {
     ("windows-arm64", "runtimes/stock"): 19.9,
     ("windows-arm64", "plugins/ep-webgpu"): 33.7,
     ("windows-arm64", "plugins/qnn"): 100.9,
+    ("macos-arm64", "runtimes/stock-macos"): 33.3,
+    ("macos-arm64", "plugins/ep-mlx"): 25.3,
 }
 # what a loader registers with which core: runtime -> plugin EPs, per target
 PAIRS = {
     "linux-x86_64": {"openvino": [], "webgpu": ["ep-openvino"]},
     "windows-x86_64": {"openvino": [], "webgpu": ["ep-openvino"]},
     "windows-arm64": {"stock": ["ep-webgpu", "qnn"]},
+    "macos-arm64": {"stock-macos": ["ep-mlx"]},
 }
 PLUGIN_FACTS = {  # registration name -> (factory EP name, oldest core, version)
     "ep-openvino": ("OpenVINOExecutionProvider", "1.23.0", "1.8.1"),
     "ep-webgpu": ("WebGpuExecutionProvider", "1.24.4", "0.4.0"),
     "qnn": ("QNNExecutionProvider", "1.24.2", "2.7.0"),
+    "ep-mlx": ("MLXExecutionProvider", "1.31", "0.31.0"),
 }
 # payloads: data files and Hexagon DSP code, outside the host's library closure
-NOT_HOST_LIBRARIES = ("cache.json", "openvino_runtime.manifest", "libQnnHtpV*Skel.so", "*.cat")
+NOT_HOST_LIBRARIES = (
+    *("cache.json", "openvino_runtime.manifest", "libQnnHtpV*Skel.so", "*.cat"),
+    "mlx.metallib",
+)
 CORE_NAMES = (
     "libonnxruntime.so*",
     "onnxruntime.dll",
     "libonnxruntime_providers_shared*",
     "onnxruntime_providers_shared.dll",
+    "libonnxruntime.*.dylib",
 )
 
 
@@ -137,7 +153,8 @@ def test_no_onnxruntime_core_inside_any_plugin(plugins_build: BuildResult) -> No
         # …and every core sits under runtimes/, one per runtime directory
         for staged in target.runtimes:
             if staged.directory.startswith("plugins/"):
-                assert "providers" in staged.closure.entry, staged.closure.entry
+                entry = next(k for k in staged.closure.kept if k.name == staged.closure.entry)
+                assert role(entry.info) == "plugin-ep", staged.closure.entry
 
 
 def test_every_needed_library_resolves_in_its_own_directory(plugins_build: BuildResult) -> None:

@@ -39,12 +39,20 @@ def test_repository_recipes_and_default_product_load() -> None:
         "windows-arm64",
         "android-arm64-v8a",
         "android-x86_64",
+        "macos-arm64",
     )
-    assert list(plan.recipes) == ["openvino", "webgpu", "stock", "android-generic", "ep-webgpu"]
+    assert list(plan.recipes) == [
+        "openvino",
+        "webgpu",
+        "stock",
+        "android-generic",
+        "stock-macos",
+        "ep-webgpu",
+    ]
     assert plan.plugins_for("windows-arm64") == ["ep-webgpu"]
     assert plan.plugins_for("linux-x86_64") == []
     filenames = {s.filename for _, s in plan.all_sources()}
-    assert len(filenames) == 8
+    assert len(filenames) == 9
     qnn = load_plan(Project.at(ROOT), BuildOptions(product="darkroom-qnn"))
     assert qnn.product.runtimes_for("android-arm64-v8a") == ("android-qnn", "android-generic")
     assert qnn.product.runtimes_for("android-x86_64") == ("android-generic",)

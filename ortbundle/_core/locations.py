@@ -15,6 +15,9 @@ ENV_CACHE_DIR = "ORTBUNDLE_CACHE_DIR"
 ENV_KEY = "ORTBUNDLE_SIGNING_KEY"
 ENV_KEY_FILE = "ORTBUNDLE_SIGNING_KEY_FILE"
 ENV_KEY_PASSWORD = "ORTBUNDLE_SIGNING_KEY_PASSWORD"  # noqa: S105 (a variable name)
+# a Developer ID identity for the macOS code (a .p12 file and its password); unset: ad-hoc
+ENV_CODESIGN_P12 = "ORTBUNDLE_CODESIGN_P12"
+ENV_CODESIGN_P12_PASSWORD = "ORTBUNDLE_CODESIGN_P12_PASSWORD"  # noqa: S105 (a variable name)
 ENV_MAVEN_URL = "ORTBUNDLE_MAVEN_URL"  # space-separated repository URLs, tried in order
 ENV_MAVEN_SETTINGS = "ORTBUNDLE_MAVEN_SETTINGS"  # a settings.xml in place of ~/.m2/settings.xml
 ENV_NPM_REGISTRY = "ORTBUNDLE_NPM_REGISTRY"  # the npm registry, over every .npmrc

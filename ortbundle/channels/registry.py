@@ -21,6 +21,7 @@ from ortbundle.channels.apk import ApkChannel
 from ortbundle.channels.arch import ArchChannel
 from ortbundle.channels.deb import DebChannel
 from ortbundle.channels.flatpak import FlatpakChannel
+from ortbundle.channels.macos import MacosChannel
 from ortbundle.channels.nsis import NsisChannel
 from ortbundle.channels.rpm import RpmChannel
 from ortbundle.config.recipes import Product, Recipe
@@ -44,6 +45,7 @@ CHANNELS: dict[str, Callable[[], Channel]] = {
     "apk": _apk,
     "deb": DebChannel,
     "rpm": RpmChannel,
+    "macos": MacosChannel,
 }
 assert set(CHANNELS) == set(CHANNEL_TARGETS)
 

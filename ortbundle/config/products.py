@@ -64,6 +64,7 @@ class SystemSpec:
     windows: str | None = None  # NT version: "6.1", "10.0"
     android_api: int | None = None  # 24
     on_newer: str = "error"  # error | warn
+    macos: str | None = None  # "14.0": held against the Mach-O files' minos
 
 
 @dataclass(frozen=True)
@@ -193,15 +194,16 @@ def _addon(product: TableReader, name: str) -> Addon | None:
 
 
 _DOTTED = re.compile(r"^[0-9]+(\.[0-9]+)+$")
-_SYSTEM_KEYS = ("glibc", "windows", "android_api", "on_newer")
+_SYSTEM_KEYS = ("glibc", "windows", "macos", "android_api", "on_newer")
 
 
 def _system(reader: TableReader) -> SystemSpec:
-    """`[system] glibc = "2.28"`, `windows = "10.0"`, `android_api = 24`, `on_newer`."""
+    """`[system] glibc = "2.28"`, `windows = "10.0"`, `macos = "14.0"`, `android_api = 24`,
+    `on_newer`."""
     unknown = sorted(set(reader.table) - set(_SYSTEM_KEYS))
     if unknown:
         raise reader._fail(f"unknown key {unknown[0]!r} (known: {', '.join(_SYSTEM_KEYS)})")
-    versions = {key: reader.opt_text(key) for key in ("glibc", "windows")}
+    versions = {key: reader.opt_text(key) for key in ("glibc", "windows", "macos")}
     for key, value in versions.items():
         if value is not None and not _DOTTED.match(value):
             raise reader._fail(f'{key} {value!r} must be a dotted version such as "2.28"')
@@ -211,7 +213,9 @@ def _system(reader: TableReader) -> SystemSpec:
     on_newer = reader.text("on_newer", "error")
     if on_newer not in ON_NEWER:
         raise reader._fail(f'on_newer {on_newer!r} must be "error" or "warn"')
-    return SystemSpec(versions["glibc"], versions["windows"], api, on_newer)
+    return SystemSpec(
+        versions["glibc"], versions["windows"], api, on_newer, macos=versions["macos"]
+    )
 
 
 _APP_ID = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*(\.[A-Za-z_][A-Za-z0-9_-]*){2,}$")

@@ -15,7 +15,14 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from ortbundle._core.errors import ConfigError
-from ortbundle._core.locations import ENV_KEY, ENV_KEY_FILE, default_key_path, signing_key_source
+from ortbundle._core.locations import (
+    ENV_CODESIGN_P12,
+    ENV_CODESIGN_P12_PASSWORD,
+    ENV_KEY,
+    ENV_KEY_FILE,
+    default_key_path,
+    signing_key_source,
+)
 from ortbundle.config.retry import RetryPolicy
 
 DEFAULT_PRODUCT = "darkroom"
@@ -77,9 +84,45 @@ class BuildOptions:
 
 
 def signing_key_identity(product: str, options: BuildOptions, environ: Mapping[str, str]) -> str:
-    """Which key would sign, as a digest of its bytes: changes when the key does, loads nothing."""
+    """Which keys would sign, as digests of their bytes: changes when a key does, loads nothing
+    (the build manifest's key, and the macOS code's identity when one is given)."""
     raw = signing_key_source(key_path(product, options, environ), environ)
-    return "unsigned" if raw is None else hashlib.sha256(raw).hexdigest()
+    manifest = "unsigned" if raw is None else hashlib.sha256(raw).hexdigest()
+    code = code_signer(environ)
+    return manifest if code.p12 is None else f"{manifest} codesign {code.identity}"
+
+
+@dataclass(frozen=True)
+class CodeSigner:
+    """Who signs the macOS code: ad-hoc (no identity; enough for Apple Silicon to load it), or
+    the Developer ID identity in a .p12 (what notarization needs), named like the minisign key
+    by the environment: ORTBUNDLE_CODESIGN_P12 (the file), ORTBUNDLE_CODESIGN_P12_PASSWORD."""
+
+    p12: Path | None = None
+    password: str = ""
+    identity: str = "ad-hoc"  # a digest of the .p12's bytes: a new identity signs again
+
+    @property
+    def describe(self) -> str:
+        return "ad-hoc" if self.p12 is None else f"with the identity in {self.p12.name}"
+
+
+def code_signer(environ: Mapping[str, str]) -> CodeSigner:
+    """The macOS code signer the environment names; a named .p12 that cannot be read is
+    refused before anything is signed with the wrong identity."""
+    named = environ.get(ENV_CODESIGN_P12, "").strip()
+    if not named:
+        return CodeSigner()
+    path = Path(named)
+    try:
+        digest = hashlib.sha256(path.read_bytes()).hexdigest()
+    except OSError as exc:
+        raise ConfigError(
+            f"{ENV_CODESIGN_P12} names {named}, which cannot be read ({exc.strerror})",
+            file=named,
+            fix=f"point {ENV_CODESIGN_P12} at the Developer ID .p12, or unset it to sign ad-hoc",
+        ) from None
+    return CodeSigner(path, environ.get(ENV_CODESIGN_P12_PASSWORD, ""), digest)
 
 
 def key_path(product: str, options: BuildOptions, environ: Mapping[str, str]) -> Path | None:

@@ -103,9 +103,9 @@ def overlays(*layers: Iterable[ExternalSpec]) -> Overlays:
 @dataclass(frozen=True)
 class Target:
     name: str
-    os: str  # linux | windows | android
-    format: str  # elf | pe
-    machine: str  # pyelftools e_machine name, or PE machine name
+    os: str  # linux | windows | android | macos
+    format: str  # elf | pe | macho
+    machine: str  # pyelftools e_machine name, PE machine name, or Mach-O arch (arm64)
     externals: tuple[ExternalGroup, ...]
     bits: int = 64  # ELF class / PE32 vs PE32+: EM_X86_64 also exists as 32-bit x32
     abi: str | None = None  # Android: the jniLibs/<abi>/ directory
@@ -123,7 +123,13 @@ class Target:
         return self.os == "windows"
 
     def key(self, name: str) -> str:
-        """The form of a library name that the target's loader compares."""
+        """The form of a library name that the target's loader compares. On macOS a bundled
+        dylib is named by an install name (`@rpath/libx.dylib`, `@loader_path/libx.dylib`, an
+        absolute build path): its last component, since the stage lays each runtime out flat
+        and rewrites every such name to `@rpath/<file>` found through `@loader_path`; the
+        system's own (`/usr/lib/…`, `/System/…`) keep their path, which the externals list."""
+        if self.format == "macho":
+            return name if is_macos_system(name) else name.rsplit("/", 1)[-1]
         return name.lower() if self.case_insensitive else name
 
     def external_group(self, needed: str) -> ExternalGroup | None:
@@ -134,6 +140,14 @@ class Target:
                 if fnmatch.fnmatchcase(wanted, self.key(pattern)):
                     return group
         return None
+
+
+MACOS_SYSTEM_PREFIXES = ("/usr/lib/", "/System/Library/")  # the OS's own; never rewritten
+
+
+def is_macos_system(install_name: str) -> bool:
+    """An install name macOS itself provides (libSystem, libc++, the frameworks)."""
+    return install_name.startswith(MACOS_SYSTEM_PREFIXES)
 
 
 def _parse_target(name: str, raw: dict[str, Any]) -> Target:
@@ -153,7 +167,8 @@ def _parse_target(name: str, raw: dict[str, Any]) -> Target:
         )
         fmt = str(raw["format"])
         if fmt not in BINARY_FORMATS:
-            raise ConfigError(f"target {name}: format must be elf or pe, not {fmt!r}")
+            formats = ", ".join(BINARY_FORMATS)
+            raise ConfigError(f"target {name}: format must be one of {formats}, not {fmt!r}")
         return Target(
             name=name,
             os=str(raw["os"]),

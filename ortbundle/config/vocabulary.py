@@ -14,6 +14,7 @@ CHANNEL_TARGETS: dict[str, tuple[str, ...]] = {
     "apk": ("android-arm64-v8a", "android-x86_64"),
     "deb": ("linux-x86_64", "linux-aarch64"),
     "rpm": ("linux-x86_64", "linux-aarch64"),
+    "macos": ("macos-arm64",),
 }
 # The channels whose targets make one package together (the APK module: one ABI each) and so
 # share one directory; every other channel makes one package per target.
@@ -22,8 +23,8 @@ SHARED_PACKAGE_CHANNELS = ("apk",)
 # What provides a library the bundle does not ship: the operating system, the compiler's
 # runtime, a redistributable the user installs, a GPU driver, or a vendor toolkit.
 EXTERNAL_KINDS = ("system", "toolchain", "redist", "driver", "toolkit")
-OPERATING_SYSTEMS = ("linux", "windows", "android")
-BINARY_FORMATS = ("elf", "pe")
+OPERATING_SYSTEMS = ("linux", "windows", "android", "macos")
+BINARY_FORMATS = ("elf", "pe", "macho")
 
 PAYLOAD_PLACES = ("beside", "assets")
 RECIPE_KINDS = ("runtime", "plugin-ep")  # a model recipe says MODEL_KIND

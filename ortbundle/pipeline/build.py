@@ -29,6 +29,7 @@ from ortbundle.config.plan import (
     policy_digest,
     with_models,
 )
+from ortbundle.config.project import CodeSigner, code_signer
 from ortbundle.config.recipes import Recipe, TargetRecipe
 from ortbundle.config.schema.problems import ConfigProblems, Problem, raise_if_any
 from ortbundle.config.targets import Target, get_target, overlays
@@ -278,7 +279,9 @@ def _stage_one_runtime(
     target = overlays(work.plan.product.externals, recipe.externals).apply(get_target(work.target))
     status(f"{work.target}: {recipe.name}")  # the live line of the stage phase
     section = recipe.for_target(work.target)
-    key = _runtime_key(recipe, section, target)
+    # the macOS code's signer: its identity is part of what the pruned runtime depends on
+    signer = code_signer(os.environ) if target.format == "macho" else None
+    key = _runtime_key(recipe, section, target, signer)
     # the pruned runtime of an earlier build; never for a release: a record stored beside
     # the memo cannot vouch for it, so a release prunes again from re-hashed wheels
     staged = restore_runtime(work.cache, key, work.tmp, recipe.directory) if work.memo.on else None
@@ -296,7 +299,7 @@ def _stage_one_runtime(
     try:
         if staged is None:
             try:
-                staged = stage_runtime(recipe, target, archives, work.tmp)
+                staged = stage_runtime(recipe, target, archives, work.tmp, signer)
             except ClosureError as problem:
                 problems.append(problem)
                 return None
@@ -316,13 +319,17 @@ def _stage_one_runtime(
             archive.close()
 
 
-def _runtime_key(recipe: Recipe, section: TargetRecipe, target: Target) -> str:
+def _runtime_key(
+    recipe: Recipe, section: TargetRecipe, target: Target, signer: CodeSigner | None = None
+) -> str:
     """What the pruned runtime depends on: its name, this target's recipe section, the bytes
     of the sources it takes — not the rest of the recipe, so a pin for another target leaves
     it alone."""
     take_ids = {take.source for take in section.takes} | {p.source for p in section.payloads}
     # a rename's bytes also depend on the patchelf that rewrote them
     tools = f"\npatchelf {patchelf_version()}" if section.renames else ""
+    if signer is not None:  # and a signed Mach-O's on the identity that signed it
+        tools += f"\ncodesign {signer.identity}"
     return runtime_key(
         f"{recipe.name}\n{section!r}{tools}\n{target.externals!r}",
         target.name,  # get_target's name, which the overlays keep

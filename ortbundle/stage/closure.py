@@ -1,8 +1,9 @@
 """Prune: keep the recipe's roots and their dependency closure, drop the rest, dedupe aliases.
 
 The closure is computed from what the libraries say they need (ELF DT_NEEDED, PE import and
-delay-import tables), never from a hand-kept list. Every needed name must resolve to a kept file
-or to one of the target's allowed externals; anything else stops the build naming both files.
+delay-import tables, Mach-O dylib load commands), never from a hand-kept list. Every needed
+name must resolve to a kept file or to one of the target's allowed externals; anything else
+stops the build naming both files.
 """
 
 from __future__ import annotations
@@ -340,6 +341,7 @@ def _follow_needs(
     needer = group.canonical.name
     unresolved: list[tuple[str, str]] = []
     for needed in _open(scope, group).info.all_needed:
+        _refuse_executable_path(scope, needer, needed)
         key = target.key(needed)
         dep = index.by_name.get(key) or index.by_soname(key, target)
         if dep is not None:
@@ -352,6 +354,24 @@ def _follow_needs(
             continue
         unresolved.append((needer, needed))
     return unresolved
+
+
+_EXECUTABLE_PATH = "@executable_path/"
+
+
+def _refuse_executable_path(scope: _Scope, needer: str, needed: str) -> None:
+    """dyld expands `@executable_path` to the directory of the app's main executable, which a
+    runtime packaged for any app cannot know: such a name resolves in one app and not another."""
+    if scope.target.format == "macho" and _EXECUTABLE_PATH in needed:
+        raise ClosureError(
+            f"{needer} needs {needed}: @executable_path depends on the app that loads it, "
+            "so no runtime tree can promise it",
+            component=scope.component,
+            target=scope.target.name,
+            file=needer,
+            fix="take the library as a source so the stage rewrites the name to @rpath/<file> "
+            "(found through @loader_path), or ask upstream to link it by @rpath",
+        )
 
 
 def _refuse_dropped_need(scope: _Scope, needer: str, needed: str, dep: _Group) -> None:
@@ -414,11 +434,23 @@ def _sort_out(scope: _Scope, index: _Index) -> _Staged:
             continue
         library = _kept_library(scope, group)
         kept.append(library)
-        soname = library.info.soname
-        if soname and soname != library.name and scope.target.format == "elf":
-            links.append((soname, library.name))
+        link = _id_link(scope.target, library)
+        if link:
+            links.append((link, library.name))
         dropped += _aliases(group, library.name)
     return _Staged(tuple(kept), tuple(links), tuple(dropped), tuple(unused))
+
+
+def _id_link(target: Target, library: KeptLibrary) -> str | None:
+    """The name the loader will look for that the staged file does not have: an ELF SONAME,
+    or the file a Mach-O id names (`@rpath/libonnxruntime.1.dylib` for
+    libonnxruntime.1.32.0.dylib): dependents are linked against the id, so a file of that
+    name must exist beside it."""
+    soname = library.info.soname
+    if not soname or target.format not in ("elf", "macho"):
+        return None
+    name = target.key(soname) if target.format == "macho" else soname
+    return name if name != library.name else None
 
 
 def _not_needed(group: _Group) -> list[Dropped]:
@@ -434,6 +466,8 @@ def _kept_library(scope: _Scope, group: _Group) -> KeptLibrary:
     opened = _open(scope, group)
     live = group.live_names()
     soname = opened.info.soname
+    if soname and scope.target.format == "macho":
+        soname = scope.target.key(soname)  # the file an install id names
     name = soname if soname in live else sorted(live, key=lambda n: (-len(n), n))[0]
     canonical = group.canonical
     return KeptLibrary(

@@ -31,9 +31,10 @@ FRAGMENTS_DIR = "runtimes.d"  # add-ons' index fragments, read by the loader
 # anyway and whose version the index's `system` already checks. On Linux that is the C library
 # and the C++ runtime of the base system (glibc's libraries, libstdc++, libgcc_s; not libgomp or
 # zlib, which a minimal system may lack); on Windows and Android the operating system's own
-# libraries (kernel32, API sets, bionic), which are not even files a search would find. Listed:
+# libraries (kernel32, API sets, bionic; libSystem and the frameworks on macOS, which live in
+# the dyld shared cache), which are not even files a search would find. Listed:
 # everything else — the VC++ redistributable, drivers (optional ones marked so), vendor toolkits.
-_BASE_GROUPS = {"linux": "glibc", "windows": "windows", "android": "bionic"}
+_BASE_GROUPS = {"linux": "glibc", "windows": "windows", "android": "bionic", "macos": "macos"}
 _BASE_LINUX = frozenset({"libstdc++.so.6", "libgcc_s.so.1"})
 
 

@@ -24,11 +24,12 @@ from ortbundle._core.publish import (
     publish as publish,  # build.py and release.py publish through here
 )
 from ortbundle._core.publish import recover, sweep_set_aside
+from ortbundle.config.project import CodeSigner
 from ortbundle.config.recipes import LicenseText, Recipe, Rename
 from ortbundle.config.targets import Target
 from ortbundle.fetch.archives import MemberReader, ZipArchive
 from ortbundle.fetch.member_memo import MemoizedMembers
-from ortbundle.stage.binaries import inspect
+from ortbundle.stage.binaries import fix_macho, inspect, macho_tree_problems
 from ortbundle.stage.binaries.info import BinaryInfo, alignment_problem
 from ortbundle.stage.binaries.loads import (
     FileScan,
@@ -108,8 +109,10 @@ def stage_runtime(
     target: Target,
     archives: dict[str, ZipArchive],
     stage_root: Path,
+    signer: CodeSigner | None = None,
 ) -> StagedRuntime:
-    """Prune one runtime into `stage_root/runtimes/<name>/`."""
+    """Prune one runtime into `stage_root/runtimes/<name>/`; on macOS its dylibs are made
+    relocatable and signed by `signer` (ad-hoc when None)."""
     plan = recipe.for_target(target.name)
     listings = {sid: tuple(archive.members) for sid, archive in archives.items()}
     idle_drops = check_globs(recipe, plan, target, listings)  # every glob matching nothing
@@ -151,6 +154,8 @@ def stage_runtime(
         os.replace(lib.path, final)
     if plan.renames:
         closure = _apply_renames(recipe.name, target, plan.renames, closure, runtime_dir)
+    if target.format == "macho":
+        closure = _fix_macho(recipe.name, target, closure, runtime_dir, signer or CodeSigner())
     if target.page_align:
         for lib in closure.kept:
             _check_alignment(recipe.name, target, lib.name, lib.info)
@@ -259,6 +264,46 @@ def _apply_renames(
         links=links,
         entry=new_names.get(closure.entry, closure.entry),
     )
+
+
+def _fix_macho(
+    component: str, target: Target, closure: Closure, runtime_dir: Path, signer: CodeSigner
+) -> Closure:
+    """Every kept dylib as it ships on macOS: arm64 only, id `@rpath/<the name its
+    dependents use>` (a link of that name stands beside it when it differs from the file),
+    bundled dependencies by `@rpath`, found through `@loader_path`, signed after the edit. The
+    tree is then checked as dyld would load it."""
+    kept = []
+    for lib in closure.kept:
+        path = runtime_dir / lib.name
+        install_id = target.key(lib.info.soname) if lib.info.soname else lib.name
+        try:
+            info = fix_macho(
+                path, install_id=install_id, label=f"{component}:{lib.member}", signer=signer
+            )
+        except BinaryError as exc:
+            exc.component = exc.component or component
+            exc.target = exc.target or target.name
+            raise
+        kept.append(
+            dataclasses.replace(lib, info=info, size=path.stat().st_size, sha256=sha256_file(path))
+        )
+    for link, points_to in closure.links:
+        (runtime_dir / link).symlink_to(points_to)
+    try:
+        problems = macho_tree_problems(runtime_dir)
+    finally:
+        for link, _ in closure.links:
+            (runtime_dir / link).unlink()
+    if problems:
+        raise BinaryError(
+            f"the macOS tree would not load: {'; '.join(problems)}",
+            component=component,
+            target=target.name,
+            file=problems[0].split(":", 1)[0],
+            fix="take every dylib the runtime needs as a source, so its name can be rewritten",
+        )
+    return dataclasses.replace(closure, kept=tuple(kept))
 
 
 def _check_alignment(component: str, target: Target, name: str, info: BinaryInfo) -> None:

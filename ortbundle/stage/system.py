@@ -3,7 +3,7 @@
 The numbers come from the binaries (ortbundle/stage/binaries/baseline.py) through the closure each
 staged runtime already carries; this module names them per runtime and per package, and holds
 them against the product manifest's optional `[system]` table: a runtime that needs a newer
-glibc, Windows or Android API level than the product promises stops the build, naming the
+glibc, Windows, macOS or Android API level than the product promises stops the build, naming the
 library and the symbol version, or, with `on_newer = "warn"`, is reported.
 """
 
@@ -36,6 +36,7 @@ def violations(spec: SystemSpec, system: SystemBaseline) -> list[str]:
         ("glibc", spec.glibc, system.glibc),
         ("Windows", spec.windows, system.windows),
         ("Android API", str(spec.android_api) if spec.android_api else None, system.android_api),
+        ("macOS", spec.macos, system.macos),
     )
     for what, promised, needed in checks:
         if promised is None or needed is None:

@@ -69,6 +69,11 @@ KEPT_FILES = {
         "dxcompiler.dll",
         "dxil.dll",
     },
+    # macOS on Apple Silicon: the stock core, linked under its id (libonnxruntime.1.dylib)
+    ("macos-arm64", "stock-macos"): {
+        "libonnxruntime.1.32.0.dylib",
+        "libonnxruntime.1.dylib -> libonnxruntime.1.32.0.dylib",
+    },
 }
 
 

@@ -24,7 +24,7 @@ import tomllib
 import zipfile
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
-from pathlib import Path
+from pathlib import Path, PurePosixPath
 
 from ortbundle.config.model_gates import IOGate, ModelGate
 from ortbundle.config.model_recipes import load_model_recipe
@@ -35,6 +35,7 @@ from ortbundle.config.targets import Target, get_target
 from ortbundle.fetch.cache import Cache
 from tests.helpers import onnx_models as onnx
 from tests.helpers.elf import make_elf
+from tests.helpers.macho import Dylib, slice_bytes
 from tests.helpers.pe import make_pe
 from tests.helpers.project import CORE_EXPORTS, PLUGIN_EXPORTS
 from tests.helpers.wheels import make_wheel
@@ -46,6 +47,7 @@ _BASE = {
     "linux": ("libc.so.6", "libstdc++.so.6"),
     "windows": ("KERNEL32.dll", "MSVCP140.dll"),
     "android": ("libc.so",),
+    "macos": ("/usr/lib/libSystem.B.dylib", "/usr/lib/libc++.1.dylib"),
 }
 _GLOB = re.compile(r"[*?\[]")
 
@@ -113,6 +115,8 @@ def _one_name(globs: Iterable[str], target: Target) -> str | None:
     """A library name of the group for the target's format (a group may list Linux and
     Windows names alike): a literal one if it has one."""
     own = [g for g in globs if g.lower().endswith(".dll") == (target.format == "pe")]
+    if target.format == "macho":  # install names: the system's paths, or a bundled dylib
+        own = [g for g in globs if g.startswith("/") or g.endswith(".dylib")]
     literal = [g for g in own if not _GLOB.search(g)]
     return literal[0] if literal else (_instance(own[0]) if own else None)
 
@@ -126,8 +130,9 @@ def _library_members(
     for target_name, section in recipe.targets.items():
         target = get_target(target_name)
         extra = needs.get((recipe.name, target_name), ())
+        linked = _linked(section, target)
         for index, (member, source_id, name) in enumerate(_libraries(recipe, section, target)):
-            needed = (*_BASE[target.os], *extra)
+            needed = (*_BASE[target.os], *extra, *(linked if index == 0 else ()))
             # the entry is what its kind says it is, and carries the names the recipe states
             facts = _entry_facts(recipe) if index == 0 else ((), ())
             _archive(archives, recipe.sources[source_id]).members[member] = _library(
@@ -203,11 +208,35 @@ def _unmatched(
     return added
 
 
+def _linked(section: TargetRecipe, target: Target) -> tuple[str, ...]:
+    """Libraries a licence rule names by file that no root is: the entry links them (the MLX
+    plugin's libmlx.dylib and libmlxc.dylib), so the closure keeps what the rule covers."""
+    if target.format != "macho":
+        return ()
+    payloads = {PurePosixPath(f).name for p in section.payloads for f in p.files}
+    rooted = (section.entry, *section.roots)
+    return tuple(
+        name
+        for rule in section.licenses
+        for name in rule.files
+        if name.endswith(".dylib")
+        and not _GLOB.search(name)
+        and name not in payloads
+        and not any(_match(target, name, glob) for glob in rooted)
+    )
+
+
 def _libraries(recipe: Recipe, section: TargetRecipe, target: Target) -> list[tuple[str, str, str]]:
     """(member, source id, file name) of one library per entry and root glob that no library
-    already matches: the glob instantiated so a take takes it and no drop drops it."""
+    already matches (and each library the entry links, `_linked`): the glob instantiated so a
+    take takes it and no drop drops it."""
     chosen: list[tuple[str, str, str]] = []
-    for glob in (section.entry, *section.roots, *(r.old for r in section.renames)):
+    for glob in (
+        section.entry,
+        *section.roots,
+        *(r.old for r in section.renames),
+        *_linked(section, target),
+    ):
         if any(_match(target, name, glob) for _, _, name in chosen):
             continue
         chosen.append(_place(recipe, section, target, glob))
@@ -250,6 +279,17 @@ def _library(
     rodata: tuple[str, ...] = (),
 ) -> bytes:
     """A library of the target's machine, its bytes its own (byte-identical ones are aliases)."""
+    if target.format == "macho":
+        return slice_bytes(
+            Dylib(
+                install_id=f"@rpath/{name}",
+                needed=needed,
+                rpaths=("@loader_path",),
+                exports=exports,
+                strings=rodata,
+                extra=name.encode(),
+            )
+        )
     if target.format == "pe":
         return make_pe(
             machine=target.machine,

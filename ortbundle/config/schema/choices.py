@@ -21,11 +21,11 @@ _SCORING = "payload/loader/scoring.py"
 @cache
 def _gpu_vendors() -> Sequence[str]:
     """The keys of the loader's VENDOR_LABEL (it compares lower-case vendor names). Checking a
-    value imports none of the loader's modules: the one line is read from the module's text."""
+    value imports none of the loader's modules: the literal is read from the module's text."""
     text = resources.files("ortbundle").joinpath(_SCORING).read_text("utf-8")
-    found = re.search(r"^VENDOR_LABEL = \{(.*)\}$", text, re.MULTILINE)
+    found = re.search(r"^VENDOR_LABEL = \{(.*?)\}$", text, re.MULTILINE | re.DOTALL)
     if found is None:
-        raise ConfigError(f"ortbundle/{_SCORING} has no one-line VENDOR_LABEL = {{…}}")
+        raise ConfigError(f"ortbundle/{_SCORING} has no VENDOR_LABEL = {{…}} literal")
     return tuple(re.findall(r'"([^"]+)":', found.group(1)))
 
 

@@ -677,6 +677,7 @@ SYSTEM = Table(
     (
         text("glibc", "oldest glibc", pattern=DOTTED),
         text("windows", "oldest Windows, as an NT version", pattern=DOTTED),
+        text("macos", "oldest macOS (the Mach-O files' minos)", pattern=DOTTED),
         Key("android_api", "integer", "oldest Android API level", minimum=1),
         text(
             "on_newer",

@@ -1,11 +1,13 @@
-"""What the machine has: its GPUs (PCI under a root directory, or SetupAPI on Windows), its SoC,
-its system libraries' directories and its Windows or Android version — and whether it is too old
-for a runtime. Read from files under a root that tests can point at a fake machine."""
+"""What the machine has: its GPUs (PCI under a root directory, SetupAPI on Windows, the Apple GPU
+driver's bundles on macOS), its SoC, its system libraries' directories and its Windows, macOS or
+Android version — and whether it is too old for a runtime. Read from files under a root that
+tests can point at a fake machine."""
 
 from __future__ import annotations
 
 import contextlib
 import os
+import plistlib
 import shutil
 import subprocess
 import sys
@@ -14,11 +16,12 @@ from pathlib import Path
 from typing import Any
 
 VENDORS = {0x8086: "intel", 0x10DE: "nvidia", 0x1002: "amd", 0x1022: "amd", 0x5143: "qualcomm"}
+_APPLE = 0x106B  # Apple's PCI vendor id: the GPU of every Apple Silicon Mac
 
 
 @dataclass(frozen=True)
 class Gpu:
-    vendor: str  # intel | nvidia | amd | qualcomm | other
+    vendor: str  # intel | nvidia | amd | qualcomm | apple | other
     vendor_id: int
     device_id: int
     where: str
@@ -33,6 +36,7 @@ class Hardware:
     library_dirs: tuple[str, ...] = ()  # where the system's libraries are (Linux), absolute
     windows_version: str | None = None  # "10.0" (Windows)
     android_api: int | None = None  # ro.build.version.sdk (Android)
+    macos_version: str | None = None  # "14.5": SystemVersion.plist's ProductVersion (macOS)
 
     def vendors(self) -> set[str]:
         found = {g.vendor for g in self.gpus}
@@ -167,6 +171,24 @@ def _library_dirs(root: Path) -> tuple[str, ...]:
     return tuple(found)
 
 
+_MACOS_VERSION = "System/Library/CoreServices/SystemVersion.plist"
+_APPLE_GPU = "System/Library/Extensions/AGXMetal*.bundle"  # the Apple GPU's Metal driver
+
+
+def _macos(root: Path) -> tuple[str | None, list[Gpu]]:
+    """macOS's version and its Apple GPU: an Apple Silicon Mac carries the AGX Metal driver
+    (AGXMetalG13X.bundle …), which is also what CoreML's GPU and MLX run on."""
+    try:
+        version = str(plistlib.loads((root / _MACOS_VERSION).read_bytes())["ProductVersion"])
+    except (OSError, KeyError, ValueError, plistlib.InvalidFileException):
+        return None, []
+    gpus = [
+        Gpu("apple", _APPLE, 0, str(path.relative_to(root)))
+        for path in sorted(root.glob(_APPLE_GPU))[:1]
+    ]
+    return version, gpus
+
+
 def _android_api(root: Path) -> int | None:
     for line in _read(root / "system/build.prop").splitlines():
         key, _, value = line.partition("=")
@@ -190,8 +212,10 @@ def detect(root: Path = Path("/"), *, windows: bool | None = None) -> Hardware:
             soc=soc,
             windows_version=f"{version().major}.{version().minor}" if version else None,
         )
+    macos_version, apple = _macos(root)
     return Hardware(
-        gpus=tuple(_pci_gpus(root)),
+        gpus=tuple(_pci_gpus(root) + apple),
+        macos_version=macos_version,
         kfd=(root / "dev/kfd").exists(),
         nvidia_driver=(root / "proc/driver/nvidia").exists(),
         soc=_android_soc(root),
@@ -239,6 +263,9 @@ def too_old(runtime: dict[str, Any], hardware: Hardware) -> str | None:
         and _version(windows) > _version(hardware.windows_version)
     ):
         return f"needs Windows {windows}, this is {hardware.windows_version}"
+    macos = system.get("macos")
+    if macos and hardware.macos_version and _version(macos) > _version(hardware.macos_version):
+        return f"needs macOS {macos}, this is {hardware.macos_version}"
     api = system.get("android_api")
     if api and hardware.android_api and api > hardware.android_api:
         return f"needs Android API {api}, this is API {hardware.android_api}"

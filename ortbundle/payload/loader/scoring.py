@@ -15,7 +15,13 @@ from ortbundle.payload.loader.hardware import Hardware, too_old
 from ortbundle.payload.loader.index import LoaderError
 from ortbundle.payload.loader.search import Libraries, missing_libraries
 
-VENDOR_LABEL = {"intel": "Intel", "nvidia": "NVIDIA", "amd": "AMD", "qualcomm": "Qualcomm"}
+VENDOR_LABEL = {
+    "intel": "Intel",
+    "nvidia": "NVIDIA",
+    "amd": "AMD",
+    "qualcomm": "Qualcomm",
+    "apple": "Apple",
+}
 SCORE_VENDOR, SCORE_INTEL, SCORE_GENERIC, SCORE_CPU = 4, 3, 2, 1
 
 
@@ -63,7 +69,7 @@ def score(runtime: dict[str, Any], hardware: Hardware) -> tuple[int, str]:
 
 
 def best_possible(hardware: Hardware) -> int:
-    if any(hardware.usable_vendor(v) for v in ("nvidia", "amd", "qualcomm")):
+    if any(hardware.usable_vendor(v) for v in ("nvidia", "amd", "qualcomm", "apple")):
         return SCORE_VENDOR
     if hardware.usable_vendor("intel"):
         return SCORE_INTEL

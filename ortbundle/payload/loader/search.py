@@ -93,11 +93,14 @@ class Libraries:
     before: tuple[str, ...] = ()  # Linux: LD_LIBRARY_PATH (searched before the runtime's own)
     cache: tuple[tuple[str, str], ...] = ()  # Linux: ld.so.cache (name, path) of this machine
     after: tuple[str, ...] = ()  # Linux: the default dirs; Windows: System32, Windows, PATH
+    macos: bool = False  # dyld: install names, the shared cache; after: the fallback path
 
     def find(self, name: str, own: Path) -> str | None:
         """The path the platform's loader would open for `name`, or None."""
         if self.windows:
             return _find_in([str(own), *self.after], name, windows=True)
+        if self.macos:
+            return _dyld_find(name, own, self.before, self.after)
         found = _find_in([*self.before, str(own)], name, machine=self.machine)
         for entry, path in () if found else self.cache:
             if entry == name and _elf_of(Path(path), self.machine):
@@ -129,6 +132,25 @@ def _find_in(
     return None
 
 
+_MACOS_SYSTEM = ("/usr/lib/", "/System/Library/")
+
+
+def _dyld_find(name: str, own: Path, before: tuple[str, ...], after: tuple[str, ...]) -> str | None:
+    """What dyld opens for an install name: the system's own are in the dyld shared cache
+    (present, though no file has their path); `@rpath/`, `@loader_path/` and a bare name are
+    looked for beside the runtime (its rpath is @loader_path), then in DYLD_LIBRARY_PATH
+    before and the fallback path after; another absolute path is itself."""
+    if name.startswith(_MACOS_SYSTEM):
+        return name
+    if name.startswith("/"):
+        return name if Path(name).is_file() else None
+    leaf = name.rsplit("/", 1)[-1]
+    for directory in (*before, str(own), *after):
+        if directory and (Path(directory) / leaf).is_file():
+            return str(Path(directory) / leaf)
+    return None
+
+
 def _rooted(root: Path, path: str) -> str:
     return str(root / path.lstrip("/")) if path else ""
 
@@ -139,6 +161,17 @@ def system_libraries(
     """The search a runtime of `target` meets on this machine (paths under `root` for tests)."""
     env = dict(os.environ) if env is None else env
     machine = _machine(target)
+    if target.startswith("macos-"):
+        fallback = env.get("DYLD_FALLBACK_LIBRARY_PATH", "/usr/local/lib:/usr/lib")
+        return Libraries(
+            False,
+            macos=True,
+            machine=machine,
+            before=tuple(
+                _rooted(root, p) for p in env.get("DYLD_LIBRARY_PATH", "").split(":") if p
+            ),
+            after=tuple(_rooted(root, p) for p in fallback.split(":") if p),
+        )
     if windows:
         system_root = env.get("SystemRoot") or env.get("windir") or r"C:\Windows"
         search = [p for p in env.get("PATH", "").split(";") if p]

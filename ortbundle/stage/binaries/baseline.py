@@ -61,6 +61,7 @@ class SystemBaseline:
     windows: Minimum | None = None  # NT version: "6.1", "10.0"
     msvc: Minimum | None = None  # Visual C++ redistributable toolset: "14.28"
     android_api: Minimum | None = None
+    macos: Minimum | None = None  # the highest Mach-O minos: "14.0"
 
     @property
     def empty(self) -> bool:
@@ -89,6 +90,8 @@ class SystemBaseline:
             parts.append(f"Visual C++ runtime ≥ {self.msvc.version}")
         if self.android_api:
             parts.append(f"Android API ≥ {self.android_api.version}")
+        if self.macos:
+            parts.append(f"macOS ≥ {self.macos.version}")
         return ", ".join(parts) or "no versioned system requirement"
 
     def as_json(self) -> dict[str, Any]:
@@ -99,7 +102,7 @@ class SystemBaseline:
                 for n in self.needs
             ]
         }
-        for key in ("glibc", "gcc", "opencl", "windows", "msvc"):
+        for key in ("glibc", "gcc", "opencl", "windows", "msvc", "macos"):
             minimum: Minimum | None = getattr(self, key)
             if minimum is not None:
                 out[key] = minimum.version
@@ -255,6 +258,11 @@ def baseline(libraries: Iterable[tuple[str, BinaryInfo]]) -> SystemBaseline:
         windows=windows,
         msvc=msvc,
         android_api=_android(libs),
+        macos=_highest(
+            Minimum(info.os_version, f"{name} declares minos {info.os_version} (LC_BUILD_VERSION)")
+            for name, info in libs
+            if info.format == "macho" and info.os_version
+        ),
     )
 
 

@@ -19,24 +19,28 @@ class LoadSegment:
 class BinaryInfo:
     """The facts the closure and the channels need about one library."""
 
-    format: str  # elf | pe
-    machine: str  # pyelftools e_machine name (EM_X86_64) or PE machine (AMD64)
-    soname: str | None  # ELF DT_SONAME; None for PE
-    needed: tuple[str, ...]  # DT_NEEDED, or the PE import table
-    delay_needed: tuple[str, ...] = ()  # PE delay-import table
-    runpath: tuple[str, ...] = ()
+    format: str  # elf | pe | macho
+    machine: str  # pyelftools e_machine name (EM_X86_64), PE machine (AMD64), Mach-O arm64
+    soname: str | None  # ELF DT_SONAME, Mach-O LC_ID_DYLIB; None for PE
+    needed: tuple[str, ...]  # DT_NEEDED, the PE import table, Mach-O LC_LOAD/REEXPORT_DYLIB
+    delay_needed: tuple[str, ...] = ()  # PE delay-import table, Mach-O LC_LOAD_WEAK_DYLIB
+    runpath: tuple[str, ...] = ()  # ELF DT_RUNPATH, Mach-O LC_RPATH
     loads: tuple[LoadSegment, ...] = ()  # ELF PT_LOAD segments (page-size checks)
     bits: int = 0  # 32 or 64 (ELF class, PE optional-header magic); 0 when unknown
     # what the oldest system must offer (see baseline.py), read in the same parse:
     version_needs: tuple[tuple[str, str], ...] = ()  # ELF .gnu.version_r: (file, version node)
     android_api: int = 0  # ELF .note.android.ident: the API level it was built for; 0: none
-    os_version: str = ""  # PE MajorOperatingSystemVersion.MinorOperatingSystemVersion
+    os_version: str = ""  # PE MajorOperatingSystemVersion.Minor…; Mach-O minos ("14.0")
     subsystem_version: str = ""  # PE MajorSubsystemVersion.MinorSubsystemVersion
     versioned_imports: tuple[tuple[str, str], ...] = ()  # PE (dll, function) in baselines.toml
     # what the library is and offers (see role() and providers.py), read in the same parse:
     exports: tuple[str, ...] = ()  # C names it exports: ELF dynamic symbols, PE export directory
     ep_names: tuple[str, ...] = ()  # "…ExecutionProvider" strings its read-only data holds
     available_providers: tuple[str, ...] = ()  # a core's provider table: the available ones
+    # Mach-O: every slice's architecture (a fat file has several; the facts above are of the
+    # arm64 one), and whether the slice carries LC_CODE_SIGNATURE
+    architectures: tuple[str, ...] = ()
+    signed: bool = False
 
     def __post_init__(self) -> None:
         # a memo stores this as JSON, where tuples come back as lists: make them tuples again
@@ -44,7 +48,7 @@ class BinaryInfo:
             value = getattr(self, name)
             if not isinstance(value, tuple) or any(not isinstance(v, tuple) for v in value):
                 object.__setattr__(self, name, tuple((str(a), str(b)) for a, b in value))
-        for name in ("exports", "ep_names", "available_providers"):
+        for name in ("exports", "ep_names", "available_providers", "architectures"):
             if not isinstance(getattr(self, name), tuple):
                 object.__setattr__(self, name, tuple(getattr(self, name)))
 
@@ -112,6 +116,10 @@ def alignment_problem(info: BinaryInfo, page_align: int) -> str | None:
     return None
 
 
+# thin 64-bit little-endian (what arm64 and x86_64 write), thin 32-bit, and fat (big-endian)
+_MACHO_MAGICS = (b"\xcf\xfa\xed\xfe", b"\xce\xfa\xed\xfe", b"\xca\xfe\xba\xbe")
+
+
 def sniff_format(path: Path) -> str | None:
     with path.open("rb") as stream:
         magic = stream.read(4)
@@ -119,4 +127,6 @@ def sniff_format(path: Path) -> str | None:
         return "elf"
     if magic[:2] == b"MZ":
         return "pe"
+    if magic in _MACHO_MAGICS:
+        return "macho"
     return None

@@ -13,9 +13,13 @@ from typing import Protocol
 
 from ortbundle._core.errors import BinaryError, ConfigError
 from ortbundle.config.recipes import IgnoreRule
+from ortbundle.stage.binaries.macho import imported_symbols
 
 # the functions that open a library by a name the program chooses
 ELF_LOADERS = frozenset({"dlopen", "dlmopen", "android_dlopen_ext"})
+
+
+MACHO_LOADERS = frozenset({"dlopen", "dlopen_from", "dlopen_preflight"})
 
 
 PE_LOADERS = frozenset({"LoadLibraryA", "LoadLibraryW", "LoadLibraryExA", "LoadLibraryExW"})
@@ -38,6 +42,18 @@ _ELF_NAME = re.compile(_START + rb"lib" + _NAME_CHAR + rb"*?\.so(?:\.[0-9]+)*(?!
 
 _PE_NAME = re.compile(
     _START + rb"[A-Za-z0-9_+-]" + _NAME_CHAR + rb"*\.[dD][lL][lL](?!" + _NAME_CHAR + rb")"
+)
+
+
+# a dylib name, with the directory it is asked for under when it has one ("@rpath/…",
+# "/usr/lib/…"): the install name is what the closure compares
+_MACHO_NAME = re.compile(
+    _START
+    + rb"(?:[@/][A-Za-z0-9_+./@-]*/)?[A-Za-z0-9_+-]"
+    + _NAME_CHAR
+    + rb"*\.dylib(?!"
+    + _NAME_CHAR
+    + rb")"
 )
 
 
@@ -98,10 +114,12 @@ class ExternalMatch(Protocol):
 
 
 def scan_binary(path: Path, fmt: str, label: str) -> LoadScan:
-    """Loader imports and library-name strings of one ELF or PE file."""
+    """Loader imports and library-name strings of one ELF, PE or Mach-O file."""
     try:
         if fmt == "elf":
             return _scan_elf(path)
+        if fmt == "macho":
+            return _scan_macho(path)
         return _scan_pe(path)
     except Exception as exc:  # noqa: BLE001 - pyelftools and pefile raise raw struct errors
         raise BinaryError(
@@ -136,6 +154,16 @@ def _scan_elf(path: Path) -> LoadScan:
             if section.name.startswith(".rodata"):
                 found.update(m.decode("ascii") for m in _ELF_NAME.findall(section.data()))
     return LoadScan(tuple(sorted(calls)), tuple(sorted(found)))
+
+
+def _scan_macho(path: Path) -> LoadScan:
+    """The arm64 slice's undefined `_dlopen` family, and the dylib names its C strings hold."""
+    imports, data = imported_symbols(path)
+    calls = sorted(MACHO_LOADERS.intersection(imports))
+    if not calls:
+        return LoadScan((), ())
+    found = {m.decode("ascii") for m in _MACHO_NAME.findall(data)}
+    return LoadScan(tuple(calls), tuple(sorted(found)))
 
 
 def _scan_pe(path: Path) -> LoadScan:

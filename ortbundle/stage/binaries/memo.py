@@ -15,8 +15,9 @@ from ortbundle._core.memo import Memo
 from ortbundle.stage.binaries import inspect
 from ortbundle.stage.binaries.info import BinaryInfo, info_from_json, info_to_json
 
-# of an entry: 2 added the exports, provider names and a core's available providers
-_FORMAT = "binary-info/2"
+# of an entry: 2 added the exports, provider names and a core's available providers; 3 the
+# Mach-O architectures and signature
+_FORMAT = "binary-info/3"
 
 
 def inspect_known(path: Path, sha256: str, *, name: str, memo: Memo) -> BinaryInfo:

@@ -92,12 +92,15 @@ class Proposal:
 
 _ELF_LIB = ("*.so", "*.so.*")
 _PE_LIB = ("*.dll", "*.pyd")
+_MACHO_LIB = ("*.dylib", "*.so")  # a Python extension on macOS is a Mach-O bundle named .so
+_LIBRARIES = {"elf": _ELF_LIB, "pe": _PE_LIB, "macho": _MACHO_LIB}
 _PYTHON = re.compile(r"(\.pyd$|pybind|\.cpython-|\.abi3\.so$)")
 _PYTHON_NEEDS = re.compile(r"^(libpython[0-9.]*\.so|python3[0-9]*\.dll)", re.IGNORECASE)
 _JAVA = re.compile(r"(_jni|4j)", re.IGNORECASE)
 _TEST = re.compile(r"(^|[_.-])tests?([_.-]|$)|^test", re.IGNORECASE)
-_CORE = re.compile(r"^(lib)?onnxruntime\.(so|dll)(\.|$)", re.IGNORECASE)
+_CORE = re.compile(r"^(lib)?onnxruntime\.((\d+\.)*dylib|so|dll)(\.|$)", re.IGNORECASE)
 _VERSIONED = re.compile(r"^(.+\.so)((\.\d+)+)$")
+_VERSIONED_DYLIB = re.compile(r"^(.+?)((\.\d+)+)\.dylib$")  # libonnxruntime.1.32.0.dylib
 _TEXT = re.compile(r"^(licen[cs]e|notice|copying|thirdpartynotices|third[-_]party)", re.IGNORECASE)
 # provider library stem → (EP name, GPU vendor it serves, or "")
 PROVIDERS = {
@@ -124,20 +127,26 @@ _CLASSIFIERS = {
 def version_glob(name: str) -> str:
     """`libonnxruntime.so.1.24.1` → `libonnxruntime.so.*.*.*`: survives `invoke pin`."""
     m = _VERSIONED.match(name)
-    return f"{m[1]}{'.*' * m[2].count('.')}" if m else name
+    if m:
+        return f"{m[1]}{'.*' * m[2].count('.')}"
+    d = _VERSIONED_DYLIB.match(name)
+    return f"{d[1]}{'.*' * d[2].count('.')}.dylib" if d else name
 
 
 def root_glob(name: str) -> str:
     """`libonnxruntime.so.1.24.1` → `libonnxruntime.so.*`."""
     m = _VERSIONED.match(name)
-    return f"{m[1]}.*" if m else name
+    if m:
+        return f"{m[1]}.*"
+    d = _VERSIONED_DYLIB.match(name)
+    return f"{d[1]}.*.dylib" if d else name
 
 
 def _is_library(member: str, target: Target) -> bool:
     base = PurePosixPath(member).name
     if target.abi is not None and not member.startswith(f"jni/{target.abi}/"):
         return False
-    patterns = _ELF_LIB if target.format == "elf" else _PE_LIB
+    patterns = _LIBRARIES[target.format]
     return any(fnmatch.fnmatchcase(base.lower(), p) for p in patterns)
 
 
@@ -147,7 +156,7 @@ def _takes(members: list[str], target: Target) -> tuple[str, ...]:
     for member in members:
         directory = str(PurePosixPath(member).parent)
         prefix = "" if directory == "." else f"{directory}/"
-        patterns = _ELF_LIB if target.format == "elf" else _PE_LIB
+        patterns = _LIBRARIES[target.format]
         for pattern in patterns:
             if fnmatch.fnmatchcase(PurePosixPath(member).name.lower(), pattern):
                 out.add(f"{prefix}{pattern}")

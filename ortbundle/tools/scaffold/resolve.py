@@ -41,12 +41,14 @@ from ortbundle.tools.pin.wheels import Listed, listed_files, published_sha256
 
 KINDS = ("pypi", "maven", "npm")
 
-# Which wheel platform tags install on which target (PEP 600 manylinux, PEP 738 Android).
+# Which wheel platform tags install on which target (PEP 600 manylinux, PEP 738 Android; a
+# universal2 macOS tag promises an arm64 slice the closure still checks: the tag is no evidence).
 WHEEL_PLATFORMS: dict[str, re.Pattern[str]] = {
     "linux-x86_64": re.compile(r"^(manylinux(1|2010|2014|_\d+_\d+)_x86_64|linux_x86_64)$"),
     "linux-aarch64": re.compile(r"^(manylinux(2014|_\d+_\d+)_aarch64|linux_aarch64)$"),
     "windows-x86_64": re.compile(r"^win_amd64$"),
     "windows-arm64": re.compile(r"^win_arm64$"),
+    "macos-arm64": re.compile(r"^macosx_\d+_\d+_(arm64|universal2)$"),
     "android-arm64-v8a": re.compile(r"^android_\d+_arm64_v8a$"),
     "android-x86_64": re.compile(r"^android_\d+_x86_64$"),
 }

@@ -48,6 +48,7 @@ from ortbundle.tools.smoke.installs import (
     unpack_rpm,
     windows_install_dir,
 )
+from ortbundle.tools.smoke.macos import smoke_macos
 from ortbundle.tools.smoke.probe import build_probe
 from ortbundle.tools.smoke.probe.checks import ProbeRunner, RuntimeCheck, agree, check_tree
 from ortbundle.tools.smoke.qemu import missing_qemu, qemu_sysroot
@@ -179,6 +180,8 @@ def smoke(
                 emit(SmokeLine("NOT RUN", target, "runtimes", "", _CANNOT_RUN[target]))
                 if "nsis" in session.channels:
                     _refusing_installer(session, target)
+            elif target == "macos-arm64":
+                _macos(session, stage)
             else:
                 reason = _CANNOT_RUN.get(target, "")
                 if target.startswith("android-"):
@@ -194,6 +197,20 @@ def smoke(
     report = SmokeReport(tuple(final))
     say(report.summary())
     return report
+
+
+def _macos(session: _Session, stage: Path) -> None:
+    """Nothing macOS runs here: NOT RUN, and every static check (tools/smoke/macos.py)."""
+    target = stage.name
+    packages = sorted((session.version_dir / "packaging" / "macos").glob("*.zip"))
+    package = packages[0] if "macos" in session.channels and packages else None
+
+    def emit(verdict: str, subject: str, where: str, detail: str) -> None:
+        session.emit(SmokeLine(verdict, target, subject, where, detail))
+
+    smoke_macos(stage, package, session.work, emit)
+    if "macos" in session.channels and package is None:
+        emit("NOT RUN", "macos", "", "no macOS package was built here")
 
 
 def _linux(session: _Session, stage: Path) -> None:
