@@ -35,6 +35,7 @@ def test_repository_recipes_and_default_product_load() -> None:
     plan = load_plan(Project.at(ROOT), BuildOptions(product=DEFAULT_PRODUCT))
     assert plan.targets == (
         "linux-x86_64",
+        "linux-aarch64",
         "windows-x86_64",
         "windows-arm64",
         "android-arm64-v8a",
@@ -50,9 +51,10 @@ def test_repository_recipes_and_default_product_load() -> None:
         "ep-webgpu",
     ]
     assert plan.plugins_for("windows-arm64") == ["ep-webgpu"]
+    assert plan.plugins_for("linux-aarch64") == ["ep-webgpu"]
     assert plan.plugins_for("linux-x86_64") == []
     filenames = {s.filename for _, s in plan.all_sources()}
-    assert len(filenames) == 9
+    assert len(filenames) == 11  # 3 x86-64 wheel pairs, 2 Arm pairs, macOS, the npm AAR
     qnn = load_plan(Project.at(ROOT), BuildOptions(product="darkroom-qnn"))
     assert qnn.product.runtimes_for("android-arm64-v8a") == ("android-qnn", "android-generic")
     assert qnn.product.runtimes_for("android-x86_64") == ("android-generic",)

@@ -76,14 +76,36 @@ def unjudged_runs(tree: ast.Module, file: str) -> list[str]:
     return sorted(set(found), key=lambda line: int(line.split(":")[1].split(" ")[0]))
 
 
-def _literal(iterable: ast.expr) -> bool:
-    """A literal tuple/list/set, `range(<constant>)` or `each(...)`: never silently empty."""
+def _constants(tree: ast.Module) -> set[str]:
+    """Module-level names bound to a non-empty literal tuple, list, set or dict."""
+    return {
+        target.id
+        for node in tree.body
+        if isinstance(node, ast.Assign | ast.AnnAssign)
+        and isinstance(node.value, ast.Tuple | ast.List | ast.Set | ast.Dict)
+        and (node.value.keys if isinstance(node.value, ast.Dict) else node.value.elts)
+        for target in (node.targets if isinstance(node, ast.Assign) else [node.target])
+        if isinstance(target, ast.Name)
+    }
+
+
+def _literal(iterable: ast.expr, constants: frozenset[str] = frozenset()) -> bool:
+    """A literal tuple/list/set, a module constant holding one (or its items, keys or values),
+    `range(<constant>)` or `each(...)`: never silently empty."""
     if isinstance(iterable, ast.Tuple | ast.List | ast.Set):
         return bool(iterable.elts)
+    if isinstance(iterable, ast.Name):
+        return iterable.id in constants
+    if (
+        isinstance(iterable, ast.Call)
+        and isinstance(iterable.func, ast.Attribute)
+        and iterable.func.attr in {"items", "keys", "values"}
+    ):
+        return _literal(iterable.func.value, constants)
     if isinstance(iterable, ast.Call) and isinstance(iterable.func, ast.Name):
         constant = all(isinstance(a, ast.Constant) for a in iterable.args)
         if iterable.func.id in {"enumerate", "sorted", "reversed", "list"} and iterable.args:
-            return _literal(iterable.args[0])
+            return _literal(iterable.args[0], constants)
         return iterable.func.id == "each" or (iterable.func.id == "range" and constant)
     return False
 
@@ -91,6 +113,7 @@ def _literal(iterable: ast.expr) -> bool:
 def assertions_only_in_open_loops(tree: ast.Module, file: str) -> list[str]:
     """Test functions whose every assert sits in a loop over something that may be empty."""
     found = []
+    constants = frozenset(_constants(tree))
     for function in tree.body:
         if not isinstance(function, ast.FunctionDef) or not function.name.startswith("test"):
             continue
@@ -99,7 +122,7 @@ def assertions_only_in_open_loops(tree: ast.Module, file: str) -> list[str]:
         for loop in ast.walk(function):
             if isinstance(loop, ast.For):
                 inside = {id(n) for n in ast.walk(loop) if isinstance(n, ast.Assert)}
-                (guarded if _literal(loop.iter) else open_loops).update(inside)
+                (guarded if _literal(loop.iter, constants) else open_loops).update(inside)
         asserts = [n for n in ast.walk(function) if isinstance(n, ast.Assert)]
         raises = [
             n
@@ -158,6 +181,10 @@ def test_lost_in_a_chain():
 def test_loop_over_a_listing(tmp_path):
     for path in tmp_path.iterdir():
         assert path.exists()
+EMPTY = ()
+def test_loop_over_an_empty_constant():
+    for word in EMPTY:
+        assert word
 def test_swallowed():
     try:
         assert 1 == 2
@@ -173,6 +200,10 @@ def test_judged():
 def test_loop_over_a_guarded_listing(tmp_path):
     for path in each(tmp_path.iterdir()):
         assert path.exists()
+WORDS = ("a", "b")
+def test_loop_over_a_constant():
+    for word in WORDS:
+        assert word
 def test_loop_over_a_literal():
     for word in ("a", "b"):
         assert word
@@ -191,7 +222,8 @@ def test_each_rule_finds_its_shape_and_passes_the_sound_one() -> None:
         "test_lost_in_a_chain:",
     ]
     assert [line.split(" ", 1)[1] for line in assertions_only_in_open_loops(bad, "x")] == [
-        "test_loop_over_a_listing"
+        "test_loop_over_a_listing",
+        "test_loop_over_an_empty_constant",
     ]
     assert [line.split(" ", 1)[1] for line in swallowed_failures(bad, "x")] == [
         "test_swallowed: swallows AssertionError"

@@ -42,7 +42,8 @@ _NSIS_VARIABLES = (
     *("display_name", "product", "version", "publisher", "description", "url", "copyright"),
     *("package_name", "outfile", "vi_version", "uninstall_key", "uninstaller", "addon"),
     *("estimated_kib", "directories", "uninstall_files", "uninstall_dirs", "required"),
-    *("optional", "log_name", "x64_message", "required_intro", "required_outro"),
+    *("optional", "log_name", "machine_test", "machine_message", "target"),
+    *("required_intro", "required_outro"),
     *("optional_intro", "min_windows", "per_machine_text", "upgrade_detail", "upgrade_failed"),
     *("in_use_checks", "in_use_message"),
 )
