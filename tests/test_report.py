@@ -520,12 +520,12 @@ def test_a_package_of_several_targets_and_a_stage_no_package_carries(tmp_path: P
     licensing = [
         target("android-arm64-v8a", {"runtimes/a/liba.so": 3000, "runtimes/b/libb.so": 1000}),
         target("android-x86_64", {"runtimes/a/liba.so": 2000}),
-        target("windows-arm64", {"runtimes/a/a.dll": 500, "runtimes.json": 100}),
+        target("linux-aarch64", {"runtimes/a/liba.so": 500, "runtimes.json": 100}),
     ]
     views, scale = packages(tmp_path, ("apk", "nsis"), licensing)
     assert [(v.names, v.targets, v.size) for v in views] == [
         (("apk",), ("android-arm64-v8a", "android-x86_64"), 6000),
-        (("stage windows-arm64",), ("windows-arm64",), 600),
+        (("stage linux-aarch64",), ("linux-aarch64",), 600),
     ]
     apk = views[0]
     boxes = {(b.kind, b.label): b for b in apk.boxes}

@@ -20,7 +20,7 @@ from typing import Any
 from ortbundle._core.fsio import atomic_write
 from ortbundle._core.version import __version__
 from ortbundle.channels import CHANNEL_TARGETS, ChannelOutput, PackageInput, nfpm
-from ortbundle.stage.binaries.elf import has_symbol_table
+from ortbundle.stage.binaries.symtab import has_symbol_table
 
 _PACKAGER = "rpm"
 _BUILDHOST = "reproducible"  # nfpm writes the machine's host name otherwise

@@ -358,17 +358,3 @@ def section_bytes(path: Path, label: str, names: tuple[str, ...]) -> dict[str, b
             file=label,
             fix="the library is truncated or corrupt; check the pin and the archive",
         ) from None
-
-
-def has_symbol_table(path: Path) -> bool:
-    """Whether the file is an ELF object that keeps its symbol table (.symtab: not stripped),
-    which Debian's and Fedora's linters flag; False for anything else."""
-    try:
-        with path.open("rb") as stream:
-            if stream.read(4) != b"\x7fELF":
-                return False
-            stream.seek(0)
-            elf = ELFFile(stream)
-            return any(s["sh_type"] == "SHT_SYMTAB" for s in elf.iter_sections())
-    except (ELFError, Exception):  # noqa: BLE001 - pyelftools also raises raw struct errors
-        return False  # not for the linters to judge: the closure has read every kept library
