@@ -13,6 +13,7 @@ import errno
 import hashlib
 import io
 import lzma
+import random
 import stat
 import tarfile
 import warnings
@@ -94,7 +95,7 @@ def test_a_zip_member_is_extracted_with_its_size_and_digest(tmp_path: Path) -> N
     dest = tmp_path / "out.so"
     with open_zip(path) as archive:
         assert (archive.path, archive.label, archive.component) == (path, LABEL, COMPONENT)
-        assert not archive.is_wheel  # no RECORD
+        assert archive.is_wheel is False  # no RECORD
         assert list(archive.members) == ["lib/a.so"]  # a directory is no member
         member = archive.members["lib/a.so"]
         assert (member.name, member.basename, member.size, member.record_sha256) == (
@@ -257,9 +258,23 @@ def test_a_full_disk_while_extracting_is_the_disk_s_error(
     monkeypatch.setattr(archives, "copy_hashing", full)
     with open_zip(path) as archive, pytest.raises(DiskError) as caught:
         archive.extract("a.so", dest)
-    assert str(dest) in str(caught.value)
-    assert "an extracted archive member" in str(caught.value)
+    assert caught.value.message.startswith("could not write an extracted archive member: ")
+    assert caught.value.file == str(dest)
     assert not dest.exists()
+
+
+def test_an_extracted_file_that_cannot_be_created_is_the_disk_s_error(tmp_path: Path) -> None:
+    path = make_zip(tmp_path / "a.zip", {"a.so": b"abc"})
+    dest = tmp_path / "no such directory" / "out"
+    with open_zip(path) as archive, pytest.raises(DiskError) as caught:
+        archive.extract("a.so", dest)
+    assert caught.value.message.startswith("could not write an extracted archive member: ")
+    assert caught.value.file == str(dest)
+    tar = make_tar(tmp_path / "a.tar", [("a", b"abc")])
+    with pytest.raises(DiskError) as caught:
+        extract(tar, "a", dest)
+    assert caught.value.message.startswith("could not write an extracted archive member: ")
+    assert caught.value.file == str(dest)
 
 
 # --- zip: a wheel's RECORD -------------------------------------------------------------------
@@ -275,6 +290,7 @@ def test_a_wheel_member_is_checked_against_its_record(tmp_path: Path) -> None:
     with open_zip(path) as archive:
         assert archive.is_wheel
         assert archive.members["pkg/a.so"].record_sha256 == sha256(data)
+        assert archive.members["pkg/a.so"].crc == zipfile.ZipFile(path).getinfo("pkg/a.so").CRC
         assert archive.members["pkg/b.so"].record_sha256 is None  # no row
         assert archive.extract("pkg/a.so", tmp_path / "a") == Extracted(
             tmp_path / "a", len(data), sha256(data)
@@ -319,14 +335,29 @@ def test_a_stale_record_is_not_read_when_told(tmp_path: Path) -> None:
 
 
 def test_record_rows_that_name_nothing_or_carry_no_digest_are_skipped(tmp_path: Path) -> None:
+    """A row for another file, a blank row, a row of one field or an empty digest is passed
+    over, and the rows after it are still read; two fields are enough; bytes that are not
+    UTF-8 in another row do not stop it."""
     path = tmp_path / "a.whl"
+    rows = (
+        (
+            f"pkg/gone.so,{record_hash(b'x')},1\n\npkg/a.so\npkg/b.so,,\n"
+            f"pkg/c.so,{record_hash(b'c')}\n"
+        ).encode()
+        + b"pkg/\xff\xfe.so,sha256=x,1\n"
+        + f"pkg/d.so,{record_hash(b'd')},1\n".encode()
+    )
     with zipfile.ZipFile(path, "w") as archive:
-        archive.writestr("pkg/a.so", b"a")
-        archive.writestr("pkg/b.so", b"b")
-        archive.writestr(RECORD, f"\npkg/gone.so,{record_hash(b'x')},1\npkg/a.so\npkg/b.so,,\n")
+        for name in ("a", "b", "c", "d"):
+            archive.writestr(f"pkg/{name}.so", name.encode())
+        archive.writestr(RECORD, rows)
     with open_zip(path) as archive:
-        assert archive.members["pkg/a.so"].record_sha256 is None
-        assert archive.members["pkg/b.so"].record_sha256 is None
+        assert [archive.members[f"pkg/{n}.so"].record_sha256 for n in "abcd"] == [
+            None,
+            None,
+            sha256(b"c"),
+            sha256(b"d"),
+        ]
 
 
 @pytest.mark.parametrize(
@@ -348,16 +379,17 @@ def test_a_record_digest_field_is_read_as_sha256_only(value: str, digest: str | 
 def test_a_record_over_the_size_limit_is_refused(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
+    """A RECORD of exactly the limit is read to its last byte (the digest ends it); one byte
+    more is refused."""
     monkeypatch.setattr(archives, "MAX_RECORD_SIZE", 100)
-    rows = {"pkg/a.so": record_hash(b"a")}
-    line = f"pkg/a.so,{rows['pkg/a.so']},0\n"
-    at = make_zip(tmp_path / "at.whl", {"pkg/a.so": b"a", RECORD[:-6] + "x": b""}, method=0)
+    row = f"pkg/a.so,{record_hash(b'a')}"
+    at = make_zip(tmp_path / "at.whl", {"pkg/a.so": b"a"}, method=zipfile.ZIP_STORED)
     with zipfile.ZipFile(at, "a", zipfile.ZIP_STORED) as archive:
-        archive.writestr(RECORD, line + "#" * (100 - len(line)))
+        archive.writestr(RECORD, "#" * (99 - len(row)) + "\n" + row)
     assert open_zip(at).members["pkg/a.so"].record_sha256 == sha256(b"a")
     over = make_zip(tmp_path / "over.whl", {"pkg/a.so": b"a"}, method=zipfile.ZIP_STORED)
     with zipfile.ZipFile(over, "a", zipfile.ZIP_STORED) as archive:
-        archive.writestr(RECORD, line + "#" * (101 - len(line)))
+        archive.writestr(RECORD, "#" * (100 - len(row)) + "\n" + row)
     with pytest.raises(ArchiveError) as caught:
         open_zip(over)
     assert_error(
@@ -366,6 +398,53 @@ def test_a_record_over_the_size_limit_is_refused(
         over,
         HOSTILE,
     )
+
+
+def test_a_record_csv_cannot_parse_is_refused_not_a_traceback(tmp_path: Path) -> None:
+    """csv refuses a field over 128 KiB: that is a corrupt RECORD, said as one."""
+    path = make_zip(tmp_path / "a.whl", {"pkg/a.so": b"a"})
+    with zipfile.ZipFile(path, "a", zipfile.ZIP_DEFLATED) as archive:
+        archive.writestr(RECORD, f"pkg/a.so,{record_hash(b'a')},0\n" + "#" * (1 << 18))
+    with pytest.raises(ArchiveError) as caught:
+        open_zip(path)
+    assert_error(
+        caught.value,
+        f"{LABEL}: its RECORD cannot be read (field larger than field limit (131072))",
+        path,
+        CORRUPT,
+    )
+
+
+def _noise(size: int) -> bytes:
+    """Bytes deflate cannot shrink (a fixed seed: the same every run)."""
+    return random.Random(size).randbytes(size)
+
+
+def test_a_large_member_or_record_that_does_not_compress_is_no_bomb(tmp_path: Path) -> None:
+    big = _noise((1 << 20) + 10)
+    path = make_zip(tmp_path / "a.whl", {"pkg/a.so": big}, method=zipfile.ZIP_STORED)
+    record = f"pkg/a.so,{record_hash(big)},0\n" + "#\n" * (1 << 19)
+    with zipfile.ZipFile(path, "a", zipfile.ZIP_STORED) as archive:
+        archive.writestr(RECORD, record)
+    with open_zip(path) as archive:
+        assert archive.extract("pkg/a.so", tmp_path / "a").size == len(big)
+
+
+def test_a_member_exactly_at_the_ratio_is_no_bomb(tmp_path: Path) -> None:
+    """Declared 250 times its stored size (over a mebibyte): not refused as a bomb; zipfile
+    then reads the bytes stored, whose CRC holds."""
+    path = make_zip(tmp_path / "a.zip", {"a.so": _noise(4200)}, method=zipfile.ZIP_STORED)
+    set_member_field(path, "a.so", "usize", 250 * 4200)
+    with open_zip(path) as archive:
+        assert archive.extract("a.so", tmp_path / "a").size == 4200
+
+
+def test_a_record_exactly_at_the_ratio_is_no_bomb(tmp_path: Path) -> None:
+    path = make_zip(tmp_path / "a.whl", {"pkg/a.so": b"a"}, method=zipfile.ZIP_STORED)
+    with zipfile.ZipFile(path, "a", zipfile.ZIP_STORED) as archive:
+        archive.writestr(RECORD, _noise(4200).hex()[:4200])
+    set_member_field(path, RECORD, "usize", 250 * 4200)
+    assert open_zip(path).is_wheel
 
 
 def test_a_record_over_the_ratio_is_refused_and_one_at_a_mebibyte_is_not(tmp_path: Path) -> None:
@@ -538,6 +617,14 @@ def test_a_nested_member_of_a_zip_is_read_from_the_zip(tmp_path: Path) -> None:
     path = make_zip(tmp_path / "a.aar", {"jni/arm64-v8a/a.so": b"so"})
     dest = tmp_path / "out"
     assert extract(path, "jni/arm64-v8a/a.so", dest) == Extracted(dest, 2, sha256(b"so"))
+    with pytest.raises(ArchiveError) as caught:
+        extract(path, "jni/x86/a.so", tmp_path / "other")
+    assert_error(
+        caught.value,
+        f"{LABEL} has no member 'jni/x86/a.so'",
+        path,
+        "check the member path in the recipe against the archive's listing",
+    )
 
 
 def test_a_nested_member_of_neither_a_zip_nor_a_tarball_is_refused(tmp_path: Path) -> None:
@@ -639,5 +726,21 @@ class _Full(io.BytesIO):
 def test_a_write_the_disk_refuses_is_a_disk_error_naming_the_file() -> None:
     with pytest.raises(DiskError) as caught:
         copy_hashing(io.BytesIO(b"abc"), _Full())
-    assert "an extracted file" in str(caught.value)
-    assert "/media/full/out.so" in str(caught.value)
+    assert caught.value.message.startswith("could not write an extracted file: ")
+    assert caught.value.file == "/media/full/out.so"
+
+
+class _FullOnFlush(io.BytesIO):
+    """An output whose writes are buffered and whose flush meets the full disk."""
+
+    name = "/media/full/flushed.so"
+
+    def flush(self) -> None:
+        raise OSError(errno.ENOSPC, "No space left on device")
+
+
+def test_a_flush_the_disk_refuses_names_the_file_too() -> None:
+    with pytest.raises(DiskError) as caught:
+        copy_hashing(io.BytesIO(b"abc"), _FullOnFlush())
+    assert caught.value.message.startswith("could not write an extracted file: ")
+    assert caught.value.file == "/media/full/flushed.so"
