@@ -8,6 +8,7 @@ and a token: every message must name it redacted.
 
 from __future__ import annotations
 
+import errno
 import hashlib
 import itertools
 import time
@@ -15,12 +16,13 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from types import TracebackType
+from typing import IO, Any
 
 import pytest
 import requests
 from requests.structures import CaseInsensitiveDict
 
-from ortbundle._core.errors import FetchError, IntegrityError
+from ortbundle._core.errors import DiskError, FetchError, IntegrityError
 from ortbundle.config.retry import RetryPolicy
 from ortbundle.fetch import download as download_module
 from ortbundle.fetch.download import Downloaded, NotFound, check_published, download
@@ -49,14 +51,19 @@ class Answer:
     length: int | str | None = "auto"
     headers: dict[str, str] = field(default_factory=dict)
     drop: Exception | None = None
+    url: str | None = None  # where the redirects ended (default: the URL asked for)
+    pieces: list[bytes] | None = None  # the reads, when not four bytes each of `body`
 
 
 class _Raw:
     def __init__(self, answer: Answer) -> None:
         self.left = answer.body
         self.drop = answer.drop
+        self.pieces = list(answer.pieces) if answer.pieces is not None else None
 
     def read1(self, size: int, decode_content: bool = True) -> bytes:
+        if self.pieces is not None:
+            return self.pieces.pop(0) if self.pieces else b""
         chunk, self.left = self.left[:4], self.left[4:]  # four bytes a read: several chunks
         if not chunk and self.drop is not None:
             raise self.drop
@@ -65,7 +72,7 @@ class _Raw:
 
 class _Response:
     def __init__(self, url: str, answer: Answer) -> None:
-        self.url = url
+        self.url = answer.url or url
         self.history: list[_Response] = []
         self.status_code = answer.status
         self.headers: CaseInsensitiveDict[str] = CaseInsensitiveDict(answer.headers)
@@ -91,6 +98,7 @@ class Script(requests.Session):
         super().__init__()
         self.answers = list(answers)
         self.sent: list[dict[str, str]] = []
+        self.urls: list[str | bytes] = []
 
     def get(self, url: str | bytes, **kwargs: object) -> _Response:  # type: ignore[override]
         headers = kwargs.get("headers")
@@ -98,6 +106,7 @@ class Script(requests.Session):
         assert kwargs.get("stream") is True
         assert kwargs.get("timeout") == POLICY.timeout
         self.sent.append(dict(headers))
+        self.urls.append(url)
         answer = self.answers.pop(0)
         if isinstance(answer, Exception):
             raise answer
@@ -148,7 +157,7 @@ def test_a_whole_download_is_verified_and_its_extra_digests_computed(
     tmp_path: Path, sleeps: list[float]
 ) -> None:
     session = Script(Answer(body=DATA))
-    partial = tmp_path / "cache" / "x.part"  # its directory is made
+    partial = tmp_path / "cache" / "partial" / "x.part"  # its directories are made
     progress: list[tuple[int, int | None]] = []
     done = fetch(session, partial, digests=("sha512", "sha1", "sha256"), progress=progress)
     assert done == Downloaded(
@@ -193,7 +202,10 @@ def test_a_file_not_pinned_yet_is_fetched_whole_and_returned_with_its_digest(
 # --- resuming ------------------------------------------------------------------------------------
 
 
-def test_a_partial_file_is_resumed_where_it_ends(tmp_path: Path) -> None:
+def test_a_partial_file_is_resumed_where_it_ends(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(download_module, "CHUNK", 4)  # the partial is read back in two reads
     partial = tmp_path / "x.part"
     partial.write_bytes(DATA[:6])
     session = Script(Answer(206, DATA[6:]))
@@ -242,8 +254,37 @@ def test_stale_bytes_from_an_earlier_build_are_thrown_away_once_not_blamed_on_th
     partial = tmp_path / "x.part"
     partial.write_bytes(b"<html>portal")  # a captive portal's page, never verified
     session = Script(Answer(206, DATA[12:]), Answer(body=DATA))
-    assert fetch(session, partial).sha256 == sha(DATA)
+    progress: list[tuple[int, int | None]] = []
+    done = fetch(session, partial, digests=("sha1",), progress=progress)
+    assert (done.sha256, done.digests) == (sha(DATA), {"sha1": sha(DATA, "sha1")})
     assert [s.get("Range") for s in session.sent] == ["bytes=12-", None]
+    assert session.urls == [URL, URL]
+    assert session.sent[1]["Authorization"] == "Bearer abc"  # the same request, from byte 0
+    assert progress[-1] == (20, 20)
+
+
+def test_the_second_start_after_stale_bytes_is_held_to_the_pin_too(tmp_path: Path) -> None:
+    partial = tmp_path / "x.part"
+    partial.write_bytes(b"X")  # one stale byte is stale too
+    session = Script(Answer(206, DATA[1:]), Answer(body=DATA + b"!"))
+    with pytest.raises(IntegrityError) as caught:
+        fetch(session, partial)
+    assert caught.value.message == f"{WHAT}: the server announces 21 bytes, the pin says 20"
+    wrong = b"Y" * 20
+    partial.write_bytes(b"X")
+    with pytest.raises(IntegrityError) as caught:
+        fetch(Script(Answer(206, DATA[1:]), Answer(body=wrong)), partial)
+    assert caught.value.message.startswith(f"{WHAT}: downloaded sha256 {sha(wrong)} does not")
+
+
+def test_bytes_after_a_restart_are_this_call_s_and_not_retried_again(tmp_path: Path) -> None:
+    """Started over (the partial was longer than the pin): wrong bytes now are the server's."""
+    partial = tmp_path / "x.part"
+    partial.write_bytes(DATA + b"more")
+    session = Script(Answer(body=b"Z" * 20))
+    with pytest.raises(IntegrityError):
+        fetch(session, partial)
+    assert len(session.sent) == 1
 
 
 def test_bytes_this_call_wrote_that_do_not_match_are_refused_and_deleted(tmp_path: Path) -> None:
@@ -376,6 +417,19 @@ def test_what_a_resumed_answer_announces_counts_from_the_resumed_length(tmp_path
     assert caught.value.message == f"{WHAT}: the server announces 21 bytes, the pin says 20"
 
 
+def test_a_whole_answer_shorter_than_the_pin_is_checked_not_retried(tmp_path: Path) -> None:
+    """The server says 8 bytes and sends 8: the file is complete as far as it knows, and the
+    hash, not another attempt, says it is not the pinned file."""
+    session = Script(Answer(body=DATA[:8]))
+    with pytest.raises(IntegrityError) as caught:
+        fetch(session, tmp_path / "x.part")
+    assert caught.value.message == (
+        f"{WHAT}: downloaded sha256 {sha(DATA[:8])} does not match the pin {sha(DATA)} (8 bytes); "
+        "nothing was cached"
+    )
+    assert len(session.sent) == 1
+
+
 def test_a_body_longer_than_the_pin_is_refused_and_deleted(tmp_path: Path) -> None:
     partial = tmp_path / "x.part"
     with pytest.raises(IntegrityError) as caught:
@@ -398,6 +452,24 @@ def test_an_unpinned_body_stops_one_byte_past_the_cap(
         fetch(Script(Answer(body=DATA, length=None)), partial, sha256=None, expected_size=None)
     assert_error(caught.value, f"{WHAT}: more than 0 GiB and still sending", MIRROR_FIX)
     assert not partial.exists()
+
+
+def test_a_chunk_arriving_at_the_deadline_itself_is_in_time(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    clock = itertools.chain([1000.0], itertools.repeat(1010.0))
+    monkeypatch.setattr(time, "monotonic", lambda: next(clock))
+    policy = RetryPolicy(attempts=3, read_timeout=2.0, deadline=10.0)
+    done = download(
+        Script(Answer(body=DATA)),
+        URL,
+        tmp_path / "x.part",
+        sha256=sha(DATA),
+        expected_size=20,
+        policy=policy,
+        what=WHAT,
+    )
+    assert done.size == 20
 
 
 def test_a_download_past_its_deadline_stops_and_keeps_what_arrived(
@@ -461,3 +533,121 @@ def test_a_published_sha256_is_checked_against_the_download_s_own(tmp_path: Path
     with pytest.raises(IntegrityError) as caught:
         check_published(done, {"sha256": ["f" * 64]}, what=WHAT, url=URL, by="the registry")
     assert caught.value.message.startswith(f"{WHAT}: the registry publishes sha256 {'f' * 64}, ")
+
+
+class _Huge(bytes):
+    """A read that counts as 3 GiB and a byte: the cap's message without the bytes."""
+
+    def __len__(self) -> int:
+        return (3 << 30) + 1
+
+
+def test_the_cap_is_said_in_gibibytes(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(download_module, "MAX_UNPINNED", 3 << 30)
+    answer = Answer(length=None, pieces=[_Huge(b"x")])
+    with pytest.raises(IntegrityError) as caught:
+        fetch(Script(answer), tmp_path / "x.part", sha256=None, expected_size=None)
+    assert caught.value.message == f"{WHAT}: more than 3 GiB and still sending"
+
+
+# --- https, and the disk ---------------------------------------------------------------------
+
+HTTPS = "https://user:secret@mirror.test/pkg/x.whl"
+
+
+def test_an_https_download_that_stays_on_https_is_taken(tmp_path: Path) -> None:
+    done = download(
+        Script(Answer(body=DATA, url="https://mirror.test/pkg/x.whl")),
+        HTTPS,
+        tmp_path / "x.part",
+        sha256=sha(DATA),
+        expected_size=20,
+        policy=POLICY,
+        what=WHAT,
+    )
+    assert done.size == 20
+
+
+def test_an_https_download_redirected_to_http_is_refused(tmp_path: Path) -> None:
+    with pytest.raises(FetchError) as caught:
+        download(
+            Script(Answer(body=DATA, url="http://mirror.test/pkg/x.whl")),
+            HTTPS,
+            tmp_path / "x.part",
+            sha256=sha(DATA),
+            expected_size=20,
+            policy=POLICY,
+            what=WHAT,
+        )
+    assert (caught.value.message, caught.value.file) == (
+        f"{WHAT}: refused a redirect from https to http://mirror.test/pkg/x.whl",
+        "https://mirror.test/pkg/x.whl",
+    )
+
+
+MIB = 1 << 20
+
+
+def _resumed(tmp_path: Path) -> tuple[Path, Script]:
+    """1 MiB kept of a 3 MiB pin; the server announces the other 2 MiB."""
+    partial = tmp_path / "x.part"
+    partial.write_bytes(bytes(MIB))
+    return partial, Script(Answer(206, b"abcd", length=2 * MIB))
+
+
+def _quota(error: DiskError, partial: Path, need: str) -> None:
+    assert (error.message, error.file) == (
+        f"could not write the download of {WHAT}: Disk quota exceeded (EDQUOT)",
+        str(partial),
+    )
+    assert error.fix is not None
+    assert error.fix.endswith(f"is used up: free {need} or ask for a larger quota")
+
+
+def test_a_partial_that_cannot_be_opened_says_how_much_is_still_needed(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("ORTBUNDLE_FAULT", "write=EDQUOT")
+    partial, session = _resumed(tmp_path)
+    with pytest.raises(DiskError) as caught:
+        fetch(session, partial, sha256=sha(b"x"), expected_size=3 * MIB)
+    _quota(caught.value, partial, "2 MiB more")
+
+
+class _Failing:
+    """The partial file's handle on a full quota: its writes, or only its close, fail."""
+
+    def __init__(self, inner: IO[Any], *, write: bool, close: bool) -> None:
+        self.inner, self.fail_write, self.fail_close = inner, write, close
+
+    def write(self, data: bytes) -> int:
+        if self.fail_write:
+            raise OSError(errno.EDQUOT, "Disk quota exceeded")
+        return self.inner.write(data)
+
+    def close(self) -> None:
+        self.inner.close()
+        if self.fail_close:
+            raise OSError(errno.EDQUOT, "Disk quota exceeded")
+
+
+@pytest.mark.parametrize(
+    ("write", "close"), [(True, False), (True, True), (False, True)], ids=["write", "both", "close"]
+)
+def test_a_write_or_close_the_disk_refuses_names_the_partial_and_the_need(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, write: bool, close: bool
+) -> None:
+    """A failed write is the error reported, even when the close after it fails too."""
+    partial, session = _resumed(tmp_path)
+    real_open = Path.open
+
+    def failing_open(self: Path, mode: str = "r", *args: Any, **kwargs: Any) -> Any:
+        handle = real_open(self, mode, *args, **kwargs)
+        if self == partial and "a" in mode:
+            return _Failing(handle, write=write, close=close)
+        return handle
+
+    monkeypatch.setattr(Path, "open", failing_open)
+    with pytest.raises(DiskError) as caught:
+        fetch(session, partial, sha256=sha(b"x"), expected_size=3 * MIB)
+    _quota(caught.value, partial, "2 MiB more")
