@@ -315,11 +315,28 @@ def _worker(action: str, name: str, max_children: int) -> None:
             print(get_diff_for_mutant(survivor, path=survivor_source(module, survivor)))
         return
 
+    _retest_survivors(module, Path("mutants"))
     # This process imported ortbundle from the repository to get here; the tests must import
     # it from mutants/ (mutmut puts that first on sys.path), so the originals are forgotten.
     for loaded in [key for key in sys.modules if key.split(".")[0] == "ortbundle"]:
         del sys.modules[loaded]
     _run(list(module.mutants), max_children)
+
+
+def _retest_survivors(module: MutationModule, mutants: Path) -> None:
+    """Forget the last run's survivors, so this run tries each one against the tests as they
+    are now; mutmut itself reuses every verdict of a function whose source did not change, and
+    a kill stays valid while the tests only grow."""
+    for source in module.sources:
+        meta_path = mutants / f"{source}.meta"
+        if not meta_path.is_file():
+            continue
+        meta = json.loads(meta_path.read_text(encoding="utf-8"))
+        codes = meta["exit_code_by_key"]
+        for name, code in codes.items():
+            if _STATUS.get(code) in ("survived", "no tests"):
+                codes[name] = None
+        meta_path.write_text(json.dumps(meta, indent=4), encoding="utf-8")
 
 
 def survivor_source(module: MutationModule, mutant: str) -> str:
