@@ -260,7 +260,8 @@ def test_stale_bytes_from_an_earlier_build_are_thrown_away_once_not_blamed_on_th
     assert [s.get("Range") for s in session.sent] == ["bytes=12-", None]
     assert session.urls == [URL, URL]
     assert session.sent[1]["Authorization"] == "Bearer abc"  # the same request, from byte 0
-    assert progress[-1] == (20, 20)
+    # the second start reports its own progress, from byte 0
+    assert progress == [(16, 20), (20, 20), (4, 20), (8, 20), (12, 20), (16, 20), (20, 20)]
 
 
 def test_the_second_start_after_stale_bytes_is_held_to_the_pin_too(tmp_path: Path) -> None:
@@ -275,6 +276,17 @@ def test_the_second_start_after_stale_bytes_is_held_to_the_pin_too(tmp_path: Pat
     with pytest.raises(IntegrityError) as caught:
         fetch(Script(Answer(206, DATA[1:]), Answer(body=wrong)), partial)
     assert caught.value.message.startswith(f"{WHAT}: downloaded sha256 {sha(wrong)} does not")
+
+
+def test_bytes_after_the_server_ignored_range_are_this_call_s(tmp_path: Path) -> None:
+    """The server answered the Range with the whole file: those bytes are this call's, so
+    wrong ones are refused, not blamed on the earlier build and fetched yet again."""
+    partial = tmp_path / "x.part"
+    partial.write_bytes(DATA[:6])
+    session = Script(Answer(200, b"Z" * 20))
+    with pytest.raises(IntegrityError):
+        fetch(session, partial)
+    assert len(session.sent) == 1
 
 
 def test_bytes_after_a_restart_are_this_call_s_and_not_retried_again(tmp_path: Path) -> None:
