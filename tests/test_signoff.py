@@ -263,12 +263,16 @@ def test_a_confirmation_needs_no_expiry_but_one_given_is_checked() -> None:
 
 def test_an_unsigned_confirmation_says_what_a_person_must_compare() -> None:
     other = CoveredFile(WIN, "runtimes/webgpu/dxcompiler.dll", B)
-    use = use_confirmation(confirmation(sha256=()), [DXIL, other])
+    use = use_confirmation(confirmation(sha256=(), reviewed=None), [DXIL, other])
     assert not use.signed_off
-    assert use.problems == ("it names no sha256 of the files it confirms",)
+    assert use.problems == (
+        "it names no sha256 of the files it confirms",
+        "it has no review date (reviewed = YYYY-MM-DD)",
+    )
     assert use.refusal() == (
         f"the confirmation of dxil's claim on {WIN} is not signed off for a release: it names "
-        "no sha256 of the files it confirms — a person must compare the evidence of "
+        "no sha256 of the files it confirms; it has no review date (reviewed = YYYY-MM-DD) — a "
+        "person must compare the evidence of "
         f"{WIN}/runtimes/webgpu/dxil.dll, {WIN}/runtimes/webgpu/dxcompiler.dll with its terms "
         f"and, if the claim holds, edit [targets.{WIN}.licenses.confirmed] (component = "
         f"'dxil') in recipes/webgpu.toml: reviewer = \"<their name>\", sha256 = "
@@ -276,7 +280,8 @@ def test_an_unsigned_confirmation_says_what_a_person_must_compare() -> None:
     )
     assert use.summary() == (
         f"{WIN}/runtimes/webgpu/dxil.dll, {WIN}/runtimes/webgpu/dxcompiler.dll: confirmed by "
-        "Jane Reviewer — NOT SIGNED OFF: it names no sha256 of the files it confirms"
+        "Jane Reviewer — NOT SIGNED OFF: it names no sha256 of the files it confirms; it has "
+        "no review date (reviewed = YYYY-MM-DD)"
     )
     unplaced = ConfirmationUse(confirmation(), "dxil", WIN, "", (DXIL,), ("x",))
     assert "in the recipe: reviewer" in unplaced.refusal()
@@ -291,7 +296,7 @@ def test_a_waiver_whose_file_the_newer_release_drops_is_reported() -> None:
     every_target = waiver(targets=(), license="LicenseRef-Other")
     not_shipped = waiver(file="runtimes/webgpu/absent.dll")
     found = waivers_a_release_drops(
-        [waiver(), kept, other_target, every_target, not_shipped],
+        [waiver(), kept, other_target, not_shipped, every_target],
         component="onnxruntime-webgpu",
         version="1.25.0",
         runtime_dir="runtimes/webgpu/",
@@ -308,14 +313,18 @@ def test_a_waiver_whose_file_the_newer_release_drops_is_reported() -> None:
         "(LicenseRef-Microsoft-DXIL): after moving to it, the waiver for "
         "runtimes/webgpu/dxil.dll can be removed"
     )
-    # the runtime directory without its slash is the same directory
-    again = waivers_a_release_drops(
-        [waiver()],
-        component="c",
-        version="2",
-        runtime_dir="runtimes/webgpu",
-        target=WIN,
-        current_files=["dxil.dll"],
-        newer_files=[],
-    )
-    assert again == (ObsoleteWaiver(waiver(), "c", "2"),)
+    # the runtime directory without its slash is the same directory, whatever its last letter
+    for runtime_dir, file in (
+        ("runtimes/webgpu", "runtimes/webgpu/dxil.dll"),
+        ("plugins/ep-X", "plugins/ep-X/dxil.dll"),
+    ):
+        again = waivers_a_release_drops(
+            [waiver(file=file)],
+            component="c",
+            version="2",
+            runtime_dir=runtime_dir,
+            target=WIN,
+            current_files=["dxil.dll"],
+            newer_files=[],
+        )
+        assert again == (ObsoleteWaiver(waiver(file=file), "c", "2"),)
