@@ -96,8 +96,10 @@ GOOD: dict[str, Any] = {
 
 
 def lines(data: dict[str, Any], relax: frozenset[str] = frozenset()) -> list[str]:
+    """The problems of `data` checked as the table [a.b] (nested: every place is named)."""
     checker = Checker("p.toml", data, relax)
-    checker.table(TOP, data, "")
+    checker.table(TOP, data, "a.b")
+    assert all(p.path == "" for p in checker.problems)  # no full path unless one is given
     return [p.line() for p in checker.problems]
 
 
@@ -115,95 +117,92 @@ def test_a_valid_file_has_no_problem() -> None:
     [
         (
             with_(nmae="x"),
-            "`nmae`: unknown key in the top level of p.toml — did you mean `name`?",
+            "`nmae`: unknown key in [a.b] of p.toml — did you mean `name`?",
         ),
         (
             {**GOOD, "empty": {"zzz": 1}},
-            "`zzz`: unknown key in [empty] of p.toml — fix: this table takes no keys",
+            "`zzz`: unknown key in [a.b.empty] of p.toml — fix: this table takes no keys",
         ),
         (
             {k: v for k, v in GOOD.items() if k != "name"},
-            "`name`: missing (a non-empty string) in the top level of p.toml",
+            "`name`: missing (a non-empty string) in [a.b] of p.toml",
         ),
-        (with_(name=""), "`name`: must be a non-empty string, not '' in the top level of p.toml"),
-        (with_(name=3), "`name`: must be a non-empty string, not 3 in the top level of p.toml"),
+        (with_(name=""), "`name`: must be a non-empty string, not '' in [a.b] of p.toml"),
+        (with_(name=3), "`name`: must be a non-empty string, not 3 in [a.b] of p.toml"),
         (
             with_(name="My"),
-            "`name`: 'My' is not lower-case letters, digits and - in the top level of p.toml",
+            "`name`: 'My' is not lower-case letters, digits and - in [a.b] of p.toml",
         ),
         (
             with_(vendor="NVIDIA"),
-            '`vendor`: \'NVIDIA\' is not a GPU vendor: use "nvidia", "amd" or "intel" in the '
-            "top level of p.toml — did you mean `nvidia`?",
+            '`vendor`: \'NVIDIA\' is not a GPU vendor: use "nvidia", "amd" or "intel" in '
+            "[a.b] of p.toml — did you mean `nvidia`?",
         ),
         (
             with_(arch="i386"),
-            '`arch`: \'i386\' is not an architecture: use "x86_64" or "arm64" in the top level '
-            "of p.toml",
+            '`arch`: \'i386\' is not an architecture: use "x86_64" or "arm64" in [a.b] of p.toml',
         ),
         (
             with_(targets="linux-x86_64"),
-            "`targets`: must be a list of non-empty strings, not 'linux-x86_64' in the top level "
-            "of p.toml",
+            "`targets`: must be a list of non-empty strings, not 'linux-x86_64' in [a.b] of p.toml",
         ),
         (
             with_(targets=["a", ""]),
-            "`targets`: must be a list of non-empty strings, not ['a', ''] in the top level of "
-            "p.toml",
+            "`targets`: must be a list of non-empty strings, not ['a', ''] in [a.b] of p.toml",
         ),
-        (with_(targets=[]), "`targets`: must not be empty in the top level of p.toml"),
+        (with_(targets=[]), "`targets`: must not be empty in [a.b] of p.toml"),
         (
             with_(uses=["wheeel"]),
-            "`uses`: unknown source 'wheeel': this file has no [sources.wheeel] in the top level "
-            "of p.toml — did you mean `wheel`?",
+            "`uses`: unknown source 'wheeel': this file has no [sources.wheeel] in [a.b] of p.toml"
+            " — did you mean `wheel`?",
         ),
-        (with_(jobs=0), "`jobs`: must be a positive integer, not 0 in the top level of p.toml"),
-        (with_(level=2), "`level`: must be at least 3, not 2 in the top level of p.toml"),
-        (with_(jobs=True), "`jobs`: must be an integer, not True in the top level of p.toml"),
-        (with_(jobs="1"), "`jobs`: must be an integer, not '1' in the top level of p.toml"),
-        (with_(strict=1), "`strict`: must be true or false, not 1 in the top level of p.toml"),
+        (with_(jobs=0), "`jobs`: must be a positive integer, not 0 in [a.b] of p.toml"),
+        (with_(level=2), "`level`: must be at least 3, not 2 in [a.b] of p.toml"),
+        (with_(jobs=True), "`jobs`: must be an integer, not True in [a.b] of p.toml"),
+        (with_(jobs="1"), "`jobs`: must be an integer, not '1' in [a.b] of p.toml"),
+        (with_(strict=1), "`strict`: must be true or false, not 1 in [a.b] of p.toml"),
         (
             with_(reviewed="2026-13-01"),
-            "`reviewed`: must be a date (YYYY-MM-DD), not '2026-13-01' in the top level of p.toml",
+            "`reviewed`: must be a date (YYYY-MM-DD), not '2026-13-01' in [a.b] of p.toml",
         ),
         (
             with_(reviewed=datetime(2026, 1, 2, 3, 4)),
             "`reviewed`: must be a date (YYYY-MM-DD), not datetime.datetime(2026, 1, 2, 3, 4) in "
-            "the top level of p.toml",
+            "[a.b] of p.toml",
         ),
         (
             with_(reviewed=20260102),
-            "`reviewed`: must be a date (YYYY-MM-DD), not 20260102 in the top level of p.toml",
+            "`reviewed`: must be a date (YYYY-MM-DD), not 20260102 in [a.b] of p.toml",
         ),
-        (with_(extra="x"), "`extra`: must be a list, not 'x' in the top level of p.toml"),
+        (with_(extra="x"), "`extra`: must be a list, not 'x' in [a.b] of p.toml"),
         (
-            with_(sources={"Wheel": {"kind": "url"}}, uses=[]),
-            "`Wheel`: a name that is not lower-case letters, digits and - in [sources] of p.toml",
+            with_(sources={"Wheel": 3}, uses=[]),
+            "`Wheel`: a name that is not lower-case letters, digits and - in [a.b.sources] of p.toml",
         ),
         (
-            with_(vendors={"nvdia": "green"}),
-            "`nvdia`: unknown GPU vendor in [vendors] of p.toml — did you mean `nvidia`?",
+            with_(vendors={"nvdia": 3}),
+            "`nvdia`: unknown GPU vendor in [a.b.vendors] of p.toml — did you mean `nvidia`?",
         ),
         (
             with_(sources={"wheel": {"kind": "file"}}),
-            "`kind`: 'file' is not a kind: use \"url\" in [sources.wheel] of p.toml",
+            "`kind`: 'file' is not a kind: use \"url\" in [a.b.sources.wheel] of p.toml",
         ),
         (
             with_(take={"glob": "x"}),
-            "`take`: must be an array of tables, not {'glob': 'x'} in the top level of p.toml",
+            "`take`: must be an array of tables, not {'glob': 'x'} in [a.b] of p.toml",
         ),
-        (with_(take=[]), "`take`: needs at least one entry in the top level of p.toml"),
+        (with_(take=[]), "`take`: needs at least one entry in [a.b] of p.toml"),
         (
             with_(take=["lib*"]),
-            "`take[0]`: must be a table, not 'lib*' in the top level of p.toml",
+            "`take[0]`: must be a table, not 'lib*' in [a.b] of p.toml",
         ),
         (
             with_(sources="wheel", uses=[]),
-            "`sources`: must be a table, not 'wheel' in the top level of p.toml",
+            "`sources`: must be a table, not 'wheel' in [a.b] of p.toml",
         ),
         (
             with_(extra="x" * 50),
-            f"`extra`: must be a list, not '{'x' * 36}... in the top level of p.toml",
+            f"`extra`: must be a list, not '{'x' * 36}... in [a.b] of p.toml",
         ),
     ],
 )
@@ -211,14 +210,61 @@ def test_each_problem_is_one_line_naming_table_key_and_fix(data: dict[str, Any],
     assert lines(data) == [line]
 
 
+@pytest.mark.parametrize(
+    ("data", "line"),
+    [
+        (
+            with_(extra="x" * 38),  # a repr of exactly 40 characters is shown whole
+            f"`extra`: must be a list, not '{'x' * 38}' in [a.b] of p.toml",
+        ),
+        (
+            with_(extra="x" * 39),
+            f"`extra`: must be a list, not '{'x' * 36}... in [a.b] of p.toml",
+        ),
+        (
+            with_(sources={"w": {"kind": "url", "zzz": 1}}, uses=["w"]),
+            "`zzz`: unknown key in [a.b.sources.w] of p.toml — fix: known keys here: kind, url, "
+            "sha256",
+        ),
+        (
+            {k: v for k, v in with_(uses=["w"]).items() if k != "sources"},
+            "`uses`: unknown source 'w': this file has no [sources.w] in [a.b] of p.toml",
+        ),
+        (
+            with_(sources="wheel", uses=[]),
+            "`sources`: must be a table, not 'wheel' in [a.b] of p.toml",
+        ),
+    ],
+)
+def test_the_edges_of_shown_values_known_keys_and_references(
+    data: dict[str, Any], line: str
+) -> None:
+    assert lines(data) == [line]
+
+
+def test_a_missing_key_of_a_type_without_words_names_its_type() -> None:
+    table = Table("[t]", "", (Key("blob", "any", "", required=True),))
+    checker = Checker("p.toml", {})
+    checker.table(table, {}, "t")
+    assert [p.line() for p in checker.problems] == ["`blob`: missing (any) in [t] of p.toml"]
+
+
+def test_a_noun_is_given_its_article() -> None:
+    for what, article in (("XML dialect", "a"), ("architecture", "an"), ("vendor", "a")):
+        key = Key("k", "string", "", choices=Choices(what, "", lambda: ("z",)))
+        checker = Checker("p.toml", {"k": "y"})
+        checker.table(Table("[t]", "", (key,)), {"k": "y"}, "t")
+        assert checker.problems[0].message == f"'y' is not {article} {what}: use \"z\""
+
+
 def test_a_nested_problem_names_the_nested_table() -> None:
     data = with_(
         take=[{"glob": "a"}, {"glob": "b", "regex": "c"}], sources={"w": {"kind": "x"}}, uses=["w"]
     )
     assert lines(data) == [
-        "`kind`: 'x' is not a kind: use \"url\" in [sources.w] of p.toml",
-        "`regex`: unknown key in [take[1]] of p.toml — fix: known keys here: glob",
-        "`glob | regex`: name exactly one of glob, regex in [take[1]] of p.toml",
+        "`kind`: 'x' is not a kind: use \"url\" in [a.b.sources.w] of p.toml",
+        "`regex`: unknown key in [a.b.take[1]] of p.toml — fix: known keys here: glob",
+        "`glob | regex`: name exactly one of glob, regex in [a.b.take[1]] of p.toml",
     ]
 
 
@@ -259,14 +305,14 @@ def test_a_relaxed_key_is_neither_required_nor_checked() -> None:
 
 def test_a_list_naming_an_entry_twice_says_each_once() -> None:
     assert lines(with_(targets=["b", "a", "b", "a", "c"])) == [
-        "`targets`: lists 'a' twice in the top level of p.toml",
-        "`targets`: lists 'b' twice in the top level of p.toml",
+        "`targets`: lists 'a' twice in [a.b] of p.toml",
+        "`targets`: lists 'b' twice in [a.b] of p.toml",
     ]
 
 
 def test_one_string_is_a_list_only_for_a_key_that_allows_it() -> None:
     assert lines(with_(sources={"w": {"kind": "url", "sha256": ""}}, uses=["w"])) == [
-        "`sha256`: must be a list of non-empty strings, not '' in [sources.w] of p.toml"
+        "`sha256`: must be a list of non-empty strings, not '' in [a.b.sources.w] of p.toml"
     ]
 
 
@@ -275,6 +321,10 @@ def test_every_problem_is_collected_not_only_the_first() -> None:
 
 
 def test_walk_keys_visits_every_key_depth_first() -> None:
+    inner = Table("[o.i]", "", (Key("leaf", "string", ""),))
+    outer = Table("[o]", "", (Key("i", "table", "", table=inner),))
+    nested = Table("top", "", (Key("o", "table", "", table=outer),))
+    assert [(p, k.name) for p, k in walk_keys(nested)] == [("", "o"), ("o", "i"), ("o.i", "leaf")]
     places = [(prefix, key.name) for prefix, key in walk_keys(TOP)]
     assert places[:2] == [("", "name"), ("", "note")]
     assert ("sources", "<id>") in places
