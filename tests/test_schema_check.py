@@ -234,6 +234,10 @@ def test_each_problem_is_one_line_naming_table_key_and_fix(data: dict[str, Any],
             with_(sources="wheel", uses=[]),
             "`sources`: must be a table, not 'wheel' in [a.b] of p.toml",
         ),
+        (
+            with_(vendors={"amd": 3}),  # an entry's value is named by the entry, in its table
+            "`amd`: must be a non-empty string, not 3 in [a.b.vendors] of p.toml",
+        ),
     ],
 )
 def test_the_edges_of_shown_values_known_keys_and_references(
