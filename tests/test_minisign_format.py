@@ -10,10 +10,14 @@ import base64
 import os
 from collections.abc import Callable
 from pathlib import Path
+from types import SimpleNamespace
+from typing import cast
 
 import pytest
 
 from ortbundle._core.errors import ConfigError, IntegrityError
+from ortbundle.config.project import BuildOptions
+from ortbundle.config.recipes import Product
 from ortbundle.evidence import signing
 from ortbundle.evidence.signing import (
     ENV_KEY,
@@ -497,3 +501,46 @@ def test_keys_print_no_secret() -> None:
     assert SECRET.key_id_hex == f"{int.from_bytes(SECRET.key_id, 'little'):X}"
     assert SECRET.private_bytes.hex() not in repr(SECRET)
     assert isinstance(PUBLIC, PublicKey)
+
+
+# --- DSSE's plain signatures, and the key a build signs with -----------------------------------
+
+
+def test_a_plain_signature_verifies_only_for_its_bytes_and_key() -> None:
+    signature = signing.sign_bytes(DATA, SECRET)
+    assert len(signature) == 64
+    assert signing.verify_bytes(DATA, signature, PUBLIC) is True
+    assert signing.verify_bytes(DATA + b"!", signature, PUBLIC) is False
+    assert signing.verify_bytes(DATA, signature, OTHER.public_key()) is False
+
+
+def _product(name: str) -> Product:
+    return cast(Product, SimpleNamespace(name=name))
+
+
+def test_a_build_signs_with_the_key_its_options_and_environment_name(tmp_path: Path) -> None:
+    environ = {"XDG_CONFIG_HOME": str(tmp_path)}
+    assert signing.signing_key(_product("p"), BuildOptions(product="p"), environ) is None
+    default = tmp_path / "ortbundle" / "keys" / "p.key"
+    default.parent.mkdir(parents=True)
+    default.write_text(key_text())
+    found = signing.signing_key(_product("p"), BuildOptions(product="p", release=True), environ)
+    assert found is not None and found.key_id == SECRET.key_id
+    other = tmp_path / "other.key"
+    write_secret_key(other, OTHER)
+    chosen = signing.signing_key(
+        _product("p"), BuildOptions(product="p", signing_key=other), environ
+    )
+    assert chosen is not None and chosen.key_id == OTHER.key_id
+
+
+def test_a_release_without_a_key_is_refused_saying_how_to_make_one(tmp_path: Path) -> None:
+    environ = {"XDG_CONFIG_HOME": str(tmp_path)}
+    with pytest.raises(ConfigError) as caught:
+        signing.signing_key(_product("p"), BuildOptions(product="p", release=True), environ)
+    default = tmp_path / "ortbundle" / "keys" / "p.key"
+    assert (caught.value.message, caught.value.fix) == (
+        "a release build must be signed, and no signing key is configured",
+        f"run invoke keygen -p p once (it writes {default}), or set {ENV_KEY} to the secret "
+        f"key's text or {ENV_KEY_FILE} to its path",
+    )
