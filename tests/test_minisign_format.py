@@ -544,3 +544,55 @@ def test_a_release_without_a_key_is_refused_saying_how_to_make_one(tmp_path: Pat
         f"run invoke keygen -p p once (it writes {default}), or set {ENV_KEY} to the secret "
         f"key's text or {ENV_KEY_FILE} to its path",
     )
+
+
+def test_each_refusal_names_the_signing_component_and_its_file(tmp_path: Path) -> None:
+    with pytest.raises(ConfigError) as caught:
+        sign(DATA, SECRET, trusted_comment="t" * 9000)
+    assert caught.value.component == "signing"
+    assert verify(DATA, sign(DATA, SECRET, trusted_comment="X marks it"), PUBLIC) == "X marks it"
+    bad = tmp_path / "bad.pub"
+    bad.write_text("not a key")
+    with pytest.raises(ConfigError) as caught:
+        load_public_key(str(bad))  # a path as a string: read as that file
+    assert (caught.value.component, caught.value.file) == ("signing", str(bad))
+    assert caught.value.message.startswith(f"{bad} is not a minisign public key")
+    binary = tmp_path / "binary.pub"
+    binary.write_bytes(b"\xff")
+    with pytest.raises(ConfigError) as caught:
+        load_public_key(str(binary))
+    assert caught.value.message == f"cannot read the public key file {binary}: not UTF-8 text"
+    with pytest.raises(ConfigError) as caught:
+        load_signing_key(tmp_path / "missing.key", {})
+    assert caught.value.message == (
+        f"cannot read the secret key file {tmp_path / 'missing.key'}: No such file or directory"
+    )
+    garbage = tmp_path / "garbage.key"
+    garbage.write_text("garbage")
+    with pytest.raises(ConfigError) as caught:
+        load_signing_key(garbage, {})
+    assert (caught.value.component, caught.value.file) == ("signing", str(garbage))
+    assert caught.value.message.startswith(f"{garbage} is not a minisign secret key")
+    with pytest.raises(ConfigError) as caught:
+        load_signing_key(None, {ENV_KEY: "x", ENV_KEY_FILE: "y"})
+    assert caught.value.component == "signing"
+    key = tmp_path / "k.key"
+    write_secret_key(key, SECRET)
+    with pytest.raises(ConfigError) as caught:
+        write_secret_key(key, SECRET)
+    assert caught.value.component == "signing"
+    with pytest.raises(ConfigError) as caught:
+        write_public_key(tmp_path / "nowhere" / "k.pub", PUBLIC)
+    assert (caught.value.component, caught.value.file) == (
+        "signing",
+        str(tmp_path / "nowhere" / "k.pub"),
+    )
+
+
+def test_a_new_key_s_password_longer_than_minisign_reads_is_refused(tmp_path: Path) -> None:
+    with pytest.raises(ConfigError) as caught:
+        write_secret_key(tmp_path / "k.key", SECRET, password="p" * 1025)
+    assert caught.value.message.startswith(
+        "the password for the new secret key is longer than minisign accepts ("
+    )
+    assert not (tmp_path / "k.key").exists()
