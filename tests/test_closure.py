@@ -165,6 +165,12 @@ def test_keeps_the_roots_and_what_they_need_and_drops_the_rest(sources: Sources)
     )
     # breadth first from the root; a library nothing needs is never opened (nor its needs)
     assert sources.opened == [f"lib/{CORE}", "lib/libdep.so.1", "lib/libdeeper.so.2"]
+    # each kept file is where it was extracted: the stage renames that file, not another
+    assert [k.path.name for k in closure.kept] == [
+        "3-libdeeper.so.2",
+        "2-libdep.so.1",
+        f"1-{CORE}",
+    ]
     assert closure.unused == ()
     kept = closure.kept[2]
     assert (kept.size, kept.sha256) == (
@@ -195,6 +201,13 @@ def test_externals_name_each_needer_once_with_their_groups_facts(sources: Source
     assert all(e.via == "needed" for e in closure.externals)
 
 
+def test_an_external_opened_by_name_says_so() -> None:
+    """runtime_loads.py records a library a kept file opens by name (dlopen) with via="loads"."""
+    external = ExternalLibrary.of("libcuda.so.1", OPENCL, (CORE,), via="loads")
+    assert (external.name, external.group, external.via) == ("libcuda.so.1", "opencl", "loads")
+    assert ExternalLibrary.of("libOpenCL.so.1", OPENCL, (CORE,)).via == "needed"
+
+
 def test_byte_identical_members_are_one_library_staged_under_its_soname(
     sources: Sources,
 ) -> None:
@@ -207,10 +220,13 @@ def test_byte_identical_members_are_one_library_staged_under_its_soname(
     assert sources.opened == ["capi/libonnxruntime.so.1.20.0"]
     assert (kept.name, kept.member, kept.why) == (CORE, "capi/libonnxruntime.so.1.20.0", "root")
     assert closure.links == ()  # the file has its SONAME's name: nothing to link
-    assert [(d.member, d.reason) for d in closure.dropped] == [
-        ("capi/libonnxruntime.so", f"alias of {CORE} (same bytes)"),
-        ("capi/libonnxruntime.so.1.20.0", f"alias of {CORE} (same bytes)"),
-    ]
+    # each alias keeps its own size: what the report says the prune saved
+    assert closure.dropped == (
+        Dropped("wheel", "capi/libonnxruntime.so", len(data), f"alias of {CORE} (same bytes)"),
+        Dropped(
+            "wheel", "capi/libonnxruntime.so.1.20.0", len(data), f"alias of {CORE} (same bytes)"
+        ),
+    )
 
 
 def test_aliases_without_a_soname_are_staged_under_the_longest_name(sources: Sources) -> None:
@@ -393,6 +409,23 @@ def test_needing_a_dropped_alias_of_a_kept_library_is_refused(sources: Sources) 
     )
 
 
+def test_the_refusal_gives_the_reason_of_the_dropped_name_that_is_needed(sources: Sources) -> None:
+    """Two names of one library dropped for different reasons: the message gives the reason of
+    the name the needer asked for, not the first drop the library met."""
+    data = elf("libdep.so.1")
+    sources.add(CORE, elf(CORE, "libdep.so.1.2"))
+    for name in ("libdep.so", "libdep.so.1", "libdep.so.1.2"):
+        sources.add(name, data)
+    drops = (
+        Drop(("libdep.so.1",), "the SONAME link is made by the stage"),
+        Drop(("libdep.so.1.2",), "a full version is not shipped"),
+    )
+    error = refused(ClosureError, sources, drops=drops)
+    assert error.message == (
+        f"{CORE} needs libdep.so.1.2, which the recipe drops (a full version is not shipped)"
+    )
+
+
 @pytest.mark.parametrize(
     ("data", "message"),
     [
@@ -465,6 +498,10 @@ def test_every_unresolved_name_is_reported_at_once(sources: Sources) -> None:
         "libalso-missing.so — neither in the sources nor an allowed external of linux-x86_64"
     )
     assert error.file == CORE
+    assert error.fix == (
+        "add the library's archive as a source, or, if the user's system provides it, declare "
+        "it in the product manifest as an [[externals]] group"
+    )
     assert sources.opened == [CORE, "libdep.so", "libother.so"]
 
 
@@ -475,6 +512,16 @@ def test_a_soname_link_replacing_a_staged_file_is_refused(sources: Sources) -> N
     error = refused(ConfigError, sources, roots=("lib*",))
     assert error.message == "a SONAME link would replace a staged file: libfoo.so.1"
     assert error.fix == "two kept libraries claim the same SONAME; keep only one"
+
+
+def test_every_staged_file_a_soname_link_would_replace_is_named(sources: Sources) -> None:
+    sources.add(CORE, elf(CORE))
+    sources.add("libfoo.so.1", elf(None))
+    sources.add("libbar.so", elf("libfoo.so.1"))
+    sources.add("libqux.so.2", elf(None, payload=b"qux"))
+    sources.add("libbaz.so", elf("libqux.so.2"))
+    error = refused(ConfigError, sources, roots=("lib*",))
+    assert error.message == "a SONAME link would replace a staged file: libfoo.so.1, libqux.so.2"
 
 
 def test_an_entry_matching_no_kept_library_is_refused(sources: Sources) -> None:

@@ -215,7 +215,18 @@ class ZipArchive:
         if len(raw) > MAX_RECORD_SIZE:
             self._refuse(record_name, "RECORD inflates past any sane size (zip bomb?)")
         text = raw.decode("utf-8", errors="replace")
-        for row in csv.reader(io.StringIO(text)):
+        try:
+            rows = list(csv.reader(io.StringIO(text)))
+        except (
+            csv.Error
+        ) as exc:  # a field past csv's limit (128 KiB), a NUL: no RECORD a tool writes
+            raise ArchiveError(
+                f"{self.label}: its RECORD cannot be read ({exc})",
+                component=self.component,
+                file=str(self.path),
+                fix="the archive is corrupt; delete the cache entry and fetch again",
+            ) from None
+        for row in rows:
             if not row or row[0] not in self.members:
                 continue
             digest = _record_hash(row[1]) if len(row) > 1 else None

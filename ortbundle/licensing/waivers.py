@@ -23,9 +23,11 @@ from datetime import date
 
 from ortbundle.config.recipes import Confirmation, Waiver
 
-# A reviewer that is no one yet: "unassigned: …", "TODO", "TBD", "nobody", "placeholder", "n/a".
+# A reviewer that is no one yet: "unassigned: …", "TODO", "TBD", "nobody", "placeholder", "n/a",
+# "-", "?". A word ends at a word boundary ("Tobias" is a person); dashes or question marks
+# are a placeholder when nothing but space follows them.
 _PLACEHOLDER = re.compile(
-    r"^\s*(unassigned|unknown|todo|tbd|tbc|none|nobody|no one|placeholder|n/?a|-+|\?+)\b",
+    r"^\s*(?:(unassigned|unknown|todo|tbd|tbc|none|nobody|no one|placeholder|n/?a)\b|[-?]+(?!\S))",
     re.IGNORECASE,
 )
 
