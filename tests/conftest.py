@@ -9,6 +9,20 @@ from ortbundle._core.progress import Reporter, plain_reporter
 from tests.helpers.index_server import IndexServer
 from tests.helpers.project import FakeProject
 
+# Test files that run longest, started first so that no worker is left with one at the end
+# (pytest-xdist hands files out in collection order): Wine's, then the real tier's.
+_LONG_FIRST = ("windows", "real")
+
+
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    """Order the files by `_LONG_FIRST` (a stable sort: tests keep their order in a file)."""
+    rank: dict[str, int] = {}
+    for item in items:
+        marks = {mark.name for mark in item.iter_markers()}
+        here = min((n for n, name in enumerate(_LONG_FIRST) if name in marks), default=99)
+        rank[item.nodeid.split("::")[0]] = min(rank.get(item.nodeid.split("::")[0], 99), here)
+    items.sort(key=lambda item: rank[item.nodeid.split("::")[0]])
+
 
 @pytest.fixture(autouse=True)
 def _output_unwrapped(monkeypatch: pytest.MonkeyPatch) -> None:

@@ -57,6 +57,6 @@ def test_anything_but_a_whole_elf_file_has_none(tmp_path: Path) -> None:
         "bad class": whole[:4] + b"\x07" + whole[5:],
         "empty": b"",
     }
-    for name, data in cases.items():
+    for name, data in each(cases.items(), "cases"):
         (tmp_path / name).write_bytes(data)
         assert has_symbol_table(tmp_path / name) is False, name
