@@ -16,9 +16,9 @@ from ortbundle._core.locations import default_cache_dir
 from ortbundle._core.memo import _tree_digest
 from ortbundle._core.progress import Reporter
 from ortbundle.cli.build import run_build
-from ortbundle.config.project import BuildOptions
+from ortbundle.config.project import BuildOptions, Project
 from ortbundle.pipeline.build import build
-from ortbundle.pipeline.noop import ASKED, NOT_ASKED, input_stats
+from ortbundle.pipeline.noop import ASKED, NOT_ASKED, input_stats, same_tree
 from tests.helpers.probe import REPO, run_python
 from tests.helpers.project import FakeProject
 from tests.helpers.toml_edit import set_key
@@ -28,7 +28,7 @@ _PROBE = """
 import json, sys
 from pathlib import Path
 from ortbundle.cli import run_build
-from ortbundle.config.project import BuildOptions
+from ortbundle.config.project import BuildOptions, Project
 root, dist, cache, index, environ = sys.argv[1:6]
 options = BuildOptions(
     product="fakeproduct", index_url=index, cache_dir=Path(cache), environ=json.loads(environ)
@@ -82,6 +82,52 @@ def test_an_input_touched_and_put_back_is_checked_in_full(
     assert "up to date" in printed and planned
     printed, planned = _probe(written)
     assert "up to date" in printed and not planned  # remembered by the full check
+
+
+def test_another_dist_linking_the_same_memoised_packages_leaves_this_one_up_to_date(
+    written: FakeProject, reporter: Reporter
+) -> None:
+    """A memoised package is a hard link to the cache's copy: a build into another dist/ links
+    it again, which moves this dist's file's ctime with its link count. That is no edit; an
+    edit in place with the mtime put back (the count kept) still is."""
+    build(written.project, written.options(), reporter)
+    packages = sorted((written.root / "dist").rglob("packaging/**/*.deb"))
+    assert packages and packages[0].stat().st_nlink > 1  # linked from the memo
+    before = packages[0].stat()
+    other = Project.at(written.root, written.root / "other-dist")
+    build(other, written.options(), reporter)
+    assert packages[0].stat().st_nlink == before.st_nlink + 1
+    assert packages[0].stat().st_ctime_ns != before.st_ctime_ns
+    printed, planned = _probe(written)
+    assert "up to date" in printed and not planned
+    info = packages[0].stat()
+    with packages[0].open("r+b") as handle:  # the same inode, one byte changed and put back
+        first = handle.read(1)
+        handle.seek(0)
+        handle.write(bytes([first[0] ^ 1]))
+    os.utime(packages[0], ns=(info.st_atime_ns, info.st_mtime_ns))
+    printed, _ = _probe(written)
+    assert "up to date" not in printed
+
+
+def test_same_tree_forgives_a_moved_link_count_only_over_intact_bytes() -> None:
+    then = {"a": [10, 1, 100, 7, 0o100644, 2]}
+    asked: list[str] = []
+
+    def intact(name: str) -> bool:
+        asked.append(name)
+        return True
+
+    assert same_tree({"a": [10, 1, 101, 7, 0o100644, 3]}, then, intact)  # linked once more
+    assert asked == ["a"]
+    assert not same_tree({"a": [10, 1, 101, 7, 0o100644, 3]}, then, lambda name: False)
+    assert not same_tree({"a": [10, 1, 101, 7, 0o100644, 2]}, then, intact)  # mtime put back
+    assert not same_tree({"a": [11, 1, 101, 7, 0o100644, 3]}, then, intact)  # and grown
+    assert not same_tree({"a": [10, 1, 101, 8, 0o100644, 3]}, then, intact)  # another inode
+    extra = {"a": [10, 1, 100, 7, 0o100644, 2], "b": [1, 1, 1, 1, 1, 1]}
+    assert not same_tree(extra, then, intact)
+    assert not same_tree({"a": [10, 1, 100, 7, 0o100644]}, then, intact)  # an older shape
+    assert asked == ["a"]  # asked only where the link count alone moved
 
 
 def _edit_recipe(fake: FakeProject) -> None:

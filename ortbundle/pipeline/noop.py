@@ -18,13 +18,13 @@ import hashlib
 import json
 import os
 import shutil
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from stat import S_ISDIR
 from typing import Any
 
-from ortbundle._core.fsio import atomic_write, scan_tree, stat_record
+from ortbundle._core.fsio import atomic_write, scan_tree, sha256_file, stat_record
 from ortbundle._core.locations import default_cache_dir
 from ortbundle._core.memo import code_digest
 from ortbundle.config.project import (
@@ -34,18 +34,67 @@ from ortbundle.config.project import (
     signing_key_identity,
     source_date_epoch,
 )
+from ortbundle.evidence.names import MANIFEST_NAME
 
 _QUICK_FORMAT = "ortbundle-quick/1"
 
 
 def stat_tree(top: Path) -> dict[str, list[int]]:
-    """(size, mtime, ctime, inode, mode) of everything under `top`, by relative path. ctime
-    too, as for the inputs: a file edited in place with its mtime put back (`touch -r`) moved
-    only its ctime, and verify would call it modified; a no-op must not call it unchanged."""
+    """(size, mtime, ctime, inode, mode, links) of everything under `top`, by relative path.
+    ctime too, as for the inputs: a file edited in place with its mtime put back (`touch -r`)
+    moved only its ctime, and verify would call it modified; a no-op must not call it
+    unchanged. The link count says when ctime moved for another reason (`same_tree`)."""
     return {
-        name: [info.st_size, info.st_mtime_ns, info.st_ctime_ns, info.st_ino, info.st_mode]
+        name: [
+            info.st_size,
+            info.st_mtime_ns,
+            info.st_ctime_ns,
+            info.st_ino,
+            info.st_mode,
+            info.st_nlink,
+        ]
         for name, (_, info) in scan_tree(top).items()
     }
+
+
+def same_tree(now: dict[str, list[int]], then: object, intact: Callable[[str], bool]) -> bool:
+    """Whether `now` is the tree recorded as `then`. A memoised package is a hard link to the
+    cache's copy, so another build linking the same copy into its own dist/ moves this file's
+    ctime with its link count. Such a file (size, mtime, inode and mode kept, the count moved)
+    is the same only if `intact(name)` says so: its bytes still hash to what the manifest
+    says, since an edit made through either link is an edit of both."""
+    if not isinstance(then, dict) or now.keys() != then.keys():
+        return False
+    for name, record in now.items():
+        old = then[name]
+        if record == old:
+            continue
+        if not isinstance(old, list) or len(old) != len(record):
+            return False
+        kept = all(record[i] == old[i] for i in (0, 1, 3, 4))
+        if not (kept and record[5] != old[5] and intact(name)):
+            return False
+    return True
+
+
+def _manifest_check(version_dir: Path) -> Callable[[str], bool]:
+    """`intact` for `same_tree`: a file's SHA-256 against the manifest's, read once if asked."""
+    digests: dict[str, str] = {}
+
+    def intact(name: str) -> bool:
+        if not digests:
+            try:
+                outputs = json.loads((version_dir / MANIFEST_NAME).read_text("utf-8"))["outputs"]
+                digests.update({str(o["path"]): str(o["sha256"]) for o in outputs})
+            except (OSError, ValueError, KeyError, TypeError):
+                return False
+        wanted = digests.get(name)
+        try:
+            return wanted is not None and sha256_file(version_dir / name) == wanted
+        except OSError:
+            return False
+
+    return intact
 
 
 def _state_file(cache: Path, version_dir: Path) -> Path:
@@ -70,10 +119,17 @@ def unchanged_build(cache: Path, version_dir: Path, key: str) -> dict[str, Any] 
         return None
     if not isinstance(document, dict) or document.get("key") != key:
         return None
-    if not version_dir.is_dir() or stat_tree(version_dir) != document.get("tree"):
+    if not version_dir.is_dir():
+        return None
+    tree = stat_tree(version_dir)
+    if not same_tree(tree, document.get("tree"), _manifest_check(version_dir)):
         return None
     summary = document.get("summary")
-    return summary if isinstance(summary, dict) else None
+    if not isinstance(summary, dict):
+        return None
+    if tree != document.get("tree"):  # link counts moved and the bytes held: the new record
+        record_build(cache, version_dir, key, summary)
+    return summary
 
 
 # --- the quick record -----------------------------------------------------------------------
