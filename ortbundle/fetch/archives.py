@@ -205,21 +205,11 @@ class ZipArchive:
         try:
             with self._zip.open(record_name) as stream:
                 raw = stream.read(MAX_RECORD_SIZE + 1)
-        except _ZIP_ERRORS as exc:
-            raise ArchiveError(
-                f"{self.label}: its RECORD cannot be read ({exc})",
-                component=self.component,
-                file=str(self.path),
-                fix="the archive is corrupt; delete the cache entry and fetch again",
-            ) from None
-        if len(raw) > MAX_RECORD_SIZE:
-            self._refuse(record_name, "RECORD inflates past any sane size (zip bomb?)")
-        text = raw.decode("utf-8", errors="replace")
-        try:
-            rows = list(csv.reader(io.StringIO(text)))
-        except (
-            csv.Error
-        ) as exc:  # a field past csv's limit (128 KiB), a NUL: no RECORD a tool writes
+            if len(raw) > MAX_RECORD_SIZE:
+                self._refuse(record_name, "RECORD inflates past any sane size (zip bomb?)")
+            # csv.Error: a field past csv's limit (128 KiB), a NUL: no RECORD a tool writes
+            rows = list(csv.reader(io.StringIO(raw.decode("utf-8", errors="replace"))))
+        except (*_ZIP_ERRORS, csv.Error) as exc:
             raise ArchiveError(
                 f"{self.label}: its RECORD cannot be read ({exc})",
                 component=self.component,
