@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
 import sys
 from collections.abc import Callable
 from dataclasses import fields, replace
@@ -100,6 +101,10 @@ def test_another_dist_linking_the_same_memoised_packages_leaves_this_one_up_to_d
     assert packages[0].stat().st_ctime_ns != before.st_ctime_ns
     printed, planned = _probe(written)
     assert "up to date" in printed and not planned
+    shutil.rmtree(other.dist)  # the count back where it was, the ctime moved again
+    assert packages[0].stat().st_nlink == before.st_nlink
+    printed, planned = _probe(written)
+    assert "up to date" in printed and not planned
     info = packages[0].stat()
     with packages[0].open("r+b") as handle:  # the same inode, one byte changed and put back
         first = handle.read(1)
@@ -110,7 +115,7 @@ def test_another_dist_linking_the_same_memoised_packages_leaves_this_one_up_to_d
     assert "up to date" not in printed
 
 
-def test_same_tree_forgives_a_moved_link_count_only_over_intact_bytes() -> None:
+def test_same_tree_trusts_a_moved_ctime_only_over_bytes_that_still_hash_right() -> None:
     then = {"a": [10, 1, 100, 7, 0o100644, 2]}
     asked: list[str] = []
 
@@ -119,15 +124,16 @@ def test_same_tree_forgives_a_moved_link_count_only_over_intact_bytes() -> None:
         return True
 
     assert same_tree({"a": [10, 1, 101, 7, 0o100644, 3]}, then, intact)  # linked once more
-    assert asked == ["a"]
-    assert not same_tree({"a": [10, 1, 101, 7, 0o100644, 3]}, then, lambda name: False)
-    assert not same_tree({"a": [10, 1, 101, 7, 0o100644, 2]}, then, intact)  # mtime put back
-    assert not same_tree({"a": [11, 1, 101, 7, 0o100644, 3]}, then, intact)  # and grown
+    assert same_tree({"a": [10, 1, 102, 7, 0o100644, 2]}, then, intact)  # and unlinked again
+    assert asked == ["a", "a"]
+    assert not same_tree({"a": [10, 1, 101, 7, 0o100644, 2]}, then, lambda name: False)
+    assert not same_tree({"a": [11, 1, 101, 7, 0o100644, 3]}, then, intact)  # grown
+    assert not same_tree({"a": [10, 2, 101, 7, 0o100644, 2]}, then, intact)  # a new mtime
     assert not same_tree({"a": [10, 1, 101, 8, 0o100644, 3]}, then, intact)  # another inode
     extra = {"a": [10, 1, 100, 7, 0o100644, 2], "b": [1, 1, 1, 1, 1, 1]}
     assert not same_tree(extra, then, intact)
     assert not same_tree({"a": [10, 1, 100, 7, 0o100644]}, then, intact)  # an older shape
-    assert asked == ["a"]  # asked only where the link count alone moved
+    assert asked == ["a", "a"]  # hashed only where nothing but ctime or the count moved
 
 
 def _edit_recipe(fake: FakeProject) -> None:

@@ -59,10 +59,11 @@ def stat_tree(top: Path) -> dict[str, list[int]]:
 
 def same_tree(now: dict[str, list[int]], then: object, intact: Callable[[str], bool]) -> bool:
     """Whether `now` is the tree recorded as `then`. A memoised package is a hard link to the
-    cache's copy, so another build linking the same copy into its own dist/ moves this file's
-    ctime with its link count. Such a file (size, mtime, inode and mode kept, the count moved)
-    is the same only if `intact(name)` says so: its bytes still hash to what the manifest
-    says, since an edit made through either link is an edit of both."""
+    cache's copy, so another build linking the same copy into its own dist/ (or removing that
+    dist) moves this file's ctime, with its link count. Such a file (size, mtime, inode and
+    mode kept, only ctime or the count moved) is the same only if `intact(name)` says so: its
+    bytes still hash to what the manifest says. An edit in place with the mtime put back moves
+    the same fields, and is caught by that hash; an edit through another link too."""
     if not isinstance(then, dict) or now.keys() != then.keys():
         return False
     for name, record in now.items():
@@ -72,7 +73,7 @@ def same_tree(now: dict[str, list[int]], then: object, intact: Callable[[str], b
         if not isinstance(old, list) or len(old) != len(record):
             return False
         kept = all(record[i] == old[i] for i in (0, 1, 3, 4))
-        if not (kept and record[5] != old[5] and intact(name)):
+        if not (kept and intact(name)):
             return False
     return True
 
@@ -127,7 +128,7 @@ def unchanged_build(cache: Path, version_dir: Path, key: str) -> dict[str, Any] 
     summary = document.get("summary")
     if not isinstance(summary, dict):
         return None
-    if tree != document.get("tree"):  # link counts moved and the bytes held: the new record
+    if tree != document.get("tree"):  # ctimes moved and the bytes held: the new record
         record_build(cache, version_dir, key, summary)
     return summary
 
