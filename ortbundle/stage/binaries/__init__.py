@@ -1,7 +1,9 @@
 """Read what a native library needs: pure functions from a file to a frozen description.
 
-This face picks the parser by the file's magic; elf.py, pe.py and macho.py (and with them
-pyelftools and pefile) are imported only when a library of that format is read."""
+This face picks the parser by the file's magic; elf.py and pe.py (and with them pyelftools and
+pefile) are imported only when a library of that format is read, install_names.py (and with it
+apple-codesign's native module) only for a macOS target. macho.py reads with the standard
+library alone, so it is imported here."""
 
 from __future__ import annotations
 
@@ -10,6 +12,7 @@ from typing import TYPE_CHECKING
 
 from ortbundle._core.errors import BinaryError
 from ortbundle.stage.binaries.info import BinaryInfo, sniff_format
+from ortbundle.stage.binaries.macho import inspect_macho
 
 if TYPE_CHECKING:
     from ortbundle.config.project import CodeSigner
@@ -30,9 +33,7 @@ def inspect(path: Path, *, name: str | None = None) -> BinaryInfo:
 
         return pe.inspect_pe(path, label)
     if fmt == "macho":
-        from ortbundle.stage.binaries import macho
-
-        return macho.inspect_macho(path, label)
+        return inspect_macho(path, label)
     raise BinaryError(
         f"{label} is neither an ELF, PE nor Mach-O library",
         file=label,
