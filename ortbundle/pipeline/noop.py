@@ -40,19 +40,12 @@ _QUICK_FORMAT = "ortbundle-quick/1"
 
 
 def stat_tree(top: Path) -> dict[str, list[int]]:
-    """(size, mtime, ctime, inode, mode, links) of everything under `top`, by relative path.
-    ctime too, as for the inputs: a file edited in place with its mtime put back (`touch -r`)
-    moved only its ctime, and verify would call it modified; a no-op must not call it
-    unchanged. The link count says when ctime moved for another reason (`same_tree`)."""
+    """(size, mtime, ctime, inode, mode) of everything under `top`, by relative path. ctime
+    too, as for the inputs: a file edited in place with its mtime put back (`touch -r`) moved
+    only its ctime, and verify would call it modified; a no-op must not call it unchanged
+    without its hash (`same_tree`)."""
     return {
-        name: [
-            info.st_size,
-            info.st_mtime_ns,
-            info.st_ctime_ns,
-            info.st_ino,
-            info.st_mode,
-            info.st_nlink,
-        ]
+        name: [info.st_size, info.st_mtime_ns, info.st_ctime_ns, info.st_ino, info.st_mode]
         for name, (_, info) in scan_tree(top).items()
     }
 
@@ -61,7 +54,7 @@ def same_tree(now: dict[str, list[int]], then: object, intact: Callable[[str], b
     """Whether `now` is the tree recorded as `then`. A memoised package is a hard link to the
     cache's copy, so another build linking the same copy into its own dist/ (or removing that
     dist) moves this file's ctime, with its link count. Such a file (size, mtime, inode and
-    mode kept, only ctime or the count moved) is the same only if `intact(name)` says so: its
+    mode kept, only ctime moved) is the same only if `intact(name)` says so: its
     bytes still hash to what the manifest says. An edit in place with the mtime put back moves
     the same fields, and is caught by that hash; an edit through another link too."""
     if not isinstance(then, dict) or now.keys() != then.keys():
