@@ -138,6 +138,7 @@ def test_stage_carries_a_schema_valid_index_and_the_loader(
         resources.files("ortbundle").joinpath("data/runtimes.schema.json").read_text()
     )
     jsonschema.validate(index, schema)
+    assert index["machine"] == "x86_64"  # the target's EM_X86_64, as the loader names it
     entry = index["runtimes"][0]
     assert entry["entry"] == "libonnxruntime.so.1.0.0"
     listed = {f["path"] for f in entry["files"]}

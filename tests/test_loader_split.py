@@ -19,9 +19,22 @@ import pytest
 from ortbundle import payload
 from ortbundle._core.progress import Reporter
 from ortbundle.payload import loader
-from ortbundle.payload.loader import EXPORTS, MODULES, join, loader_source, main, wrong_system
+from ortbundle.payload.loader import (
+    EXPORTS,
+    MODULES,
+    Hardware,
+    choose,
+    detect,
+    join,
+    loader_source,
+    machine_name,
+    main,
+    wrong_machine,
+    wrong_system,
+)
 from ortbundle.pipeline.build import build
 from tests.helpers.bite import each
+from tests.helpers.elf import make_elf
 from tests.helpers.probe import run_python
 from tests.helpers.project import FakeProject
 
@@ -250,6 +263,67 @@ def test_a_bundle_for_another_system_says_which_system_it_is_for(tmp_path: Path)
         ("", "linux"),  # an index without a target
     ]:
         assert wrong_system(target, platform) is None, (target, platform)
+
+
+def _with_libc(root: Path, machine: str) -> Path:
+    """A machine root whose C library is an ELF of `machine` (where the loader reads the CPU)."""
+    (root / "lib/x86_64-linux-gnu").mkdir(parents=True)
+    libc = make_elf(machine=machine, soname="libc.so.6")
+    (root / "lib/x86_64-linux-gnu/libc.so.6").write_bytes(libc)
+    return root
+
+
+def test_a_package_for_another_cpu_says_which_cpu_it_is_for(tmp_path: Path) -> None:
+    """An aarch64 package on an x86-64 machine is refused for its CPU, before any library or
+    symbol version of the system is held against it ("too old" would send the user looking
+    for a newer glibc)."""
+    index = {**INDEX, "target": "linux-aarch64", "machine": "aarch64"}
+    stage = _stage(tmp_path / "stage", index)
+    root = _with_libc(tmp_path / "x86", "EM_X86_64")
+    done = _run(stage, tmp_path, "--root", str(root), "--explain")
+    assert (done.returncode, done.stdout) == (1, "")
+    assert done.stderr == (
+        "runtime_loader: this package is built for aarch64 (target linux-aarch64) and this "
+        "machine runs x86_64 code: install the product's x86_64 package, or run this one on an "
+        "aarch64 machine\n"
+    )
+    # the same package on an Arm machine (arm64 is how macOS and Windows spell it) is chosen
+    arm = _with_libc(tmp_path / "arm", "EM_AARCH64")
+    done = _run(stage, tmp_path, "--root", str(arm), "--json")
+    assert (done.returncode, json.loads(done.stdout)["hardware"]["machine"]) == (0, "aarch64")
+    spelled = {**index, "machine": "arm64"}
+    assert choose(spelled, Hardware(machine="aarch64"), stage=stage, env={}).runtime["name"]
+    # a machine or an index that does not say is not refused (an index written before `machine`)
+    assert wrong_machine(index, Hardware()) is None
+    assert wrong_machine(INDEX, Hardware(machine="i386")) is None
+    assert wrong_machine({**INDEX, "machine": "x86_64"}, Hardware(machine="i386")) == (
+        "this package is built for x86_64 (target linux-x86_64) and this machine runs i386 "
+        "code: install the product's i386 package, or run this one on an x86_64 machine"
+    )
+
+
+def test_the_machine_is_this_process_cpu_or_the_roots_c_library() -> None:
+    assert detect(Path("/")).machine == machine_name(os.uname().machine)
+    assert [machine_name(s) for s in ("AMD64", "x64", "ARM64", "aarch64", "armv7l")] == [
+        "x86_64",
+        "x86_64",
+        "aarch64",
+        "aarch64",
+        "armv7l",
+    ]
+
+
+def test_a_root_without_a_readable_c_library_has_no_machine(tmp_path: Path) -> None:
+    (tmp_path / "lib").mkdir()
+    (tmp_path / "lib/libc.so.6").write_bytes(b"\x7fELF")  # cut short
+    assert detect(tmp_path).machine is None
+    big = bytearray(make_elf(machine="EM_AARCH64"))
+    big[5], big[18:20] = 2, (183).to_bytes(2, "big")  # a big-endian header says the same
+    (tmp_path / "lib/libc.so.6").write_bytes(bytes(big))
+    assert detect(tmp_path).machine == "aarch64"
+    big[18:20] = (999).to_bytes(2, "big")
+    (tmp_path / "lib/libc.so.6").write_bytes(bytes(big))
+    assert detect(tmp_path).machine == "e_machine 999"
 
 
 # --- the joined text -------------------------------------------------------------------------

@@ -118,6 +118,12 @@ class Target:
         return dict(self.package_arch).get(channel)
 
     @property
+    def cpu(self) -> str | None:
+        """The machine as the shipped loader names it (runtimes.json's `machine`): one name
+        however ELF, PE or Mach-O spell it; None for a machine it has no name for."""
+        return _LOADER_CPU.get(self.machine)
+
+    @property
     def case_insensitive(self) -> bool:
         """Windows resolves DLL names without regard to case."""
         return self.os == "windows"
@@ -141,6 +147,16 @@ class Target:
                     return group
         return None
 
+
+# the loader's vocabulary (payload/loader/hardware.py machine_name), by each format's spelling
+_LOADER_CPU = {
+    "EM_X86_64": "x86_64",
+    "AMD64": "x86_64",
+    "x86_64": "x86_64",
+    "EM_AARCH64": "aarch64",
+    "ARM64": "aarch64",
+    "arm64": "aarch64",
+}
 
 MACOS_SYSTEM_PREFIXES = ("/usr/lib/", "/System/Library/")  # the OS's own; never rewritten
 

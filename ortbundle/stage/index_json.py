@@ -148,6 +148,9 @@ def write_index(
         "schema": SCHEMA,
         "product": {"name": product.name, "version": product.version},
         "target": target,
+        # the CPU the libraries are built for: a loader on another machine refuses the package
+        # by saying so, not by calling the system too old or a library missing
+        **({"machine": cpu} if (cpu := get_target(target).cpu) else {}),
         "runtimes": [
             runtime_entry(
                 recipe,

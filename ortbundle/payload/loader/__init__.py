@@ -23,7 +23,9 @@ if TYPE_CHECKING:
     from ortbundle.payload.loader.hardware import Gpu as Gpu
     from ortbundle.payload.loader.hardware import Hardware as Hardware
     from ortbundle.payload.loader.hardware import detect as detect
+    from ortbundle.payload.loader.hardware import machine_name as machine_name
     from ortbundle.payload.loader.hardware import too_old as too_old
+    from ortbundle.payload.loader.hardware import wrong_machine as wrong_machine
     from ortbundle.payload.loader.index import FRAGMENTS as FRAGMENTS
     from ortbundle.payload.loader.index import READS as READS
     from ortbundle.payload.loader.index import SCHEMA as SCHEMA
@@ -64,7 +66,15 @@ MODULES = ("hardware", "search", "index", "scoring", "ortapi", "command")
 # Each name offered here and the module that defines it (the private ones are the OrtApi
 # indices and the opened cores, which tests check against the C header and reset).
 EXPORTS: dict[str, tuple[str, ...]] = {
-    "hardware": ("VENDORS", "Gpu", "Hardware", "detect", "too_old"),
+    "hardware": (
+        "VENDORS",
+        "Gpu",
+        "Hardware",
+        "detect",
+        "machine_name",
+        "too_old",
+        "wrong_machine",
+    ),
     "search": ("Libraries", "missing_libraries", "read_ld_cache", "system_libraries"),
     "index": ("FRAGMENTS", "READS", "SCHEMA", "LoaderError", "load_index"),
     "scoring": (

@@ -37,6 +37,7 @@ class Hardware:
     windows_version: str | None = None  # "10.0" (Windows)
     android_api: int | None = None  # ro.build.version.sdk (Android)
     macos_version: str | None = None  # "14.5": SystemVersion.plist's ProductVersion (macOS)
+    machine: str | None = None  # the CPU this process runs as ("x86_64", "aarch64"); None: unknown
 
     def vendors(self) -> set[str]:
         found = {g.vendor for g in self.gpus}
@@ -171,6 +172,33 @@ def _library_dirs(root: Path) -> tuple[str, ...]:
     return tuple(found)
 
 
+# every spelling of a CPU (uname, PROCESSOR_ARCHITECTURE, runtimes.json) -> the one name
+_MACHINES = {"amd64": "x86_64", "x64": "x86_64", "arm64": "aarch64"}
+_ELF_MACHINES = {62: "x86_64", 183: "aarch64", 3: "i386", 40: "arm"}  # e_machine
+
+
+def machine_name(spelling: str) -> str:
+    """One name per CPU, so that `arm64` and `aarch64` compare equal; others lower-cased."""
+    return _MACHINES.get(spelling.lower(), spelling.lower())
+
+
+def _process_machine(root: Path, library_dirs: tuple[str, ...]) -> str | None:
+    """The CPU code must be built for: this process's (uname; under Rosetta or an emulator the
+    emulated one, which is what it can load), or for another root its C library's ELF header."""
+    if root == Path("/"):
+        return machine_name(os.uname().machine) if hasattr(os, "uname") else None
+    for directory in library_dirs:
+        try:
+            with (Path(directory) / "libc.so.6").open("rb") as elf:
+                header = elf.read(20)
+        except OSError:
+            continue
+        if len(header) == 20 and header[:4] == b"\x7fELF" and header[5] in (1, 2):
+            number = int.from_bytes(header[18:20], "little" if header[5] == 1 else "big")
+            return _ELF_MACHINES.get(number, f"e_machine {number}")
+    return None
+
+
 _MACOS_VERSION = "System/Library/CoreServices/SystemVersion.plist"
 _APPLE_GPU = "System/Library/Extensions/AGXMetal*.bundle"  # the Apple GPU's Metal driver
 
@@ -211,16 +239,20 @@ def detect(root: Path = Path("/"), *, windows: bool | None = None) -> Hardware:
             nvidia_driver=any(g.vendor == "nvidia" for g in gpus),
             soc=soc,
             windows_version=f"{version().major}.{version().minor}" if version else None,
+            # this process's CPU: AMD64 for an x64 program emulated on Windows on Arm
+            machine=machine_name(os.environ.get("PROCESSOR_ARCHITECTURE", "")) or None,
         )
     macos_version, apple = _macos(root)
+    library_dirs = _library_dirs(root)
     return Hardware(
         gpus=tuple(_pci_gpus(root) + apple),
         macos_version=macos_version,
         kfd=(root / "dev/kfd").exists(),
         nvidia_driver=(root / "proc/driver/nvidia").exists(),
         soc=_android_soc(root),
-        library_dirs=_library_dirs(root),
+        library_dirs=library_dirs,
         android_api=_android_api(root),
+        machine=_process_machine(root, library_dirs),
     )
 
 
@@ -239,6 +271,23 @@ def _defines(path: str, node: str) -> bool:
         except OSError:
             _DEFINED[path] = b""
     return b"\0" + node.encode() + b"\0" in _DEFINED[path]
+
+
+def wrong_machine(index: dict[str, Any], hardware: Hardware) -> str | None:
+    """Why no runtime of the package can load in this process: built for another CPU. Said
+    first, as the loader's own refusal: the libraries' symbol versions or names would otherwise
+    make an aarch64 package on x86-64 look like a system too old for it."""
+    wanted = index.get("machine")
+    if not isinstance(wanted, str) or not hardware.machine:
+        return None
+    if machine_name(wanted) == hardware.machine:
+        return None
+    target = f" (target {index['target']})" if index.get("target") else ""
+    return (
+        f"this package is built for {wanted}{target} and this machine runs {hardware.machine} "
+        f"code: install the product's {hardware.machine} package, or run this one on an "
+        f"{wanted} machine"
+    )
 
 
 def too_old(runtime: dict[str, Any], hardware: Hardware) -> str | None:

@@ -11,7 +11,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from ortbundle.payload.loader.hardware import Hardware, too_old
+from ortbundle.payload.loader.hardware import Hardware, too_old, wrong_machine
 from ortbundle.payload.loader.index import LoaderError
 from ortbundle.payload.loader.search import Libraries, missing_libraries
 
@@ -87,6 +87,9 @@ def choose(
 ) -> Decision:
     """The best runtime for this machine. `libraries`: check each runtime's `requires` (None:
     do not); `skip`: runtimes already ruled out (name -> why), e.g. by --open."""
+    problem = wrong_machine(index, hardware)
+    if problem:
+        raise LoaderError(problem)
     env = dict(os.environ) if env is None else env
     skip = skip or {}
     variable = index.get("override_env", "")
