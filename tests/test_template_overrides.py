@@ -15,7 +15,7 @@ import ortbundle.channels.arch
 import ortbundle.channels.deb
 import ortbundle.channels.nsis
 import ortbundle.licensing.attribution
-from ortbundle._core.errors import ConfigError
+from ortbundle._core.errors import ConfigError, LicenseError
 from ortbundle._core.memo import Memo
 from ortbundle._core.overrides import (
     BUILTIN_DIR,
@@ -31,7 +31,9 @@ from ortbundle.channels.arch import ArchChannel
 from ortbundle.channels.nsis import NsisChannel
 from ortbundle.config.plan import load_plan
 from ortbundle.config.project import BuildOptions, Project
+from ortbundle.licensing.attribution import ComponentUse, TargetLicensing, notice_text
 from ortbundle.pipeline.noop import input_stats
+from ortbundle.stage.staging import StagedFile, StagedText
 from tests.helpers.packages import make_package_input
 from tests.helpers.toml_edit import set_key
 
@@ -308,3 +310,79 @@ def test_a_value_the_format_refuses_is_a_config_error_at_its_line(
         NsisChannel().generate(package, tmp_path / "out")
     assert caught.value.file == f"templates/installer.nsi.j2:{line}"
     assert "longer than NSIS's" in str(caught.value)
+
+
+def _licensing() -> TargetLicensing:
+    """Two components as a NOTICE must attribute them: one with two texts, one without."""
+    texts = (
+        StagedText("onnxruntime", "licenses/onnxruntime/LICENSE", "LICENSE", 1, "ab" * 32),
+        StagedText("onnxruntime", "licenses/onnxruntime/ThirdPartyNotices.txt", "T", 1, "cd" * 32),
+    )
+    uses = (
+        ComponentUse(
+            name=name,
+            version="1.0",
+            expression=expression,
+            license_ids=(expression,),
+            purl=f"pkg:generic/{name}@1.0",
+            files=(StagedFile(f"runtimes/cpu/lib{name}.so", 1, "ef" * 32),),
+            texts=own,
+            copyrights=(),
+            sources=(),
+        )
+        for name, expression, own in (("mlx", "MIT", ()), ("onnxruntime", "Apache-2.0", texts))
+    )
+    return TargetLicensing("linux-x86_64", tuple(uses))
+
+
+def test_a_notice_template_must_still_name_every_component_licence_and_text(
+    tmp_path: Path,
+) -> None:
+    """A replacement may word NOTICE as it likes, but not drop what the licences ask for."""
+    licensing = _licensing()
+    builtin = notice_text("demo", "1", licensing, memo=Memo.off())
+    assert "licenses/onnxruntime/ThirdPartyNotices.txt" in builtin
+    terse = (
+        "{% for c in licensing.components %}{{ c.name }}: {{ c.expression }} "
+        "{{ c.texts | map(attribute='path') | join(', ') }}\n{% endfor %}"
+    )
+    project = _project(tmp_path / "terse", {"templates/NOTICE.j2": terse})
+    rendered = notice_text(
+        "demo", "1", licensing, memo=Memo.off(), overrides=find_overrides(project, ["templates"])
+    )
+    assert rendered.splitlines()[1] == (
+        "onnxruntime: Apache-2.0 licenses/onnxruntime/LICENSE, "
+        "licenses/onnxruntime/ThirdPartyNotices.txt"
+    )
+    first_text = (  # only each component's first text
+        "{% for c in licensing.components %}{{ c.name }}: {{ c.expression }} "
+        "{% for t in c.texts[:1] %}{{ t.path }}{% endfor %}\n{% endfor %}"
+    )
+    names_only = "{% for c in licensing.components %}{{ c.name }}\n{% endfor %}"
+    for template, left_out in (
+        (
+            first_text,
+            "onnxruntime (text 'licenses/onnxruntime/ThirdPartyNotices.txt')",
+        ),
+        (
+            names_only,
+            "mlx (licence 'MIT'); onnxruntime (licence 'Apache-2.0', text "
+            "'licenses/onnxruntime/LICENSE', text 'licenses/onnxruntime/ThirdPartyNotices.txt')",
+        ),
+    ):
+        project = _project(tmp_path / str(len(template)), {"templates/NOTICE.j2": template})
+        with pytest.raises(LicenseError) as refused:
+            notice_text(
+                "demo",
+                "1",
+                licensing,
+                memo=Memo.off(),
+                overrides=find_overrides(project, ["templates"]),
+            )
+        assert str(refused.value) == (
+            "the NOTICE for linux-x86_64 leaves out what its licences require it to say: "
+            f"{left_out} [target linux-x86_64, file templates/NOTICE.j2] — fix: render each "
+            "component of licensing.components with its name, expression and every text's "
+            "path, as the built-in template does (invoke templates --copy NOTICE.j2 shows it)"
+        )
+        assert refused.value.exit_code == 9

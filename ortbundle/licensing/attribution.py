@@ -499,7 +499,7 @@ def notice_text(
 ) -> str:
     """The NOTICE file: every component, its licence, copyright lines and where its texts sit
     (its rendering kept under the build's `memo`; the project's NOTICE.j2 if it brings one)."""
-    return render(
+    text = render(
         "NOTICE.j2",
         {
             "product": product,
@@ -509,6 +509,41 @@ def notice_text(
         },
         memo=memo,
         overrides=overrides,
+    )
+    _refuse_incomplete_notice(text, licensing, overrides)
+    return text
+
+
+def _refuse_incomplete_notice(text: str, licensing: TargetLicensing, overrides: Overrides) -> None:
+    """A NOTICE is the attribution the licences ask for: a project's own NOTICE.j2 may word it
+    as it likes, but it must still name every component, its licence and where each of its
+    texts sits (a replacement that drops a loop would otherwise ship unattributed code)."""
+    omitted = [
+        f"{c.name} ({', '.join(missing)})"
+        for c in licensing.components
+        if (
+            missing := [
+                f"{what} {value!r}"
+                for what, value in (
+                    ("name", c.name),
+                    ("licence", c.expression),
+                    *(("text", t.path) for t in c.texts),
+                )
+                if value not in text
+            ]
+        )
+    ]
+    if not omitted:
+        return
+    override = overrides.get("NOTICE.j2")
+    raise LicenseError(
+        f"the NOTICE for {licensing.target} leaves out what its licences require it to say: "
+        + "; ".join(omitted),
+        target=licensing.target,
+        file=override.shown if override else "NOTICE.j2 (built in)",
+        fix="render each component of licensing.components with its name, expression and "
+        "every text's path, as the built-in template does (invoke templates --copy NOTICE.j2 "
+        "shows it)",
     )
 
 
