@@ -16,6 +16,7 @@ from pathlib import Path
 import pytest
 
 from ortbundle._core.errors import ConfigError, OrtbundleError
+from ortbundle._core.overrides import BUILTIN_DIR, find_overrides
 from ortbundle.channels import ChannelOutput, PackageInput
 from ortbundle.channels.deb import DebChannel, copyright_text
 from ortbundle.channels.nfpm import long_description, render_dependencies
@@ -309,6 +310,43 @@ def test_lintian_would_flag_what_the_overrides_cover(
         check=False,
     )
     assert re.search(r"^[EW]: demo-onnxruntime: ", result.stdout, flags=re.MULTILINE)
+
+
+CONTACT = "Upstream-Contact: Acme Release Engineering <release@acme.example>"
+
+
+@pytest.mark.tools
+def test_a_project_copyright_template_ships_in_the_deb_and_lintian_accepts_it(
+    loadable: PackageInput, tmp_path: Path
+) -> None:
+    """A project's debian-copyright.j2 (here: one header field more) is what the .deb carries
+    as its copyright file, still DEP-5 that lintian reads without a finding."""
+    need("lintian", "dpkg-deb", packages="lintian dpkg")
+    builtin = (BUILTIN_DIR / "debian-copyright.j2").read_text("utf-8")
+    source = "Source: {{ source | dep5 }}\n"
+    assert source in builtin
+    (tmp_path / "project/templates").mkdir(parents=True)
+    (tmp_path / "project/templates/debian-copyright.j2").write_text(
+        builtin.replace(source, source + CONTACT + "\n"), "utf-8"
+    )
+    package = replace(loadable, templates=find_overrides(tmp_path / "project", ["templates"]))
+    _, deb = build(DebChannel(), package, tmp_path / "deb")
+    subprocess.run(["dpkg-deb", "-x", str(deb), str(tmp_path / "root")], check=True)
+    shipped = (tmp_path / "root/usr/share/doc/demo-onnxruntime/copyright").read_text("utf-8")
+    header = shipped.split("\n\n", 1)[0].splitlines()
+    assert header[0].startswith("Format: ")
+    assert header[3] == CONTACT
+    assert shipped.replace(CONTACT + "\n", "") == copyright_text(
+        loadable, "demo-onnxruntime", "/usr/share/doc/demo-onnxruntime"
+    )
+    result = subprocess.run(
+        ["lintian", "--no-cfg", "--display-level", ">=warning", str(deb)],
+        capture_output=True,
+        text=True,
+        check=False,
+    )
+    findings = [line for line in result.stdout.splitlines() if re.match(r"[EW]: ", line)]
+    assert (findings, result.returncode) == ([], 0), result.stdout + result.stderr
 
 
 @pytest.mark.tools
