@@ -24,6 +24,7 @@ from typing import Any
 
 import pytest
 
+from ortbundle._core.overrides import BUILTIN_DIR
 from ortbundle._core.progress import plain_reporter
 from ortbundle.channels.apk import NO_COMPRESS, aligned_apk_command
 from ortbundle.pipeline.build import DEFAULT_PRODUCT, BuildOptions, Project, build
@@ -70,14 +71,18 @@ def _default_product(tmp: Path) -> BuildResult:
     return build(Project.at(ROOT, tmp / "dist"), options, plain_reporter())
 
 
-def _qnn_product(tmp: Path) -> BuildResult:
+def _qnn_product(tmp: Path, templates: dict[str, str] | None = None) -> BuildResult:
     """The QNN product's shape (QNN runtime with Hexagon Skels on arm64, the generic one on
-    both ABIs) from synthetic AARs served by local Maven and npm registries."""
+    both ABIs) from synthetic AARs served by local Maven and npm registries; `templates`: the
+    project's replacements (name under templates/ -> text)."""
     with ExitStack() as stack:
         maven = stack.enter_context(MavenServer().running())
         npm = stack.enter_context(NpmServer().running())
         environ = {"ORTBUNDLE_MAVEN_URL": maven.url, "ORTBUNDLE_NPM_REGISTRY": npm.url}
         android = AndroidProject(tmp / "project", with_qnn=True, environ_extra=environ).write()
+        for name, text in (templates or {}).items():
+            (android.root / "templates" / name).parent.mkdir(parents=True, exist_ok=True)
+            (android.root / "templates" / name).write_text(text, "utf-8")
         npm.add("fake-onnxruntime", "1.0.0", android.artifacts["stock.tgz"])
         for group, artifact, version in (
             ("com.example.ort", "onnxruntime-android-qnn", "1.0.0"),
@@ -386,6 +391,28 @@ def test_runtime_loader_finds_its_index_payload_and_models_in_the_apk(
             for form in model["forms"]
         }
         assert {line for line in lines if line.startswith("model=")} == wanted
+
+
+# --- a project's own manifest template --------------------------------------------------------
+
+META = '        <meta-data android:name="com.acme.runtimes" android:value="ortbundle" />'
+
+
+def test_a_project_manifest_template_is_what_the_apk_carries(tmp_path: Path) -> None:
+    """A project's apk/AndroidManifest.xml.j2 (here: one <meta-data> more in <application>) is
+    the module's manifest, merged into an app that aapt2 links and aapt reads back."""
+    tools = find_tools()
+    builtin = (BUILTIN_DIR / "apk/AndroidManifest.xml.j2").read_text("utf-8")
+    assert builtin.count("    <application>\n") == 1
+    replaced = builtin.replace("    <application>\n", f"    <application>\n{META}\n")
+    result = _qnn_product(tmp_path, {"apk/AndroidManifest.xml.j2": replaced})
+    module = result.version_dir / "packaging/apk/runtime-loader"
+    assert META in (module / "src/main/AndroidManifest.xml").read_text("utf-8")
+    apk = assemble(module, tmp_path / "apk", tools)
+    tree = tools.run("aapt", "dump", "xmltree", str(apk.signed), "AndroidManifest.xml").stdout
+    meta = tree.split("E: meta-data", 1)[1].split("E: ", 1)[0]
+    assert '"com.acme.runtimes"' in meta and '"ortbundle"' in meta, tree
+    assert "E: uses-native-library" in tree  # the built-in part is still rendered
 
 
 # --- the size report ---------------------------------------------------------------------------
