@@ -51,6 +51,22 @@ def need(*tools: str, packages: str) -> None:
         pytest.skip(f"{', '.join(missing)} not installed (Debian: apt-get install {packages})")
 
 
+def lintian(deb: Path) -> subprocess.CompletedProcess[str]:
+    """lintian on the package, warnings and errors shown, no local configuration."""
+    return subprocess.run(
+        ["lintian", "--no-cfg", "--display-level", ">=warning", str(deb)],
+        capture_output=True,
+        text=True,
+        check=False,
+    )
+
+
+def assert_lintian_accepts(deb: Path) -> None:
+    result = lintian(deb)
+    findings = [line for line in result.stdout.splitlines() if re.match(r"[EW]: ", line)]
+    assert (findings, result.returncode) == ([], 0), result.stdout + result.stderr
+
+
 def external(name: str, group: str) -> ExternalLibrary:
     return ExternalLibrary(name, group, "system", "", ("runtimes/x/libx.so",))
 
@@ -284,15 +300,7 @@ def test_rpm_contents_are_the_stage_plus_license_and_doc_files(
 @pytest.mark.tools
 def test_lintian_accepts_the_deb(packages: dict[str, tuple[ChannelOutput, Path]]) -> None:
     need("lintian", packages="lintian")
-    result = subprocess.run(
-        ["lintian", "--no-cfg", "--display-level", ">=warning", str(packages["deb"][1])],
-        capture_output=True,
-        text=True,
-        check=False,
-    )
-    findings = [line for line in result.stdout.splitlines() if re.match(r"[EW]: ", line)]
-    assert findings == [], result.stdout + result.stderr
-    assert result.returncode == 0, result.stdout + result.stderr
+    assert_lintian_accepts(packages["deb"][1])
 
 
 @pytest.mark.tools
@@ -303,12 +311,7 @@ def test_lintian_would_flag_what_the_overrides_cover(
     need("lintian", packages="lintian")
     monkeypatch.setattr("ortbundle.channels.deb.LINTIAN_OVERRIDES", ())
     _, deb = build(DebChannel(), loadable, tmp_path / "deb")
-    result = subprocess.run(
-        ["lintian", "--no-cfg", "--display-level", ">=warning", str(deb)],
-        capture_output=True,
-        text=True,
-        check=False,
-    )
+    result = lintian(deb)
     assert re.search(r"^[EW]: demo-onnxruntime: ", result.stdout, flags=re.MULTILINE)
 
 
@@ -339,14 +342,7 @@ def test_a_project_copyright_template_ships_in_the_deb_and_lintian_accepts_it(
     assert shipped.replace(CONTACT + "\n", "") == copyright_text(
         loadable, "demo-onnxruntime", "/usr/share/doc/demo-onnxruntime"
     )
-    result = subprocess.run(
-        ["lintian", "--no-cfg", "--display-level", ">=warning", str(deb)],
-        capture_output=True,
-        text=True,
-        check=False,
-    )
-    findings = [line for line in result.stdout.splitlines() if re.match(r"[EW]: ", line)]
-    assert (findings, result.returncode) == ([], 0), result.stdout + result.stderr
+    assert_lintian_accepts(deb)
 
 
 @pytest.mark.tools
@@ -478,15 +474,7 @@ def test_the_arm64_deb_says_arm64_and_lintian_accepts_it(
         ["dpkg-deb", "-f", str(deb), "Architecture"], capture_output=True, text=True, check=True
     )
     assert field.stdout.strip() == "arm64"
-    result = subprocess.run(
-        ["lintian", "--no-cfg", "--display-level", ">=warning", str(deb)],
-        capture_output=True,
-        text=True,
-        check=False,
-    )
-    findings = [line for line in result.stdout.splitlines() if re.match(r"[EW]: ", line)]
-    assert findings == [], result.stdout + result.stderr
-    assert result.returncode == 0, result.stdout + result.stderr
+    assert_lintian_accepts(deb)
 
 
 @pytest.mark.tools
