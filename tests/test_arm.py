@@ -15,6 +15,7 @@ what `--open` does (OrtGetApiBase, version, providers, plugin registration) unde
 from __future__ import annotations
 
 import json
+import os
 import shutil
 import subprocess
 import sys
@@ -141,6 +142,23 @@ def test_the_shipped_loader_chooses_the_stock_core_against_an_aarch64_root(
     decision = json.loads(chose.stdout)
     assert decision["runtime"] == "stock" and decision["problems"] == []
     assert decision["candidates"][0]["notes"] == ["optional libvulkan.so.1 not found (vulkan)"]
+    assert decision["hardware"]["machine"] == "aarch64"  # the sysroot's libc.so.6 says so
+    # on an x86-64 machine itself, the package is for another CPU (not "too old")
+    if os.uname().machine != "x86_64":
+        return
+    here = subprocess.run(
+        [sys.executable, "runtime_loader.py"],
+        cwd=stage,
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=False,
+    )
+    assert (here.returncode, here.stdout) == (1, "")
+    assert here.stderr.startswith(
+        "runtime_loader: this package is built for aarch64 (target linux-aarch64) and this "
+        "machine runs x86_64 code"
+    ), here.stderr
 
 
 def test_lintian_and_rpmlint_accept_the_real_aarch64_packages(built: BuildResult) -> None:
