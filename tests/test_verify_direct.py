@@ -10,6 +10,7 @@ fails a test that names it, in milliseconds.
 from __future__ import annotations
 
 import hashlib
+import io
 import json
 import os
 from functools import partial
@@ -201,9 +202,9 @@ def test_a_dangling_link_in_place_of_the_tree_is_not_a_publish_cut_short(tmp_pat
 def test_a_tree_a_killed_publish_left_aside_is_named_with_how_to_check_it(tmp_path: Path) -> None:
     tree = tmp_path / "dist" / PRODUCT / VERSION
     tree.parent.mkdir(parents=True)
-    for suffix in ("aaaa", "bbbb"):
+    for suffix in ("aaaa", "bbbb", "cccc"):  # the last name is the newest
         (tree.parent / f".{VERSION}.old-{suffix}").mkdir()
-    aside = tree.parent / f".{VERSION}.old-bbbb"
+    aside = tree.parent / f".{VERSION}.old-cccc"
     text = refused(ConfigError, lambda: locate_manifest(tree, None, None))
     assert text == (
         f"{VERSION} is missing: a build was killed while publishing it, between setting the "
@@ -211,8 +212,8 @@ def test_a_tree_a_killed_publish_left_aside_is_named_with_how_to_check_it(tmp_pa
         f"[file {tree}] — fix: run the build again (it puts the set-aside tree back first), "
         f"or check it where it is: invoke verify --path {aside}"
     )
-    (tree.parent / f".{VERSION}.old-aaaa").rmdir()
-    aside.rmdir()
+    for suffix in ("aaaa", "bbbb", "cccc"):
+        (tree.parent / f".{VERSION}.old-{suffix}").rmdir()
     text = refused(ConfigError, lambda: locate_manifest(tree, None, None))
     assert text.startswith(f"no manifest.json in or beside this tree [file {tree}]")
 
@@ -290,6 +291,29 @@ def test_another_key_or_changed_bytes_are_refused_naming_the_signature(signed: P
         lambda: check_signature(manifest, data + b" ", PUBLIC, allow_unsigned=False),
     )
     assert text.startswith(f"{signature} does not match the data: the signed bytes were changed")
+
+
+def test_the_signature_is_read_as_utf8_whatever_the_locale(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A trusted comment may hold any UTF-8 (a product's name, a builder's): under a Latin-1
+    locale (simulated: the encoding Python picks when none is named) it must still verify."""
+    version = version_tree(tmp_path)
+    data = record(version)
+    comment = "ortbundle manifest fakeproduct 1.2.3 — built by Zoë"
+    text = sign(data, SECRET, trusted_comment=comment)
+    (version / "manifest.json.minisig").write_text(text, "utf-8")
+    real = io.text_encoding
+
+    def latin1_locale(encoding: str | None, stacklevel: int = 2) -> str:
+        return "latin-1" if encoding is None else real(encoding, stacklevel)
+
+    monkeypatch.setattr(io, "text_encoding", latin1_locale)
+    manifest = version / "manifest.json"
+    assert check_signature(manifest, data, PUBLIC, allow_unsigned=False) == (
+        PUBLIC.key_id_hex,
+        comment,
+    )
 
 
 @pytest.mark.parametrize(
@@ -534,6 +558,12 @@ def test_a_signed_manifest_needs_its_provenance(signed: Path) -> None:
     (signed / "provenance.intoto.json").unlink()
     text = refused(IntegrityError, lambda: verify_tree(signed, public_key=PUBLIC))
     assert text.startswith("provenance: provenance.intoto.json is missing beside the signed")
+
+
+def test_an_unsigned_tree_verifies_only_when_that_is_allowed(unsigned: Path) -> None:
+    text = refused(IntegrityError, lambda: verify_tree(unsigned))
+    assert text.startswith("the build manifest is not signed (a development build made without")
+    assert verify_tree(unsigned, allow_unsigned=True).ok
 
 
 def test_an_unsigned_tree_s_provenance_is_checked_unsigned_when_present(unsigned: Path) -> None:
