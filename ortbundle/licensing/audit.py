@@ -109,7 +109,7 @@ def load_policy(path: Path) -> Policy:
         raise ConfigError(
             "the licence policy is missing", file=str(path), fix="restore licenses/policy.toml"
         ) from None
-    except tomllib.TOMLDecodeError as exc:
+    except (tomllib.TOMLDecodeError, UnicodeDecodeError) as exc:  # as config/tomlreader.py says
         raise ConfigError(f"not valid TOML: {exc}", file=str(path)) from None
     check_document(display_name(path), data, "policy", path=str(path))
     sets = data.get("sets", {})

@@ -1,0 +1,914 @@
+"""The licence audit's verdicts and its gate, read directly: the policy file, each licence id and
+expression, each component's row (problems in order, status, waivers), and every line a gate
+refuses with, in a development build and in a release.
+
+tests/test_licensing.py and tests/test_evidence_audit.py audit whole synthetic builds; here each
+function of licensing/audit.py is called on dataclasses and small files built in the test, so a
+changed word, comparison or default fails a test that names it.
+"""
+
+from __future__ import annotations
+
+from dataclasses import replace
+from datetime import UTC, datetime, timedelta
+from pathlib import Path
+from typing import Any
+
+import pytest
+import tomlkit
+
+from ortbundle._core.errors import AuditError, ConfigError
+from ortbundle._core.memo import Memo
+from ortbundle.config.policy_overlay import ChannelOverlay, PolicyOverlay
+from ortbundle.config.products import Product, Waiver
+from ortbundle.config.project import BuildOptions, Project
+from ortbundle.config.recipes import Confirmation
+from ortbundle.config.schema import display_name
+from ortbundle.licensing.attribution import ComponentUse, TargetLicensing
+from ortbundle.licensing.audit import (
+    STAGE_CHANNEL,
+    AuditFailed,
+    ChannelPolicy,
+    Policy,
+    audit_channel,
+    audit_targets,
+    load_policy,
+    with_overlay,
+)
+from ortbundle.licensing.evidence import ShippedEvidence
+from ortbundle.stage.file_evidence import FileEvidence
+from tests.helpers.audit_inputs import (
+    LIB,
+    LIN,
+    MAC,
+    NSIS,
+    TODAY,
+    WIN,
+    A,
+    B,
+    C,
+    audit,
+    staged,
+    use,
+    waiver,
+)
+from tests.helpers.packages import SETTINGS
+
+
+def row(*uses: ComponentUse, **kwargs: Any) -> tuple[str, tuple[str, ...]]:
+    (only,) = audit(*uses, **kwargs).components
+    return only.status, only.problems
+
+
+# --- the policy: ids, expressions, channels ---------------------------------------------------
+
+
+def test_a_channel_covers_the_targets_any_of_its_globs_names() -> None:
+    two = replace(NSIS, targets=("windows-*", "macos-*"))
+    assert two.covers(WIN) and two.covers(MAC) and not two.covers(LIN)
+    assert not NSIS.covers("Windows-x86_64")  # globs are case-sensitive
+
+
+@pytest.mark.parametrize(
+    ("license_id", "verdict"),
+    [
+        ("MIT", "allow"),
+        ("Apache-2.0", "allow"),
+        ("GPL-3.0-only", "review"),
+        ("LicenseRef-Foo", "review"),
+        ("LicenseRef-Bad", "refuse"),  # the refusal beats the review glob that also matches
+        ("BSD-3-Clause", "review"),  # no list names it: the channel's unknown
+        ("mit", "review"),  # case-sensitive
+    ],
+)
+def test_each_licence_id_gets_its_list_verdict(license_id: str, verdict: str) -> None:
+    assert NSIS.verdict_for_id(license_id) == verdict
+
+
+def test_refuse_beats_review_beats_allow_and_unknown_is_the_channels() -> None:
+    everything = ChannelPolicy("c", ("*",), ("*",), ("GPL-*",), ("AGPL-*",), "refuse")
+    assert [everything.verdict_for_id(i) for i in ("AGPL-3.0", "GPL-3.0", "MIT")] == [
+        "refuse",
+        "review",
+        "allow",
+    ]
+    assert replace(NSIS, unknown="allow").verdict_for_id("Zlib") == "allow"
+    assert replace(NSIS, unknown="refuse").verdict_for_id("Zlib") == "refuse"
+    reviewed = ChannelPolicy("c", ("*",), (), ("GPL-*",), (), "allow")
+    assert reviewed.verdict_for_id("GPL-2.0") == "review"
+
+
+def test_an_overlay_is_consulted_before_the_lists_but_after_the_policys_refusals() -> None:
+    first = replace(
+        NSIS,
+        first=(
+            ("allow", ("GPL-2.0-only", "Zlib")),
+            ("refuse", ("MIT", "GPL-2.0-only")),
+            ("allow", ("LicenseRef-Bad",)),
+        ),
+    )
+    assert first.verdict_for_id("GPL-2.0-only") == "allow"  # the first rule that matches wins
+    assert first.verdict_for_id("Zlib") == "allow"  # over the channel's unknown
+    assert first.verdict_for_id("MIT") == "refuse"  # over the channel's allow
+    assert first.verdict_for_id("LicenseRef-Bad") == "refuse"  # the policy's own refusal first
+    assert first.verdict_for_id("GPL-3.0-only") == "review"  # no overlay rule: the lists
+
+
+@pytest.mark.parametrize(
+    ("expression", "verdict"),
+    [
+        ("MIT", "allow"),
+        ("MIT AND Apache-2.0", "allow"),
+        ("MIT AND GPL-2.0-only", "review"),
+        ("MIT AND LicenseRef-Bad", "refuse"),
+        ("GPL-2.0-only AND LicenseRef-Bad", "refuse"),
+        ("MIT OR GPL-2.0-only", "allow"),
+        ("LicenseRef-Bad OR GPL-2.0-only", "review"),
+        ("LicenseRef-Bad OR LicenseRef-Bad2", "refuse"),
+        ("GPL-2.0-only WITH Classpath-exception-2.0", "review"),
+        ("MIT WITH Classpath-exception-2.0", "allow"),
+        ("(MIT OR LicenseRef-Bad) AND (GPL-2.0-only OR LicenseRef-Bad)", "review"),
+    ],
+)
+def test_an_expression_needs_every_and_part_and_takes_the_best_or(
+    expression: str, verdict: str
+) -> None:
+    refusing = replace(NSIS, refuse=("LicenseRef-Bad*",))
+    assert refusing.evaluate(expression) == verdict
+
+
+def test_an_expression_is_evaluated_through_the_builds_memo(tmp_path: Path) -> None:
+    memo = Memo(tmp_path / "outputs")
+    assert NSIS.evaluate("MIT AND GPL-2.0-only", memo) == "review"
+    assert NSIS.evaluate("MIT AND GPL-2.0-only", memo) == "review"  # now from the memo
+    assert list((tmp_path / "outputs").rglob("*")), "the memo kept nothing"
+
+
+def test_asking_for_a_channel_the_policy_lacks_names_those_it_has(tmp_path: Path) -> None:
+    policy = Policy(tmp_path / "policy.toml", {"nsis": NSIS, "deb": replace(NSIS, name="deb")})
+    assert policy.channel("nsis") is NSIS
+    with pytest.raises(ConfigError) as caught:
+        policy.channel("apk")
+    assert caught.value.exit_code == 2
+    assert str(caught.value) == (
+        f"the licence policy has no channel 'apk' [file {tmp_path / 'policy.toml'}] — fix: use "
+        "one of: deb, nsis, or add [channels.apk]"
+    )
+
+
+# --- the policy file ------------------------------------------------------------------------
+
+
+def write_policy(path: Path, document: dict[str, Any]) -> Path:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(tomlkit.dumps(document), "utf-8")
+    return path
+
+
+def test_a_policy_file_expands_its_sets_and_defaults_each_channel(tmp_path: Path) -> None:
+    path = write_policy(
+        tmp_path / "policy.toml",
+        {
+            "sets": {
+                "permissive": ["MIT", "@bsd"],
+                "bsd": ["BSD-2-Clause", "BSD-3-Clause"],
+                "copyleft": ["GPL-*"],
+            },
+            "channels": {
+                "deb": {
+                    "targets": ["linux-*"],
+                    "allow": ["@permissive", "Zlib"],
+                    "review": ["@copyleft"],
+                    "refuse": ["AGPL-*"],
+                    "unknown": "refuse",
+                },
+                "stage": {},
+            },
+        },
+    )
+    policy = load_policy(path)
+    assert policy.path == path
+    assert policy.channels == {
+        "deb": ChannelPolicy(
+            name="deb",
+            targets=("linux-*",),
+            allow=("MIT", "BSD-2-Clause", "BSD-3-Clause", "Zlib"),
+            review=("GPL-*",),
+            refuse=("AGPL-*",),
+            unknown="refuse",
+        ),
+        "stage": ChannelPolicy("stage", ("*",), (), (), (), "review"),
+    }
+    assert policy.sets == {
+        "permissive": ("MIT", "BSD-2-Clause", "BSD-3-Clause"),
+        "bsd": ("BSD-2-Clause", "BSD-3-Clause"),
+        "copyleft": ("GPL-*",),
+    }
+
+
+def test_a_policy_file_without_sets_or_channels_is_empty(tmp_path: Path) -> None:
+    policy = load_policy(write_policy(tmp_path / "policy.toml", {}))
+    assert (policy.channels, policy.sets) == ({}, {})
+
+
+def test_a_missing_policy_file_says_to_restore_it(tmp_path: Path) -> None:
+    path = tmp_path / "licenses" / "policy.toml"
+    with pytest.raises(ConfigError) as caught:
+        load_policy(path)
+    assert caught.value.exit_code == 2
+    assert str(caught.value) == (
+        f"the licence policy is missing [file {path}] — fix: restore licenses/policy.toml"
+    )
+    assert caught.value.__suppress_context__  # no chained traceback
+
+
+def test_a_policy_file_that_is_not_toml_says_where(tmp_path: Path) -> None:
+    path = tmp_path / "policy.toml"
+    path.write_text("[channels.deb\n", "utf-8")
+    with pytest.raises(ConfigError) as caught:
+        load_policy(path)
+    assert str(caught.value) == (
+        f"not valid TOML: Expected ']' at the end of a table declaration (at line 1, column 14) "
+        f"[file {path}]"
+    )
+    assert caught.value.__suppress_context__
+
+
+def test_a_policy_file_not_in_utf8_is_refused_as_not_toml(tmp_path: Path) -> None:
+    """Not a traceback: the same message config/tomlreader.py gives any other TOML input."""
+    path = tmp_path / "policy.toml"
+    path.write_bytes(b"# caf\xe9\n")
+    with pytest.raises(ConfigError) as caught:
+        load_policy(path)
+    assert str(caught.value) == (
+        "not valid TOML: 'utf-8' codec can't decode byte 0xe9 in position 5: invalid "
+        f"continuation byte [file {path}]"
+    )
+
+
+def test_a_policy_file_is_held_to_its_schema(tmp_path: Path) -> None:
+    path = write_policy(tmp_path / "policy.toml", {"channels": {"deb": {"unknown": "maybe"}}})
+    with pytest.raises(ConfigError, match="'maybe' is not a verdict") as caught:
+        load_policy(path)
+    assert str(caught.value).endswith(f"in [channels.deb] of {display_name(path)} [file {path}]")
+
+
+@pytest.mark.parametrize(
+    ("document", "message"),
+    [
+        (
+            {"channels": {"deb": {"allow": ["@nope"]}}},
+            "channels.deb.allow: unknown set @nope",
+        ),
+        (
+            {"channels": {"deb": {"targets": ["@nope"]}}},
+            "channels.deb.targets: unknown set @nope",
+        ),
+        (
+            {"channels": {"deb": {"review": ["@nope"]}}},
+            "channels.deb.review: unknown set @nope",
+        ),
+        (
+            {"channels": {"deb": {"refuse": ["@nope"]}}},
+            "channels.deb.refuse: unknown set @nope",
+        ),
+        ({"sets": {"a": ["@b"]}}, "sets.a: unknown set @b"),
+        ({"sets": {"a": ["@a"]}}, "sets.a: set @a includes itself"),
+        (
+            {"sets": {"a": ["MIT", "@b"], "b": ["@a"]}, "channels": {"deb": {"allow": ["@a"]}}},
+            "sets.b: set @a includes itself",
+        ),
+        (
+            {"sets": {"b": ["@a"], "a": ["MIT", "@b"]}},
+            "sets.a: set @b includes itself",
+        ),
+    ],
+)
+def test_a_policy_set_unknown_or_including_itself_names_the_list(
+    tmp_path: Path, document: dict[str, Any], message: str
+) -> None:
+    path = write_policy(tmp_path / "policy.toml", document)
+    with pytest.raises(ConfigError) as caught:
+        load_policy(path)
+    assert caught.value.exit_code == 2
+    assert str(caught.value) == f"{message} [file {path}]"
+
+
+def test_a_set_may_be_used_twice_without_including_itself(tmp_path: Path) -> None:
+    path = write_policy(
+        tmp_path / "policy.toml",
+        {
+            "sets": {"base": ["MIT"], "a": ["@base"], "b": ["@base", "@a"]},
+            "channels": {"deb": {"allow": ["@a", "@b"]}},
+        },
+    )
+    policy = load_policy(path)
+    assert policy.channels["deb"].allow == ("MIT", "MIT", "MIT")
+    assert policy.sets["b"] == ("MIT", "MIT")
+
+
+# --- a product's [policy] overlay ------------------------------------------------------------
+
+
+def base_policy(tmp_path: Path) -> Policy:
+    return Policy(
+        tmp_path / "policy.toml",
+        {"nsis": NSIS, "deb": replace(NSIS, name="deb", targets=("linux-*",))},
+        {"copyleft": ("GPL-*", "LGPL-*")},
+    )
+
+
+def test_no_overlay_leaves_the_policy_as_it_is(tmp_path: Path) -> None:
+    policy = base_policy(tmp_path)
+    assert with_overlay(policy, PolicyOverlay(sets=(("x", ("MIT",)),))) is policy
+
+
+def test_an_overlay_puts_its_rules_first_on_the_channels_it_names(tmp_path: Path) -> None:
+    policy = base_policy(tmp_path)
+    overlay = PolicyOverlay(
+        sets=(("mine", ("Zlib", "@copyleft")),),
+        channels=(
+            ChannelOverlay("nsis", (("refuse", ("@copyleft",)), ("allow", ("@mine", "ISC")))),
+            ChannelOverlay("deb", (), unknown="refuse"),
+        ),
+        origin="manifests/default.toml",
+    )
+    over = with_overlay(policy, overlay)
+    assert over.channels["nsis"] == replace(
+        NSIS,
+        first=(("refuse", ("GPL-*", "LGPL-*")), ("allow", ("Zlib", "GPL-*", "LGPL-*", "ISC"))),
+    )
+    assert over.channels["deb"] == replace(
+        policy.channels["deb"], first=(), unknown="refuse"
+    )  # unknown taken from the overlay
+    assert (over.path, over.sets) == (policy.path, policy.sets)
+    assert over.channels["nsis"].unknown == "review"  # no unknown of its own: the policy's
+    assert policy.channels["nsis"] is NSIS  # the project's policy is not changed
+
+
+def test_an_overlay_for_a_channel_the_policy_lacks_is_refused(tmp_path: Path) -> None:
+    overlay = PolicyOverlay(
+        channels=(ChannelOverlay("apk", (("allow", ("MIT",)),)),), origin="manifests/a.toml"
+    )
+    with pytest.raises(ConfigError) as caught:
+        with_overlay(base_policy(tmp_path), overlay)
+    assert caught.value.exit_code == 2
+    assert str(caught.value) == (
+        "policy.channels.apk: the licence policy has no channel 'apk' [file manifests/a.toml] "
+        "— fix: use one of: deb, nsis"
+    )
+
+
+def test_an_overlay_naming_an_unknown_set_lists_those_it_may_use(tmp_path: Path) -> None:
+    policy = replace(base_policy(tmp_path), sets={"copyleft": ("GPL-*",), "bsd": ("BSD-*",)})
+    overlay = PolicyOverlay(
+        channels=(ChannelOverlay("deb", (("allow", ("MIT",)), ("review", ("@nope",)))),),
+        origin="manifests/a.toml",
+    )
+    with pytest.raises(ConfigError) as caught:
+        with_overlay(policy, overlay)
+    assert str(caught.value) == (
+        "policy.channels.deb.review: unknown set @nope [file manifests/a.toml] — fix: define it "
+        "under [policy.sets] or use one of licenses/policy.toml's: @bsd, @copyleft"
+    )
+
+
+# --- one component's row ---------------------------------------------------------------------
+
+
+def test_an_allowed_component_with_its_text_is_ok_and_its_row_says_what_ships() -> None:
+    link = staged("runtimes/x/x.so", sha=C, size=0, link="x.dll")
+    second = staged("runtimes/x/b.dll", sha=B, size=3)
+    result = audit(
+        (WIN, use(files=(staged(), link, second))),
+        (LIN, use(files=(staged(),))),
+        policy=replace(NSIS, targets=("*",)),
+    )
+    assert result.channel == "nsis"
+    (x,) = result.components
+    assert x.name == "x" and x.version == "1" and x.purl == "pkg:generic/x@1"
+    assert (x.expression, x.verdict, x.status, x.problems) == ("MIT", "allow", "ok", ())
+    assert x.files == (
+        f"{LIN}/{LIB}",
+        f"{WIN}/runtimes/x/b.dll",
+        f"{WIN}/{LIB}",
+        f"{WIN}/runtimes/x/x.so",
+    )
+    assert x.size == (1 << 20) * 2 + 3  # links weigh nothing
+    assert x.texts == (f"{LIN}/licenses/x/LICENSE", f"{WIN}/licenses/x/LICENSE")
+    assert x.text_present and (x.waivers, x.waiver_uses) == ((), ())
+    assert result.passed and result.failures == () and result.unused_waivers == ()
+
+
+def test_only_the_targets_the_channel_covers_are_audited() -> None:
+    result = audit((LIN, use("y")), (WIN, use("x")), (MAC, use("z")))
+    assert result.targets == (WIN,)
+    assert [c.name for c in result.components] == ["x"]
+
+
+def test_components_are_rows_by_name_and_version_in_order() -> None:
+    result = audit(
+        (WIN, use("zeta")),
+        (WIN, use("alpha", version="2")),
+        (LIN, use("alpha", version="1")),
+        (WIN, use("alpha", version="1")),
+        policy=replace(NSIS, targets=("*",)),
+    )
+    assert [(c.name, c.version) for c in result.components] == [
+        ("alpha", "1"),
+        ("alpha", "2"),
+        ("zeta", "1"),
+    ]
+    alpha = "runtimes/alpha/alpha.dll"
+    assert result.components[0].files == (f"{LIN}/{alpha}", f"{WIN}/{alpha}")
+    assert result.targets == (WIN, LIN)
+
+
+def test_a_component_stated_differently_on_two_targets_ships_under_both() -> None:
+    everywhere = replace(NSIS, targets=("*",))
+    (x,) = audit((WIN, use()), (LIN, use(expression="GPL-2.0-only")), policy=everywhere).components
+    assert (x.expression, x.verdict) == ("GPL-2.0-only AND MIT", "review")
+    assert x.purl == "pkg:generic/x@1"
+    (same,) = audit((WIN, use()), (LIN, use()), policy=everywhere).components
+    assert same.expression == "MIT"
+
+
+def test_a_review_licence_is_review_with_the_channels_name() -> None:
+    assert row(use(expression="GPL-2.0-only")) == (
+        "review",
+        ("licence GPL-2.0-only needs review on the nsis channel",),
+    )
+
+
+def test_a_refused_licence_fails_and_says_the_channel() -> None:
+    assert row(use(expression="LicenseRef-Bad")) == (
+        "fail",
+        ("licence LicenseRef-Bad is refused on the nsis channel",),
+    )
+
+
+def test_a_missing_text_fails_naming_each_target_that_lacks_it() -> None:
+    everywhere = replace(NSIS, targets=("*",))
+    result = audit((WIN, use(text=False)), (MAC, use(text=False)), (LIN, use()), policy=everywhere)
+    (x,) = result.components
+    assert (x.status, x.problems) == ("fail", (f"no licence text ({MAC}, {WIN})",))
+    assert not x.text_present and x.texts == (f"{LIN}/licenses/x/LICENSE",)
+
+
+def test_the_problems_come_refusal_text_review_then_evidence_then_waivers() -> None:
+    refused_bare = row(use(expression="LicenseRef-Bad", text=False))
+    assert refused_bare == (
+        "fail",
+        (
+            "licence LicenseRef-Bad is refused on the nsis channel",
+            f"no licence text ({WIN})",
+        ),
+    )
+    reviewed_bare = row(use(expression="GPL-2.0-only", text=False))
+    assert reviewed_bare == (
+        "fail",
+        (f"no licence text ({WIN})", "licence GPL-2.0-only needs review on the nsis channel"),
+    )
+    status, problems = row(
+        use(expression="GPL-2.0-only", evidence=(NV_EVIDENCE,)),
+        waivers=(waiver(license="MIT"),),
+    )
+    assert status == "review"
+    assert problems[0] == "licence GPL-2.0-only needs review on the nsis channel"
+    assert problems[1] == NV_FINDING
+    assert problems[2] == (
+        f"waiver for {LIB} accepts MIT, but the file is now GPL-2.0-only: the waiver no longer "
+        "applies"
+    )
+    assert len(problems) == 3
+
+
+NV_FINDING = (
+    f"{WIN}/{LIB} (NVIDIA Corporation) says 'Copyright (c) 2025 NVIDIA Corporation' (PE version "
+    "resource): NVIDIA Corporation is not x's licensor — neither its licence texts nor its "
+    "rule's `licensor` name NVIDIA Corporation; no notice staged with it names x.dll — compare "
+    "the evidence with x's terms; if the files are another's, give them a "
+    f"[[targets.{WIN}.licenses]] rule of their own in recipes/x.toml (their holder's terms, "
+    "e.g. LicenseRef-<Holder>-<Product>, which the policy reviews); if the claim holds, confirm "
+    f"it there: [targets.{WIN}.licenses.confirmed] with reviewer, reason, sha256 of each file "
+    "and reviewed"
+)
+NV_EVIDENCE = ShippedEvidence(
+    LIB,
+    A,
+    FileEvidence(
+        format="pe",
+        company="NVIDIA Corporation",
+        copyrights=("Copyright (c) 2025 NVIDIA Corporation",),
+    ),
+)
+
+
+def test_evidence_against_an_allowed_claim_is_review_until_confirmed() -> None:
+    status, problems = row(use(evidence=(NV_EVIDENCE,)))
+    assert status == "review"
+    assert problems == (NV_FINDING,)
+    confirmed = Confirmation("Ada Lovelace", "read", (A,), TODAY)
+    assert row(use(evidence=(NV_EVIDENCE,), confirmed=confirmed)) == ("ok", ())
+
+
+def test_evidence_is_judged_against_what_the_channel_allows_unread() -> None:
+    """The same holder under terms the channel reviews anyway is no finding of its own."""
+    reserved = replace(
+        NV_EVIDENCE,
+        evidence=FileEvidence(
+            format="pe",
+            company="Microsoft Corporation",
+            copyrights=("© Microsoft Corporation. All rights reserved.",),
+        ),
+    )
+    assert row(use(evidence=(reserved,)))[0] == "review"
+    permissive = replace(NSIS, allow=("MIT", "LicenseRef-*"), review=())
+    assert row(use(evidence=(reserved,)), policy=permissive)[0] == "review"
+    reviewed = row(use(expression="LicenseRef-MS", evidence=(reserved,)))
+    assert reviewed == ("review", ("licence LicenseRef-MS needs review on the nsis channel",))
+
+
+# --- waivers ----------------------------------------------------------------------------------
+
+
+def test_a_waiver_covering_every_own_file_waives_a_review() -> None:
+    link = staged("runtimes/x/x.so", sha=C, size=0, link="x.dll")
+    w = waiver()
+    result = audit(use(expression="GPL-2.0-only", files=(staged(), link)), waivers=(w,))
+    (x,) = result.components
+    assert x.status == "waived"
+    assert x.problems == ("licence GPL-2.0-only needs review on the nsis channel",)
+    assert x.waivers == (w,)
+    (u,) = x.waiver_uses
+    assert u.waiver == w and u.signed_off
+    assert [(f.target, f.path, f.sha256) for f in u.covered] == [(WIN, LIB, A)]  # not the link
+    assert result.waived == (x,) and result.unused_waivers == ()
+    assert result.passed
+
+
+def test_a_waiver_covering_only_some_files_leaves_the_review() -> None:
+    two = (staged(), staged("runtimes/x/other.dll", sha=B))
+    result = audit(use(expression="GPL-2.0-only", files=two), waivers=(waiver(),))
+    (x,) = result.components
+    assert (x.status, x.waivers, x.waiver_uses) == ("review", (), ())
+    assert result.unused_waivers == ()  # it matched a file: used, if not enough
+    both = audit(
+        use(expression="GPL-2.0-only", files=two),
+        waivers=(waiver(), waiver(file="runtimes/x/other.dll", sha256=(B,))),
+    )
+    assert both.components[0].status == "waived"
+    assert len(both.components[0].waiver_uses) == 2
+
+
+def test_a_waiver_glob_covers_the_files_it_matches() -> None:
+    two = (staged(), staged("runtimes/x/other.dll", sha=B))
+    (x,) = audit(
+        use(expression="GPL-2.0-only", files=two),
+        waivers=(waiver(file="runtimes/x/*.dll", sha256=(A, B)),),
+    ).components
+    assert x.status == "waived"
+    assert [f.path for f in x.waiver_uses[0].covered] == [LIB, "runtimes/x/other.dll"]
+
+
+def test_a_waiver_for_another_target_neither_covers_nor_counts_as_used() -> None:
+    everywhere = replace(NSIS, targets=("*",))
+    w = waiver(targets=(LIN,))
+    result = audit((WIN, use(expression="GPL-2.0-only")), waivers=(w,), policy=everywhere)
+    assert result.components[0].status == "review"
+    assert result.unused_waivers == ()  # Linux is not this channel's: not its waiver at all
+    both = audit(
+        (WIN, use(expression="GPL-2.0-only")),
+        (LIN, use(expression="GPL-2.0-only")),
+        waivers=(w,),
+        policy=everywhere,
+    )
+    (x,) = both.components
+    assert x.status == "review"  # the Windows file is not covered
+    assert both.unused_waivers == ()
+    covered = audit(
+        (WIN, use(expression="GPL-2.0-only")),
+        (LIN, use(expression="GPL-2.0-only")),
+        waivers=(w, waiver(targets=(WIN, MAC))),
+        policy=everywhere,
+    )
+    assert covered.components[0].status == "waived"
+
+
+def test_which_waivers_a_channel_considers() -> None:
+    mine = waiver(channels=("nsis",))
+    theirs = waiver(channels=("deb",))
+    any_channel = waiver()
+    other_target = waiver(targets=(LIN,))
+    this_target = waiver(targets=(MAC, WIN))
+    elsewhere = waiver(file="nothing/*.dll", channels=("deb", "nsis"))
+    result = audit(
+        use(expression="GPL-2.0-only"),
+        use("y"),
+        waivers=(mine, theirs, any_channel, other_target, this_target, elsewhere),
+    )
+    assert result.components[0].waivers == (mine, any_channel, this_target)
+    assert result.unused_waivers == (elsewhere,)  # deb's and Linux's are not this channel's
+
+
+def test_a_waiver_does_not_touch_an_allowed_component_but_is_used() -> None:
+    result = audit(use(), waivers=(waiver(license="MIT"),))
+    (x,) = result.components
+    assert (x.status, x.waivers, x.waiver_uses) == ("ok", (), ())
+    assert result.unused_waivers == ()
+
+
+def test_a_waiver_never_overrides_a_refusal() -> None:
+    result = audit(use(expression="LicenseRef-Bad"), waivers=(waiver(license="LicenseRef-Bad"),))
+    (x,) = result.components
+    assert (x.status, x.waivers, x.waiver_uses) == ("fail", (), ())
+    assert x.problems == ("licence LicenseRef-Bad is refused on the nsis channel",)
+
+
+def test_a_waiver_covers_a_missing_text() -> None:
+    (x,) = audit(use(text=False), waivers=(waiver(license="MIT"),)).components
+    assert (x.status, x.problems) == ("waived", (f"no licence text ({WIN})",))
+
+
+def test_a_waiver_for_an_equivalent_expression_applies() -> None:
+    (x,) = audit(
+        use(expression="MIT AND GPL-2.0-only"),
+        waivers=(waiver(license="GPL-2.0-only AND MIT"),),
+    ).components
+    assert x.status == "waived"
+
+
+def test_a_waiver_for_another_or_unparsable_licence_no_longer_applies() -> None:
+    for license in ("MIT", "GPL-2.0-only AND ("):
+        (x,) = audit(use(expression="GPL-2.0-only"), waivers=(waiver(license=license),)).components
+        assert (x.status, x.waivers) == ("review", ())
+        assert x.problems[1] == (
+            f"waiver for {LIB} accepts {license}, but the file is now GPL-2.0-only: the waiver "
+            "no longer applies"
+        )
+
+
+def test_a_waiver_evaluated_with_the_builds_memo(tmp_path: Path) -> None:
+    licensing = [TargetLicensing(WIN, (use(expression="GPL-2.0-only"),))]
+    memo = Memo(tmp_path / "outputs")
+    result = audit_channel(NSIS, licensing, (waiver(),), release=True, today=TODAY, memo=memo)
+    assert result.components[0].status == "waived" and result.passed
+
+
+def test_without_a_date_the_audit_judges_waivers_as_of_today_utc() -> None:
+    today = datetime.now(UTC).date()
+    licensing = [TargetLicensing(WIN, (use(expression="GPL-2.0-only"),))]
+    tomorrow = waiver(reviewed=today, expires=today + timedelta(days=1))
+    result = audit_channel(NSIS, licensing, (tomorrow,), release=True)
+    assert result.passed, result.failures
+    expired = waiver(reviewed=today - timedelta(days=9), expires=today)
+    result = audit_channel(NSIS, licensing, (expired,), release=True)
+    assert result.failures[0].startswith(
+        f"x: waiver for {LIB} is not signed off for a release: it expired on {today}"
+    )
+
+
+# --- the gate: what a development build and a release refuse --------------------------------
+
+
+def test_a_development_build_fails_only_on_refusals_and_missing_texts() -> None:
+    result = audit(
+        use("bad", expression="LicenseRef-Bad", text=False),
+        use("bare", text=False),
+        use("copyleft", expression="GPL-2.0-only"),
+        use("guess", guessed=("expression",)),
+        use("waived", expression="GPL-2.0-only"),
+        waivers=(waiver(file="nothing"), waiver(reviewer="TBD")),
+    )
+    assert [c.status for c in result.components] == ["fail", "fail", "review", "ok", "review"]
+    assert result.failures == (
+        "bad: licence LicenseRef-Bad is refused on the nsis channel",
+        f"bad: no licence text ({WIN})",
+        f"bare: no licence text ({WIN})",
+    )
+    assert not result.passed
+    clean = audit(use("copyleft", expression="GPL-2.0-only"), waivers=(waiver(file="nothing"),))
+    assert clean.failures == () and clean.passed
+
+
+def test_a_release_also_refuses_reviews_unsigned_waivers_unused_waivers_and_guesses() -> None:
+    files = (staged("runtimes/w/w.dll"),)
+    result = audit(
+        use("bad", expression="LicenseRef-Bad"),
+        use("copyleft", expression="GPL-2.0-only"),
+        use("guess", guessed=("expression",)),
+        use("signed", expression="GPL-2.0-only", files=(staged("runtimes/s/s.dll"),)),
+        use("waived", expression="GPL-2.0-only", files=files),
+        waivers=(
+            waiver(file="nothing"),
+            waiver(file="runtimes/w/w.dll", reviewer="TBD"),
+            waiver(file="runtimes/s/s.dll"),
+        ),
+        release=True,
+    )
+    assert result.release
+    assert [c.status for c in result.components] == ["fail", "review", "ok", "waived", "waived"]
+    assert result.failures == (
+        "bad: licence LicenseRef-Bad is refused on the nsis channel",
+        "copyleft: licence GPL-2.0-only needs review on the nsis channel (review — a release "
+        "needs none)",
+        "waived: waiver for runtimes/w/w.dll is not signed off for a release: the reviewer is a "
+        f"placeholder ('TBD'), not a person — a person must read the terms of {WIN}/runtimes/w/"
+        "w.dll (GPL-2.0-only) and, if they allow shipping it, edit waivers[0] (file = "
+        f'\'runtimes/w/w.dll\') in default.toml: reviewer = "<their name>", sha256 = "{A}", '
+        "reviewed = <the review date>, expires = <when it must be looked at again>; or supply "
+        "the licence text and drop the waiver",
+        "waiver for nothing matches no shipped file",
+        f"guess: guess on {WIN}: `expression` of its [[targets.{WIN}.licenses]] rule in "
+        "recipes/guess.toml is the scaffold's guess — check it against the files' evidence "
+        "and the archive's notices, then remove 'expression' from `guessed` (a release "
+        "refuses a guess)",
+    )
+    assert not result.passed
+
+
+def test_a_release_refuses_every_problem_of_a_row_under_review() -> None:
+    result = audit(use(expression="GPL-2.0-only", evidence=(NV_EVIDENCE,)), release=True)
+    failures = result.failures
+    assert len(failures) == 2
+    assert failures[0] == (
+        "x: licence GPL-2.0-only needs review on the nsis channel (review — a release needs none)"
+    )
+    assert failures[1] == f"x: {NV_FINDING} (review — a release needs none)"
+
+
+def test_a_release_refuses_a_confirmation_not_signed_off() -> None:
+    placeholder = Confirmation("TBD", "not yet", (A,), TODAY)
+    result = audit(use(evidence=(NV_EVIDENCE,), confirmed=placeholder), release=True)
+    assert result.components[0].status == "ok"
+    (refused,) = result.failures
+    assert refused.startswith(
+        f"x: the confirmation of x's claim on {WIN} is not signed off for a release: the "
+        "reviewer is a placeholder ('TBD'), not a person — "
+    )
+    signed = Confirmation("Ada Lovelace", "read", (A,), TODAY)
+    assert audit(use(evidence=(NV_EVIDENCE,), confirmed=signed), release=True).passed
+
+
+def test_a_release_passes_a_clean_channel() -> None:
+    signed = waiver(file="runtimes/w/w.dll")
+    result = audit(use(), use("w", expression="GPL-2.0-only"), waivers=(signed,), release=True)
+    assert result.failures == () and result.passed
+    assert [c.status for c in result.components] == ["waived", "ok"]
+
+
+# --- the gate over a build's targets ---------------------------------------------------------
+
+
+POLICY_DOCUMENT: dict[str, Any] = {
+    "sets": {"permissive": ["MIT"]},
+    "channels": {
+        "nsis": {"targets": ["windows-*"], "allow": ["@permissive"], "review": ["GPL-*"]},
+        "deb": {"targets": ["linux-*"], "allow": ["@permissive"], "review": ["GPL-*"]},
+        "stage": {"targets": ["*"], "allow": ["@permissive"]},
+    },
+}
+
+
+def project(tmp_path: Path, document: dict[str, Any] = POLICY_DOCUMENT) -> Project:
+    write_policy(tmp_path / "licenses" / "policy.toml", document)
+    return Project.at(tmp_path)
+
+
+def product(
+    channels: tuple[str, ...] = ("nsis", "deb"),
+    waivers: tuple[Waiver, ...] = (),
+    policy: PolicyOverlay | None = None,
+) -> Product:
+    return Product(
+        name="demo",
+        version="1.0.0",
+        description="Demo's bundled ONNX Runtime builds",
+        url="https://demo.invalid/",
+        targets=(WIN, LIN),
+        runtimes=(),
+        models=(),
+        plugins={},
+        runtime_targets={},
+        override_env="DEMO_ORT_DIR",
+        channels=channels,
+        packaging=SETTINGS,
+        waivers=waivers,
+        path=Path("manifests/demo.toml"),
+        digest="0" * 64,
+        policy=policy or PolicyOverlay(),
+    )
+
+
+def licensing(*targets: str, expression: str = "MIT") -> list[TargetLicensing]:
+    return [TargetLicensing(t, (use(expression=expression),)) for t in targets]
+
+
+def gate(
+    tmp_path: Path,
+    built: list[TargetLicensing],
+    made: Product | None = None,
+    **options: Any,
+) -> dict[str, tuple[tuple[str, ...], bool, tuple[str, ...]]]:
+    audits = audit_targets(
+        project(tmp_path), made or product(), built, BuildOptions(**options), Memo.off()
+    )
+    return {a.channel: (a.targets, a.release, a.failures) for a in audits}
+
+
+def test_the_gate_audits_each_channel_whose_targets_were_built(tmp_path: Path) -> None:
+    assert gate(tmp_path, licensing(WIN, LIN)) == {
+        "nsis": ((WIN,), False, ()),
+        "deb": ((LIN,), False, ()),
+    }
+    assert gate(tmp_path, licensing(WIN)) == {"nsis": ((WIN,), False, ())}
+
+
+def test_the_gate_audits_the_product_policy_overlay_and_its_waivers(tmp_path: Path) -> None:
+    built = licensing(WIN, expression="GPL-2.0-only")
+    (review,) = gate(tmp_path, built, release=True)["nsis"][2]
+    assert review == (
+        "x: licence GPL-2.0-only needs review on the nsis channel (review — a release needs none)"
+    )
+    overlay = PolicyOverlay(channels=(ChannelOverlay("nsis", (("allow", ("GPL-*",)),)),))
+    assert gate(tmp_path, built, product(policy=overlay), release=True) == {
+        "nsis": ((WIN,), True, ())
+    }
+    waived = product(waivers=(waiver(reviewed=None),))
+    (unsigned,) = gate(tmp_path, built, waived, release=True)["nsis"][2]
+    assert unsigned.startswith(
+        f"x: waiver for {LIB} is not signed off for a release: it has no review date"
+    )
+
+
+def test_the_gate_judges_waivers_as_of_today(tmp_path: Path) -> None:
+    today = datetime.now(UTC).date()
+    built = licensing(WIN, expression="GPL-2.0-only")
+    fresh = product(waivers=(waiver(reviewed=today, expires=today + timedelta(days=1)),))
+    assert gate(tmp_path, built, fresh, release=True)["nsis"][2] == ()
+
+
+def test_asked_channels_are_audited_whatever_was_built(tmp_path: Path) -> None:
+    assert gate(tmp_path, licensing(WIN), audit_channels=("deb", "stage")) == {
+        "deb": ((), False, ()),
+        "stage": ((WIN,), False, ()),
+    }
+    # asked for one channel: the targets it does not cover are not audited as a stage
+    assert gate(tmp_path, licensing(WIN, LIN), audit_channels=("deb",)) == {
+        "deb": ((LIN,), False, ())
+    }
+
+
+def test_a_channel_the_policy_lacks_is_refused_by_name(tmp_path: Path) -> None:
+    with pytest.raises(ConfigError, match="the licence policy has no channel 'apk'"):
+        gate(tmp_path, licensing(WIN), product(channels=("apk",)))
+
+
+def test_a_target_no_channel_carries_is_audited_as_the_stage(tmp_path: Path) -> None:
+    built = licensing(WIN, LIN, MAC, expression="GPL-2.0-only")
+    audited = gate(tmp_path, built, product(channels=("nsis",)), release=True)
+    assert list(audited) == ["nsis", STAGE_CHANNEL]
+    assert audited[STAGE_CHANNEL][:2] == ((LIN, MAC), True)
+    assert audited[STAGE_CHANNEL][2] == (
+        "x: licence GPL-2.0-only needs review on the stage channel (review — a release needs none)",
+    )
+    # only the stage: every built target
+    assert gate(tmp_path, licensing(MAC), product(channels=("nsis",))) == {
+        STAGE_CHANNEL: ((MAC,), False, ())
+    }
+
+
+def test_a_bare_target_without_a_stage_channel_stops_the_build(tmp_path: Path) -> None:
+    document = {"channels": {"nsis": {"targets": ["windows-*"], "allow": ["MIT"]}}}
+    with pytest.raises(ConfigError) as caught:
+        audit_targets(
+            project(tmp_path, document),
+            product(channels=("nsis",)),
+            licensing(WIN, LIN, MAC),
+            BuildOptions(),
+            Memo.off(),
+        )
+    assert caught.value.exit_code == 2
+    policy = tmp_path / "licenses" / "policy.toml"
+    assert str(caught.value) == (
+        f"no package carries {LIN}, {MAC}, and the licence policy has no [channels.stage] to "
+        f"audit such a stage [file {policy}] — fix: add [channels.stage] with targets = "
+        '["*"] (see the repository\'s licenses/policy.toml)'
+    )
+
+
+def test_audit_failed_names_the_failed_channels_and_what_to_do(tmp_path: Path) -> None:
+    passed = audit(use())
+    failed = audit(use(text=False))
+    deb = replace(failed, channel="deb")
+    built = licensing(WIN)
+    made = product()
+    error = AuditFailed(made, (failed, passed, deb), built)
+    assert isinstance(error, AuditError) and error.exit_code == 10
+    assert str(error) == (
+        "the licence audit failed for: nsis, deb — fix: add the missing texts or policy "
+        "entries; a release accepts a waiver only when a person has signed it off (reviewer, "
+        "sha256, reviewed, expires: see each FAIL line)"
+    )
+    assert error.product is made and error.audits == (failed, passed, deb)
+    assert error.licensing is built
