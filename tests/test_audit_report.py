@@ -126,7 +126,8 @@ def release_audit() -> ChannelAudit:
 def test_the_report_prints_the_table_then_every_line_a_person_must_read() -> None:
     console = Recorder()
     channel = release_audit()
-    print_report(console, [channel, replace(audit(use()), channel="deb")])
+    deb = replace(audit(use()), channel="deb", targets=(WIN, "windows-arm64"))
+    print_report(console, [channel, deb])
     nsis_table, deb_table = console.tables()
     assert nsis_table.title == f"licence audit — nsis ({WIN}) — release"
     assert [(c.header, c.justify) for c in nsis_table.columns] == HEADERS
@@ -157,7 +158,7 @@ def test_the_report_prints_the_table_then_every_line_a_person_must_read() -> Non
         ),
         ("w", "1", "LicenseRef-Vendor", "1", "1.0", "present", "review", "[bold yellow]WAIVED[/]"),
     ]
-    assert deb_table.title == f"licence audit — deb ({WIN})"
+    assert deb_table.title == f"licence audit — deb ({WIN}, windows-arm64)"
     assert cells(deb_table) == [("x", "1", "MIT", "1", "1.0", "present", "allow", "[green]OK[/]")]
     unsigned = channel.components[5].waiver_uses[0]
     e_problems = channel.components[4].problems

@@ -9,6 +9,10 @@ changed word, comparison or default fails a test that names it.
 
 from __future__ import annotations
 
+import json
+import locale
+import time
+from collections.abc import Iterator
 from dataclasses import replace
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
@@ -246,11 +250,48 @@ def test_a_policy_file_not_in_utf8_is_refused_as_not_toml(tmp_path: Path) -> Non
     )
 
 
-def test_a_policy_file_is_held_to_its_schema(tmp_path: Path) -> None:
+def test_a_policy_file_is_held_to_its_schema_and_named(tmp_path: Path) -> None:
     path = write_policy(tmp_path / "policy.toml", {"channels": {"deb": {"unknown": "maybe"}}})
     with pytest.raises(ConfigError, match="'maybe' is not a verdict") as caught:
         load_policy(path)
     assert str(caught.value).endswith(f"in [channels.deb] of {display_name(path)} [file {path}]")
+
+
+@pytest.mark.parametrize(
+    ("document", "problem"),
+    [
+        ({"sets": 3}, "`sets`: must be a table, not 3 in the top level"),
+        ({"sets": {"a": "MIT"}}, "`a`: must be a list of non-empty strings, not 'MIT' in [sets]"),
+        ({"sets": {"a": ["MIT", 1]}}, "`a`: must be a list of non-empty strings, not"),
+        ({"channels": []}, "`channels`: must be a table, not [] in the top level"),
+        ({"channels": {"deb": "MIT"}}, "`deb`: must be a table, not 'MIT' in [channels]"),
+        ({"channels": {"deb": {"allow": "MIT"}}}, "`allow`: must be a list of non-empty strings"),
+        ({"channels": {"deb": {"refuse": [1]}}}, "`refuse`: must be a list of non-empty strings"),
+        ({"channels": {"deb": {"unknown": "maybe"}}}, "`unknown`: 'maybe' is not a verdict"),
+    ],
+)
+def test_the_schema_refuses_every_shape_load_policy_relies_on(
+    tmp_path: Path, document: dict[str, Any], problem: str
+) -> None:
+    """load_policy checks only the sets' names: each shape it reads is the schema's to refuse."""
+    path = write_policy(tmp_path / "policy.toml", document)
+    with pytest.raises(ConfigError) as caught:
+        load_policy(path)
+    assert caught.value.exit_code == 2
+    assert problem in str(caught.value)
+
+
+def test_a_policy_file_is_read_as_utf8_whatever_the_locale(tmp_path: Path) -> None:
+    path = write_policy(
+        tmp_path / "policy.toml", {"sets": {"café": ["MIT"]}, "channels": {"deb": {}}}
+    )
+    before = locale.setlocale(locale.LC_CTYPE)
+    locale.setlocale(locale.LC_CTYPE, "C")  # an ASCII locale: its default codec is ASCII
+    try:
+        policy = load_policy(path)
+    finally:
+        locale.setlocale(locale.LC_CTYPE, before)
+    assert policy.sets == {"café": ("MIT",)}
 
 
 @pytest.mark.parametrize(
@@ -648,14 +689,43 @@ def test_a_waiver_for_another_or_unparsable_licence_no_longer_applies() -> None:
         )
 
 
-def test_a_waiver_evaluated_with_the_builds_memo(tmp_path: Path) -> None:
-    licensing = [TargetLicensing(WIN, (use(expression="GPL-2.0-only"),))]
+def memo_expressions(outputs: Path) -> set[str]:
+    """The expressions whose facts a build's memo keeps (licensing/spdx.py: one JSON file)."""
+    (kept,) = [p for p in outputs.rglob("*") if p.is_file()]
+    return set(json.loads(kept.read_text("utf-8")))
+
+
+def test_every_expression_is_judged_through_the_builds_memo(tmp_path: Path) -> None:
+    """The combined licence, each target's own (for the evidence), and a waiver's."""
+    everywhere = replace(NSIS, targets=("*",))
+    licensing = [
+        TargetLicensing(WIN, (use(expression="GPL-2.0-only"),)),
+        TargetLicensing(LIN, (use(),)),
+    ]
     memo = Memo(tmp_path / "outputs")
-    result = audit_channel(NSIS, licensing, (waiver(),), release=True, today=TODAY, memo=memo)
-    assert result.components[0].status == "waived" and result.passed
+    audit_channel(everywhere, licensing, (), release=False, today=TODAY, memo=memo)
+    assert memo_expressions(tmp_path / "outputs") == {"GPL-2.0-only AND MIT", "GPL-2.0-only", "MIT"}
+    accepts = waiver(license="MIT AND GPL-2.0-only")
+    memo = Memo(tmp_path / "waived")
+    result = audit_channel(everywhere, licensing, (accepts,), release=False, today=TODAY, memo=memo)
+    assert result.components[0].status == "waived"
+    assert "MIT AND GPL-2.0-only" in memo_expressions(tmp_path / "waived")
 
 
-def test_without_a_date_the_audit_judges_waivers_as_of_today_utc() -> None:
+@pytest.fixture
+def far_from_utc(monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
+    """A local time zone whose date is not UTC's right now: UTC+14 in UTC's afternoon (already
+    tomorrow there), UTC-12 in its morning (still yesterday)."""
+    zone = "Etc/GMT-14" if datetime.now(UTC).hour >= 12 else "Etc/GMT+12"
+    monkeypatch.setenv("TZ", zone)
+    time.tzset()
+    assert datetime.now().date() != datetime.now(UTC).date()
+    yield
+    monkeypatch.undo()
+    time.tzset()
+
+
+def test_without_a_date_the_audit_judges_waivers_as_of_today_utc(far_from_utc: None) -> None:
     today = datetime.now(UTC).date()
     licensing = [TargetLicensing(WIN, (use(expression="GPL-2.0-only"),))]
     tomorrow = waiver(reviewed=today, expires=today + timedelta(days=1))
@@ -839,6 +909,16 @@ def test_the_gate_audits_the_product_policy_overlay_and_its_waivers(tmp_path: Pa
     assert unsigned.startswith(
         f"x: waiver for {LIB} is not signed off for a release: it has no review date"
     )
+
+
+def test_the_gate_passes_the_builds_memo(tmp_path: Path) -> None:
+    built = licensing(WIN, expression="GPL-2.0-only")
+    nsis = Memo(tmp_path / "nsis")
+    audit_targets(project(tmp_path), product(channels=("nsis",)), built, BuildOptions(), nsis)
+    assert memo_expressions(tmp_path / "nsis") == {"GPL-2.0-only"}
+    stage = Memo(tmp_path / "stage")  # no package carries Windows: its stage is audited
+    audit_targets(project(tmp_path), product(channels=("deb",)), built, BuildOptions(), stage)
+    assert memo_expressions(tmp_path / "stage") == {"GPL-2.0-only"}
 
 
 def test_the_gate_judges_waivers_as_of_today(tmp_path: Path) -> None:
