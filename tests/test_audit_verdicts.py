@@ -12,6 +12,7 @@ from __future__ import annotations
 import json
 import locale
 import time
+import tomllib
 from collections.abc import Iterator
 from dataclasses import replace
 from datetime import UTC, datetime, timedelta
@@ -229,12 +230,11 @@ def test_a_missing_policy_file_says_to_restore_it(tmp_path: Path) -> None:
 def test_a_policy_file_that_is_not_toml_says_where(tmp_path: Path) -> None:
     path = tmp_path / "policy.toml"
     path.write_text("[channels.deb\n", "utf-8")
+    with pytest.raises(tomllib.TOMLDecodeError) as parser:  # tomllib's words, whatever they are
+        tomllib.loads(path.read_text("utf-8"))
     with pytest.raises(ConfigError) as caught:
         load_policy(path)
-    assert str(caught.value) == (
-        f"not valid TOML: Expected ']' at the end of a table declaration (at line 1, column 14) "
-        f"[file {path}]"
-    )
+    assert str(caught.value) == f"not valid TOML: {parser.value} [file {path}]"
     assert caught.value.__suppress_context__
 
 
@@ -716,7 +716,7 @@ def test_every_expression_is_judged_through_the_builds_memo(tmp_path: Path) -> N
 def far_from_utc(monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
     """A local time zone whose date is not UTC's right now: UTC+14 in UTC's afternoon (already
     tomorrow there), UTC-12 in its morning (still yesterday)."""
-    zone = "Etc/GMT-14" if datetime.now(UTC).hour >= 12 else "Etc/GMT+12"
+    zone = "<+14>-14" if datetime.now(UTC).hour >= 12 else "<-12>+12"  # POSIX: no tzdata needed
     monkeypatch.setenv("TZ", zone)
     time.tzset()
     assert datetime.now().date() != datetime.now(UTC).date()
