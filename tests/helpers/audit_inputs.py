@@ -5,7 +5,10 @@ tests/test_audit_report.py)."""
 from __future__ import annotations
 
 from datetime import date
+from pathlib import Path
 from typing import Any
+
+import tomlkit
 
 from ortbundle.config.products import Waiver
 from ortbundle.config.recipes import Confirmation
@@ -96,3 +99,10 @@ def audit(
         by_target.setdefault(target, []).append(component)
     licensing = [TargetLicensing(t, tuple(cs)) for t, cs in by_target.items()]
     return audit_channel(policy, licensing, waivers, release=release, today=TODAY)
+
+
+def write_policy(path: Path, document: dict[str, Any]) -> Path:
+    """A policy file, written with tomlkit."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(tomlkit.dumps(document), "utf-8")
+    return path
