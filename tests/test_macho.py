@@ -19,7 +19,9 @@ from ortbundle.stage.binaries.macho import thin_arm64
 from ortbundle.stage.closure import Unresolved
 from ortbundle.stage.system import violations
 from tests.helpers.macho import Dylib, fat_bytes, slice_bytes, write_dylib
-from tests.test_closure import Sources, refused
+from tests.test_closure import CORE as ELF_CORE
+from tests.test_closure import Sources, elf, refused
+from tests.test_closure import sources as sources  # the fixture
 from tests.test_hostile_fuzz import CUTS, FUZZ, MUTATIONS, mutate
 
 MACOS = get_target("macos-arm64")
@@ -134,9 +136,51 @@ def test_install_names_resolve_by_file_and_the_id_gets_a_link(mac: Sources) -> N
 def test_executable_path_is_refused(mac: Sources) -> None:
     mac.add(CORE, _core("@executable_path/../Frameworks/libmlx.dylib"))
     error = refused(ClosureError, mac, (CORE,), entry="libonnxruntime*.dylib")
-    assert "@executable_path depends on the app" in error.message
+    assert error.message == (
+        f"{CORE} needs @executable_path/../Frameworks/libmlx.dylib: @executable_path depends on "
+        "the app that loads it, so no runtime tree can promise it"
+    )
     assert error.file == CORE
-    assert "@rpath" in (error.fix or "")
+    assert error.fix == (
+        "take the library as a source so the stage rewrites the name to @rpath/<file> (found "
+        "through @loader_path), or ask upstream to link it by @rpath"
+    )
+
+
+def test_a_dylib_without_an_id_is_kept_by_its_file_name_with_no_link(mac: Sources) -> None:
+    """A plugin built as a bundle has no LC_ID_DYLIB: nothing links against it by name, so it
+    is staged as its file and needs no link."""
+    mac.add("libplugin_ep.dylib", slice_bytes(Dylib(exports=("CreateEpFactories",))))
+    closure = mac.prune(("libplugin_ep.dylib",), entry="libplugin_ep.dylib")
+    assert [(k.name, k.info.soname) for k in closure.kept] == [("libplugin_ep.dylib", None)]
+    assert closure.links == ()
+
+
+def test_executable_path_is_only_a_macos_name(sources: Sources) -> None:
+    """On Linux `@executable_path/…` is an odd file name like another, left to the search."""
+    sources.add(ELF_CORE, elf(ELF_CORE, "@executable_path/libx.so"))
+    error = refused(Unresolved, sources, (ELF_CORE,))
+    assert isinstance(error, Unresolved)
+    assert error.missing == ((ELF_CORE, "@executable_path/libx.so"),)
+
+
+def test_a_dylib_named_as_its_id_needs_no_link_and_one_named_otherwise_gets_one(
+    mac: Sources,
+) -> None:
+    """The file dependents look for is the id's last component: a library already staged under
+    that name needs no link; one staged under its long name gets a link by the short one, and
+    it is the long name that is kept when both are in the archive."""
+    mac.add(CORE, _core("@rpath/libmlx.dylib"))
+    mac.add("libmlx.dylib", slice_bytes(Dylib(install_id="@rpath/libmlx.dylib")))
+    closure = mac.prune((CORE,), entry="libonnxruntime*.dylib")
+    assert closure.links == (("libonnxruntime.1.dylib", CORE),)
+    both = Sources(mac.tmp / "both", target=MACOS)
+    (mac.tmp / "both").mkdir()
+    both.add(CORE, _core())
+    both.add("libonnxruntime.1.dylib", _core())  # the same bytes under the id's name
+    closure = both.prune((CORE,), entry="libonnxruntime*.dylib")
+    assert [k.name for k in closure.kept] == ["libonnxruntime.1.dylib"]
+    assert closure.links == ()
 
 
 def test_an_install_name_in_no_source_is_unresolved(mac: Sources) -> None:

@@ -246,6 +246,16 @@ def test_the_edges_of_shown_values_known_keys_and_references(
     assert lines(data) == [line]
 
 
+def test_a_scalar_where_a_top_level_table_belongs_is_named_in_the_top_level() -> None:
+    """`sources = "wheel"` at the top of a file: the key is the table's own name, and the
+    place is the top level, not a table of that name."""
+    checker = Checker("p.toml", {})
+    checker.table(TOP, with_(sources="wheel", uses=[]), "")
+    assert [p.line() for p in checker.problems] == [
+        "`sources`: must be a table, not 'wheel' in the top level of p.toml"
+    ]
+
+
 def test_a_missing_key_of_a_type_without_words_names_its_type() -> None:
     table = Table("[t]", "", (Key("blob", "any", "", required=True),))
     checker = Checker("p.toml", {})
