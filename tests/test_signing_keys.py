@@ -33,11 +33,8 @@ from ortbundle.evidence.signing import (
     verify,
     write_public_key,
 )
+from tests.test_minisign_format import DATA, OTHER, PUBLIC, SECRET, secret_refused
 
-SECRET = SecretKey(bytes(range(1, 9)), bytes(range(32)))
-PUBLIC = SECRET.public_key()
-OTHER = SecretKey(bytes(range(11, 19)), bytes(range(1, 33)))
-DATA = b"the manifest"
 SALT = bytes(range(100, 132))
 FIX_KEYGEN = "generate a key pair with `minisign -G -W` (or ortbundle's generate_keypair)"
 
@@ -74,13 +71,6 @@ def scrypt_header(limits: tuple[int, int]) -> str:
     ops, mem = limits
     header = b"EdScB2" + SALT + ops.to_bytes(8, "little") + mem.to_bytes(8, "little")
     return f"untrusted comment: k\n{b64(header + _keynum())}\n"
-
-
-def secret_refused(text: str, password: str | None = None) -> ConfigError:
-    with pytest.raises(ConfigError) as caught:
-        signing._parse_secret_key(text, password, "k.key")
-    assert (caught.value.component, caught.value.file) == ("signing", "k.key")
-    return caught.value
 
 
 def loads(text: str, password: str | None) -> bool:

@@ -27,6 +27,7 @@ from ortbundle.licensing.waivers import (
     waivers_a_release_drops,
     what_to_do,
 )
+from tests.helpers.audit_inputs import waiver as make_waiver
 
 TODAY = date(2026, 12, 1)
 A, B = "a" * 64, "b" * 64
@@ -35,21 +36,13 @@ DXIL = CoveredFile(WIN, "runtimes/webgpu/dxil.dll", A)
 
 
 def waiver(**fields: object) -> Waiver:
+    """The DXIL waiver for Windows, reviewed, with `fields` changed."""
     values: dict[str, object] = {
         "file": "runtimes/webgpu/dxil.dll",
         "license": "LicenseRef-Microsoft-DXIL",
-        "reason": "terms read",
-        "reviewer": "Jane Reviewer",
         "targets": (WIN,),
-        "channels": (),
-        "sha256": (A,),
-        "reviewed": date(2026, 11, 30),
-        "expires": date(2027, 5, 31),
-        "entry": "waivers[0]",
-        "manifest": "default.toml",
     }
-    values.update(fields)
-    return Waiver(**values)  # type: ignore[arg-type]
+    return make_waiver(**{**values, **fields})
 
 
 # --- the gaps, one by one, in their words ----------------------------------------------------
