@@ -17,6 +17,8 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
+from ortbundle.tools.smoke.process import run_captured
+
 __all__ = ["CROSS_CC", "Qemu", "missing_qemu", "qemu_sysroot"]
 
 QEMU = "qemu-aarch64"
@@ -58,16 +60,7 @@ class Qemu:
     def run(
         self, args: Sequence[str], *, timeout: float = _TIMEOUT, env: dict[str, str] | None = None
     ) -> subprocess.CompletedProcess[str]:
-        return subprocess.run(
-            [QEMU, "-L", str(self.sysroot), *args],
-            env=env,
-            capture_output=True,
-            text=True,
-            encoding="utf-8",
-            errors="replace",
-            timeout=timeout,
-            check=False,
-        )
+        return run_captured([QEMU, "-L", str(self.sysroot), *args], timeout=timeout, env=env)
 
     @property
     def lib(self) -> Path:

@@ -18,6 +18,8 @@ from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path, PureWindowsPath
 
+from ortbundle.tools.smoke.process import run_captured
+
 __all__ = ["PrefixState", "Wine", "idle_noise", "missing_wine", "prefix_state", "wine_session"]
 
 _TIMEOUT = 600
@@ -59,17 +61,7 @@ class Wine:
         self, args: Sequence[str], *, timeout: float = _TIMEOUT, cwd: Path | None = None
     ) -> subprocess.CompletedProcess[str]:
         """`wine args…`, output captured as text (UTF-8, errors replaced)."""
-        return subprocess.run(
-            ["wine", *args],
-            env=self.environment(),
-            cwd=cwd,
-            capture_output=True,
-            text=True,
-            encoding="utf-8",
-            errors="replace",
-            timeout=timeout,
-            check=False,
-        )
+        return run_captured(["wine", *args], timeout=timeout, env=self.environment(), cwd=cwd)
 
     def path(self, host: Path) -> str:
         """A host path as Wine's Z: drive sees it."""

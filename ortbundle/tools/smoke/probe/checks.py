@@ -28,7 +28,6 @@ from __future__ import annotations
 
 import json
 import math
-import subprocess
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, replace
 from pathlib import Path, PurePosixPath
@@ -44,6 +43,7 @@ from ortbundle.tools.smoke.probe import (
     parse_probe,
     probe_command,
 )
+from ortbundle.tools.smoke.process import run_captured
 from ortbundle.tools.smoke.qemu import Qemu
 from ortbundle.tools.smoke.wine import Wine
 
@@ -90,15 +90,7 @@ class ProbeRunner:
         if self.qemu is not None:
             result = self.qemu.run(command, timeout=_TIMEOUT)
             return parse_probe(result.returncode, result.stdout, result.stderr)
-        done = subprocess.run(
-            list(command),
-            capture_output=True,
-            text=True,
-            encoding="utf-8",
-            errors="replace",
-            timeout=_TIMEOUT,
-            check=False,
-        )
+        done = run_captured(command, timeout=_TIMEOUT)
         return parse_probe(done.returncode, done.stdout, done.stderr)
 
 
