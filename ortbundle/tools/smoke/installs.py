@@ -21,6 +21,7 @@ from dataclasses import dataclass
 from pathlib import Path, PureWindowsPath
 
 from ortbundle._core.fsio import sha256_file
+from ortbundle.tools.smoke.process import run_captured
 from ortbundle.tools.smoke.wine import Wine
 
 __all__ = [
@@ -146,14 +147,8 @@ def install_arch(arch_dir: Path, scratch: Path, machine: str = "x86_64") -> Arch
         "CARCH": machine,
         **{key: str(path) for key, path in dirs.items()},
     }
-    made = subprocess.run(
-        [*prefix, "makepkg", "-f", "--nodeps"],
-        cwd=work / "build",
-        env=env,
-        capture_output=True,
-        text=True,
-        timeout=_TIMEOUT,
-        check=False,
+    made = run_captured(
+        [*prefix, "makepkg", "-f", "--nodeps"], timeout=_TIMEOUT, env=env, cwd=work / "build"
     )
     packages = sorted(dirs["PKGDEST"].glob("*.pkg.tar.*"))
     if made.returncode != 0 or len(packages) != 1:
@@ -165,22 +160,13 @@ def install_arch(arch_dir: Path, scratch: Path, machine: str = "x86_64") -> Arch
     config.write_text(f"{_PACMAN_CONF}Architecture = {machine}\n", encoding="utf-8")
     where = ["--root", str(root), "--dbpath", str(root / "var/lib/pacman"), "--config", str(config)]
     # -dd: the package's depends (glibc, …) are the host's business, not this scratch root's
-    installed = subprocess.run(
+    installed = run_captured(
         ["pacman", "-U", *where, "--noconfirm", "-dd", "--noscriptlet", str(packages[0])],
-        capture_output=True,
-        text=True,
         timeout=_TIMEOUT,
-        check=False,
     )
     if installed.returncode != 0:
         raise RuntimeError(f"pacman -U failed: {(installed.stdout + installed.stderr).strip()}")
-    checked = subprocess.run(
-        ["pacman", "-Qkk", *where],
-        capture_output=True,
-        text=True,
-        timeout=_TIMEOUT,
-        check=False,
-    )
+    checked = run_captured(["pacman", "-Qkk", *where], timeout=_TIMEOUT)
     report = (checked.stdout + checked.stderr).strip()
     ok = checked.returncode == 0 and " 0 altered files" in report
     return ArchInstall(root, packages[0], ok, report)
@@ -189,13 +175,7 @@ def install_arch(arch_dir: Path, scratch: Path, machine: str = "x86_64") -> Arch
 def unpack_deb(deb: Path, root: Path) -> Path:
     """`dpkg-deb -x` the package into `root` (what dpkg would install, without its database)."""
     root.mkdir(parents=True, exist_ok=True)
-    done = subprocess.run(
-        ["dpkg-deb", "-x", str(deb), str(root)],
-        capture_output=True,
-        text=True,
-        timeout=_TIMEOUT,
-        check=False,
-    )
+    done = run_captured(["dpkg-deb", "-x", str(deb), str(root)], timeout=_TIMEOUT)
     if done.returncode != 0:
         raise RuntimeError(f"dpkg-deb -x failed: {done.stderr.strip()[-800:]}")
     return root
