@@ -32,6 +32,7 @@ from ortbundle.tools.smoke.probe import build_probe
 from ortbundle.tools.smoke.probe.checks import ProbeRunner, check_tree
 from ortbundle.tools.smoke.qemu import Qemu, missing_qemu, qemu_sysroot
 from ortbundle.tools.smoke.run import smoke
+from tests.helpers.mislabel import mislabel_stage
 from tests.helpers.real import ROOT
 
 pytestmark = [pytest.mark.real, pytest.mark.arm]
@@ -94,15 +95,7 @@ def test_the_checks_catch_a_wrong_version_and_wrong_numbers_under_qemu(
     shutil.copytree(built.version_dir / TARGET, stage, symlinks=True)
     (good,) = check_tree(stage, runner, target=TARGET, where="copy")
     assert good.passed, good.detail
-    index_path, models_path = stage / "runtimes.json", stage / "models.json"
-    index = json.loads(index_path.read_text("utf-8"))
-    index["runtimes"][0]["ort_version"] = "1.31.0"
-    index_path.write_text(json.dumps(index), "utf-8")
-    models = json.loads(models_path.read_text("utf-8"))
-    swap = {"sigmoid": "logreg-iris", "logreg-iris": "sigmoid"}
-    for model in models["models"]:  # the sigmoid reference now judges logreg's outputs
-        model["name"] = swap[model["name"]]
-    models_path.write_text(json.dumps(models), "utf-8")
+    mislabel_stage(stage, "1.31.0")
     (bad,) = check_tree(stage, runner, target=TARGET, where="copy")
     assert not bad.passed
     assert "version '1.32.0', the index says 1.31.0" in bad.detail
@@ -125,19 +118,24 @@ def test_without_the_arm64_cpuinfo_onnx_runtime_crashes(
     assert "the probe crashed" in check.detail
 
 
-def test_the_shipped_loader_chooses_the_stock_core_against_an_aarch64_root(
-    built: BuildResult, runner: ProbeRunner
-) -> None:
-    assert runner.qemu is not None
-    stage = built.version_dir / TARGET
-    chose = subprocess.run(
-        [sys.executable, "runtime_loader.py", "--root", str(runner.qemu.sysroot), "--json"],
+def _shipped_loader(stage: Path, *args: str) -> subprocess.CompletedProcess[str]:
+    """The stage's runtime_loader.py run by this Python, as an application would run it."""
+    return subprocess.run(
+        [sys.executable, "runtime_loader.py", *args],
         cwd=stage,
         capture_output=True,
         text=True,
         timeout=120,
         check=False,
     )
+
+
+def test_the_shipped_loader_chooses_the_stock_core_against_an_aarch64_root(
+    built: BuildResult, runner: ProbeRunner
+) -> None:
+    assert runner.qemu is not None
+    stage = built.version_dir / TARGET
+    chose = _shipped_loader(stage, "--root", str(runner.qemu.sysroot), "--json")
     assert chose.returncode == 0, chose.stderr
     decision = json.loads(chose.stdout)
     assert decision["runtime"] == "stock" and decision["problems"] == []
@@ -146,14 +144,7 @@ def test_the_shipped_loader_chooses_the_stock_core_against_an_aarch64_root(
     # on an x86-64 machine itself, the package is for another CPU (not "too old")
     if os.uname().machine != "x86_64":
         return
-    here = subprocess.run(
-        [sys.executable, "runtime_loader.py"],
-        cwd=stage,
-        capture_output=True,
-        text=True,
-        timeout=120,
-        check=False,
-    )
+    here = _shipped_loader(stage)
     assert (here.returncode, here.stdout) == (1, "")
     assert here.stderr.startswith(
         "runtime_loader: this package is built for aarch64 (target linux-aarch64) and this "

@@ -20,6 +20,7 @@ from ortbundle.pipeline.result import BuildResult
 from ortbundle.tools.smoke.probe import FLAGS, MINGW_CC
 from ortbundle.tools.smoke.probe.checks import ProbeRunner, check_tree
 from ortbundle.tools.smoke.run import SmokeReport, smoke
+from tests.helpers.mislabel import mislabel_stage
 from tests.helpers.real import build_product, c_api_headers
 from tests.helpers.windows import probes, skip_without_wine
 
@@ -79,15 +80,7 @@ def test_the_checks_catch_a_wrong_version_and_wrong_numbers(
     runner = ProbeRunner(probes[1])
     assert all(c.passed for c in check_tree(stage, runner, target="t", where="copy"))
 
-    index_path, models_path = stage / "runtimes.json", stage / "models.json"
-    index = json.loads(index_path.read_text("utf-8"))
-    index["runtimes"][0]["ort_version"] = "1.24.0"
-    index_path.write_text(json.dumps(index), "utf-8")
-    models = json.loads(models_path.read_text("utf-8"))
-    swap = {"sigmoid": "logreg-iris", "logreg-iris": "sigmoid"}
-    for model in models["models"]:  # the sigmoid reference now judges logreg's outputs
-        model["name"] = swap[model["name"]]
-    models_path.write_text(json.dumps(models), "utf-8")
+    mislabel_stage(stage, "1.24.0")
 
     first, second = check_tree(stage, runner, target="t", where="copy")
     assert not first.passed and "version '1.24.1', the index says 1.24.0" in first.detail
