@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import importlib.util
 import os
 import shlex
 import signal
@@ -461,6 +462,8 @@ def clean(c: Context) -> None:
 # The tiers `invoke test --fast` leaves out: the real downloads, every outside tool (and Wine,
 # the APK tools, Chromium, qemu), and the few synthetic tests that take many seconds each.
 SLOW_TIERS = ("real", "tools", "apk", "windows", "arm", "chromium", "slow")
+# pytest plugins the test command's own options need (-n/--dist, --timeout): module, distribution
+TEST_PLUGINS = (("xdist", "pytest-xdist"), ("pytest_timeout", "pytest-timeout"))
 
 
 @task(
@@ -472,6 +475,13 @@ SLOW_TIERS = ("real", "tools", "apk", "windows", "arm", "chromium", "slow")
 )
 def test(c: Context, fast: bool = False, k: str = "", jobs: int = 0) -> None:
     """Run the whole test suite: unit, integration on synthetic inputs, and the real tier."""
+    missing = [name for name, _ in TEST_PLUGINS if importlib.util.find_spec(name) is None]
+    if missing:
+        wanted = " ".join(dist for name, dist in TEST_PLUGINS if name in missing)
+        raise Exit(
+            f"invoke test needs {wanted}: python3 -m pip install -r requirements-dev.txt",
+            code=USAGE_EXIT,
+        )
     args = [sys.executable, "-m", "pytest"]
     workers = jobs or os.cpu_count() or 1
     if workers > 1:  # a test file per worker at a time: a module's fixtures are built once

@@ -192,3 +192,22 @@ def test_a_reader_that_stops_early_ends_the_task_quietly() -> None:
         os.close(write_end)
     assert done.returncode == 128 + signal.SIGPIPE, done.stderr
     assert "Traceback" not in done.stderr, done.stderr
+
+
+def test_invoke_test_without_its_plugins_says_what_to_install(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """Without pytest-xdist, pytest would answer with a usage error about `-n`: say the fix."""
+    from invoke.context import Context
+    from invoke.exceptions import Exit
+
+    _collection()
+    import tasks
+
+    monkeypatch.setattr(tasks, "TEST_PLUGINS", (("xdist_is_not_here", "pytest-xdist"),))
+    with pytest.raises(Exit) as raised:
+        tasks.test.body(Context())
+    assert raised.value.code == 2
+    assert str(raised.value.message) == (
+        "invoke test needs pytest-xdist: python3 -m pip install -r requirements-dev.txt"
+    )
