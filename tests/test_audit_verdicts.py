@@ -24,7 +24,7 @@ from ortbundle._core.errors import AuditError, ConfigError
 from ortbundle._core.memo import Memo
 from ortbundle.config.policy_overlay import ChannelOverlay, PolicyOverlay
 from ortbundle.config.products import Product, Waiver
-from ortbundle.config.project import BuildOptions, Project
+from ortbundle.config.project import Project
 from ortbundle.config.recipes import Confirmation
 from ortbundle.licensing.attribution import ComponentUse, TargetLicensing
 from ortbundle.licensing.audit import (
@@ -523,10 +523,16 @@ def gate(
     tmp_path: Path,
     built: list[TargetLicensing],
     made: Product | None = None,
-    **options: Any,
+    release: bool = False,
+    audit_channels: tuple[str, ...] = (),
 ) -> dict[str, tuple[tuple[str, ...], bool, tuple[str, ...]]]:
     audits = audit_targets(
-        project(tmp_path), made or product(), built, BuildOptions(**options), Memo.off()
+        project(tmp_path),
+        made or product(),
+        built,
+        channels=audit_channels,
+        release=release,
+        memo=Memo.off(),
     )
     return {a.channel: (a.targets, a.release, a.failures) for a in audits}
 
@@ -559,10 +565,10 @@ def test_the_gate_audits_the_product_policy_overlay_and_its_waivers(tmp_path: Pa
 def test_the_gate_passes_the_builds_memo(tmp_path: Path) -> None:
     built = licensing(WIN, expression="GPL-2.0-only")
     nsis = Memo(tmp_path / "nsis")
-    audit_targets(project(tmp_path), product(channels=("nsis",)), built, BuildOptions(), nsis)
+    audit_targets(project(tmp_path), product(channels=("nsis",)), built, release=False, memo=nsis)
     assert memo_expressions(tmp_path / "nsis") == {"GPL-2.0-only"}
     stage = Memo(tmp_path / "stage")  # no package carries Windows: its stage is audited
-    audit_targets(project(tmp_path), product(channels=("deb",)), built, BuildOptions(), stage)
+    audit_targets(project(tmp_path), product(channels=("deb",)), built, release=False, memo=stage)
     assert memo_expressions(tmp_path / "stage") == {"GPL-2.0-only"}
 
 
@@ -610,8 +616,8 @@ def test_a_bare_target_without_a_stage_channel_stops_the_build(tmp_path: Path) -
             project(tmp_path, document),
             product(channels=("nsis",)),
             licensing(WIN, LIN, MAC),
-            BuildOptions(),
-            Memo.off(),
+            release=False,
+            memo=Memo.off(),
         )
     assert caught.value.exit_code == 2
     policy = tmp_path / "licenses" / "policy.toml"

@@ -20,8 +20,8 @@ from ortbundle._core.overrides import BUILTIN_DIR, find_overrides
 from ortbundle.channels import ChannelOutput, PackageInput
 from ortbundle.channels.deb import DebChannel, copyright_text
 from ortbundle.channels.nfpm import long_description, render_dependencies
-from ortbundle.channels.registry import generate_all
 from ortbundle.channels.rpm import RpmChannel
+from ortbundle.channels.step import generate_all
 from ortbundle.licensing.attribution import ShippedFile
 from ortbundle.stage.closure import ExternalLibrary
 from tests.helpers.linux_packages import (

@@ -10,7 +10,7 @@ import pytest
 
 import ortbundle._core.fsio
 import ortbundle.fetch.archives
-import ortbundle.pipeline.build
+import ortbundle.stage.step
 import ortbundle.stage.staging
 from ortbundle._core.progress import Reporter
 from ortbundle.evidence.names import SUMMARY_NAME
@@ -48,7 +48,7 @@ def count_staging(monkeypatch: pytest.MonkeyPatch) -> list[tuple[str, str]]:
         calls.append((recipe.name, target.name))  # type: ignore[attr-defined]
         return real(recipe, target, *args, **kwargs)  # type: ignore[arg-type]
 
-    monkeypatch.setattr(ortbundle.pipeline.build, "stage_runtime", spy)
+    monkeypatch.setattr(ortbundle.stage.step, "stage_runtime", spy)
     return calls
 
 

@@ -31,7 +31,6 @@ from ortbundle.payload.loader import (
     read_ld_cache,
     system_libraries,
 )
-from ortbundle.pipeline.reachable import never_chosen, warning_lines
 from ortbundle.stage.closure import Closure, ExternalLibrary
 from ortbundle.stage.index_json import (
     FRAGMENTS_DIR,
@@ -40,6 +39,7 @@ from ortbundle.stage.index_json import (
     requires_entries,
     write_index,
 )
+from ortbundle.stage.reachable import never_chosen, warning_lines
 from ortbundle.stage.requirements import resolve
 from ortbundle.stage.staging import StagedRuntime
 from tests.helpers.elf import make_elf

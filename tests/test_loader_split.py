@@ -508,9 +508,9 @@ def test_shipping_the_loader_imports_none_of_its_modules() -> None:
 
 
 def test_the_never_chosen_check_imports_the_scoring_only() -> None:
-    """pipeline/reachable.py scores machines: it needs neither the C API nor the command line."""
+    """stage/reachable.py scores machines: it needs neither the C API nor the command line."""
     modules = set(
-        json.loads(run_python(_IMPORTED.format(imports="import ortbundle.pipeline.reachable")))
+        json.loads(run_python(_IMPORTED.format(imports="import ortbundle.stage.reachable")))
     )
     assert sorted(m for m in modules if m.startswith(f"{PACKAGE}.")) == [
         f"{PACKAGE}.{m}" for m in ("hardware", "index", "scoring", "search")

@@ -61,7 +61,7 @@ def test_the_default_output_fits_80_columns_and_names_every_package(
     for target in document["targets"]:
         assert re.search(rf"^{target['target']}: \d+ files", out, re.MULTILINE)
     assert lines[0].startswith("fakeproduct 1.2.3: linux-x86_64, windows-x86_64; runtimes fake")
-    for phase in ("fetch", "stage", "audit", "package", "evidence"):
+    for phase in ("fetch", "stage", "licensing", "channels", "evidence"):
         assert re.search(rf"^{phase} .*\(\d+\.\d s\)$", out, re.MULTILINE), phase
     # a channel sharing a target's verdict is told once: arch and flatpak audit the same rows
     audit_lines = [line for line in lines if line.startswith("  audit ")]

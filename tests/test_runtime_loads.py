@@ -12,7 +12,7 @@ import tomlkit
 from ortbundle._core.errors import ClosureError, ConfigError
 from ortbundle._core.memo import Memo
 from ortbundle._core.progress import Reporter
-from ortbundle.channels.registry import package_input
+from ortbundle.channels.step import package_input
 from ortbundle.config.recipes import IgnoreRule
 from ortbundle.config.targets import get_target
 from ortbundle.pipeline.build import build

@@ -82,29 +82,7 @@ def run_build(
         )
         if verbose:
             _print_details(reporter, result)
-        from ortbundle.stage.binaries.loads import warning_lines
-
-        found = [
-            (t.target, s.runtime, s.directory, f)
-            for t in result.targets
-            for s in t.runtimes
-            for f in s.closure.load_findings
-        ]
-        for line in warning_lines(found):
-            reporter.line(line)
-        from ortbundle.stage.kinds import provider_warnings
-
-        recipes = result.plan.recipes
-        for line in provider_warnings(
-            (recipes[s.runtime], t.target, s) for t in result.targets for s in t.runtimes
-        ):
-            reporter.line(line)
-        from ortbundle.pipeline.reachable import (
-            warning_lines as never_chosen,  # a runtime no machine gets
-        )
-
-        # the verdicts are kept under the build's memo (a release's is off: judged again)
-        for line in never_chosen([t.stage for t in result.targets], prepared.memo):
+        for line in result.warnings:  # the build's own: a Python caller has them too
             reporter.line(line)
         for line in summary_lines(document):
             reporter.line(line)

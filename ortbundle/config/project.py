@@ -27,6 +27,7 @@ from ortbundle.config.retry import RetryPolicy
 
 DEFAULT_PRODUCT = "darkroom"
 TOOL_LICENSE = Path(__file__).resolve().parents[2] / "LICENSE"  # ortbundle's own
+TOOL_COMPONENT = "ortbundle"  # the loader, runtimes.json and NOTICE are ours
 
 
 @dataclass(frozen=True)
@@ -86,7 +87,7 @@ class BuildOptions:
 def signing_key_identity(product: str, options: BuildOptions, environ: Mapping[str, str]) -> str:
     """Which keys would sign, as digests of their bytes: changes when a key does, loads nothing
     (the build manifest's key, and the macOS code's identity when one is given)."""
-    raw = signing_key_source(key_path(product, options, environ), environ)
+    raw = signing_key_source(key_path(product, options.signing_key, environ), environ)
     manifest = "unsigned" if raw is None else hashlib.sha256(raw).hexdigest()
     code = code_signer(environ)
     return manifest if code.p12 is None else f"{manifest} codesign {code.identity}"
@@ -125,10 +126,10 @@ def code_signer(environ: Mapping[str, str]) -> CodeSigner:
     return CodeSigner(path, environ.get(ENV_CODESIGN_P12_PASSWORD, ""), digest)
 
 
-def key_path(product: str, options: BuildOptions, environ: Mapping[str, str]) -> Path | None:
-    """The signing key file a build of `product` would use: options.signing_key, else none when the
+def key_path(product: str, key_file: Path | None, environ: Mapping[str, str]) -> Path | None:
+    """The signing key file a build of `product` would use: `key_file`, else none when the
     environment holds the key, else the keygen default if it exists."""
-    path = options.signing_key
+    path = key_file
     if path is None and not (environ.get(ENV_KEY) or environ.get(ENV_KEY_FILE)):
         default = default_key_path(product, environ)
         path = default if default.is_file() else None

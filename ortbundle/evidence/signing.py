@@ -63,7 +63,7 @@ from ortbundle._core.locations import ENV_KEY_PASSWORD as ENV_KEY_PASSWORD
 from ortbundle._core.locations import default_key_path as default_key_path
 from ortbundle._core.locations import signing_key_source as signing_key_source
 from ortbundle._core.oserrors import disk_error
-from ortbundle.config.project import BuildOptions, key_path
+from ortbundle.config.project import key_path
 from ortbundle.config.recipes import Product
 
 _COMPONENT = "signing"
@@ -657,12 +657,12 @@ def _check_comment(what: str, comment: str, max_bytes: int) -> None:
 
 
 def signing_key(
-    product: Product, options: BuildOptions, environ: Mapping[str, str]
+    product: Product, key_file: Path | None, environ: Mapping[str, str], *, release: bool
 ) -> SecretKey | None:
-    """The key a build signs with, found as the options and environment say; a release
-    without one is refused before anything is fetched."""
-    key = load_signing_key(key_path(product.name, options, environ), environ)
-    if key is None and options.release:
+    """The key a build signs with: `key_file` (the --signing-key option), else as the
+    environment says; a release without one is refused before anything is fetched."""
+    key = load_signing_key(key_path(product.name, key_file, environ), environ)
+    if key is None and release:
         default = default_key_path(product.name, environ)
         raise ConfigError(
             "a release build must be signed, and no signing key is configured",

@@ -23,6 +23,7 @@ from ortbundle._core.errors import LicenseError
 from ortbundle._core.memo import NO_MEMO, Memo
 from ortbundle._core.overrides import NO_OVERRIDES, Overrides
 from ortbundle._core.templating import render
+from ortbundle.config.project import TOOL_COMPONENT
 from ortbundle.config.recipes import (
     Confirmation,
     LicenseRule,
@@ -46,7 +47,6 @@ from ortbundle.stage.models import StagedModel
 from ortbundle.stage.staging import StagedFile, StagedRuntime, StagedText
 from ortbundle.stage.versions import FileFacts, read_file_facts, resolve_found
 
-TOOL_COMPONENT = "ortbundle"  # the loader, runtimes.json and NOTICE are ours
 TOOL_EXPRESSION = "MIT"
 NOTICE_NAME = "NOTICE"
 _LICENSE_REF = re.compile(r"^LicenseRef-[A-Za-z0-9.-]+$")

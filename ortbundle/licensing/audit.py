@@ -24,7 +24,7 @@ from typing import TYPE_CHECKING, Any, Literal
 from ortbundle._core.errors import AuditError, ConfigError
 from ortbundle._core.memo import NO_MEMO, Memo
 from ortbundle._core.progress import mib
-from ortbundle.config.plan import POLICY_NAME, BuildOptions, Project
+from ortbundle.config.plan import POLICY_NAME, Project
 from ortbundle.config.policy_overlay import PolicyOverlay, expand_sets
 from ortbundle.config.recipes import Product, Waiver
 from ortbundle.config.schema import check_document, display_name
@@ -603,28 +603,28 @@ def audit_targets(
     project: Project,
     product: Product,
     licensing: Sequence[TargetLicensing],
-    options: BuildOptions,
+    *,
+    channels: Sequence[str] = (),
+    release: bool,
     memo: Memo,
 ) -> tuple[ChannelAudit, ...]:
-    """The channels whose targets were built, each against the policy and the waivers; `memo`:
-    the build's (off for a release: every expression is parsed again)."""
+    """The channels whose targets were built, each against the policy and the waivers (or,
+    named in `channels`, those channels whatever they carry); `release` is strict; `memo`: the
+    build's (off for a release: every expression is parsed again)."""
     policy = with_overlay(load_policy(project.licenses / POLICY_NAME), product.policy)
     built = {tl.target for tl in licensing}
-    channels = options.audit_channels or product.channels
     audits = []
-    for name in channels:
+    for name in channels or product.channels:
         channel = policy.channel(name)
-        if options.audit_channels or any(channel.covers(t) for t in built):
+        if channels or any(channel.covers(t) for t in built):
             audits.append(
-                audit_channel(
-                    channel, licensing, product.waivers, release=options.release, memo=memo
-                )
+                audit_channel(channel, licensing, product.waivers, release=release, memo=memo)
             )
     # a target no package carries (windows-arm64 today) is still published under dist/: it is
     # audited as what it is, the stage, so no built byte goes unaudited
     covered = {t for a in audits for t in a.targets}
     bare = [tl for tl in licensing if tl.target not in covered]
-    if bare and not options.audit_channels:
+    if bare and not channels:
         if STAGE_CHANNEL not in policy.channels:
             raise ConfigError(
                 f"no package carries {', '.join(tl.target for tl in bare)}, and the licence "
@@ -638,7 +638,7 @@ def audit_targets(
                 policy.channel(STAGE_CHANNEL),
                 bare,
                 product.waivers,
-                release=options.release,
+                release=release,
                 memo=memo,
             )
         )

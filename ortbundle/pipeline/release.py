@@ -34,10 +34,10 @@ from ortbundle.evidence.names import MANIFEST_NAME
 from ortbundle.evidence.record import RECORDS_DIR
 from ortbundle.evidence.report.closures import copy_closures
 from ortbundle.evidence.signing import SecretKey, signing_key
+from ortbundle.evidence.step import finish_version
 from ortbundle.evidence.verify import verify_tree
 from ortbundle.licensing.attribution import TargetLicensing, licensing_from_json
 from ortbundle.licensing.audit import ChannelAudit, audit_targets
-from ortbundle.pipeline.build import finish_version
 from ortbundle.stage.staging import discard, scratch_dir
 
 
@@ -142,7 +142,7 @@ def release(project: Project, runner_dirs: Sequence[Path], options: BuildOptions
     environ = os.environ if options.environ is None else options.environ
     plan = load_plan(project, BuildOptions(product=options.product))
     product = plan.product
-    key = signing_key(product, options, environ)
+    key = signing_key(product, options.signing_key, environ, release=options.release)
     epoch = source_date_epoch(project.root, environ)
     runners = tuple(
         _load_runner(_version_dir(d, product.name, product.version)) for d in runner_dirs
@@ -171,7 +171,14 @@ def _release_locked(
         # a release keeps and consults no memo: it parses every licence expression again,
         # renders every page and writes the SBOM afresh
         memo = Memo.off()
-        audits = audit_targets(project, plan.product, merged.licensing, options, memo)
+        audits = audit_targets(
+            project,
+            plan.product,
+            merged.licensing,
+            channels=options.audit_channels,
+            release=options.release,
+            memo=memo,
+        )
         finish_version(
             project,
             plan,
@@ -182,7 +189,8 @@ def _release_locked(
             inputs=merged.inputs,
             epoch=epoch,
             key=key,
-            options=options,
+            release=options.release,
+            compare=options.compare,
             # each runner's tree was re-hashed against its manifest when it was loaded
             digests=merged.packaging_digests,
             memo=memo,

@@ -306,6 +306,7 @@ class BuildResult:
     signed_by: str | None = None  # key id, None for an unsigned development build
     up_to_date: dict[str, Any] | None = None  # set when nothing changed: the earlier summary
     repairs: tuple[Repair, ...] = ()  # cache entries that failed their hash, fetched again
+    warnings: tuple[str, ...] = ()  # what the build warns about, as the console prints it
 
 
 def _compact(names: list[str]) -> str:

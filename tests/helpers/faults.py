@@ -185,7 +185,9 @@ _SCRIPT = textwrap.dedent(
     from pathlib import Path
     import ortbundle.pipeline.build as b
     import ortbundle.channels.arch as arch
-    import ortbundle.pipeline.incremental as incremental
+    import ortbundle.stage.runtime_cache as runtime_cache
+    import ortbundle.stage.step as stage_step
+    import ortbundle.evidence.step as evidence_step
     from ortbundle.config.retry import RetryPolicy
     from ortbundle._core.progress import plain_reporter
 
@@ -204,13 +206,13 @@ _SCRIPT = textwrap.dedent(
         return wrapper
 
     if hook == "stage":
-        b.stage_runtime = after(b.stage_runtime)
+        stage_step.stage_runtime = after(stage_step.stage_runtime)
     elif hook == "channel":
         arch.ArchChannel.generate = after(arch.ArchChannel.generate)
     elif hook == "memo":  # inside store_runtime: the libraries are copied, the JSON is not
-        incremental._runtime_to_json = after(incremental._runtime_to_json)
+        runtime_cache._runtime_to_json = after(runtime_cache._runtime_to_json)
     elif hook == "evidence":  # in the main thread: packages written, the evidence not yet
-        b.write_evidence = after(b.write_evidence)
+        evidence_step.write_evidence = after(evidence_step.write_evidence)
     options = b.BuildOptions(
         product="fakeproduct", index_url=index, cache_dir=Path(cache), jobs=1,
         retry=RetryPolicy(attempts=2, base_delay=0.01, max_delay=0.05, read_timeout=60.0),

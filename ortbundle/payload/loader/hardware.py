@@ -98,7 +98,7 @@ def _windows_gpus() -> list[Gpu]:  # pragma: no cover - exercised on Windows onl
     """Display adapters' PCI ids through SetupAPI (hardware ids like PCI\\VEN_8086&DEV_A7A0).
 
     ctypes is imported here, where Windows needs it: the build's own check of the ranking
-    (pipeline/reachable.py) imports this module and the scoring, and needs no ctypes."""
+    (stage/reachable.py) imports this module and the scoring, and needs no ctypes."""
     import ctypes
     from ctypes import wintypes
 

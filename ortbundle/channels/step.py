@@ -1,4 +1,6 @@
-"""The channels step: turn each finished target stage into the packages the product ships."""
+"""The channels step: turn each finished target stage into the packages the product ships.
+
+Its entry is `generate_all`, over one `package_input` per target."""
 
 from __future__ import annotations
 
@@ -167,3 +169,12 @@ def generate_all(
     wanted = [c for c in channels if any(t in inputs for t in CHANNEL_TARGETS[c])]
     with ThreadPoolExecutor(max_workers=max(1, min(workers, len(wanted)))) as pool:
         return list(pool.map(one, wanted))
+
+
+def package_digests(packages: Sequence[ChannelOutput]) -> dict[str, str]:
+    """The SHA-256 each channel already computed, by output path: not hashed twice."""
+    return {
+        f"packaging/{p.channel}/{name}": sha256
+        for p in packages
+        for name, sha256 in p.digests.items()
+    }
