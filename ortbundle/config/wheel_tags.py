@@ -6,7 +6,7 @@ serves which target is data (data/targets.toml, each target's `wheel_platforms`)
 from __future__ import annotations
 
 import re
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from functools import cache
 
@@ -72,7 +72,7 @@ def requirement(system: str, level: tuple[int, int]) -> str:
 
 
 @cache
-def wheel_targets() -> dict[str, frozenset[str]]:
+def wheel_targets() -> Mapping[str, frozenset[str]]:
     """target → the platform families that install on it (data/targets.toml), in data order;
     a target with none is not served by wheels."""
     return {
