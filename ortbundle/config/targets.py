@@ -112,6 +112,8 @@ class Target:
     page_align: int = 0  # Android: the PT_LOAD alignment the device's linker needs (0: none)
     # the machine's name per packaging format (("deb", "arm64"), ("nsis", "arm64"), …)
     package_arch: tuple[tuple[str, str], ...] = ()
+    # the wheel platform families that install on it (config/wheel_tags.py reads the tags)
+    wheel_platforms: tuple[str, ...] = ()
 
     def arch_for(self, channel: str) -> str | None:
         """What `channel`'s packages call this target's machine; None: it packages no such."""
@@ -197,6 +199,7 @@ def _parse_target(name: str, raw: dict[str, Any]) -> Target:
             package_arch=tuple(
                 sorted((str(k), str(v)) for k, v in raw.get("package_arch", {}).items())
             ),
+            wheel_platforms=tuple(str(p) for p in raw.get("wheel_platforms", [])),
         )
     except KeyError as missing:
         raise ConfigError(

@@ -45,6 +45,12 @@ TARGET_DATA = Table(
             ),
             "the machine's name in each packaging format",
         ),
+        texts(
+            "wheel_platforms",
+            "the wheel platform families that install on it: `manylinux x86_64` is every "
+            "manylinux level of that machine, a tag without a level is named whole (`win_amd64`)",
+            default="[]",
+        ),
         tables(
             "externals",
             Table(

@@ -18,7 +18,7 @@ Comments are never rewritten; the ones that mention O are listed as notes to rev
 
 The new file of a source keeps the old file's wheel tags (python, ABI, platform set). When those
 are missing, the closest file of the same platform family is taken (the smallest step in the
-manylinux/musllinux/macOS level, preferring no newer requirement) and the result says so.
+manylinux/musllinux/macOS/Android level, preferring no newer requirement) and the result says so.
 
 Maven and npm sources (`maven = {…}`, `npm = {…}`) move the same way, with what those registries
 publish. A project is `group:artifact` (Maven) or the package name (npm); its versions come from

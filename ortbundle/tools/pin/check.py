@@ -21,18 +21,11 @@ from ortbundle.fetch.http import CHUNK
 from ortbundle.fetch.index import version_or_none
 from ortbundle.fetch.registry import Digests, Published
 from ortbundle.licensing.waivers import ObsoleteWaiver
-from ortbundle.tools.pin.options import (
-    VERSIONED,
-    Lookups,
-    PinOptions,
-    PinStatus,
-    lookups,
-    project_of,
-    version_of,
-)
-from ortbundle.tools.pin.select import main_project, newest_release
+from ortbundle.tools.pin.lookups import Listed, Lookups, listed_files, lookups, newest_release
+from ortbundle.tools.pin.options import VERSIONED, PinOptions, PinStatus, project_of, version_of
+from ortbundle.tools.pin.select import main_project
 from ortbundle.tools.pin.waiver_watch import obsolete_waivers, product_waivers
-from ortbundle.tools.pin.wheels import Listed, listed_files, newest_wheels
+from ortbundle.tools.pin.wheels import newest_wheels
 
 # --- check -------------------------------------------------------------------------------------
 

@@ -10,23 +10,16 @@ from pathlib import Path
 
 from packaging.utils import canonicalize_name
 
-from ortbundle._core.errors import IntegrityError, OrtbundleError
+from ortbundle._core.errors import IntegrityError
 from ortbundle._core.progress import Reporter
 from ortbundle.config.plan import Project
-from ortbundle.config.recipes import Coordinates, PypiCoordinates, Source, load_recipe
+from ortbundle.config.recipes import PypiCoordinates, Source, load_recipe
 from ortbundle.fetch.artifacts import Fetcher
 from ortbundle.fetch.cache import Cache, default_cache_dir
-from ortbundle.fetch.config.urls import redact
 from ortbundle.fetch.nested import renest
 from ortbundle.tools.pin.compare import BumpReport, bump_report
-from ortbundle.tools.pin.options import (
-    Lookups,
-    PinOptions,
-    lookups,
-    names_of,
-    project_of,
-    version_of,
-)
+from ortbundle.tools.pin.lookups import Lookups, download_new, lookups
+from ortbundle.tools.pin.options import PinOptions, names_of, project_of, version_of
 from ortbundle.tools.pin.rewrite import Edit, SourceMove, rewrite_recipe, validate, write_atomically
 from ortbundle.tools.pin.select import choose_published, selection
 from ortbundle.tools.pin.wheels import Chosen, choose_wheels, tags_note
@@ -227,22 +220,3 @@ def _confirm_published(
             )
         )
     return tuple(moves)
-
-
-def download_new(
-    source: Source, origin: Coordinates, cache: Cache, reporter: Reporter, ask: Lookups
-) -> str:
-    """Download `origin` (a version not pinned yet) into the cache, checked against the
-    digests its registry publishes: its SHA-256."""
-    partial = cache.root / "partial" / f"pin-{os.getpid()}-{source.id}.part"
-    update, finish = reporter.download(origin.filename)
-    try:
-        fetched = ask.registry(origin).download(origin, None, partial, progress=update)
-    except OrtbundleError:
-        partial.unlink(missing_ok=True)
-        raise
-    finally:
-        finish()
-    done = fetched.downloaded
-    cache.adopt(done.path, done.sha256, url=redact(fetched.url))
-    return done.sha256

@@ -3,12 +3,10 @@ Registries), each project read once and a registry that did not answer not asked
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Mapping
-from contextlib import contextmanager
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from ortbundle._core.errors import FetchError, OrtbundleError
 from ortbundle.config.recipes import (
     Coordinates,
     MavenCoordinates,
@@ -17,8 +15,6 @@ from ortbundle.config.recipes import (
     Source,
 )
 from ortbundle.config.retry import RetryPolicy
-from ortbundle.fetch import Registries
-from ortbundle.fetch.registry import Digests, Published, Registry
 
 
 @dataclass(frozen=True)
@@ -68,69 +64,6 @@ def names_of(origin: Coordinates) -> tuple[str, ...]:
     if isinstance(origin, PypiCoordinates):
         return (origin.project,)
     return ()
-
-
-class Lookups:
-    """The registries of one pin run."""
-
-    def __init__(self, options: PinOptions, root: Path | None) -> None:
-        self.registries = Registries(
-            policy=options.retry,
-            index_url=options.index_url,
-            project_root=root,
-            environ=options.environ,
-        )
-        self._down: dict[str, OrtbundleError] = {}  # endpoint → why it is not asked again
-        self._published: dict[str, Published | None] = {}
-
-    def registry(self, origin: Coordinates | str) -> Registry:
-        return self.registries.registry_for(origin)
-
-    def where(self, kind: str, name: str) -> str:
-        """Where a kind's settings say to look, without a URL (for a report line)."""
-        try:
-            return self.registry(kind).where(name)
-        except OrtbundleError:
-            return "not configured"
-
-    def _guarded(self, registry: Registry, project: str) -> str:
-        endpoint = registry.endpoint(project)
-        if endpoint in self._down:
-            raise self._down[endpoint]
-        return endpoint
-
-    def published(self, source: Source) -> Published | None:
-        """The project's versions; None when the registry has no such project. Raises
-        ConfigError (not configured) or FetchError (did not answer) otherwise."""
-        project = project_of(source)
-        key = f"{source.origin.kind}:{project}"
-        if key not in self._published:
-            registry = self.registry(source.origin)
-            endpoint = self._guarded(registry, project)
-            try:
-                self._published[key] = registry.versions(project)
-            except FetchError as exc:
-                self._down[endpoint] = exc
-                raise
-        return self._published[key]
-
-    def digests(self, source: Source) -> Digests | None:
-        """What the registry publishes for the pinned file; None when it is not there."""
-        registry = self.registry(source.origin)
-        self._guarded(registry, project_of(source))
-        return registry.published_digests(source.origin)
-
-    def close(self) -> None:
-        self.registries.close()
-
-
-@contextmanager
-def lookups(options: PinOptions, root: Path | None) -> Iterator[Lookups]:
-    found = Lookups(options, root)
-    try:
-        yield found
-    finally:
-        found.close()
 
 
 @dataclass(frozen=True)

@@ -12,8 +12,8 @@ from packaging.utils import canonicalize_name
 from ortbundle._core.errors import ConfigError, FetchError
 from ortbundle.config.recipes import Recipe, Source
 from ortbundle.fetch import Registries
-from ortbundle.fetch.registry import Registry
-from ortbundle.tools.pin.options import VERSIONED, Lookups, PinOptions, project_of, version_of
+from ortbundle.tools.pin.lookups import Lookups, newest_release
+from ortbundle.tools.pin.options import VERSIONED, PinOptions, project_of, version_of
 
 _ORDERS = Registries()  # reads no configuration: only each kind's version order is asked of it
 
@@ -86,31 +86,6 @@ def selection(
             fix="run pin once per kind, naming that kind's sources with --source",
         )
     return moved, [s for s in recipe.sources.values() if s not in moved], main
-
-
-def newest_release(
-    registry: Registry,
-    versions: Sequence[str],
-    pinned: Sequence[str],
-    lacking: Mapping[str, Sequence[str]],
-) -> tuple[str | None, list[str]]:
-    """The newest version to move to and why newer ones lost. Pre-releases count only when a
-    pin already is one; `lacking` maps a version to the sources it is not published for."""
-    pre_ok = any(registry.is_prerelease(v) for v in pinned)
-    snapshot_ok = any(v.upper().endswith("SNAPSHOT") for v in pinned)
-    notes: list[str] = []
-    for version in sorted(versions, key=registry.version_key, reverse=True):
-        snapshot = version.upper().endswith("SNAPSHOT")
-        if (snapshot and not snapshot_ok) or (registry.is_prerelease(version) and not pre_ok):
-            notes.append(f"{version} skipped: {'SNAPSHOT' if snapshot else 'pre-release'}")
-            continue
-        if lacking.get(version):
-            notes.append(
-                f"{version} skipped: not published for source {', '.join(lacking[version])}"
-            )
-            continue
-        return version, notes
-    return None, notes
 
 
 def choose_published(

@@ -24,8 +24,8 @@ from ortbundle.config.recipes import Source, Waiver, load_product, load_recipe
 from ortbundle.fetch.cache import Cache
 from ortbundle.fetch.remote_zip import remote_member_names
 from ortbundle.licensing.waivers import ObsoleteWaiver, waivers_a_release_drops
-from ortbundle.tools.pin.options import Lookups
-from ortbundle.tools.pin.wheels import Listed, listed_files, match_file
+from ortbundle.tools.pin.lookups import Listed, Lookups, listed_files
+from ortbundle.tools.pin.wheels import match_file
 
 if TYPE_CHECKING:
     from ortbundle.tools.pin.options import PinStatus

@@ -1,102 +1,21 @@
 """Which wheel a PyPI source moves to: the new release's file with the old file's tags, else the
-closest of the same platform family (the smallest step in the manylinux/musllinux/macOS level,
-preferring no newer requirement); and the newest release with a file for every moved source."""
+closest of the same platform family (the smallest step in the manylinux/musllinux/macOS/Android
+level, preferring no newer requirement); and the newest release with a file for every moved
+source. The tags are read by config/wheel_tags.py, as the scaffold reads them."""
 
 from __future__ import annotations
 
-import re
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 
-from packaging.tags import Tag
-from packaging.utils import BuildTag
 from packaging.version import Version
 
-from ortbundle._core.errors import ConfigError, FetchError, IntegrityError
+from ortbundle._core.errors import ConfigError, FetchError
 from ortbundle.config.recipes import Source
+from ortbundle.config.wheel_tags import level_text, read_tags, requirement
 from ortbundle.fetch.index import version_or_none, wheel_name
-from ortbundle.tools.pin.options import Lookups, PinOptions
-
-
-@dataclass(frozen=True)
-class Listed:
-    """One wheel a project page lists."""
-
-    filename: str
-    url: str
-    version: Version
-    build: BuildTag
-    tags: frozenset[Tag]
-    sha256: str | None
-    size: int | None  # PEP 700, when the index publishes it
-    yanked: bool
-
-
-def listed_files(found: Lookups, project: str) -> tuple[Listed, ...]:
-    """Every wheel of `project` the configured indexes list, as pin compares them."""
-    published = found.registry("pypi").versions(project)
-    out = []
-    for entry in published.files if published else ():
-        wheel = wheel_name(entry.filename)
-        if wheel is not None:
-            out.append(
-                Listed(
-                    entry.filename,
-                    entry.url,
-                    wheel[1],
-                    wheel[2],
-                    wheel[3],
-                    entry.hashes.get("sha256"),
-                    entry.size,
-                    entry.yanked,
-                )
-            )
-    return tuple(out)
-
-
-# --- wheel tags --------------------------------------------------------------------------------
-
-_LEVELLED = re.compile(r"^(manylinux|musllinux|macosx)_(\d+)_(\d+)_(.+)$")
-_LEGACY = {"manylinux1": (2, 5), "manylinux2010": (2, 12), "manylinux2014": (2, 17)}
-_LEGACY_TAG = re.compile(r"^(manylinux1|manylinux2010|manylinux2014)_(.+)$")
-
-
-def _platform(tag: str) -> tuple[str, tuple[int, int]]:
-    """(family, level): manylinux_2_28_x86_64 → ("manylinux x86_64", (2, 28))."""
-    if m := _LEVELLED.match(tag):
-        return f"{m[1]} {m[4]}", (int(m[2]), int(m[3]))
-    if m := _LEGACY_TAG.match(tag):
-        return f"manylinux {m[2]}", _LEGACY[m[1]]
-    return tag, (0, 0)
-
-
-@dataclass(frozen=True)
-class _Shape:
-    interpreters: frozenset[str]
-    abis: frozenset[str]
-    families: frozenset[str]
-    level: tuple[int, int]  # the lowest platform level the wheel installs on
-
-    @classmethod
-    def of(cls, tags: frozenset[Tag]) -> _Shape:
-        platforms = [_platform(t.platform) for t in tags]
-        return cls(
-            frozenset(t.interpreter for t in tags),
-            frozenset(t.abi for t in tags),
-            frozenset(f for f, _ in platforms),
-            min(level for _, level in platforms),
-        )
-
-    def compatible(self, other: _Shape) -> bool:
-        return (self.interpreters, self.abis, self.families) == (
-            other.interpreters,
-            other.abis,
-            other.families,
-        )
-
-
-def _platforms(tags: frozenset[Tag]) -> str:
-    return ".".join(sorted({t.platform for t in tags}))
+from ortbundle.tools.pin.lookups import Listed, Lookups, listed_files, published_sha256
+from ortbundle.tools.pin.options import PinOptions
 
 
 def match_file(
@@ -114,13 +33,13 @@ def match_file(
     exact = [f for f in candidates if f.tags == old[3]]
     if exact:
         return max(exact, key=lambda f: (not f.yanked, f.build))
-    shape = _Shape.of(old[3])
-    close = [f for f in candidates if _Shape.of(f.tags).compatible(shape)]
+    shape = read_tags(old[3])
+    close = [f for f in candidates if read_tags(f.tags).same_shape(shape)]
     if not close:
         return None
 
     def distance(f: Listed) -> tuple[bool, int, bool]:
-        level = _Shape.of(f.tags).level
+        level = read_tags(f.tags).level
         step = abs((level[0] - shape.level[0]) * 1000 + level[1] - shape.level[1])
         return (level > shape.level, step, f.yanked)
 
@@ -176,27 +95,16 @@ def tags_note(old: str, new: Listed) -> str | None:
     old_tags = wheel_name(old)
     if old_tags is None or old_tags[3] == new.tags:
         return None
-    was, now = _Shape.of(old_tags[3]).level, _Shape.of(new.tags).level
-    family = next(iter(_Shape.of(new.tags).families)).split(" ")[0]
-    what = {"manylinux": "glibc", "musllinux": "musl", "macosx": "macOS"}.get(family, family)
-    step = "" if was == now else f"; needs {what} {now[0]}.{now[1]}, was {was[0]}.{was[1]}"
-    return (
-        f"no file with the old tags ({_platforms(old_tags[3])}); took the closest of the same "
-        f"platform family: {_platforms(new.tags)}{step}"
+    before, after = read_tags(old_tags[3]), read_tags(new.tags)
+    was, now = before.level, after.level
+    system = after.platforms[0].system
+    step = (
+        "" if was == now else f"; needs {requirement(system, now)}, was {level_text(system, was)}"
     )
-
-
-def published_sha256(found: Listed, component: str, who: str = "pin") -> str:
-    """The digest the index publishes for a wheel: nothing is pinned that it cannot check."""
-    if found.sha256 is None:
-        raise IntegrityError(
-            f"the index publishes no sha256 for {found.filename}; {who} does not trust a "
-            "download it cannot check",
-            component=component,
-            file=found.filename,
-            fix="use an index that publishes digests (PEP 503 #sha256= or PEP 691 hashes)",
-        )
-    return found.sha256
+    return (
+        f"no file with the old tags ({before.platform_names}); took the closest of the same "
+        f"platform family: {after.platform_names}{step}"
+    )
 
 
 @dataclass(frozen=True)

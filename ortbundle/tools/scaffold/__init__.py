@@ -31,7 +31,8 @@ from ortbundle.fetch.archives import ZipArchive
 from ortbundle.fetch.cache import Cache, default_cache_dir
 from ortbundle.stage.closure import prune
 from ortbundle.stage.versions import read_file_facts
-from ortbundle.tools.pin.options import Lookups, PinOptions
+from ortbundle.tools.pin import PinOptions
+from ortbundle.tools.pin.lookups import Lookups
 from ortbundle.tools.scaffold.licences import licence_component, notice_members, propose_rules
 from ortbundle.tools.scaffold.propose import (
     Proposal,

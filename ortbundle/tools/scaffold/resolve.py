@@ -17,8 +17,6 @@ from dataclasses import dataclass
 from email.parser import HeaderParser
 from pathlib import Path
 
-from packaging.tags import Tag
-
 from ortbundle._core.errors import ConfigError, FetchError
 from ortbundle._core.progress import Reporter
 from ortbundle.config.recipes import (
@@ -29,30 +27,22 @@ from ortbundle.config.recipes import (
     Source,
 )
 from ortbundle.config.targets import all_targets
+from ortbundle.config.wheel_tags import interpreter_order, read_tags, wheel_targets
 from ortbundle.fetch.archives import ZipArchive
 from ortbundle.fetch.artifacts import Fetcher
 from ortbundle.fetch.cache import Cache
 from ortbundle.fetch.index import version_or_none
 from ortbundle.fetch.nested import renest
-from ortbundle.tools.pin.core import download_new
-from ortbundle.tools.pin.options import Lookups
-from ortbundle.tools.pin.select import newest_release
-from ortbundle.tools.pin.wheels import Listed, listed_files, published_sha256
+from ortbundle.tools.pin.lookups import (
+    Listed,
+    Lookups,
+    download_new,
+    listed_files,
+    newest_release,
+    published_sha256,
+)
 
 KINDS = ("pypi", "maven", "npm")
-
-# Which wheel platform tags install on which target (PEP 600 manylinux, PEP 738 Android; a
-# universal2 macOS tag promises an arm64 slice the closure still checks: the tag is no evidence).
-WHEEL_PLATFORMS: dict[str, re.Pattern[str]] = {
-    "linux-x86_64": re.compile(r"^(manylinux(1|2010|2014|_\d+_\d+)_x86_64|linux_x86_64)$"),
-    "linux-aarch64": re.compile(r"^(manylinux(2014|_\d+_\d+)_aarch64|linux_aarch64)$"),
-    "windows-x86_64": re.compile(r"^win_amd64$"),
-    "windows-arm64": re.compile(r"^win_arm64$"),
-    "macos-arm64": re.compile(r"^macosx_\d+_\d+_(arm64|universal2)$"),
-    "android-arm64-v8a": re.compile(r"^android_\d+_arm64_v8a$"),
-    "android-x86_64": re.compile(r"^android_\d+_x86_64$"),
-}
-_LEVEL = re.compile(r"_(\d+)_(\d+)_")
 
 
 @dataclass(frozen=True)
@@ -145,44 +135,35 @@ def resolve(wanted: Wanted, targets: Sequence[str], via: Asking) -> Resolved:
 # --- PyPI ---------------------------------------------------------------------------------------
 
 
-def _platform_level(tags: frozenset[Tag]) -> tuple[int, int]:
-    """The lowest manylinux level a wheel's tags name (the widest install base first)."""
-    levels = [(int(m[1]), int(m[2])) for t in tags if (m := _LEVEL.search(t.platform))]
-    return min(levels, default=(0, 0))
-
-
-def _interpreter(listed: Listed) -> str:
-    return ".".join(sorted({t.interpreter for t in listed.tags}))
-
-
-def _interpreter_order(interpreter: str) -> tuple[int, int]:
-    """abi-neutral first, then the newest CPython."""
-    numbers = [int(n) for n in re.findall(r"cp3(\d+)", interpreter)]
-    return (0 if numbers else 1, max(numbers, default=0))
-
-
 def wheels_for_targets(
     files: Sequence[Listed], targets: Sequence[str]
 ) -> tuple[dict[str, Listed], str]:
-    """Each target's wheel among one release's files, and a note on the interpreter chosen:
-    the interpreter tag most targets have (its native libraries do not depend on it)."""
+    """Each target's wheel among one release's files (config/wheel_tags.py reads the tags), and
+    a note on the interpreter chosen: the interpreter tag most targets have (its native
+    libraries do not depend on it); then the lowest platform level (the widest install base)."""
+    read = {f.filename: read_tags(f.tags) for f in files}
+    served = wheel_targets()
     per_target = {
-        t: [f for f in files if any(WHEEL_PLATFORMS[t].match(tag.platform) for tag in f.tags)]
-        for t in targets
-        if t in WHEEL_PLATFORMS
+        t: [f for f in files if read[f.filename].serves(t)] for t in targets if t in served
     }
     per_target = {t: fs for t, fs in per_target.items() if fs}
-    coverage = Counter(i for fs in per_target.values() for i in {_interpreter(f) for f in fs})
+    coverage = Counter(
+        i for fs in per_target.values() for i in {read[f.filename].interpreter for f in fs}
+    )
     if not coverage:
         return {}, ""
-    best = max(coverage, key=lambda i: (coverage[i], _interpreter_order(i)))
+    best = max(coverage, key=lambda i: (coverage[i], interpreter_order(i)))
     chosen = {}
     for target, fs in per_target.items():
-        same = [f for f in fs if _interpreter(f) == best] or sorted(
-            fs, key=lambda f: _interpreter_order(_interpreter(f))
+        same = [f for f in fs if read[f.filename].interpreter == best] or sorted(
+            fs, key=lambda f: interpreter_order(read[f.filename].interpreter)
         )[-1:]
         chosen[target] = min(
-            same, key=lambda f: (_platform_level(f.tags), -f.build[0] if f.build else 0)
+            same,
+            key=lambda f: (
+                read[f.filename].level_for(target),
+                -f.build[0] if f.build else 0,
+            ),
         )
     others = sorted(set(coverage) - {best})
     note = (
@@ -251,7 +232,7 @@ def _pypi(wanted: Wanted, targets: Sequence[str], via: Asking) -> Resolved:
             f"(files: {', '.join(names)})",
             component=component,
             fix="ortbundle packages native libraries: pick a project with platform wheels "
-            f"({', '.join(WHEEL_PLATFORMS)})",
+            f"({', '.join(wheel_targets())})",
         )
     if note:
         notes.append(note)
