@@ -510,7 +510,7 @@ def mutation(
 ) -> None:
     """Mutation-test the code that refuses (mutmut), each module with only its own tests; fail
     when a module kills fewer than 90 % of its mutants. Minutes per module (docs/testing.md)."""
-    from ortbundle.cli.mutation import run_mutation
+    from devtools.invoke_mutation import run_mutation
 
     try:
         run_mutation(module or [], max_children=max_children, show=show)
