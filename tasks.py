@@ -441,10 +441,16 @@ def templates_(
         raise Exit(str(exc), code=exc.code) from None
 
 
-@task(help={"check": "only check: exit 1 when docs/configuration.md or schemas/ is stale"})
+@task(
+    help={
+        "check": "only check: exit 1 when docs/configuration.md, schemas/ or the loader's "
+        "vendors.py is stale"
+    }
+)
 def docs(c: Context, check: bool = False) -> None:
     """Write docs/configuration.md (every key of every input file) and the JSON Schemas under
-    schemas/ (for editors) from ortbundle/config/schema/."""
+    schemas/ (for editors) from ortbundle/config/schema/, and the loader's copy of
+    ortbundle/data/gpu-vendors.toml (ortbundle/payload/loader/vendors.py)."""
     from ortbundle.cli.docs import run_docs
 
     try:
@@ -510,7 +516,7 @@ def mutation(
 ) -> None:
     """Mutation-test the code that refuses (mutmut), each module with only its own tests; fail
     when a module kills fewer than 90 % of its mutants. Minutes per module (docs/testing.md)."""
-    from ortbundle.cli.mutation import run_mutation
+    from devtools.invoke_mutation import run_mutation
 
     try:
         run_mutation(module or [], max_children=max_children, show=show)

@@ -15,6 +15,7 @@ import pytest
 
 from ortbundle.cli.common import CommandFailed
 from ortbundle.cli.docs import run_docs
+from ortbundle.config.gpu_vendors import LOADER_COPY
 from ortbundle.config.plan import load_plan
 from ortbundle.config.project import BuildOptions, Project
 from ortbundle.config.schema import ConfigProblems, problems_in
@@ -42,6 +43,8 @@ def test_the_committed_schemas_are_current(tmp_path: Path) -> None:
     # the check bites: an edited schema is stale, and `invoke docs --check` says so (exit 1)
     shutil.copytree(ROOT / "docs", tmp_path / "docs")
     shutil.copytree(ROOT / SCHEMAS, tmp_path / SCHEMAS)
+    (tmp_path / LOADER_COPY).parent.mkdir(parents=True)
+    shutil.copy(ROOT / LOADER_COPY, tmp_path / LOADER_COPY)
     run_docs(check=True, root=tmp_path)
     (tmp_path / SCHEMAS / "policy.json").write_text("{}\n")
     with pytest.raises(CommandFailed) as caught:

@@ -1,4 +1,4 @@
-"""The loader's six modules and the one file a package ships: runtime_loader.py is exactly
+"""The loader's seven modules and the one file a package ships: runtime_loader.py is exactly
 loader_source(), which compiles and runs alone in a clean interpreter and decides as the package
 does; each module imports only the standard library and the modules before it; nothing in
 payload/ imports an ortbundle module inside a function; shipping the loader imports none of it."""
@@ -329,7 +329,7 @@ def test_a_root_without_a_readable_c_library_has_no_machine(tmp_path: Path) -> N
 # --- the joined text -------------------------------------------------------------------------
 
 
-def test_the_joined_text_is_the_six_modules_in_one() -> None:
+def test_the_joined_text_is_the_seven_modules_in_one() -> None:
     source = loader_source()
     assert source.startswith("#!/usr/bin/env python3\n")
     tree = ast.parse(source)
@@ -380,7 +380,7 @@ def _edited(module: str, old: str, new: str) -> dict[str, str]:
             "imports belong at the top",
         ),
         (
-            "hardware",
+            "vendors",  # the first module: no sibling comes before it
             FUTURE,
             f"{FUTURE}\nfrom {PACKAGE}.index import LoaderError\n",
             r"not one of the modules before it \(none\)",
@@ -426,11 +426,11 @@ def test_the_join_refuses_what_one_file_would_change(
 # --- the modules -------------------------------------------------------------------------------
 
 
-def test_the_package_holds_the_six_modules_and_nothing_the_join_leaves_out() -> None:
+def test_the_package_holds_the_seven_modules_and_nothing_the_join_leaves_out() -> None:
     assert sorted(p.name for p in LOADER.iterdir() if p.suffix == ".py") == sorted(
         ["__init__.py", *(f"{m}.py" for m in MODULES)]
     )
-    assert len(MODULES) == 6
+    assert len(MODULES) == 7
 
 
 def test_each_module_imports_only_the_standard_library_and_the_modules_before_it() -> None:
@@ -496,7 +496,7 @@ print(json.dumps(sorted(sys.modules)))
 
 
 def test_shipping_the_loader_imports_none_of_its_modules() -> None:
-    """The stage step reads the six as text: no ctypes, no argparse, no loader module."""
+    """The stage step reads the seven as text: no ctypes, no argparse, no loader module."""
     script = _IMPORTED.format(
         imports="import ortbundle.stage.index_json\n"
         "from ortbundle.payload.loader import loader_source\nloader_source()"
@@ -513,6 +513,6 @@ def test_the_never_chosen_check_imports_the_scoring_only() -> None:
         json.loads(run_python(_IMPORTED.format(imports="import ortbundle.stage.reachable")))
     )
     assert sorted(m for m in modules if m.startswith(f"{PACKAGE}.")) == [
-        f"{PACKAGE}.{m}" for m in ("hardware", "index", "scoring", "search")
+        f"{PACKAGE}.{m}" for m in ("hardware", "index", "scoring", "search", "vendors")
     ]
     assert "ctypes" not in modules and "argparse" not in modules

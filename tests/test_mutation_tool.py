@@ -8,8 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from ortbundle._core.errors import ConfigError
-from ortbundle.tools.mutation import (
+from devtools.mutation import (
     UNLINKED,
     MutationModule,
     _retest_survivors,
@@ -18,6 +17,7 @@ from ortbundle.tools.mutation import (
     select,
     work_dir,
 )
+from ortbundle._core.errors import ConfigError
 
 ROOT = Path(__file__).resolve().parent.parent
 

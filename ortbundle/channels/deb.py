@@ -19,7 +19,6 @@ import unicodedata
 from collections.abc import Sequence
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import Any
 
 from ortbundle._core.templating import render
 from ortbundle._core.version import __version__
@@ -67,53 +66,40 @@ class DebChannel:
     target = CHANNEL_TARGETS["deb"][0]  # one of several: generate() takes any of them
 
     def generate(self, package: PackageInput, out: Path) -> ChannelOutput:
-        meta = nfpm.describe(package, _PACKAGER)
-        name, version, release, arch = meta.name, meta.version, meta.release, meta.arch
-        out.mkdir(parents=True, exist_ok=True)
+        return nfpm.generate(package, out, _PACKAGER, lambda meta: _layout(package, out, meta))
 
-        doc = f"/usr/share/doc/{name}"
-        generated = {
-            "copyright": copyright_text(package, name, doc).encode("utf-8"),
-            "changelog.Debian.gz": _changelog(
-                package, name, f"{version}-{release}", meta.maintainer
-            ),
-            "lintian-overrides": _overrides(name).encode("utf-8"),
-        }
-        if package.sbom:
-            generated["sbom.cdx.json"] = package.sbom.encode("utf-8")
-        docs = [
-            nfpm.Doc(f"{doc}/copyright", f"{nfpm.GENERATED_DIR}/copyright"),
-            nfpm.Doc(f"{doc}/changelog.Debian.gz", f"{nfpm.GENERATED_DIR}/changelog.Debian.gz"),
-            nfpm.Doc(
-                f"/usr/share/lintian/overrides/{name}", f"{nfpm.GENERATED_DIR}/lintian-overrides"
-            ),
-            *nfpm.licence_docs(package, out, _PACKAGER, doc),
-        ]
-        if package.sbom:
-            docs.append(nfpm.Doc(f"{doc}/sbom.cdx.json", f"{nfpm.GENERATED_DIR}/sbom.cdx.json"))
-        description = (
+
+def _layout(package: PackageInput, out: Path, meta: nfpm.Metadata) -> nfpm.Layout:
+    """Debian's part: DEP-5 copyright, changelog and lintian overrides with the licence texts
+    under /usr/share/doc/<package>/, the synopsis as the description's first line."""
+    name, version, release, arch = meta.name, meta.version, meta.release, meta.arch
+    doc = f"/usr/share/doc/{name}"
+    generated = {
+        "copyright": copyright_text(package, name, doc).encode("utf-8"),
+        "changelog.Debian.gz": _changelog(package, name, f"{version}-{release}", meta.maintainer),
+        "lintian-overrides": _overrides(name).encode("utf-8"),
+    }
+    docs = [
+        nfpm.Doc(f"{doc}/copyright", f"{nfpm.GENERATED_DIR}/copyright"),
+        nfpm.Doc(f"{doc}/changelog.Debian.gz", f"{nfpm.GENERATED_DIR}/changelog.Debian.gz"),
+        nfpm.Doc(f"/usr/share/lintian/overrides/{name}", f"{nfpm.GENERATED_DIR}/lintian-overrides"),
+        *nfpm.licence_docs(package, out, _PACKAGER, doc),
+    ]
+    file_name = f"{name}_{version}-{release}_{arch}.deb"
+    return nfpm.Layout(
+        file_name=file_name,
+        generated=generated,
+        docs=docs,
+        doc_roots=(doc,),
+        sbom=nfpm.Doc(f"{doc}/sbom.cdx.json", f"{nfpm.GENERATED_DIR}/sbom.cdx.json"),
+        description=(
             f"{nfpm.synopsis(package, _PACKAGER)}\n{nfpm.long_description(package, _PACKAGER)}"
-        )
-        fields: dict[str, Any] = {
-            **meta.fields(package, description),
-            "section": "libs",
-            "priority": "optional",
-            "contents": [
-                *nfpm.stage_contents(package, f"/usr/lib/{name}", _PACKAGER, out),
-                *nfpm.doc_contents(package, docs, (doc,)),
-            ],
-            "deb": {"compression": "gzip"},
-        }
-        file_name = f"{name}_{version}-{release}_{arch}.deb"
-        files, digest = nfpm.pack(
-            package, out, _PACKAGER, nfpm.config(package, fields), file_name, generated
-        )
-        notes = (
-            f"{file_name}: the stage under /usr/lib/{name}/, licence texts, copyright (DEP-5) "
-            f"and SBOM under {doc}/; unsigned — sign it (debsigs) or its repository",
-            *meta.relations.notes,
-        )
-        return ChannelOutput(self.name, out, tuple(files), notes, {file_name: digest})
+        ),
+        head={"section": "libs", "priority": "optional"},
+        tail={"deb": {"compression": "gzip"}},
+        note=f"{file_name}: the stage under /usr/lib/{name}/, licence texts, copyright (DEP-5) "
+        f"and SBOM under {doc}/; unsigned — sign it (debsigs) or its repository",
+    )
 
 
 def copyright_text(package: PackageInput, name: str, doc: str) -> str:

@@ -25,8 +25,8 @@ import subprocess
 import textwrap
 import tomllib
 import unicodedata
-from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from functools import cache
 from importlib import resources
@@ -36,7 +36,7 @@ from urllib.parse import urlsplit
 
 from ortbundle._core.errors import ConfigError, OrtbundleError, PackagingError
 from ortbundle._core.fsio import atomic_write
-from ortbundle.channels import PackageInput, check_staged
+from ortbundle.channels import ChannelOutput, PackageInput, check_staged
 from ortbundle.channels.arch import check_path, directories_of, resolve_link
 from ortbundle.channels.memo import input_key, memoized
 from ortbundle.config.externals import constraints, snippet
@@ -113,6 +113,58 @@ class Metadata:
             "license": " AND ".join(package.licenses),
             **{k: [inert(p) for p in names] for k, names in relations if names},
         }
+
+
+@dataclass(frozen=True)
+class Layout:
+    """What one packager's package holds beyond the stage, and how it is named and described:
+    all a channel gives `generate`, which takes the same steps for every packager."""
+
+    file_name: str  # the package file, in the packager's naming
+    generated: Mapping[str, bytes]  # the channel's own files (copyright, changelog, …)
+    docs: Sequence[Doc]  # where those and the licence texts are installed
+    doc_roots: tuple[str, ...]  # the package's own documentation directories
+    sbom: Doc  # where the target's SBOM is installed, when it has one
+    description: str  # nfpm's `description`
+    head: Mapping[str, Any]  # nfpm.yaml fields between the common ones and `contents`
+    tail: Mapping[str, Any]  # nfpm.yaml fields after `contents`
+    note: str  # what the package holds and how to sign it (the first note)
+    beside: Mapping[str, str] = field(default_factory=dict)  # written next to the package
+
+
+def generate(
+    package: PackageInput, out: Path, packager: str, layout: Callable[[Metadata], Layout]
+) -> ChannelOutput:
+    """The steps every nfpm channel takes, in this order: describe the package, ask the
+    channel for its layout, add the SBOM, write nfpm.yaml with the stage under
+    /usr/lib/<package>/ and the docs, pack it, write the files that go beside it."""
+    meta = describe(package, packager)
+    out.mkdir(parents=True, exist_ok=True)
+    shape = layout(meta)
+    generated, docs, roots = dict(shape.generated), list(shape.docs), list(shape.doc_roots)
+    if package.sbom:
+        generated[posixpath.basename(shape.sbom.source)] = package.sbom.encode("utf-8")
+        docs.append(shape.sbom)
+        sbom_dir = posixpath.dirname(shape.sbom.dest)
+        if sbom_dir not in roots:
+            roots.append(sbom_dir)
+    fields: dict[str, Any] = {
+        **meta.fields(package, shape.description),
+        **shape.head,
+        "contents": [
+            *stage_contents(package, f"/usr/lib/{meta.name}", packager, out),
+            *doc_contents(package, docs, roots),
+        ],
+        **shape.tail,
+    }
+    files, digest = pack(
+        package, out, packager, config(package, fields), shape.file_name, generated
+    )
+    for name, text in shape.beside.items():
+        atomic_write(out / name, text)
+        files.append(out / name)
+    notes = (shape.note, *meta.relations.notes)
+    return ChannelOutput(packager, out, tuple(sorted(files)), notes, {shape.file_name: digest})
 
 
 def describe(package: PackageInput, packager: str) -> Metadata:

@@ -15,9 +15,7 @@ from __future__ import annotations
 import json
 from collections.abc import Sequence
 from pathlib import Path
-from typing import Any
 
-from ortbundle._core.fsio import atomic_write
 from ortbundle._core.version import __version__
 from ortbundle.channels import CHANNEL_TARGETS, ChannelOutput, PackageInput, nfpm
 from ortbundle.stage.binaries.symtab import has_symbol_table
@@ -48,51 +46,40 @@ class RpmChannel:
     target = CHANNEL_TARGETS["rpm"][0]  # one of several: generate() takes any of them
 
     def generate(self, package: PackageInput, out: Path) -> ChannelOutput:
-        meta = nfpm.describe(package, _PACKAGER)
-        name, version, release, arch = meta.name, meta.version, meta.release, meta.arch
-        out.mkdir(parents=True, exist_ok=True)
+        return nfpm.generate(package, out, _PACKAGER, lambda meta: _layout(package, out, meta))
 
-        licenses, doc = f"/usr/share/licenses/{name}", f"/usr/share/doc/{name}"
-        generated = {"changelog.yaml": _changelog(package, f"{version}-{release}", meta.maintainer)}
-        docs = nfpm.licence_docs(package, out, _PACKAGER, licenses, "license")
-        roots = [licenses]
-        if package.sbom:
-            generated["sbom.cdx.json"] = package.sbom.encode("utf-8")
-            docs.append(
-                nfpm.Doc(f"{doc}/sbom.cdx.json", f"{nfpm.GENERATED_DIR}/sbom.cdx.json", "doc")
-            )
-            roots.append(doc)
-        fields: dict[str, Any] = {
-            **meta.fields(package, nfpm.long_description(package, _PACKAGER)),
-            "changelog": f"{nfpm.GENERATED_DIR}/changelog.yaml",
-            "contents": [
-                *nfpm.stage_contents(package, f"/usr/lib/{name}", _PACKAGER, out),
-                *nfpm.doc_contents(package, docs, roots),
-            ],
-            "rpm": {
-                "summary": nfpm.synopsis(package, _PACKAGER),
-                "group": "System/Libraries",
-                "packager": nfpm.inert(meta.maintainer),
-                "buildhost": _BUILDHOST,
-                "compression": "zstd",
-            },
-        }
-        file_name = f"{name}-{version}-{release}.{arch}.rpm"
-        files, digest = nfpm.pack(
-            package, out, _PACKAGER, nfpm.config(package, fields), file_name, generated
-        )
-        rpmlintrc = out / f"{name}.rpmlintrc"
-        duplicated = _duplicated_texts(package, docs)
-        atomic_write(rpmlintrc, rpmlint_config(duplicated, _unstripped(package)))
-        notes = (
-            f"{file_name}: the stage under /usr/lib/{name}/, licence texts (%license) under "
-            f"{licenses}/, the SBOM under {doc}/; unsigned — sign it (rpmsign) before publishing;"
-            f" run rpmlint with -r {rpmlintrc.name}",
-            *meta.relations.notes,
-        )
-        return ChannelOutput(
-            self.name, out, tuple(sorted([*files, rpmlintrc])), notes, {file_name: digest}
-        )
+
+def _layout(package: PackageInput, out: Path, meta: nfpm.Metadata) -> nfpm.Layout:
+    """RPM's part: the licence texts as %license files under /usr/share/licenses/<package>/,
+    the SBOM a %doc file, nfpm's changelog, the rpm fields, and <package>.rpmlintrc beside."""
+    name, version, release, arch = meta.name, meta.version, meta.release, meta.arch
+    licenses, doc = f"/usr/share/licenses/{name}", f"/usr/share/doc/{name}"
+    generated = {"changelog.yaml": _changelog(package, f"{version}-{release}", meta.maintainer)}
+    docs = nfpm.licence_docs(package, out, _PACKAGER, licenses, "license")
+    description = nfpm.long_description(package, _PACKAGER)
+    rpm = {
+        "summary": nfpm.synopsis(package, _PACKAGER),
+        "group": "System/Libraries",
+        "packager": nfpm.inert(meta.maintainer),
+        "buildhost": _BUILDHOST,
+        "compression": "zstd",
+    }
+    file_name = f"{name}-{version}-{release}.{arch}.rpm"
+    rpmlintrc = f"{name}.rpmlintrc"
+    return nfpm.Layout(
+        file_name=file_name,
+        generated=generated,
+        docs=docs,
+        doc_roots=(licenses,),
+        sbom=nfpm.Doc(f"{doc}/sbom.cdx.json", f"{nfpm.GENERATED_DIR}/sbom.cdx.json", "doc"),
+        description=description,
+        head={"changelog": f"{nfpm.GENERATED_DIR}/changelog.yaml"},
+        tail={"rpm": rpm},
+        note=f"{file_name}: the stage under /usr/lib/{name}/, licence texts (%license) under "
+        f"{licenses}/, the SBOM under {doc}/; unsigned — sign it (rpmsign) before publishing;"
+        f" run rpmlint with -r {rpmlintrc}",
+        beside={rpmlintrc: rpmlint_config(_duplicated_texts(package, docs), _unstripped(package))},
+    )
 
 
 def _changelog(package: PackageInput, version: str, maintainer: str) -> bytes:

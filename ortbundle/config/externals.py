@@ -50,25 +50,25 @@ def read_externals(top: TableReader) -> tuple[ExternalSpec, ...]:
     for entry in top.subs("externals"):
         unknown = sorted(set(entry.table) - set(_KEYS))
         if unknown:
-            raise entry._fail(f"unknown key {unknown[0]!r} (known: {', '.join(_KEYS)})")
+            raise entry.fail(f"unknown key {unknown[0]!r} (known: {', '.join(_KEYS)})")
         group = entry.text("group")
         if not _GROUP.match(group):
-            raise entry._fail(f"group {group!r} must be lower-case letters, digits, . _ -")
+            raise entry.fail(f"group {group!r} must be lower-case letters, digits, . _ -")
         kind = entry.text("kind")
         if kind not in EXTERNAL_KINDS:
-            raise entry._fail(f"kind {kind!r} must be one of {', '.join(EXTERNAL_KINDS)}")
+            raise entry.fail(f"kind {kind!r} must be one of {', '.join(EXTERNAL_KINDS)}")
         targets = entry.text_list("targets", required=False)
         for target in targets:
             entry.target(target, "targets")
         for target in targets or ("*",):
             if (group, target) in seen:
-                raise entry._fail(f"group {group!r} is declared twice for {target}")
+                raise entry.fail(f"group {group!r} is declared twice for {target}")
             seen.add((group, target))
         version = entry.opt_text("version") or ""
         try:
             constraints(version)
         except ValueError as bad:
-            raise entry._fail(
+            raise entry.fail(
                 f'version {version!r}: {bad} is not a constraint such as ">=13.0" '
                 '(">=9,<10" for several)'
             ) from None
@@ -76,7 +76,7 @@ def read_externals(top: TableReader) -> tuple[ExternalSpec, ...]:
         for key, default in (("optional", False), ("sandbox", True)):
             value = entry.table.get(key, default)
             if not isinstance(value, bool):
-                raise entry._fail(f"{key!r} must be true or false")
+                raise entry.fail(f"{key!r} must be true or false")
             flags[key] = value
         packages = []
         for channel in PACKAGE_CHANNELS:

@@ -52,28 +52,28 @@ def load_model_recipe(path: Path) -> ModelRecipe:
     component = top.sub("component")
     name = component.text("name")
     if not NAME_WORD.match(name) or name != path.stem:
-        raise component._fail(f"name {name!r} must be lower-case and match the file name")
+        raise component.fail(f"name {name!r} must be lower-case and match the file name")
     if component.text("kind") != MODEL_KIND:
-        raise component._fail("kind must be 'model' for a model recipe")
+        raise component.fail("kind must be 'model' for a model recipe")
     sources = read_sources(top)
     forms: list[ModelForm] = []
     for form in top.subs("forms"):
         source = form.text("source")
         if source not in sources:
-            raise form._fail(f"unknown source {source!r}")
+            raise form.fail(f"unknown source {source!r}")
         sha256 = form.text("sha256").lower()
         if not SHA256_HEX.match(sha256):
-            raise form._fail("'sha256' must be 64 hex digits (of the model file itself)")
+            raise form.fail("'sha256' must be 64 hex digits (of the model file itself)")
         gate_table = form.table.get("gate", {})
         sidecars = []
         for sidecar in form.subs("sidecars"):
             member = sidecar.text("member")
             side_name = sidecar.text("name", member.rsplit("/", 1)[-1])
             if not PATH_WORD.match(side_name):
-                raise sidecar._fail(f"name {side_name!r} must be one plain file name")
+                raise sidecar.fail(f"name {side_name!r} must be one plain file name")
             sidecars.append((member, side_name))
         if not PATH_WORD.match(form.text("name")):
-            raise form._fail("a form's name becomes a file name: letters, digits, . _ + -")
+            raise form.fail("a form's name becomes a file name: letters, digits, . _ + -")
         forms.append(
             ModelForm(
                 name=form.text("name"),
@@ -107,14 +107,14 @@ def load_model_recipe(path: Path) -> ModelRecipe:
 def _check_forms(top: TableReader, forms: list[ModelForm]) -> None:
     names = [f.name for f in forms]
     if not forms:
-        raise top._fail("a model recipe needs at least one [[forms]]")
+        raise top.fail("a model recipe needs at least one [[forms]]")
     if len(set(names)) != len(names):
-        raise top._fail("form names must be unique")
+        raise top.fail("form names must be unique")
     canonical = [f for f in forms if f.canonical]
     if len(canonical) != 1:
-        raise top._fail("exactly one form must be canonical = true (the f32 ONNX)")
+        raise top.fail("exactly one form must be canonical = true (the f32 ONNX)")
     for form in forms:
         if form.canonical and form.derived_from:
-            raise top._fail(f"the canonical form {form.name} cannot be derived from another")
+            raise top.fail(f"the canonical form {form.name} cannot be derived from another")
         if not form.canonical and form.derived_from not in names:
-            raise top._fail(f"form {form.name}: derived_from must name another form")
+            raise top.fail(f"form {form.name}: derived_from must name another form")

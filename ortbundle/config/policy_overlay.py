@@ -51,7 +51,7 @@ def read_policy(top: TableReader) -> PolicyOverlay:
     policy = top.sub("policy")
     unknown = sorted(set(policy.table) - {"sets", "channels"})
     if unknown:
-        raise policy._fail(f"unknown key {unknown[0]!r} (known: sets, channels)")
+        raise policy.fail(f"unknown key {unknown[0]!r} (known: sets, channels)")
     sets_table = TableReader(policy.path, "policy.sets", policy.table.get("sets", {}))
     sets = tuple((name, sets_table.text_list(name)) for name in sorted(sets_table.table))
     channels_table = TableReader(policy.path, "policy.channels", policy.table.get("channels", {}))
@@ -60,10 +60,10 @@ def read_policy(top: TableReader) -> PolicyOverlay:
         channel = channels_table.sub(name)
         bad = sorted(set(channel.table) - set(_CHANNEL_KEYS))
         if bad:
-            raise channel._fail(f"unknown key {bad[0]!r} (known: {', '.join(_CHANNEL_KEYS)})")
+            raise channel.fail(f"unknown key {bad[0]!r} (known: {', '.join(_CHANNEL_KEYS)})")
         verdict = channel.opt_text("unknown")
         if verdict is not None and verdict not in VERDICTS:
-            raise channel._fail(f"unknown {verdict!r} must be allow, review or refuse")
+            raise channel.fail(f"unknown {verdict!r} must be allow, review or refuse")
         rules = tuple(
             (v, channel.text_list(v, required=False)) for v in _ORDER if v in channel.table
         )

@@ -111,7 +111,7 @@ def load_product(path: Path) -> Product:
     product = top.sub("product")
     name = product.text("name")
     if not NAME_WORD.match(name):
-        raise product._fail(f"name {name!r} must be lower-case letters, digits, . _ -")
+        raise product.fail(f"name {name!r} must be lower-case letters, digits, . _ -")
     targets = product.text_list("targets")
     for t in targets:
         product.target(t, "targets")
@@ -136,12 +136,12 @@ def load_product(path: Path) -> Product:
     for channel in channels:
         if channel not in CHANNEL_TARGETS or not set(CHANNEL_TARGETS[channel]) & set(targets):
             known = ", ".join(f"{c} ({' or '.join(ts)})" for c, ts in CHANNEL_TARGETS.items())
-            raise product._fail(
+            raise product.fail(
                 f"channel {channel!r} is unknown or none of its targets is built (known: {known})"
             )
     version = product.text("version")
     if not PATH_WORD.match(version):
-        raise product._fail(
+        raise product.fail(
             f"version {version!r} names a directory under dist/: use letters, digits, . _ + -"
         )
     return Product(
@@ -175,7 +175,7 @@ def _addon(product: TableReader, name: str) -> Addon | None:
     if main is None:
         return None
     if main == name or not NAME_WORD.match(main):
-        raise product._fail(f"addon_of {main!r} must name another product")
+        raise product.fail(f"addon_of {main!r} must name another product")
     path = product.path.parent / f"{main}.toml"
     if not path.is_file():
         raise ConfigError(
@@ -186,7 +186,7 @@ def _addon(product: TableReader, name: str) -> Addon | None:
     data, _ = load_toml(path)
     top = TableReader(path, "", data)
     if "addon_of" in top.sub("product").table:
-        raise product._fail(f"addon_of {main!r} is itself an add-on: name the main product")
+        raise product.fail(f"addon_of {main!r} is itself an add-on: name the main product")
     main_name = top.sub("product").text("name")
     packaging = TableReader(path, "packaging", top.table.get("packaging", {}))
     package_name = _packaging(packaging, main_name).package_name
@@ -202,17 +202,17 @@ def _system(reader: TableReader) -> SystemSpec:
     `on_newer`."""
     unknown = sorted(set(reader.table) - set(_SYSTEM_KEYS))
     if unknown:
-        raise reader._fail(f"unknown key {unknown[0]!r} (known: {', '.join(_SYSTEM_KEYS)})")
+        raise reader.fail(f"unknown key {unknown[0]!r} (known: {', '.join(_SYSTEM_KEYS)})")
     versions = {key: reader.opt_text(key) for key in ("glibc", "windows", "macos")}
     for key, value in versions.items():
         if value is not None and not _DOTTED.match(value):
-            raise reader._fail(f'{key} {value!r} must be a dotted version such as "2.28"')
+            raise reader.fail(f'{key} {value!r} must be a dotted version such as "2.28"')
     api = reader.table.get("android_api")
     if api is not None and (not isinstance(api, int) or isinstance(api, bool) or api < 1):
-        raise reader._fail("'android_api' must be a positive integer (an API level: 24)")
+        raise reader.fail("'android_api' must be a positive integer (an API level: 24)")
     on_newer = reader.text("on_newer", "error")
     if on_newer not in ON_NEWER:
-        raise reader._fail(f'on_newer {on_newer!r} must be "error" or "warn"')
+        raise reader.fail(f'on_newer {on_newer!r} must be "error" or "warn"')
     return SystemSpec(
         versions["glibc"], versions["windows"], api, on_newer, macos=versions["macos"]
     )
@@ -225,14 +225,14 @@ def _plugins(top: TableReader, runtimes: tuple[str, ...]) -> dict[str, tuple[str
     """`[plugin.<name>] pairs_with = [...]`: each plugin EP and the runtimes that load it."""
     table = top.table.get("plugin", {})
     if not isinstance(table, dict):
-        raise top._fail("[plugin.<name>] must be tables")
+        raise top.fail("[plugin.<name>] must be tables")
     plugins: dict[str, tuple[str, ...]] = {}
     for name in table:
         reader = TableReader(top.path, f"plugin.{name}", table[name])
         pairs = reader.text_list("pairs_with")
         unknown = sorted(set(pairs) - set(runtimes))
         if unknown:
-            raise reader._fail(f"pairs_with names runtimes the product lacks: {', '.join(unknown)}")
+            raise reader.fail(f"pairs_with names runtimes the product lacks: {', '.join(unknown)}")
         plugins[name] = pairs
     return plugins
 
@@ -240,13 +240,13 @@ def _plugins(top: TableReader, runtimes: tuple[str, ...]) -> dict[str, tuple[str
 def _packaging(reader: TableReader, product: str) -> PackagingSettings:
     package_name = reader.text("package_name", f"{product}-onnxruntime")
     if not re.match(r"^[a-z0-9@_+][a-z0-9@._+-]*$", package_name):
-        raise reader._fail(f"package_name {package_name!r}: use lower-case letters, digits, @._+-")
+        raise reader.fail(f"package_name {package_name!r}: use lower-case letters, digits, @._+-")
     app_id = reader.text("flatpak_app_id", f"org.example.{product.replace('-', '_')}")
     if not _APP_ID.match(app_id) or len(app_id) > 255:
-        raise reader._fail(f"flatpak_app_id {app_id!r} is not a reverse-DNS application id")
+        raise reader.fail(f"flatpak_app_id {app_id!r} is not a reverse-DNS application id")
     pkgrel = reader.table.get("pkgrel", 1)
     if not isinstance(pkgrel, int) or isinstance(pkgrel, bool) or pkgrel < 1:
-        raise reader._fail("'pkgrel' must be a positive integer")
+        raise reader.fail("'pkgrel' must be a positive integer")
     return PackagingSettings(
         package_name=package_name,
         pkgrel=pkgrel,
@@ -272,7 +272,7 @@ def _android_namespace(reader: TableReader, product: str) -> str:
     default = "org.example." + re.sub(r"[^a-z0-9_]", "_", product) + ".runtime"
     namespace = reader.text("android_namespace", default)
     if not _JAVA_PACKAGE.match(namespace):
-        raise reader._fail(f"android_namespace {namespace!r} is not a Java package name")
+        raise reader.fail(f"android_namespace {namespace!r} is not a Java package name")
     return namespace
 
 
@@ -292,7 +292,7 @@ def _waiver(reader: TableReader, targets: tuple[str, ...]) -> Waiver:
     )
     unknown = sorted(set(waiver.targets) - set(targets))
     if unknown:
-        raise reader._fail(f"names targets the product lacks: {', '.join(unknown)}")
+        raise reader.fail(f"names targets the product lacks: {', '.join(unknown)}")
     return waiver
 
 
@@ -301,7 +301,7 @@ def signoff_sha256(reader: TableReader) -> tuple[str, ...]:
     a list when it covers several files."""
     values = reader.text_list("sha256", required=False, one=True)
     if not all(re.fullmatch(r"[0-9a-f]{64}", v) for v in values):
-        raise reader._fail("'sha256' must be 64 lower-case hex digits (the reviewed file's)")
+        raise reader.fail("'sha256' must be 64 lower-case hex digits (the reviewed file's)")
     return values
 
 
@@ -313,4 +313,4 @@ def signoff_date(reader: TableReader, key: str) -> date | None:
     if isinstance(value, str):
         with contextlib.suppress(ValueError):
             return date.fromisoformat(value)
-    raise reader._fail(f"{key!r} must be a date, written YYYY-MM-DD")
+    raise reader.fail(f"{key!r} must be a date, written YYYY-MM-DD")

@@ -189,13 +189,13 @@ def read_texts(reader: TableReader, sources: dict[str, Source]) -> tuple[License
             text.opt_text("file"),
         )
         if (source is None) != (member is None) or (source is None) == (file is None):
-            raise text._fail("a text is either {source, member} or {file}")
+            raise text.fail("a text is either {source, member} or {file}")
         if source is not None and source not in sources:
-            raise text._fail(f"unknown source {source!r}")
+            raise text.fail(f"unknown source {source!r}")
         if file is not None and (
             Path(file).is_absolute() or ".." in Path(file).parts or file.startswith(".")
         ):
-            raise text._fail(f"file {file!r} must be a path inside licenses/")
+            raise text.fail(f"file {file!r} must be a path inside licenses/")
         texts.append(LicenseText(source=source, member=member, file=file))
     return tuple(texts)
 
@@ -203,11 +203,11 @@ def read_texts(reader: TableReader, sources: dict[str, Source]) -> tuple[License
 def _license_rule(reader: TableReader, sources: dict[str, Source]) -> LicenseRule:
     component = reader.text("component")
     if not PATH_WORD.match(component):
-        raise reader._fail(f"component {component!r} becomes licenses/<component>/: one plain name")
+        raise reader.fail(f"component {component!r} becomes licenses/<component>/: one plain name")
     guessed = reader.text_list("guessed", required=False)
     unknown = sorted(set(guessed) - set(GUESSABLE))
     if unknown:
-        raise reader._fail(f"guessed names {', '.join(unknown)}: one of {', '.join(GUESSABLE)}")
+        raise reader.fail(f"guessed names {', '.join(unknown)}: one of {', '.join(GUESSABLE)}")
     return LicenseRule(
         component=component,
         version=reader.text("version"),
@@ -239,7 +239,7 @@ def generic_purl(name: str, version: str) -> str:
 def read_purl(reader: TableReader) -> str | None:
     purl = reader.opt_text("purl")
     if purl is not None and not PURL.match(purl):
-        raise reader._fail(f"purl {purl!r} is not a package URL (pkg:type/name@version)")
+        raise reader.fail(f"purl {purl!r} is not a package URL (pkg:type/name@version)")
     return purl
 
 
@@ -249,10 +249,10 @@ def _target_recipe(reader: TableReader, target: str, sources: dict[str, Source])
     for take in reader.subs("take"):
         source = take.text("source")
         if source not in sources:
-            raise take._fail(f"unknown source {source!r}")
+            raise take.fail(f"unknown source {source!r}")
         takes.append(Take(source=source, libraries=take.text_list("libraries")))
     if not takes:
-        raise reader._fail("needs at least one [[...take]] naming a source")
+        raise reader.fail("needs at least one [[...take]] naming a source")
     drops = tuple(
         Drop(names=d.text_list("names"), reason=d.text("reason")) for d in reader.subs("drop")
     )
@@ -260,10 +260,10 @@ def _target_recipe(reader: TableReader, target: str, sources: dict[str, Source])
     for payload in reader.subs("payload"):
         source = payload.text("source")
         if source not in sources:
-            raise payload._fail(f"unknown source {source!r}")
+            raise payload.fail(f"unknown source {source!r}")
         place = payload.text("place", "beside")
         if place not in PAYLOAD_PLACES:
-            raise payload._fail(f"place {place!r} must be one of {', '.join(PAYLOAD_PLACES)}")
+            raise payload.fail(f"place {place!r} must be one of {', '.join(PAYLOAD_PLACES)}")
         payloads.append(
             Payload(
                 source=source,
@@ -278,16 +278,16 @@ def _target_recipe(reader: TableReader, target: str, sources: dict[str, Source])
         old, new = rename.text("from"), rename.text("to")
         for value in (old, new):
             if "/" in value or not PATH_WORD.match(value):
-                raise rename._fail(f"{value!r} must be one plain file name")
+                raise rename.fail(f"{value!r} must be one plain file name")
         renames.append(Rename(old=old, new=new))
     if len({r.old for r in renames}) != len(renames) or len({r.new for r in renames}) != len(
         renames
     ):
-        raise reader._fail("each library is renamed at most once, each new name used once")
+        raise reader.fail("each library is renamed at most once, each new name used once")
     loads = reader.text_list("loads", required=False)
     for name in loads:
         if not PATH_WORD.match(name):
-            raise reader._fail(f"loads: {name!r} must be one library file name, as it is opened")
+            raise reader.fail(f"loads: {name!r} must be one library file name, as it is opened")
     ignore_loads = tuple(
         IgnoreRule(names=r.text_list("names"), reason=r.text("reason"))
         for r in reader.subs("ignore_loads")
@@ -312,12 +312,12 @@ def load_recipe(path: Path) -> Recipe:
     component = top.sub("component")
     name = component.text("name")
     if not NAME_WORD.match(name):
-        raise component._fail(f"name {name!r} must be lower-case letters, digits, . _ -")
+        raise component.fail(f"name {name!r} must be lower-case letters, digits, . _ -")
     if name != path.stem:
-        raise component._fail(f"name {name!r} must match the file name {path.stem!r}")
+        raise component.fail(f"name {name!r} must match the file name {path.stem!r}")
     kind = component.text("kind")
     if kind not in RECIPE_KINDS:
-        raise component._fail(f"kind {kind!r} is not supported (runtime, plugin-ep; model)")
+        raise component.fail(f"kind {kind!r} is not supported (runtime, plugin-ep; model)")
     ep_name = component.text("ep_name") if kind == "plugin-ep" else None
     min_core = component.text("min_core") if kind == "plugin-ep" else None
     sources = read_sources(top)

@@ -202,7 +202,7 @@ class Source:
 def _coordinates(reader: TableReader) -> Coordinates:
     kinds = [k for k in ("pypi", "maven", "npm", "url", "path") if k in reader.table]
     if len(kinds) != 1:
-        raise reader._fail(
+        raise reader.fail(
             'a source names exactly one of pypi = {…}, maven = {…}, npm = {…}, url = "…", '
             'path = "…"'
         )
@@ -211,7 +211,7 @@ def _coordinates(reader: TableReader) -> Coordinates:
         parts = urlsplit(url)
         if "@" in parts.netloc or parts.query:
             # the URL is copied into records, the manifest and error messages
-            raise reader._fail(
+            raise reader.fail(
                 "url must carry no credentials or query (tokens): a recipe is published; "
                 "give credentials to the server's own configuration instead"
             )
@@ -220,7 +220,7 @@ def _coordinates(reader: TableReader) -> Coordinates:
         path = reader.text("path")
         problem = check_member_name(path)
         if problem:
-            raise reader._fail(f"path {path!r} {problem}: it is relative to the project root")
+            raise reader.fail(f"path {path!r} {problem}: it is relative to the project root")
         return LocalCoordinates(path)
     table = reader.sub(kinds[0])
     if kinds[0] == "pypi":
@@ -240,14 +240,14 @@ def _coordinates(reader: TableReader) -> Coordinates:
         words = (coords.group, coords.artifact, coords.version, coords.packaging)
         for value in (*words, *([coords.classifier] if coords.classifier else [])):
             if not _MAVEN_WORD.match(value):
-                raise table._fail(f"{value!r} is not a Maven coordinate (letters, digits, . _ -)")
+                raise table.fail(f"{value!r} is not a Maven coordinate (letters, digits, . _ -)")
         return coords
     package = table.text("package")
     if not _NPM_NAME.match(package):
-        raise table._fail(f"{package!r} is not an npm package name")
+        raise table.fail(f"{package!r} is not an npm package name")
     version = table.text("version")
     if not _MAVEN_WORD.match(version.replace("+", "_")):
-        raise table._fail(f"version {version!r} is not an exact npm version")
+        raise table.fail(f"version {version!r} is not an exact npm version")
     return NpmCoordinates(package=package, version=version)
 
 
@@ -267,23 +267,23 @@ def _digest(reader: TableReader, pinned: bool) -> str:
 def _source(reader: TableReader, source_id: str, *, pinned: bool = True) -> Source:
     sha256 = _digest(reader, pinned)
     if pinned and not SHA256_HEX.match(sha256):
-        raise reader._fail("'sha256' must be 64 hex digits")
+        raise reader.fail("'sha256' must be 64 hex digits")
     size = reader.table.get("size")
     if size is not None and (not isinstance(size, int) or size <= 0):
         if pinned:
-            raise reader._fail("'size' must be a positive integer")
+            raise reader.fail("'size' must be a positive integer")
         size = None
     nested = []
     for inner in reader.subs("nested"):
         member = inner.text("member")
         if check_member_name(member):
-            raise inner._fail(f"member {member!r} {check_member_name(member)}")
+            raise inner.fail(f"member {member!r} {check_member_name(member)}")
         inner_sha = _digest(inner, pinned)
         if pinned and not SHA256_HEX.match(inner_sha):
-            raise inner._fail("'sha256' must be 64 hex digits (of the nested archive itself)")
+            raise inner.fail("'sha256' must be 64 hex digits (of the nested archive itself)")
         nested.append(NestedMember(member=member, sha256=inner_sha))
     if len(nested) > MAX_NESTING:
-        raise reader._fail(
+        raise reader.fail(
             f"archives nested {len(nested)} deep; at most {MAX_NESTING} levels are read"
         )
     return Source(
@@ -302,7 +302,7 @@ def read_sources(top: TableReader, *, pinned: bool = True) -> dict[str, Source]:
     table = top.sub("sources")
     for sid in table.table:
         if not PATH_WORD.match(sid):
-            raise table._fail(f"source id {sid!r}: use letters, digits, . _ + -")
+            raise table.fail(f"source id {sid!r}: use letters, digits, . _ + -")
     return {sid: _source(table.sub(sid), sid, pinned=pinned) for sid in table.table}
 
 

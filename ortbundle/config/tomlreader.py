@@ -25,13 +25,16 @@ class TableReader:
         self.where = where
         self.table: dict[str, Any] = table
 
-    def _fail(self, message: str) -> ConfigError:
+    def fail(self, message: str) -> ConfigError:
+        """The error for a problem in this table, naming the file and the table (`recipe.fetch:
+        'url' must …`); the caller raises it, so a reader outside this class words its own checks
+        the same way as the typed accessors here."""
         return ConfigError(f"{self.where}: {message}", file=str(self.path))
 
     def text(self, key: str, default: str | None = None) -> str:
         value = self.table.get(key, default)
         if not isinstance(value, str) or not value:
-            raise self._fail(f"{key!r} must be a non-empty string")
+            raise self.fail(f"{key!r} must be a non-empty string")
         return value
 
     def opt_text(self, key: str) -> str | None:
@@ -43,9 +46,9 @@ class TableReader:
         if isinstance(value, str) and one:
             value = [value]
         if not isinstance(value, list) or not all(isinstance(v, str) and v for v in value):
-            raise self._fail(f"{key!r} must be a list of strings")
+            raise self.fail(f"{key!r} must be a list of strings")
         if required and not value:
-            raise self._fail(f"{key!r} must not be empty")
+            raise self.fail(f"{key!r} must not be empty")
         return tuple(value)
 
     def target(self, name: str, key: str) -> None:
@@ -53,7 +56,7 @@ class TableReader:
         try:
             get_target(name)
         except ConfigError as exc:
-            error = self._fail(f"{key}: {exc.message}")
+            error = self.fail(f"{key}: {exc.message}")
             error.target, error.fix = name, exc.fix
             raise error from None
 
@@ -63,24 +66,24 @@ class TableReader:
         url = self.text(key)
         bad = sorted({c for c in url if c.isspace() or unicodedata.category(c).startswith("C")})
         if bad:
-            raise self._fail(
+            raise self.fail(
                 f"{key} {url!r} contains whitespace or control characters "
                 f"({', '.join(map(ascii, bad))}): a URL is one token"
             )
         parts = urlsplit(url)
         if parts.scheme not in ("https", "http") or not parts.hostname:
-            raise self._fail(f"{key} {url!r} must be an http(s) URL")
+            raise self.fail(f"{key} {url!r} must be an http(s) URL")
         return url
 
     def sub(self, key: str) -> TableReader:
         if key not in self.table:
-            raise self._fail(f"missing [{key}]")
+            raise self.fail(f"missing [{key}]")
         return TableReader(self.path, f"{self.where}.{key}" if self.where else key, self.table[key])
 
     def subs(self, key: str) -> list[TableReader]:
         value = self.table.get(key, [])
         if not isinstance(value, list):
-            raise self._fail(f"{key!r} must be an array of tables")
+            raise self.fail(f"{key!r} must be an array of tables")
         return [TableReader(self.path, f"{self.where}.{key}[{i}]", v) for i, v in enumerate(value)]
 
 
@@ -88,7 +91,7 @@ def load_toml(
     path: Path, schema: str = "", *, relax: frozenset[str] = frozenset()
 ) -> tuple[dict[str, Any], str]:
     """The file's data and SHA-256; with `schema` (recipe, product, policy, …) every problem the
-    schema finds in it is raised at once (ortbundle/schema/), before the caller's parse. The
+    schema finds in it is raised at once (ortbundle/config/schema/), before the caller's parse. The
     data is shared by every reader of the same bytes: read it, never change it."""
     try:
         raw = path.read_bytes()

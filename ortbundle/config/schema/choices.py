@@ -1,32 +1,15 @@
 """The enumerations the schema checks, each read from the one place the code keeps it: the word
-lists from config/vocabulary.py, the targets from the tool's data file, the GPU vendors from the
-loader's text."""
+lists from config/vocabulary.py, the targets and the GPU vendors from the tool's data files."""
 
 from __future__ import annotations
 
-import re
 import tomllib
 from collections.abc import Sequence
 from functools import cache
 from importlib import resources
 
-from ortbundle._core.errors import ConfigError
-from ortbundle.config import vocabulary
+from ortbundle.config import gpu_vendors, vocabulary
 from ortbundle.config.schema.definitions import Choices
-
-# The loader's module that labels the GPU vendors it ranks (VENDOR_LABEL).
-_SCORING = "payload/loader/scoring.py"
-
-
-@cache
-def _gpu_vendors() -> Sequence[str]:
-    """The keys of the loader's VENDOR_LABEL (it compares lower-case vendor names). Checking a
-    value imports none of the loader's modules: the literal is read from the module's text."""
-    text = resources.files("ortbundle").joinpath(_SCORING).read_text("utf-8")
-    found = re.search(r"^VENDOR_LABEL = \{(.*?)\}$", text, re.MULTILINE | re.DOTALL)
-    if found is None:
-        raise ConfigError(f"ortbundle/{_SCORING} has no VENDOR_LABEL = {{…}} literal")
-    return tuple(re.findall(r'"([^"]+)":', found.group(1)))
 
 
 @cache
@@ -39,7 +22,7 @@ def _targets() -> Sequence[str]:
 
 _VOCABULARY = "ortbundle/config/vocabulary.py"
 
-GPU_VENDORS = Choices("GPU vendor", f"ortbundle/{_SCORING} `VENDOR_LABEL`", _gpu_vendors)
+GPU_VENDORS = Choices("GPU vendor", gpu_vendors.DATA_FILE, lambda: tuple(gpu_vendors.gpu_vendors()))
 TARGETS = Choices("target", "ortbundle/data/targets.toml", _targets)
 CHANNELS = Choices(
     "packaging channel",

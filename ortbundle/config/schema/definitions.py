@@ -19,9 +19,7 @@ class Choices:
     schema never copies it and importing the schema costs nothing."""
 
     what: str  # "GPU vendor": how a value is named in an error
-    source: (
-        str  # where the list lives, for the reference ("payload/loader/scoring.py VENDOR_LABEL")
-    )
+    source: str  # where the list lives, for the reference ("ortbundle/data/gpu-vendors.toml")
     load: Callable[[], Sequence[str]]
 
 

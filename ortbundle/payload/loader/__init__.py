@@ -1,7 +1,7 @@
-"""The runtime loader: six standard-library modules, one per job, that a package ships joined
+"""The runtime loader: seven standard-library modules, one per job, that a package ships joined
 into one standalone file, runtime_loader.py (loader_source).
 
-Importing this package imports none of the six: a build that ships the loader reads their text
+Importing this package imports none of the seven: a build that ships the loader reads their text
 and needs neither ctypes nor argparse. Each name offered here is imported from its module when
 it is first asked for, so `from ortbundle.payload.loader import choose` still works.
 """
@@ -58,14 +58,18 @@ if TYPE_CHECKING:
     from ortbundle.payload.loader.search import missing_libraries as missing_libraries
     from ortbundle.payload.loader.search import read_ld_cache as read_ld_cache
     from ortbundle.payload.loader.search import system_libraries as system_libraries
+    from ortbundle.payload.loader.vendors import GPU_VENDORS as GPU_VENDORS
+    from ortbundle.payload.loader.vendors import Vendor as Vendor
 
-# The six in dependency order: each imports only standard modules and the ones before it, and
-# the joined file defines them in this order.
-MODULES = ("hardware", "search", "index", "scoring", "ortapi", "command")
+# The seven in dependency order: each imports only standard modules and the ones before it, and
+# the joined file defines them in this order. vendors is generated (invoke docs) from
+# ortbundle/data/gpu-vendors.toml.
+MODULES = ("vendors", "hardware", "search", "index", "scoring", "ortapi", "command")
 
 # Each name offered here and the module that defines it (the private ones are the OrtApi
 # indices and the opened cores, which tests check against the C header and reset).
 EXPORTS: dict[str, tuple[str, ...]] = {
+    "vendors": ("GPU_VENDORS", "Vendor"),
     "hardware": (
         "VENDORS",
         "Gpu",
@@ -123,7 +127,7 @@ _DOCUMENTED_BY = "command"  # its docstring is the file's: the --help descriptio
 
 @cache
 def loader_source() -> str:
-    """The six modules as the one file a package ships (join), read as text, never imported."""
+    """The seven modules as the one file a package ships (join), read as text, never imported."""
     package = resources.files(__name__)
     return join({module: package.joinpath(f"{module}.py").read_text("utf-8") for module in MODULES})
 

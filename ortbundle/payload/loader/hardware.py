@@ -15,8 +15,11 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-VENDORS = {0x8086: "intel", 0x10DE: "nvidia", 0x1002: "amd", 0x1022: "amd", 0x5143: "qualcomm"}
-_APPLE = 0x106B  # Apple's PCI vendor id: the GPU of every Apple Silicon Mac
+from ortbundle.payload.loader.vendors import GPU_VENDORS
+
+# PCI vendor id -> vendor, for a GPU on a PCI bus (vendors.py, from data/gpu-vendors.toml)
+VENDORS = {i: name for name, v in GPU_VENDORS.items() if v.on_pci for i in v.pci_ids}
+_APPLE = GPU_VENDORS["apple"].pci_ids[0]  # the GPU of every Apple Silicon Mac
 
 
 @dataclass(frozen=True)
@@ -40,17 +43,18 @@ class Hardware:
     machine: str | None = None  # the CPU this process runs as ("x86_64", "aarch64"); None: unknown
 
     def vendors(self) -> set[str]:
+        """The GPUs' vendors, and a SoC vendor named in the SoC's description."""
         found = {g.vendor for g in self.gpus}
-        if self.soc and "qualcomm" in self.soc:
-            found.add("qualcomm")
+        soc = self.soc or ""
+        found |= {name for name, v in GPU_VENDORS.items() if v.soc and name in soc}
         return found
 
     def usable_vendor(self, vendor: str) -> bool:
         """A vendor runtime needs its driver, not just the card."""
-        if vendor == "nvidia":
-            return "nvidia" in self.vendors() and self.nvidia_driver
-        if vendor == "amd":
-            return "amd" in self.vendors() and self.kfd
+        known = GPU_VENDORS.get(vendor)
+        drivers = {"kfd": self.kfd, "nvidia_driver": self.nvidia_driver}
+        if known is not None and known.driver and not drivers[known.driver]:
+            return False
         return vendor in self.vendors()
 
 

@@ -14,15 +14,11 @@ from typing import Any
 from ortbundle.payload.loader.hardware import Hardware, too_old, wrong_machine
 from ortbundle.payload.loader.index import LoaderError
 from ortbundle.payload.loader.search import Libraries, missing_libraries
+from ortbundle.payload.loader.vendors import GPU_VENDORS
 
-VENDOR_LABEL = {
-    "intel": "Intel",
-    "nvidia": "NVIDIA",
-    "amd": "AMD",
-    "qualcomm": "Qualcomm",
-    "apple": "Apple",
-}
+VENDOR_LABEL = {name: v.label for name, v in GPU_VENDORS.items()}
 SCORE_VENDOR, SCORE_INTEL, SCORE_GENERIC, SCORE_CPU = 4, 3, 2, 1
+_VENDOR_SCORES = {"vendor": SCORE_VENDOR, "intel": SCORE_INTEL}  # a vendor's `score`
 
 
 def _absent(need: dict[str, Any]) -> str:
@@ -59,20 +55,19 @@ def score(runtime: dict[str, Any], hardware: Hardware) -> tuple[int, str]:
     fits = runtime.get("fits", {})
     for vendor in fits.get("gpu_vendors", []):
         if hardware.usable_vendor(vendor):
-            label = VENDOR_LABEL.get(vendor, vendor)
-            if vendor == "intel":
-                return SCORE_INTEL, f"{label} GPU"
-            return SCORE_VENDOR, f"{label} GPU" if vendor != "qualcomm" else "Qualcomm SoC"
+            known = GPU_VENDORS.get(vendor)
+            if known is None:  # a name the loader does not know: any GPU of that vendor
+                return SCORE_VENDOR, f"{vendor} GPU"
+            return _VENDOR_SCORES[known.score], f"{known.label} {'SoC' if known.soc else 'GPU'}"
     if fits.get("any_gpu") and hardware.gpus:
         return SCORE_GENERIC, "GPU (generic)"
     return SCORE_CPU, "CPU"
 
 
 def best_possible(hardware: Hardware) -> int:
-    if any(hardware.usable_vendor(v) for v in ("nvidia", "amd", "qualcomm", "apple")):
-        return SCORE_VENDOR
-    if hardware.usable_vendor("intel"):
-        return SCORE_INTEL
+    usable = [_VENDOR_SCORES[v.score] for n, v in GPU_VENDORS.items() if hardware.usable_vendor(n)]
+    if usable:
+        return max(usable)
     return SCORE_GENERIC if hardware.gpus else SCORE_CPU
 
 

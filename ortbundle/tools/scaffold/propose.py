@@ -16,6 +16,7 @@ from email.parser import HeaderParser
 from pathlib import Path, PurePosixPath
 
 from ortbundle._core.errors import BinaryError
+from ortbundle.config.gpu_vendors import vendor_of
 from ortbundle.config.recipes import Drop
 from ortbundle.config.targets import Target
 from ortbundle.fetch.archives import ZipArchive
@@ -102,19 +103,19 @@ _CORE = re.compile(r"^(lib)?onnxruntime\.((\d+\.)*dylib|so|dll)(\.|$)", re.IGNOR
 _VERSIONED = re.compile(r"^(.+\.so)((\.\d+)+)$")
 _VERSIONED_DYLIB = re.compile(r"^(.+?)((\.\d+)+)\.dylib$")  # libonnxruntime.1.32.0.dylib
 _TEXT = re.compile(r"^(licen[cs]e|notice|copying|thirdpartynotices|third[-_]party)", re.IGNORECASE)
-# provider library stem → (EP name, GPU vendor it serves, or "")
+# provider library stem → EP name (the GPU vendor each serves: ortbundle/data/gpu-vendors.toml)
 PROVIDERS = {
-    "cuda": ("CUDAExecutionProvider", "nvidia"),
-    "tensorrt": ("TensorrtExecutionProvider", "nvidia"),
-    "nv_tensorrt_rtx": ("NvTensorRTRTXExecutionProvider", "nvidia"),
-    "openvino": ("OpenVINOExecutionProvider", "intel"),
-    "rocm": ("ROCMExecutionProvider", "amd"),
-    "migraphx": ("MIGraphXExecutionProvider", "amd"),
-    "dnnl": ("DnnlExecutionProvider", "intel"),
-    "qnn": ("QNNExecutionProvider", "qualcomm"),
-    "vitisai": ("VitisAIExecutionProvider", "amd"),
-    "dml": ("DmlExecutionProvider", ""),
-    "webgpu": ("WebGpuExecutionProvider", ""),
+    "cuda": "CUDAExecutionProvider",
+    "tensorrt": "TensorrtExecutionProvider",
+    "nv_tensorrt_rtx": "NvTensorRTRTXExecutionProvider",
+    "openvino": "OpenVINOExecutionProvider",
+    "rocm": "ROCMExecutionProvider",
+    "migraphx": "MIGraphXExecutionProvider",
+    "dnnl": "DnnlExecutionProvider",
+    "qnn": "QNNExecutionProvider",
+    "vitisai": "VitisAIExecutionProvider",
+    "dml": "DmlExecutionProvider",
+    "webgpu": "WebGpuExecutionProvider",
 }
 _CLASSIFIERS = {
     "MIT License": "MIT",
@@ -394,12 +395,13 @@ def _providers(kept: list[Library]) -> tuple[str, ...]:
     for lib in kept:
         m = re.search(r"onnxruntime_providers_([a-z_]+?)(\.so|\.dll)", lib.staged.lower())
         if m and m[1] in PROVIDERS:
-            found.append(PROVIDERS[m[1]][0])
+            found.append(PROVIDERS[m[1]])
     return (*sorted(set(found)), "CPUExecutionProvider")
 
 
 def gpu_vendors(providers: tuple[str, ...]) -> tuple[str, ...]:
-    return tuple(sorted({v for ep, v in PROVIDERS.values() if v and ep in providers}))
+    """The vendors whose hardware the providers serve, sorted (the recipe's `gpu_vendors`)."""
+    return tuple(sorted({v for v in map(vendor_of, providers) if v is not None}))
 
 
 FIRST_PLUGIN_CORE = "1.22.0"  # the first ONNX Runtime with RegisterExecutionProviderLibrary

@@ -9,7 +9,7 @@ Every module gets its own work directory, .mutation/<module>/, holding symlinks 
 repository and mutmut's mutants/ copy: a second run of the same module reuses the mutants and
 the verdicts of functions whose source did not change. mutmut reads its settings from the
 current directory's pyproject.toml, so the settings are set in the worker process instead
-(`python -m ortbundle.tools.mutation <module>`, started by `run_module`).
+(`python -m devtools.mutation <module>`, started by `run_module`).
 """
 
 from __future__ import annotations
@@ -191,7 +191,7 @@ def run_module(root: Path, module: MutationModule, max_children: int) -> Score:
             [
                 sys.executable,
                 "-m",
-                "ortbundle.tools.mutation",
+                "devtools.mutation",
                 "run",
                 module.name,
                 str(max_children),
@@ -218,7 +218,7 @@ def survivor_diffs(root: Path, module: MutationModule) -> str:
     """The change each surviving mutant made, as unified diffs (mutmut show, per survivor)."""
     where = work_dir(root, module)
     done = subprocess.run(
-        [sys.executable, "-m", "ortbundle.tools.mutation", "show", module.name, "0"],
+        [sys.executable, "-m", "devtools.mutation", "show", module.name, "0"],
         cwd=where,
         env={**os.environ, "PYTHONDONTWRITEBYTECODE": "1"},
         capture_output=True,

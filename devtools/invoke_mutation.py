@@ -8,7 +8,7 @@ from typing import TYPE_CHECKING
 from ortbundle.cli.common import ROOT, CommandFailed, guard
 
 if TYPE_CHECKING:
-    from ortbundle.tools.mutation import Score
+    from devtools.mutation import Score
 
 GOAL = 90.0  # percent of mutants killed in every module (docs/testing.md)
 
@@ -22,7 +22,7 @@ def run_mutation(
 ) -> list[Score]:
     """Run each module asked for (default: all) with its own tests; print its score and its
     survivors; fail (exit 1) when a module kills fewer than GOAL percent of its mutants."""
-    from ortbundle.tools.mutation import load_modules, run_module, select, survivor_diffs
+    from devtools.mutation import load_modules, run_module, select, survivor_diffs
 
     chosen = guard(lambda: select(load_modules(root), modules))
     scores = []
