@@ -9,10 +9,12 @@ from typing import Any
 import pytest
 import tomlkit
 
+import ortbundle
 from ortbundle._core.errors import ClosureError, ConfigError
 from ortbundle._core.memo import Memo
 from ortbundle._core.progress import Reporter
 from ortbundle.channels.step import package_input
+from ortbundle.cli.build import run_build
 from ortbundle.config.recipes import IgnoreRule
 from ortbundle.config.targets import get_target
 from ortbundle.pipeline.build import build
@@ -194,6 +196,29 @@ def test_undeclared_loads_are_warnings(opening: FakeProject, reporter: Reporter)
     assert not any(
         e.via == "loads" for t in result.targets for e in t.runtimes[0].closure.externals
     )
+
+
+def test_the_python_api_returns_the_warnings_the_cli_prints(
+    opening: FakeProject, reporter: Reporter, capsys: pytest.CaptureFixture[str], tmp_path: Path
+) -> None:
+    """A caller of ortbundle.build() gets in the result every warning `invoke build` prints,
+    in the same words and order: the CLI computes none of its own."""
+    result = ortbundle.build(opening.project, opening.options(), reporter)
+    undeclared = [w for w in result.warnings if "can open libraries by name" in w]
+    assert [w.split(":")[1] for w in undeclared] == [
+        " fake on linux-x86_64",
+        " fake on windows-x86_64",
+    ]
+    assert undeclared[0].startswith(
+        "WARNING: fake on linux-x86_64: runtimes/fake/libopener.so can open libraries by name "
+        "(dlopen) that the recipe does not declare: libcudnn.so.9, libvulkan.so.1"
+    )
+    capsys.readouterr()
+    run_build(opening.options(), root=opening.root, dist=tmp_path / "by-the-cli")
+    printed = capsys.readouterr().out.splitlines()
+    shown = [line for line in printed if line in result.warnings]
+    assert shown == list(result.warnings)
+    assert not [line for line in printed if line.startswith("WARNING:") and line not in shown]
 
 
 def test_declared_loads_become_externals(opening: FakeProject, reporter: Reporter) -> None:

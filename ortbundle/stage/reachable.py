@@ -22,10 +22,11 @@ from typing import Any
 from ortbundle._core.memo import NO_MEMO, Memo
 from ortbundle.payload.loader.hardware import Gpu, Hardware
 from ortbundle.payload.loader.scoring import score
+from ortbundle.payload.loader.vendors import GPU_VENDORS
 from ortbundle.stage.index_json import FRAGMENTS_DIR, INDEX_NAME
 
-_VENDORS = ("intel", "nvidia", "amd", "qualcomm")
-_GPU_IDS = {"intel": 0x8086, "nvidia": 0x10DE, "amd": 0x1002}
+# the vendors a machine of the target can show (the loader's table, from data/gpu-vendors.toml)
+_VENDORS = tuple(name for name, vendor in GPU_VENDORS.items() if vendor.on_pci)
 
 
 @dataclass(frozen=True)
@@ -65,15 +66,22 @@ def machines() -> list[Hardware]:
     for size in range(len(_VENDORS) + 1):
         for vendors in combinations(_VENDORS, size):
             for other_gpu in (False, True):
-                gpus = [Gpu(v, _GPU_IDS[v], 0, v) for v in vendors if v in _GPU_IDS]
+                # a SoC vendor is told by the SoC's name, the others by a card on the bus
+                gpus = [
+                    Gpu(v, GPU_VENDORS[v].pci_ids[0], 0, v)
+                    for v in vendors
+                    if not GPU_VENDORS[v].soc
+                ]
                 if other_gpu:
                     gpus.append(Gpu("other", 0x1A03, 0, "other"))
                 found.append(
                     Hardware(
                         gpus=tuple(gpus),
-                        kfd="amd" in vendors,
-                        nvidia_driver="nvidia" in vendors,
-                        soc="qualcomm snapdragon" if "qualcomm" in vendors else None,
+                        kfd=any(GPU_VENDORS[v].driver == "kfd" for v in vendors),
+                        nvidia_driver=any(
+                            GPU_VENDORS[v].driver == "nvidia_driver" for v in vendors
+                        ),
+                        soc=" ".join(v for v in vendors if GPU_VENDORS[v].soc) or None,
                     )
                 )
     return found
