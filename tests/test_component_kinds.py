@@ -186,3 +186,86 @@ def test_a_component_listed_under_two_tables_is_refused(
     with pytest.raises(ConfigProblems) as refused:
         build(fake.project, fake.options(), reporter)
     assert "`extensions`: is also listed in [plugin.extensions]: list it once" in str(refused.value)
+
+
+# --- the index ---------------------------------------------------------------------------------
+
+
+def _index_again(result: Any, target: str, stage: Path) -> dict[str, Any]:
+    """runtimes.json written from the build's staged components, the custom-op libraries and
+    libraries using a core passed as the stage step passes plugin EPs (the pipeline's hook)."""
+    from ortbundle.stage.index_json import write_index
+
+    plan = result.plan
+    done = next(t for t in result.targets if t.target == target)
+    staged = [(plan.recipes[s.runtime], s) for s in done.runtimes]
+    cores = [(r, s) for r, s in staged if r.kind == "runtime"]
+    companions = [
+        (r, s, plan.product.paired[r.name])
+        for r, s in staged
+        if r.kind in ("custom-ops", "uses-core")
+    ]
+    stage.mkdir(parents=True, exist_ok=True)
+    return write_index(stage, plan.product, target, cores, companions=companions)
+
+
+def test_runtimes_json_lists_each_kind_with_the_runtime_it_pairs_with(
+    fake: FakeProject, reporter: Reporter, tmp_path: Path
+) -> None:
+    import json
+    from importlib import resources
+
+    import jsonschema
+
+    add_companion(fake, custom_ops())
+    add_companion(fake, uses_core())
+    result = build(fake.project, fake.options(), reporter)
+    schema = json.loads(
+        resources.files("ortbundle").joinpath("data/runtimes.schema.json").read_text()
+    )
+    for target, core, ops, genai in (
+        ("linux-x86_64", "libonnxruntime.so.1", "libortextensions.so", "libonnxruntime-genai.so"),
+        ("windows-x86_64", "onnxruntime.dll", "ortextensions.dll", "onnxruntime-genai.dll"),
+    ):
+        index = _index_again(result, target, tmp_path / target)
+        jsonschema.validate(index, schema)
+        (runtime,) = index["runtimes"]
+        assert runtime["custom_ops"] == [
+            {"name": "extensions", "library": f"custom_ops/extensions/{ops}", "version": "0.2.0"}
+        ]
+        assert runtime["uses_core"] == [
+            {
+                "name": "genai",
+                "library": f"libraries/genai/{genai}",
+                "version": "0.2.0",
+                "core": core,
+            }
+        ]
+        assert runtime["plugin_eps"] == []
+
+
+def test_an_index_without_them_is_as_before(
+    fake: FakeProject, reporter: Reporter, tmp_path: Path
+) -> None:
+    fake.write()
+    result = build(fake.project, fake.options(), reporter)
+    index = _index_again(result, "linux-x86_64", tmp_path / "linux")
+    (runtime,) = index["runtimes"]
+    assert "custom_ops" not in runtime and "uses_core" not in runtime
+
+
+def test_a_library_using_a_core_the_runtime_lacks_is_refused(
+    fake: FakeProject, reporter: Reporter, tmp_path: Path
+) -> None:
+    """GenAI built for another core's name (libonnxruntime.so.2) beside a runtime whose core
+    is libonnxruntime.so.1: it would find no core."""
+    add_companion(fake, uses_core(link="libonnxruntime.so.2"))
+    result = build(fake.project, fake.options(), reporter)
+    with pytest.raises(ConfigError) as refused:
+        _index_again(result, "linux-x86_64", tmp_path / "linux")
+    error = refused.value
+    assert error.message == (
+        "genai uses the core libonnxruntime.so.2, which runtime fake does not ship on linux-x86_64"
+    )
+    assert error.file is not None and error.file.endswith("manifests/fakeproduct.toml")
+    assert error.fix is not None and "[uses_core.genai] pairs_with" in error.fix
