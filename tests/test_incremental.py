@@ -10,8 +10,8 @@ import pytest
 
 import ortbundle._core.fsio
 import ortbundle.fetch.archives
-import ortbundle.stage.step
 import ortbundle.stage.staging
+import ortbundle.stage.step
 from ortbundle._core.progress import Reporter
 from ortbundle.evidence.names import SUMMARY_NAME
 from ortbundle.pipeline.build import build

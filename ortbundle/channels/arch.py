@@ -451,7 +451,7 @@ def _layout(files: Sequence[ShippedFile]) -> tuple[list[_Entry], list[_Entry]]:
 # What an add-on installs into the main package's directory: its runtimes and its index
 # fragment. Its NOTICE and licence texts go to /usr/share/licenses/<add-on>/ only; anything
 # else at the top of the stage (runtimes.json, the loader) is the main package's.
-_ADDON_DIRS = ("runtimes/", "plugins/", "runtimes.d/")
+_ADDON_DIRS = ("runtimes/", "plugins/", "custom_ops/", "libraries/", "runtimes.d/")
 
 
 def _addon_entries(entries: list[_Entry], main: Addon) -> tuple[list[_Entry], tuple[str, ...]]:

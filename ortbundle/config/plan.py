@@ -29,7 +29,7 @@ from ortbundle.config.recipes import (
 )
 from ortbundle.config.schema.inputs_of_build import check_build_inputs
 from ortbundle.config.targets import get_target
-from ortbundle.config.vocabulary import CHANNEL_TARGETS
+from ortbundle.config.vocabulary import CHANNEL_TARGETS, PAIRED_KINDS
 
 if TYPE_CHECKING:
     pass
@@ -56,9 +56,10 @@ class Plan:
         return {**self.recipes, **self.models}
 
     def plugins_for(self, target: str) -> list[str]:
-        """Plugin EPs shipped on `target`: those paired with a runtime shipped there."""
+        """Components shipped beside a core on `target` (plugin EPs, custom-op libraries,
+        libraries using a core): those paired with a runtime shipped there."""
         shipped = set(self.product.runtimes_for(target))
-        return [p for p, pairs in self.product.plugins.items() if shipped & set(pairs)]
+        return [p for p, pairs in self.product.paired.items() if shipped & set(pairs)]
 
     def sources_for(self, target: str) -> list[tuple[Recipe, set[str]]]:
         """Per runtime (then plugin EP) on `target`: the source ids it reads."""
@@ -121,17 +122,21 @@ def load_plan(project: Project, options: BuildOptions, *, parse_models: bool = T
                 file=str(product.path),
                 fix=f"use one of: {', '.join(product.targets)}",
             )
-    names = [*product.runtimes, *product.plugins]
+    names = [*product.runtimes, *product.paired]
     recipes = {name: load_recipe(project.recipes / f"{name}.toml") for name in names}
     for name in product.runtimes:
         if recipes[name].kind != "runtime":
             raise ConfigError(
                 f"{name} is a {recipes[name].kind}, not a runtime",
                 file=str(product.path),
-                fix="list plugin EPs under [plugin.<name>], runtimes in runtimes = [...]",
+                fix=f"list it under [{PAIRED_KINDS.get(recipes[name].kind, 'plugin')}.{name}] "
+                "pairs_with = [<runtimes>], runtimes in runtimes = [...]",
             )
     for name, pairs in product.plugins.items():
         _check_plugin(recipes[name], [recipes[r] for r in pairs], product)
+    for kind in ("custom-ops", "uses-core"):
+        for name in product.pairing(kind):
+            _check_paired_kind(recipes[name], kind)
     for target in targets:
         for runtime in product.runtimes_for(target):
             recipes[runtime].for_target(target)
@@ -195,6 +200,17 @@ def _check_plugin(plugin: Recipe, cores: list[Recipe], product: Product) -> None
                 file=str(product.path),
                 fix=f"pair {plugin.name} with a newer runtime, or pin an older plugin",
             )
+
+
+def _check_paired_kind(recipe: Recipe, kind: str) -> None:
+    """A component listed under [custom_ops] or [uses_core] is a recipe of that kind."""
+    if recipe.kind != kind:
+        raise ConfigError(
+            f"{recipe.name} is listed under [{PAIRED_KINDS[kind]}.{recipe.name}] but its recipe "
+            f"says kind = {recipe.kind!r}",
+            file=str(recipe.path),
+            fix=f'give it kind = "{kind}" in [component], or list it where a {recipe.kind} goes',
+        )
 
 
 def _channel_targets(product: Product) -> set[str]:

@@ -14,7 +14,13 @@ from ortbundle.config.externals import read_externals
 from ortbundle.config.policy_overlay import PolicyOverlay, read_policy
 from ortbundle.config.targets import ExternalSpec
 from ortbundle.config.tomlreader import TableReader, load_toml
-from ortbundle.config.vocabulary import CHANNEL_TARGETS, NAME_WORD, ON_NEWER, PATH_WORD
+from ortbundle.config.vocabulary import (
+    CHANNEL_TARGETS,
+    NAME_WORD,
+    ON_NEWER,
+    PAIRED_KINDS,
+    PATH_WORD,
+)
 
 
 @dataclass(frozen=True)
@@ -100,9 +106,24 @@ class Product:
         default_factory=PolicyOverlay
     )  # [policy]: over licenses/policy.toml
     addon_of: Addon | None = None  # [product] addon_of: the main product it installs beside
+    # [custom_ops.<name>]: a custom-op library recipe -> the runtimes whose sessions register it
+    custom_ops: dict[str, tuple[str, ...]] = field(default_factory=dict)
+    # [uses_core.<name>]: a library using a core (GenAI) -> the runtimes it is offered beside
+    uses_core: dict[str, tuple[str, ...]] = field(default_factory=dict)
 
     def runtimes_for(self, target: str) -> tuple[str, ...]:
         return tuple(r for r in self.runtimes if target in self.runtime_targets[r])
+
+    @property
+    def paired(self) -> dict[str, tuple[str, ...]]:
+        """Every component shipped beside a core (plugin EPs, custom-op libraries, libraries
+        using a core) -> the runtimes it pairs with."""
+        return {**self.plugins, **self.custom_ops, **self.uses_core}
+
+    def pairing(self, kind: str) -> dict[str, tuple[str, ...]]:
+        """The pairing table of one kind ([plugin], [custom_ops] or [uses_core])."""
+        tables = {"plugin-ep": self.plugins, "custom-ops": self.custom_ops}
+        return {**tables, "uses-core": self.uses_core}.get(kind, {})
 
 
 def load_product(path: Path) -> Product:
@@ -152,7 +173,9 @@ def load_product(path: Path) -> Product:
         targets=targets,
         runtimes=runtimes,
         models=product.text_list("models", required=False),
-        plugins=_plugins(top, runtimes),
+        plugins=_paired(top, runtimes, "plugin"),
+        custom_ops=_paired(top, runtimes, "custom_ops"),
+        uses_core=_paired(top, runtimes, "uses_core"),
         runtime_targets=runtime_targets,
         override_env=TableReader(path, "loader", top.table.get("loader", {})).text(
             "override_env", "ORTBUNDLE_RUNTIME_DIR"
@@ -221,20 +244,24 @@ def _system(reader: TableReader) -> SystemSpec:
 _APP_ID = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*(\.[A-Za-z_][A-Za-z0-9_-]*){2,}$")
 
 
-def _plugins(top: TableReader, runtimes: tuple[str, ...]) -> dict[str, tuple[str, ...]]:
-    """`[plugin.<name>] pairs_with = [...]`: each plugin EP and the runtimes that load it."""
-    table = top.table.get("plugin", {})
+def _paired(top: TableReader, runtimes: tuple[str, ...], key: str) -> dict[str, tuple[str, ...]]:
+    """`[<key>.<name>] pairs_with = [...]` ([plugin], [custom_ops], [uses_core]): each component
+    shipped beside a core and the runtimes it pairs with. A name is listed under one table."""
+    table = top.table.get(key, {})
     if not isinstance(table, dict):
-        raise top.fail("[plugin.<name>] must be tables")
-    plugins: dict[str, tuple[str, ...]] = {}
+        raise top.fail(f"[{key}.<name>] must be tables")
+    paired: dict[str, tuple[str, ...]] = {}
     for name in table:
-        reader = TableReader(top.path, f"plugin.{name}", table[name])
+        reader = TableReader(top.path, f"{key}.{name}", table[name])
         pairs = reader.text_list("pairs_with")
         unknown = sorted(set(pairs) - set(runtimes))
         if unknown:
             raise reader.fail(f"pairs_with names runtimes the product lacks: {', '.join(unknown)}")
-        plugins[name] = pairs
-    return plugins
+        others = [k for k in PAIRED_KINDS.values() if k != key and name in top.table.get(k, {})]
+        if others:
+            raise reader.fail(f"{name} is also listed in [{others[0]}.{name}]: list it once")
+        paired[name] = pairs
+    return paired
 
 
 def _packaging(reader: TableReader, product: str) -> PackagingSettings:

@@ -39,6 +39,7 @@ from ortbundle.config.targets import ExternalSpec
 from ortbundle.config.tomlreader import TableReader, load_toml
 from ortbundle.config.vocabulary import (
     GUESSABLE,
+    KIND_DIRECTORIES,
     NAME_WORD,
     PATH_WORD,
     PAYLOAD_PLACES,
@@ -164,8 +165,9 @@ class Recipe:
 
     @property
     def directory(self) -> str:
-        """Where it is staged: a runtime under runtimes/, a plugin EP under plugins/."""
-        return f"plugins/{self.name}" if self.kind == "plugin-ep" else f"runtimes/{self.name}"
+        """Where it is staged: a runtime under runtimes/, a plugin EP under plugins/, a
+        custom-op library under custom_ops/, a library using a core under libraries/."""
+        return f"{KIND_DIRECTORIES[self.kind]}/{self.name}"
 
     def for_target(self, target: str) -> TargetRecipe:
         if target not in self.targets:
@@ -317,7 +319,7 @@ def load_recipe(path: Path) -> Recipe:
         raise component.fail(f"name {name!r} must match the file name {path.stem!r}")
     kind = component.text("kind")
     if kind not in RECIPE_KINDS:
-        raise component.fail(f"kind {kind!r} is not supported (runtime, plugin-ep; model)")
+        raise component.fail(f"kind {kind!r} is not supported ({', '.join(RECIPE_KINDS)}; model)")
     ep_name = component.text("ep_name") if kind == "plugin-ep" else None
     min_core = component.text("min_core") if kind == "plugin-ep" else None
     sources = read_sources(top)
@@ -331,7 +333,7 @@ def load_recipe(path: Path) -> Recipe:
         version=component.text("version"),
         description=component.text("description"),
         label=component.text("label", name),
-        providers=component.text_list("providers"),
+        providers=component.text_list("providers", required=kind in ("runtime", "plugin-ep")),
         gpu_vendors=component.text_list("gpu_vendors", required=False),
         sources=sources,
         targets=targets,

@@ -27,7 +27,24 @@ OPERATING_SYSTEMS = ("linux", "windows", "android", "macos")
 BINARY_FORMATS = ("elf", "pe", "macho")
 
 PAYLOAD_PLACES = ("beside", "assets")
-RECIPE_KINDS = ("runtime", "plugin-ep")  # a model recipe says MODEL_KIND
+# What a component's libraries are to ONNX Runtime: a core (exports OrtGetApiBase), a plugin EP
+# (CreateEpFactories), a custom-operator library a session registers (RegisterCustomOps), and a
+# library that uses a core (links or opens one, as ONNX Runtime GenAI does). A model recipe says
+# MODEL_KIND.
+RECIPE_KINDS = ("runtime", "plugin-ep", "custom-ops", "uses-core")
+# the kinds that ship beside a core, each under its own table of the product manifest naming
+# the runtimes it pairs with ([plugin.<name>] pairs_with = [...]) and its directory in a stage
+PAIRED_KINDS: dict[str, str] = {
+    "plugin-ep": "plugin",
+    "custom-ops": "custom_ops",
+    "uses-core": "uses_core",
+}
+KIND_DIRECTORIES: dict[str, str] = {
+    "runtime": "runtimes",
+    "plugin-ep": "plugins",
+    "custom-ops": "custom_ops",
+    "uses-core": "libraries",
+}
 MODEL_KIND = "model"  # [component] kind of a model recipe
 
 ON_NEWER = ("error", "warn")  # [system] on_newer: what a library needing a newer system does

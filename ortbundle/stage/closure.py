@@ -163,10 +163,13 @@ def prune(
     recipe: TargetRecipe,
     candidates: list[Candidate],
     materialize: Materialize,
+    provided: Callable[[str], bool] | None = None,
 ) -> Closure:
     """Keep the recipe's roots and what they need, drop the rest: a pure function of the
-    candidates and what `materialize` reads from them, refusing every ambiguity it meets."""
-    scope = _Scope(component, target, materialize)
+    candidates and what `materialize` reads from them, refusing every ambiguity it meets.
+    A name `provided` accepts is left to a component shipped beside this one (the core a
+    library that uses a core links): neither kept, nor external, nor unresolved."""
+    scope = _Scope(component, target, materialize, provided)
     index = _index_candidates(scope, candidates)
     _rule_out_drops(index, recipe, target)
     roots = _match_roots(scope, index, recipe.roots)
@@ -192,6 +195,7 @@ class _Scope:
     component: str
     target: Target
     materialize: Materialize
+    provided: Callable[[str], bool] | None = None
 
     def config_error(self, message: str, fix: str) -> ConfigError:
         return ConfigError(message, component=self.component, target=self.target.name, fix=fix)
@@ -347,6 +351,8 @@ def _follow_needs(
         if dep is not None:
             _refuse_dropped_need(scope, needer, needed, dep)
             _keep_for(dep, f"needed by {needer}", queue)
+            continue
+        if scope.provided is not None and scope.provided(needed):
             continue
         provider = target.external_group(needed)
         if provider is not None:

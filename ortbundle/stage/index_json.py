@@ -13,11 +13,13 @@ from collections.abc import Iterable, Sequence
 from pathlib import Path
 from typing import Any
 
+from ortbundle._core.errors import ConfigError
 from ortbundle._core.fsio import atomic_write
 from ortbundle.config.recipes import Product, Recipe
 from ortbundle.config.targets import get_target
 from ortbundle.payload.loader import loader_source
 from ortbundle.stage.closure import ExternalLibrary
+from ortbundle.stage.kinds import uses_core
 from ortbundle.stage.requirements import TargetRequirements, resolve
 from ortbundle.stage.staging import StagedRuntime
 
@@ -64,6 +66,60 @@ def plugin_entry(recipe: Recipe, staged: StagedRuntime) -> dict[str, Any]:
     }
 
 
+def custom_op_entry(recipe: Recipe, staged: StagedRuntime) -> dict[str, Any]:
+    """A custom-operator library a session of the runtime registers (RegisterCustomOpsLibrary,
+    SessionOptions.register_custom_ops_library): where it is, from the stage root."""
+    return {
+        "name": recipe.name,
+        "library": f"{staged.directory}/{staged.closure.entry}",
+        "version": recipe.version,
+    }
+
+
+def uses_core_entry(recipe: Recipe, staged: StagedRuntime, core: str) -> dict[str, Any]:
+    """A library that uses the runtime's core (GenAI), offered beside it: `core` is the name
+    it links or opens, which the runtime's directory holds."""
+    return {
+        "name": recipe.name,
+        "library": f"{staged.directory}/{staged.closure.entry}",
+        "version": recipe.version,
+        "core": core,
+    }
+
+
+def _core_used(recipe: Recipe, staged: StagedRuntime) -> tuple[str, ...]:
+    entry = next(k for k in staged.closure.kept if k.name == staged.closure.entry)
+    return uses_core(staged, entry)
+
+
+def _fitting_core(
+    product: Product,
+    target: str,
+    user: tuple[Recipe, StagedRuntime],
+    runtime: tuple[Recipe, StagedRuntime],
+) -> str:
+    """The name the library links or opens that the runtime's directory holds; a pairing with a
+    runtime that holds none of them is refused: the library would find no core, or another."""
+    recipe, staged = user
+    wanted = _core_used(recipe, staged)
+    case = get_target(target).case_insensitive
+    held = {f.path.rsplit("/", 1)[-1] for f in runtime[1].files}
+    held = {h.lower() for h in held} if case else held
+    for name in wanted:
+        base = name.rsplit("/", 1)[-1]
+        if (base.lower() if case else base) in held:
+            return base
+    raise ConfigError(
+        f"{recipe.name} uses the core {' or '.join(wanted) or '(none found)'}, which runtime "
+        f"{runtime[0].name} does not ship on {target}",
+        component=recipe.name,
+        target=target,
+        file=str(product.path),
+        fix=f"pair it in [uses_core.{recipe.name}] pairs_with only with runtimes whose core it "
+        "links or opens, or take a build of it made for that core",
+    )
+
+
 def requires_entries(target: str, needs: Iterable[ExternalLibrary]) -> list[dict[str, Any]]:
     """The system libraries a runtime (with its plugin EPs) needs by name, as the model resolved
     them (TargetRequirements.index_requires); what the base system always has is left out
@@ -86,7 +142,10 @@ def runtime_entry(
     staged: StagedRuntime,
     requirements: TargetRequirements,
     plugins: list[dict[str, Any]] | None = None,
+    companions: dict[str, list[dict[str, Any]]] | None = None,
 ) -> dict[str, Any]:
+    """One runtime's entry; `companions` adds its `custom_ops` and `uses_core` lists (left out
+    when empty, so an index without them reads as before)."""
     prefix = staged.directory + "/"
     files = []
     for f in staged.files:
@@ -121,6 +180,7 @@ def runtime_entry(
         "system": requirements.runtime(recipe.name).system.as_json(),
         # the libraries the user's system must provide: a loader skips it when one is absent
         "requires": requires_entries(requirements.target, requirements.index_requires(recipe.name)),
+        **{key: value for key, value in (companions or {}).items() if value},
     }
 
 
@@ -131,19 +191,35 @@ def write_index(
     runtimes: list[tuple[Recipe, StagedRuntime]],
     plugins: Sequence[tuple[Recipe, StagedRuntime, tuple[str, ...]]] = (),
     requirements: TargetRequirements | None = None,
+    companions: Sequence[tuple[Recipe, StagedRuntime, tuple[str, ...]]] = (),
 ) -> dict[str, Any]:
     """Write runtimes.json and the loader into a (scratch) target stage — or, for an add-on
     product, the fragment runtimes.d/<product>.json (index_files says which).
 
     Each runtime's `system` and `requires` render `requirements`, the target's model; None:
-    resolved here from the same runtimes (which holds each against the product's `[system]`)."""
+    resolved here from the same runtimes (which holds each against the product's `[system]`).
+    `companions` are the custom-op libraries and libraries using a core, each with the runtimes
+    it pairs with: listed under each of those runtimes (a library using a core only beside a
+    core it fits: refused otherwise)."""
     if requirements is None:
         requirements = resolve(
             target,
             product.system,
-            [*runtimes, *((r, s) for r, s, _ in plugins)],
-            {r.name: pairs for r, _, pairs in plugins},
+            [*runtimes, *((r, s) for r, s, _ in (*plugins, *companions))],
+            {r.name: pairs for r, _, pairs in (*plugins, *companions)},
         )
+    beside: dict[str, dict[str, list[dict[str, Any]]]] = {
+        r.name: {"custom_ops": [], "uses_core": []} for r, _ in runtimes
+    }
+    for recipe, staged, pairs in companions:
+        for runtime in runtimes:
+            if runtime[0].name not in pairs:
+                continue
+            if recipe.kind == "custom-ops":
+                beside[runtime[0].name]["custom_ops"].append(custom_op_entry(recipe, staged))
+            else:
+                core = _fitting_core(product, target, (recipe, staged), runtime)
+                beside[runtime[0].name]["uses_core"].append(uses_core_entry(recipe, staged, core))
     index: dict[str, Any] = {
         "schema": SCHEMA,
         "product": {"name": product.name, "version": product.version},
@@ -157,6 +233,7 @@ def write_index(
                 staged,
                 requirements,
                 [plugin_entry(p, s) for p, s, pairs in plugins if recipe.name in pairs],
+                beside[recipe.name],
             )
             for recipe, staged in runtimes
         ],

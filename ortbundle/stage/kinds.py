@@ -12,33 +12,57 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 
-from ortbundle._core.errors import ConfigError
+from ortbundle._core.errors import ClosureError, ConfigError
 from ortbundle.config.recipes import Recipe
 from ortbundle.config.schema.problems import nearest
+from ortbundle.config.vocabulary import PAIRED_KINDS
 from ortbundle.stage.binaries.info import (
     CORE_EXPORT,
+    CORE_NAMES,
+    CUSTOM_OPS_EXPORT,
     PLUGIN_EXPORTS,
     PROVIDER_EXPORT,
     ROLE_EXPORTS,
-    BinaryInfo,
+    core_names,
     role,
 )
 from ortbundle.stage.closure import KeptLibrary
+from ortbundle.stage.plugins import refuse_bundled_core
 from ortbundle.stage.staging import StagedRuntime
 
-_ROLE_OF_KIND = {"runtime": "core", "plugin-ep": "plugin-ep"}
-_PLUGIN = " and ".join(PLUGIN_EXPORTS)
-_ROLE_TEXT = {
-    "core": f"an ONNX Runtime core (it exports {CORE_EXPORT})",
-    "plugin-ep": f"a plugin EP library (it exports {_PLUGIN})",
-    "provider": f"a provider library a core loads (it exports {PROVIDER_EXPORT})",
+_ROLE_OF_KIND = {
+    "runtime": "core",
+    "plugin-ep": "plugin-ep",
+    "custom-ops": "custom-ops",
+    "uses-core": "uses-core",
 }
+_PLUGIN = " and ".join(PLUGIN_EXPORTS)
+_CORE_FILES = " or ".join(CORE_NAMES)
+_SAYS = {  # what makes a library each role
+    "core": f"it exports {CORE_EXPORT}",
+    "plugin-ep": f"it exports {_PLUGIN}",
+    "custom-ops": f"it exports {CUSTOM_OPS_EXPORT}",
+    "uses-core": f"it links or opens {_CORE_FILES}",
+    "provider": f"it exports {PROVIDER_EXPORT}",
+}
+_ROLE_TEXT = {
+    "core": f"an ONNX Runtime core ({_SAYS['core']})",
+    "plugin-ep": f"a plugin EP library ({_SAYS['plugin-ep']})",
+    "custom-ops": f"a custom-operator library ({_SAYS['custom-ops']})",
+    "uses-core": f"a library that uses a core ({_SAYS['uses-core']})",
+    "provider": f"a provider library a core loads ({_SAYS['provider']})",
+}
+# what the recipe says, for each role the bytes show
+_KIND_OF_ROLE = {role: kind for kind, role in _ROLE_OF_KIND.items()}
 
 
 def check_component(recipe: Recipe, staged: StagedRuntime, target: str) -> None:
     """Refuse (ConfigError) an entry of the wrong kind, then a provider or EP name its
-    libraries do not carry."""
+    libraries do not carry; a component none of whose libraries is of the family is a
+    ClosureError."""
     check_kind(recipe, staged, target)
+    if recipe.kind in ("custom-ops", "uses-core"):  # a plugin EP's is checked before it is stored
+        refuse_bundled_core(recipe, staged, target)
     check_names(recipe, staged, target)
 
 
@@ -46,12 +70,28 @@ def _entry(staged: StagedRuntime) -> KeptLibrary | None:
     return next((k for k in staged.closure.kept if k.name == staged.closure.entry), None)
 
 
-def _is(info: BinaryInfo) -> str:
+def uses_core(staged: StagedRuntime, kept: KeptLibrary) -> tuple[str, ...]:
+    """The core names a kept library links (DT_NEEDED, imports) or opens by name (its strings,
+    when it imports dlopen or LoadLibrary): () when it uses no core."""
+    opened = [n for f in staged.closure.load_scans if f.file == kept.name for n in f.scan.names]
+    return core_names([*kept.info.all_needed, *opened])
+
+
+def kind_of(staged: StagedRuntime, kept: KeptLibrary) -> str:
+    """What one kept library is, by its exports, then by its use of a core: a role of
+    binaries/info.py's role() or "uses-core"; "" when neither."""
+    found = role(kept.info)
+    if not found and uses_core(staged, kept):
+        return "uses-core"
+    return found
+
+
+def _is(staged: StagedRuntime, kept: KeptLibrary) -> str:
     """What the exports say the library is, in words."""
-    found = role(info)
+    found = kind_of(staged, kept)
     if found:
         return _ROLE_TEXT[found]
-    some = [name for name in ROLE_EXPORTS if name in info.exports]
+    some = [name for name in ROLE_EXPORTS if name in kept.info.exports]
     if some:
         return f"a library exporting {', '.join(some)} but not the rest of an interface"
     return f"neither: it exports none of {', '.join(ROLE_EXPORTS)}"
@@ -59,14 +99,21 @@ def _is(info: BinaryInfo) -> str:
 
 def check_kind(recipe: Recipe, staged: StagedRuntime, target: str) -> None:
     """A runtime's entry exports OrtGetApiBase; a plugin EP's exports CreateEpFactories and
-    ReleaseEpFactory (what RegisterExecutionProviderLibrary looks up)."""
+    ReleaseEpFactory (what RegisterExecutionProviderLibrary looks up); a custom-op library's
+    RegisterCustomOps (what RegisterCustomOpsLibrary looks up); a library that uses a core
+    links or opens one. A component whose libraries are none of these is a ClosureError."""
     wanted = _ROLE_OF_KIND.get(recipe.kind)
     entry = _entry(staged)
-    if wanted is None or entry is None or role(entry.info) == wanted:
+    if wanted is None or entry is None:
         return
+    found = kind_of(staged, entry)
+    if found == wanted:
+        return
+    if not any(kind_of(staged, k) in _KIND_OF_ROLE for k in staged.closure.kept):
+        raise _none_of_the_family(recipe, staged, target)
     raise ConfigError(
         f"{recipe.kind} {recipe.name}: its entry {entry.name} is not {_ROLE_TEXT[wanted]}; "
-        f"it is {_is(entry.info)}",
+        f"it is {_is(staged, entry)}",
         component=recipe.name,
         target=target,
         file=str(recipe.path),
@@ -74,33 +121,66 @@ def check_kind(recipe: Recipe, staged: StagedRuntime, target: str) -> None:
     )
 
 
+def _none_of_the_family(recipe: Recipe, staged: StagedRuntime, target: str) -> ClosureError:
+    """Exit 8: nothing kept is a core, a plugin EP, a custom-op library or a library using a
+    core: say what each library does export."""
+    seen = []
+    for kept in staged.closure.kept:
+        exports = [n for n in kept.info.exports if n.isidentifier()][:4]
+        more = len(kept.info.exports) - len(exports)
+        listed = ", ".join(exports) + (f" and {more} more" if more > 0 else "")
+        seen.append(f"{kept.name} (exports {listed or 'nothing'})")
+    return ClosureError(
+        f"{recipe.kind} {recipe.name}: none of its libraries is a kind of the ONNX Runtime "
+        f"family — found {'; '.join(seen) or 'no library'}",
+        component=recipe.name,
+        target=target,
+        file=str(recipe.path),
+        fix=(
+            f"take, in [targets.{target}] roots, the library that is one: a core exports "
+            f"{CORE_EXPORT}, a plugin EP {_PLUGIN}, a custom-op library {CUSTOM_OPS_EXPORT}, "
+            f"a library that uses a core links or opens {_CORE_FILES}"
+        ),
+    )
+
+
 def _kind_fix(recipe: Recipe, staged: StagedRuntime, target: str, wanted: str) -> str:
     def having(found: str) -> list[str]:
-        return [k.name for k in staged.closure.kept if role(k.info) == found]
+        return [k.name for k in staged.closure.kept if kind_of(staged, k) == found]
 
-    cores, plugins = having("core"), having("plugin-ep")
-    if wanted == "core" and cores:
-        return f'set entry = "{cores[0]}" in [targets.{target}] (it exports {CORE_EXPORT})'
+    if having(wanted):
+        library = having(wanted)[0]
+        return f'set entry = "{library}" in [targets.{target}] ({_SAYS[wanted]})'
+    plugins = having("plugin-ep")
     if wanted == "core" and plugins:
         return (
             f'it is a plugin EP: in [component] set kind = "plugin-ep" with ep_name and '
             f'min_core, entry = "{plugins[0]}" in [targets.{target}], and in the product list '
             f"it under [plugin.{recipe.name}] pairs_with = [<a runtime>] instead of runtimes"
         )
-    if wanted == "core":
-        return (
-            f"no kept library exports {CORE_EXPORT}: take the archive that holds the ONNX "
-            "Runtime core, keep it in roots and name it in entry"
-        )
-    if plugins:
-        return f'set entry = "{plugins[0]}" in [targets.{target}] (it exports {_PLUGIN})'
-    if cores:
+    others = [(k.name, kind_of(staged, k)) for k in staged.closure.kept]
+    library, found = next(((n, r) for n, r in others if r in _KIND_OF_ROLE), ("", ""))
+    kind = _KIND_OF_ROLE.get(found, "")
+    if kind == "runtime" and recipe.kind != "runtime":
         return (
             'it is an ONNX Runtime core: set kind = "runtime" in [component] (and list it in '
-            "the product's runtimes), or point entry at the plugin library"
+            "the product's runtimes), or point entry at the library of its kind"
+        )
+    if kind and kind != "runtime":
+        table = PAIRED_KINDS[kind]
+        listed = (
+            "in the product's runtimes"
+            if recipe.kind == "runtime"
+            else f"under [{PAIRED_KINDS[recipe.kind]}.{recipe.name}]"
+        )
+        return (
+            f'{library} is {_ROLE_TEXT[found]}: set kind = "{kind}" in [component] and '
+            f'entry = "{library}" in [targets.{target}], and in the product list it under '
+            f"[{table}.{recipe.name}] pairs_with = [<a runtime>] instead of {listed}"
         )
     return (
-        f"no kept library exports {_PLUGIN}: keep the plugin library in roots and name it in entry"
+        f"keep the library that is {_ROLE_TEXT[wanted]} in [targets.{target}] roots and name "
+        f"it in entry, or set kind in [component] to what {staged.closure.entry} is"
     )
 
 

@@ -31,6 +31,7 @@ from ortbundle.stage.staging import StagedRuntime
 from ortbundle.stage.system import check_runtime, package_system, runtime_system, violations
 
 PLUGIN_KIND = "plugin-ep"
+PAIRED_KINDS = (PLUGIN_KIND, "custom-ops", "uses-core")  # shipped beside a core, paired with it
 # the minima a product's [system] can promise, by the operating system they belong to
 _PROMISES = {"linux": "glibc", "windows": "windows", "android": "android_api"}
 _MINIMA = ("glibc", "gcc", "opencl", "windows", "msvc", "android_api")
@@ -197,7 +198,8 @@ def resolve(
     resolved = []
     for recipe, staged in runtimes:
         check_runtime(spec, staged, component=recipe.name, target=target, file=str(recipe.path))
-        plugin = recipe.kind == PLUGIN_KIND
+        # a plugin EP, a custom-op library, a library using a core: the runtime works without it
+        plugin = recipe.kind in PAIRED_KINDS
         resolved.append(
             RuntimeRequirements(
                 name=recipe.name,

@@ -19,6 +19,7 @@ from collections.abc import Sequence
 from ortbundle._core.errors import ClosureError
 from ortbundle.config.recipes import Recipe
 from ortbundle.config.targets import Target
+from ortbundle.stage.binaries.info import core_names
 from ortbundle.stage.binaries.loads import (
     LoadFinding,
     UnresolvedLoad,
@@ -41,6 +42,8 @@ def with_runtime_loads(staged: StagedRuntime, recipe: Recipe, target: Target) ->
     plan = recipe.for_target(target.name)
     names = {f.path.rsplit("/", 1)[-1] for f in staged.files}
     names |= {k.info.soname for k in closure.kept if k.info.soname}
+    if recipe.kind == "uses-core":  # the core it opens is the paired runtime's, not a finding
+        names |= set(core_names(n for f in closure.load_scans for n in f.scan.names))
     try:
         result = runtime_loads(
             scans=[(f.file, f.scan) for f in closure.load_scans],

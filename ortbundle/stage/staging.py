@@ -30,7 +30,7 @@ from ortbundle.config.targets import Target
 from ortbundle.fetch.archives import MemberReader, ZipArchive
 from ortbundle.fetch.member_memo import MemoizedMembers
 from ortbundle.stage.binaries import fix_macho, inspect, macho_tree_problems
-from ortbundle.stage.binaries.info import BinaryInfo, alignment_problem
+from ortbundle.stage.binaries.info import BinaryInfo, alignment_problem, core_names
 from ortbundle.stage.binaries.loads import (
     FileScan,
     scan_binary,
@@ -146,6 +146,8 @@ def stage_runtime(
         recipe=plan,
         candidates=candidates,
         materialize=materialize,
+        # the core a library that uses one links comes from the runtime it is paired with
+        provided=(lambda name: bool(core_names([name]))) if recipe.kind == "uses-core" else None,
     )
     files: list[StagedFile] = []
     for lib in closure.kept:

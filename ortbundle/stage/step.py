@@ -88,7 +88,8 @@ def stage_target(work: StageInput) -> TargetStage:
     runtimes, texts = _stage_runtimes(work)
     # what the user's machine must provide, decided once: every output renders it
     product = work.plan.product
-    requirements = resolve(work.target, product.system, runtimes, product.plugins)
+    # a plugin EP's, custom-op library's or core user's needs are optional: see what it pairs with
+    requirements = resolve(work.target, product.system, runtimes, product.paired)
     models = _stage_models(work, texts)
     tool_text, tool_files = _write_tool_files(work, runtimes, models, requirements)
     # the verdicts are kept under the build's memo (a release's is off: judged again)
@@ -259,7 +260,8 @@ def _runtime_key(
     if signer is not None:  # and a signed Mach-O's on the identity that signed it
         tools += f"\ncodesign {signer.identity}"
     return runtime_key(
-        f"{recipe.name}\n{section!r}{tools}\n{target.externals!r}",
+        # the kind too: it decides the closure (a core user leaves its core to the runtime)
+        f"{recipe.name}\n{recipe.kind}\n{section!r}{tools}\n{target.externals!r}",
         target.name,  # get_target's name, which the overlays keep
         # the archive the members come from: for a nested source, the inner one's pin
         (recipe.sources[i].archive_sha256 for i in take_ids),
@@ -293,7 +295,12 @@ def _write_tool_files(
     product = work.plan.product
     cores = [(r, s) for r, s in runtimes if r.kind == "runtime"]
     plugins = [(r, s, product.plugins[r.name]) for r, s in runtimes if r.kind == "plugin-ep"]
-    write_index(work.directory, product, work.target, cores, plugins, requirements)
+    companions = [
+        (r, s, product.paired[r.name]) for r, s in runtimes if r.kind in ("custom-ops", "uses-core")
+    ]
+    write_index(
+        work.directory, product, work.target, cores, plugins, requirements, companions=companions
+    )
     tool_text = stage_tool_license(work.directory, TOOL_COMPONENT, TOOL_LICENSE)
     tool_files = [staged_file(work.directory, name) for name in index_files(product)]
     if models:

@@ -375,7 +375,12 @@ COMPONENT = Table(
     (
         text("name", "must equal the file name", True, pattern=NAME),
         text(
-            "kind", "runtime or plugin-ep (a model recipe says model)", True, choices=C.RECIPE_KINDS
+            "kind",
+            "what its entry is, read from its exports and imports (checked): runtime (exports "
+            "OrtGetApiBase), plugin-ep (CreateEpFactories), custom-ops (RegisterCustomOps) or "
+            "uses-core (links or opens the core); a model recipe says model",
+            True,
+            choices=C.RECIPE_KINDS,
         ),
         text("version", "the component's version", True),
         text("description", "one line", True),
@@ -383,9 +388,11 @@ COMPONENT = Table(
         texts(
             "providers",
             "its execution providers, each a name its libraries carry (checked; one its core "
-            "offers and this leaves out is a warning)",
+            "offers and this leaves out is a warning); a custom-op library or a library using "
+            "a core has none of its own (its core's are the runtime's)",
             True,
             nonempty=True,
+            when=("kind", ("runtime", "plugin-ep")),
         ),
         texts(
             "gpu_vendors", "the GPU vendors it is ranked for", default="[]", choices=C.GPU_VENDORS
@@ -410,7 +417,8 @@ RECIPE = FileSchema(
     "recipe",
     "Component recipes",
     "recipes/<component>.toml",
-    "A runtime or plugin EP: sources, roots, drops, payloads, renames and licence rules per "
+    "A runtime, plugin EP, custom-op library or library using a core: sources, roots, drops, "
+    "payloads, renames and licence rules per "
     "target, and what it needs of the system.",
     Table(
         "top level",
@@ -737,6 +745,52 @@ PRODUCT = FileSchema(
                     ),
                 ),
                 "plugin EPs",
+                default="{}",
+            ),
+            table(
+                "custom_ops",
+                Table(
+                    "[custom_ops]",
+                    "A custom-operator library recipe (kind custom-ops) and the runtimes whose "
+                    "sessions register it (RegisterCustomOpsLibrary).",
+                    entries=table(
+                        "<library>",
+                        Table(
+                            "[custom_ops.<library>]",
+                            "",
+                            (
+                                texts(
+                                    "pairs_with", "runtimes it registers with", True, nonempty=True
+                                ),
+                            ),
+                        ),
+                        "a custom-ops recipe",
+                    ),
+                ),
+                "custom-operator libraries",
+                default="{}",
+            ),
+            table(
+                "uses_core",
+                Table(
+                    "[uses_core]",
+                    "A library that uses a core (kind uses-core, like ONNX Runtime GenAI) and the "
+                    "runtimes it is offered beside: each must ship the core it links or opens.",
+                    entries=table(
+                        "<library>",
+                        Table(
+                            "[uses_core.<library>]",
+                            "",
+                            (
+                                texts(
+                                    "pairs_with", "runtimes whose core it uses", True, nonempty=True
+                                ),
+                            ),
+                        ),
+                        "a uses-core recipe",
+                    ),
+                ),
+                "libraries using a core",
                 default="{}",
             ),
             table(

@@ -15,6 +15,7 @@ from ortbundle.config.schema import display_name
 from ortbundle.config.schema.problems import ConfigProblems, Problem, nearest, raise_if_any
 from ortbundle.config.targets import all_targets
 from ortbundle.config.tomlreader import load_toml
+from ortbundle.config.vocabulary import PAIRED_KINDS
 
 
 def check_build_inputs(root: Path, product: str, policy: Path) -> None:
@@ -56,19 +57,30 @@ def check_build_inputs(root: Path, product: str, policy: Path) -> None:
                     nearest(name, runtimes),
                 )
             )
-    for plugin, table in _table(data.get("plugin")).items():
-        wanted.setdefault(plugin, ("plugin-ep", []))
-        for pair in _strings(_table(table).get("pairs_with")):
-            if pair not in runtimes:
+    for kind, key in PAIRED_KINDS.items():
+        for plugin, table in _table(data.get(key)).items():
+            earlier = wanted.setdefault(plugin, (kind, []))[0]
+            if earlier != kind and earlier in PAIRED_KINDS:
                 problems.append(
                     Problem(
                         file,
-                        f"plugin.{plugin}",
-                        "pairs_with",
-                        f"{pair!r} is not a runtime of [product] runtimes",
-                        nearest(pair, runtimes),
+                        key,
+                        plugin,
+                        f"is also listed in [{PAIRED_KINDS[earlier]}.{plugin}]: list it once",
+                        fix=f"keep the table of its recipe's kind: {_listed(earlier)}",
                     )
                 )
+            for pair in _strings(_table(table).get("pairs_with")):
+                if pair not in runtimes:
+                    problems.append(
+                        Problem(
+                            file,
+                            f"{key}.{plugin}",
+                            "pairs_with",
+                            f"{pair!r} is not a runtime of [product] runtimes",
+                            nearest(pair, runtimes),
+                        )
+                    )
     for model in _strings(head.get("models")):
         wanted.setdefault(model, ("model", []))
     for waiver_index, waiver in enumerate(_list(data.get("waivers"))):
@@ -98,7 +110,7 @@ def _recipes(root: Path, manifest: str, wanted: dict[str, tuple[str, list[str]]]
     problems: list[Problem] = []
     for name, (role, targets) in wanted.items():
         path = root / "recipes" / f"{name}.toml"
-        where = {"runtime": "product", "plugin-ep": "plugin", "model": "product"}[role]
+        where = {"runtime": "product", "model": "product", **PAIRED_KINDS}[role]
         if not path.is_file():
             known = sorted(p.stem for p in (root / "recipes").glob("*.toml"))
             problems.append(
@@ -123,7 +135,7 @@ def _recipes(root: Path, manifest: str, wanted: dict[str, tuple[str, list[str]]]
                     "component",
                     "kind",
                     f"is {kind!r}, but {manifest} uses it as a {role}",
-                    fix=f"list it where a {kind} goes, or use another recipe",
+                    fix=f"list it {_listed(kind)} in {manifest}, or use another recipe",
                 )
             )
         has = _table(data.get("targets"))
@@ -153,6 +165,13 @@ def _load(path: Path, kind: str, problems: list[Problem]) -> dict[str, Any] | No
     except ConfigError as error:  # missing, or not TOML
         problems.append(Problem(display_name(path), "", "(file)", error.message, path=str(path)))
         return None
+
+
+def _listed(kind: str) -> str:
+    """Where a product manifest lists a recipe of this kind."""
+    if kind in PAIRED_KINDS:
+        return f"under [{PAIRED_KINDS[kind]}.<name>] pairs_with = [<runtimes>]"
+    return "in [product] models" if kind == "model" else "in [product] runtimes"
 
 
 def _is_target(name: str) -> bool:

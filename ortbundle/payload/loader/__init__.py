@@ -38,8 +38,10 @@ if TYPE_CHECKING:
     from ortbundle.payload.loader.ortapi import _GET_ERROR_MESSAGE as _GET_ERROR_MESSAGE
     from ortbundle.payload.loader.ortapi import _REGISTER_EP_LIBRARY as _REGISTER_EP_LIBRARY
     from ortbundle.payload.loader.ortapi import _RELEASE_STATUS as _RELEASE_STATUS
+    from ortbundle.payload.loader.ortapi import Companion as Companion
     from ortbundle.payload.loader.ortapi import Registered as Registered
     from ortbundle.payload.loader.ortapi import available_providers as available_providers
+    from ortbundle.payload.loader.ortapi import companions as companions
     from ortbundle.payload.loader.ortapi import open_best as open_best
     from ortbundle.payload.loader.ortapi import open_runtime as open_runtime
     from ortbundle.payload.loader.ortapi import register_plugins as register_plugins
@@ -101,8 +103,10 @@ EXPORTS: dict[str, tuple[str, ...]] = {
         "_GET_ERROR_MESSAGE",
         "_REGISTER_EP_LIBRARY",
         "_RELEASE_STATUS",
+        "Companion",
         "Registered",
         "available_providers",
+        "companions",
         "open_best",
         "open_runtime",
         "register_plugins",

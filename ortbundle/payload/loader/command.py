@@ -5,7 +5,9 @@ Shipped in every package as `runtime_loader.py`, beside `runtimes.json`. Standar
   python runtime_loader.py --explain      the decision in one line, then each candidate's score
   python runtime_loader.py --json         the same for machines
   python runtime_loader.py --open         also load the winner, check its version and register
-                                          its plugin EPs (RegisterExecutionProviderLibrary)
+                                          its plugin EPs (RegisterExecutionProviderLibrary);
+                                          load the libraries using its core and say which
+                                          custom-op libraries to register with each session
 
 Rules: a vendor runtime on its own vendor's GPU beats OpenVINO on an Intel GPU, which beats a
 generic (WebGPU) runtime on any GPU, which beats a CPU-only runtime. Equal scores keep the
@@ -35,7 +37,13 @@ from pathlib import Path
 
 from ortbundle.payload.loader.hardware import detect
 from ortbundle.payload.loader.index import LoaderError, load_index
-from ortbundle.payload.loader.ortapi import Registered, open_best, register_plugins
+from ortbundle.payload.loader.ortapi import (
+    Companion,
+    Registered,
+    companions,
+    open_best,
+    register_plugins,
+)
 from ortbundle.payload.loader.scoring import choose
 from ortbundle.payload.loader.search import system_libraries
 
@@ -103,6 +111,7 @@ def _command(argv: list[str] | None) -> int:
         decision = choose(index, hardware, stage=args.stage, libraries=libraries)
         version = None
         plugins: list[Registered] = []
+        beside: list[Companion] = []
         if args.open or args.verify:
             decision, version = open_best(
                 args.stage,
@@ -115,6 +124,7 @@ def _command(argv: list[str] | None) -> int:
             )
         if args.open:
             plugins = register_plugins(args.stage, decision.runtime, hardware)
+            beside = companions(args.stage, decision.runtime, load=True)
     except LoaderError as exc:
         print(f"runtime_loader: {exc}", file=sys.stderr)
         return 1
@@ -130,6 +140,7 @@ def _command(argv: list[str] | None) -> int:
             "line": decision.line(),
             "loaded_version": version,
             "plugins": [asdict(p) for p in plugins],
+            **({"companions": [asdict(c) for c in beside]} if beside else {}),
             "hardware": asdict(hardware),
             "candidates": [asdict(c) for c in decision.candidates],
             "problems": decision.problems,
@@ -155,6 +166,16 @@ def _command(argv: list[str] | None) -> int:
             )
         else:
             print(f"  plugin EP {plugin.name} {plugin.status}: {plugin.why}")
+    for companion in beside:
+        if companion.status == "ready":
+            print(
+                f"  custom-op library {companion.name}: register {companion.library} with each "
+                "session (RegisterCustomOpsLibrary)"
+            )
+        elif companion.status == "loaded":
+            print(f"  loaded {companion.name} ({companion.library}) beside the core")
+        else:
+            print(f"  {companion.kind} {companion.name} {companion.status}: {companion.why}")
     return 0
 
 

@@ -1,6 +1,7 @@
 """The ONNX Runtime C API through ctypes: open a runtime's core and check its version, ask it
 GetAvailableProviders() (trusted over the index: a GPU runtime without its GPU provider falls
-through), and register its plugin EPs. Only these calls load native code."""
+through), register its plugin EPs, and offer the custom-op libraries and libraries using a core
+beside it. Only these calls load native code."""
 
 from __future__ import annotations
 
@@ -198,6 +199,63 @@ def register_plugins(
             Registered(name, plugin["ep_name"], plugin["library"], names.count(wanted))
         )
     return registered
+
+
+@dataclass(frozen=True)
+class Companion:
+    """A custom-op library or a library using a core, offered with the chosen runtime: a
+    custom-op library is `ready` for the application to register with each session
+    (RegisterCustomOpsLibrary_V2(options, library), or in Python
+    SessionOptions.register_custom_ops_library(library)); a library using a core is `loaded`
+    beside the core it fits (it then finds that core already in the process)."""
+
+    name: str
+    kind: str  # custom-ops | uses-core
+    library: str  # absolute path
+    status: str  # ready | loaded | skipped | failed
+    why: str = ""
+
+
+def companions(stage: Path, runtime: dict[str, Any], *, load: bool = False) -> list[Companion]:
+    """The runtime's custom-op libraries and libraries using its core, each checked against
+    this installation: its file is there, and a library using a core is offered only when the
+    runtime's own files hold the core it links or opens. With `load` (the runtime opened first),
+    a custom-op library is opened to check it exports RegisterCustomOps, and a library using a
+    core is loaded after it."""
+    listed = runtime.get("custom_ops") or runtime.get("uses_core")
+    if load and listed and runtime["name"] not in _CORES:
+        raise LoaderError(f"open {runtime['name']} before loading the libraries beside it")
+    held = {Path(f["path"]).name for f in runtime.get("files", [])}
+    found = []
+    for kind, key in (("custom-ops", "custom_ops"), ("uses-core", "uses_core")):
+        for item in runtime.get(key) or []:
+            library = (stage / item["library"]).resolve()
+            core = item.get("core", "")
+            if not library.is_file():
+                why = f"{library} is not installed; reinstall the package"
+                found.append(Companion(item["name"], kind, str(library), "failed", why))
+            elif kind == "uses-core" and core not in held:
+                why = f"needs the core {core or '(unnamed)'}, which {runtime['name']} does not hold"
+                found.append(Companion(item["name"], kind, str(library), "skipped", why))
+            elif load:
+                found.append(_load_companion(item["name"], kind, library))
+            else:
+                status = "ready" if kind == "custom-ops" else "offered"
+                found.append(Companion(item["name"], kind, str(library), status))
+    return found
+
+
+def _load_companion(name: str, kind: str, library: Path) -> Companion:
+    mode = getattr(os, "RTLD_NOW", 0) | (ctypes.RTLD_GLOBAL if kind == "uses-core" else 0)
+    try:
+        handle = ctypes.CDLL(str(library), mode=mode)
+    except OSError as exc:
+        return Companion(name, kind, str(library), "failed", f"cannot load it: {exc}")
+    _OPENED.append(handle)
+    if kind == "custom-ops" and not hasattr(handle, "RegisterCustomOps"):
+        why = "it does not export RegisterCustomOps: not a custom-operator library"
+        return Companion(name, kind, str(library), "failed", why)
+    return Companion(name, kind, str(library), "ready" if kind == "custom-ops" else "loaded")
 
 
 _GET_AVAILABLE_PROVIDERS, _RELEASE_AVAILABLE_PROVIDERS = 125, 126  # in every ORT since 1.4

@@ -3,6 +3,8 @@ parsers (elf.py, pe.py) fill it in, the memo keeps it as JSON."""
 
 from __future__ import annotations
 
+import fnmatch
+from collections.abc import Iterable
 from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
@@ -60,20 +62,48 @@ class BinaryInfo:
 CORE_EXPORT = "OrtGetApiBase"  # the C API's entry point: an ONNX Runtime core
 PLUGIN_EXPORTS = ("CreateEpFactories", "ReleaseEpFactory")  # RegisterExecutionProviderLibrary's
 PROVIDER_EXPORT = "GetProvider"  # a provider library a core loads (libonnxruntime_providers_*)
-ROLE_EXPORTS = (CORE_EXPORT, *PLUGIN_EXPORTS, PROVIDER_EXPORT)
+CUSTOM_OPS_EXPORT = "RegisterCustomOps"  # what RegisterCustomOpsLibrary looks up
+ROLE_EXPORTS = (CORE_EXPORT, *PLUGIN_EXPORTS, CUSTOM_OPS_EXPORT, PROVIDER_EXPORT)
+# the names an ONNX Runtime core is linked or opened by: a library needing one of these (or
+# opening it by name) uses a core; not libonnxruntime_providers_*.so nor libonnxruntime-genai.so
+CORE_NAMES = (
+    "libonnxruntime.so*",
+    "libonnxruntime.dylib",
+    "libonnxruntime.*.dylib",
+    "onnxruntime.dll",
+)
 
 
 def role(info: BinaryInfo) -> str:
     """What a library is to ONNX Runtime, from what it exports: "core", "plugin-ep" (it has both
-    functions RegisterExecutionProviderLibrary looks up), "provider", or "" (anything else)."""
+    functions RegisterExecutionProviderLibrary looks up), "custom-ops" (RegisterCustomOps),
+    "provider", or "" (anything else)."""
     exports = set(info.exports)
     if CORE_EXPORT in exports:
         return "core"
     if exports.issuperset(PLUGIN_EXPORTS):
         return "plugin-ep"
+    if CUSTOM_OPS_EXPORT in exports:
+        return "custom-ops"
     if PROVIDER_EXPORT in exports:
         return "provider"
     return ""
+
+
+def core_names(names: Iterable[str]) -> tuple[str, ...]:
+    """Those of `names` (needed libraries, names opened at run time) that name an ONNX Runtime
+    core, in their order: what makes a library one that uses a core."""
+    found = (
+        n
+        for n in names
+        if any(fnmatch.fnmatch(n.rsplit("/", 1)[-1].lower(), g) for g in CORE_NAMES)
+    )
+    return tuple(dict.fromkeys(found))
+
+
+def _is_core_name(name: str) -> bool:
+    base = name.rsplit("/", 1)[-1].lower()
+    return any(fnmatch.fnmatchcase(base, glob) for glob in CORE_NAMES)
 
 
 _FACTS = ("exports", "ep_names", "available_providers")  # required in a memo entry
