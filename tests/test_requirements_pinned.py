@@ -22,7 +22,7 @@ import tasks
 
 ROOT = Path(__file__).resolve().parent.parent
 SOURCES = ("ortbundle", "tests", "benchmarks", "tasks.py")
-OWN = frozenset({"ortbundle", "tests", "tasks", "conftest"})
+OWN = frozenset({"ortbundle", "devtools", "tests", "tasks", "conftest"})
 
 
 def pinned(requirements: Path) -> dict[str, Requirement]:
