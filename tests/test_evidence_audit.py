@@ -361,15 +361,28 @@ def test_a_holder_the_claim_does_not_name_is_review() -> None:
 
 
 def test_embedded_code_no_text_names_is_listed_and_review() -> None:
-    carries = FileEvidence(
-        format="elf", embedded=(Embedded("curl", "A libcurl function was given a bad argument"),)
+    libpng = Embedded(
+        "libpng",
+        "libpng version 1.6.37",
+        versions=("1.6.37",),
+        licence="libpng-2.0",
+        text="libpng-2.0",
+        copyrights=("libpng version 1.6.37 Copyright (c) 2018-2019 Cosmin Truta",),
     )
+    carries = FileEvidence(format="elf", embedded=(libpng,))
     status, problems, _ = _row(_use(carries))
     assert status == "review"
-    assert (
-        "carries curl (its bytes say 'A libcurl function was given a bad argument')" in problems[0]
+    (problem,) = problems
+    # the file, the target, the component and its recipe, the code, and the fix
+    assert problem.startswith(
+        "windows-x86_64/runtimes/x/lib.dll carries libpng 1.6.37 (its bytes say 'libpng version "
+        "1.6.37'; libpng-2.0), which no licence text of x names (libpng: in no notice of its "
+        "[[targets.windows-x86_64.licenses]] rule in recipes/x.toml) — add a text that names "
+        "libpng to the `texts` of x's [[targets.windows-x86_64.licenses]] rule in recipes/x.toml"
     )
-    named = (Mention("curl", ("licenses/x/LICENSE",)),)
+    assert "the standard libpng-2.0 text with the copyright line" in problem
+    assert "Cosmin Truta" in problem
+    named = (Mention("libpng", ("licenses/x/LICENSE",)),)
     assert _row(_use(carries, mentions=named))[0] == "ok"  # its notice ships: listed, allowed
 
 

@@ -77,12 +77,20 @@ def test_an_elf_says_it_in_its_read_only_data_and_comment(tmp_path: Path) -> Non
         "deflate 1.3.1 Copyright 1995-2024 Jean-loup Gailly and Mark Adler",
     )
     assert evidence.licences == ("SPDX-License-Identifier: LicenseRef-NvidiaProprietary",)
-    assert evidence.holders == (
-        "NVIDIA CORPORATION & AFFILIATES",
-        "Jean-loup Gailly and Mark Adler",
-    )
+    # zlib's banner is zlib's: the file is NVIDIA's
+    assert evidence.holders == ("NVIDIA CORPORATION & AFFILIATES",)
     assert [e.name for e in evidence.embedded] == ["curl", "mbedtls", "zlib"]
-    assert evidence.embedded[0] == Embedded("curl", CURL.decode())
+    assert evidence.embedded[0] == Embedded(
+        "curl", CURL.decode(), licence="curl", purl="pkg:github/curl/curl", text="curl",
+        names=("curl", "libcurl"),
+    )  # fmt: skip
+    zlib = evidence.embedded[2]
+    assert (zlib.version, zlib.licence, zlib.purl) == (
+        "1.3.1",
+        "Zlib",
+        "pkg:github/madler/zlib@1.3.1",
+    )
+    assert zlib.copyrights == ("deflate 1.3.1 Copyright 1995-2024 Jean-loup Gailly and Mark Adler",)
     assert facts.version is not None and facts.version.version == "1.7.0"  # its name still
 
 

@@ -361,6 +361,8 @@ def _file_evidence(target: str, evidence: ShippedEvidence | None) -> dict[str, A
     from cyclonedx.model import Copyright, Property
     from cyclonedx.model.component import Component, ComponentType
     from cyclonedx.model.component_evidence import ComponentEvidence
+    from cyclonedx.model.license import LicenseExpression
+    from packageurl import PackageURL
 
     if evidence is None or not evidence.evidence.says_anything:
         return {}
@@ -376,13 +378,23 @@ def _file_evidence(target: str, evidence: ShippedEvidence | None) -> dict[str, A
         Component(
             type=ComponentType.LIBRARY,
             name=code.name,
+            version=code.version or None,
+            purl=PackageURL.from_string(code.purl) if code.purl else None,
+            licenses=[LicenseExpression(code.licence)] if code.licence else [],
+            evidence=ComponentEvidence(copyright=[Copyright(text=c) for c in code.copyrights])
+            if code.copyrights
+            else None,
             bom_ref=f"embedded:{target}/{evidence.path}:{code.name}",
             properties=[
                 Property(name="ortbundle:embedded-in", value=f"{target}/{evidence.path}"),
                 Property(name="ortbundle:revealed-by", value=code.says),
+                *(  # two copies (nlohmann/json 3.11.3 and 3.12.0): every version, no one
+                    Property(name="ortbundle:version-found", value=v)
+                    for v in (code.versions if len(code.versions) > 1 else ())
+                ),
                 *(
                     Property(name="ortbundle:named-by", value=f"{target}/{text}")
-                    for text in evidence.named_by(code.name)
+                    for text in evidence.named_by(*code.terms)
                 ),
             ],
         )

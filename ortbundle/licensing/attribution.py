@@ -43,6 +43,7 @@ from ortbundle.licensing.evidence import (
     shipped_evidence_to_json,
 )
 from ortbundle.licensing.spdx import NotAnExpression, facts
+from ortbundle.stage.file_evidence import Embedded
 from ortbundle.stage.models import StagedModel
 from ortbundle.stage.staging import StagedFile, StagedRuntime, StagedText
 from ortbundle.stage.versions import FileFacts, read_file_facts, resolve_found
@@ -114,6 +115,25 @@ class ComponentUse:
     @property
     def has_text(self) -> bool:
         return bool(self.texts)
+
+    @property
+    def embedded(self) -> tuple[EmbeddedUse, ...]:
+        """Third-party code its files carry, per file, with the notices that name it."""
+        return tuple(
+            EmbeddedUse(e.path, code, e.named_by(*code.terms))
+            for e in self.evidence
+            for code in e.evidence.embedded
+        )
+
+
+@dataclass(frozen=True)
+class EmbeddedUse:
+    """One component's code inside one shipped file (libpng in libonnxruntime-genai.so), as
+    NOTICE names it."""
+
+    path: str  # target-relative
+    code: Embedded
+    named_by: tuple[str, ...]  # the staged notices that name it; () when none does
 
 
 @dataclass(frozen=True)

@@ -17,6 +17,7 @@ from ortbundle.licensing.attribution import ComponentUse
 from ortbundle.licensing.evidence import (
     Finding,
     ShippedEvidence,
+    embedded_fix,
     findings,
     fix_for,
     guess_line,
@@ -41,7 +42,7 @@ class Claims:
         """Third-party code the files carry: (file, library, what the bytes say, the notices
         naming it)."""
         return tuple(
-            (f"{t}/{e.path}", code.name, code.says, e.named_by(code.name))
+            (f"{t}/{e.path}", code.name, code.says, e.named_by(*code.terms))
             for t, e in self.evidence
             for code in e.evidence.embedded
         )
@@ -66,7 +67,7 @@ class Claims:
                     says=tuple(p for p in (ev.company, product, *ev.copyrights, *ev.licences) if p),
                     where=ev.where,
                     carries=tuple(
-                        f"{code.name} ({', '.join(e.named_by(code.name)) or 'no notice'})"
+                        f"{code.name} ({', '.join(e.named_by(*code.terms)) or 'no notice'})"
                         for code in ev.embedded
                     ),
                     named_by=e.noticed_by,
@@ -159,13 +160,17 @@ def judge_claims(
             licensor_lines=licensor_lines(c.copyrights, c.licensor, c.license_ids),
             text_paths=[t.path for t in c.texts],
             unread_claim=allowed_unread(c.expression),
+            rule=c.rule,
         )
         if not against:
             continue
         if c.confirmed is None:
             fix = fix_for(name, target, c.rule)
             found += [(f, False) for f in against]
-            open_ += [f"{f.says} — {fix}" for f in against]
+            open_ += [
+                f"{f.says} — {embedded_fix(name, target, c.rule, f.code) if f.code else fix}"
+                for f in against
+            ]
             continue
         found += [(f, True) for f in against]
         covered = sorted({(f.path, f.sha256) for f in against})

@@ -24,6 +24,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from ortbundle.stage.file_evidence import (
+    Embedded,
     FileEvidence,
     evidence_from_json,
     evidence_to_json,
@@ -85,7 +86,8 @@ def own_names(path: str, evidence: FileEvidence) -> tuple[str, ...]:
 
 def search_terms(path: str, evidence: FileEvidence) -> tuple[str, ...]:
     """Every name to look for in the notices for one file."""
-    return tuple(dict.fromkeys([*own_names(path, evidence), *(e.name for e in evidence.embedded)]))
+    carried = (t for e in evidence.embedded for t in e.terms)
+    return tuple(dict.fromkeys([*own_names(path, evidence), *carried]))
 
 
 def named_terms(text: str, terms: Iterable[str]) -> tuple[str, ...]:
@@ -113,6 +115,7 @@ class Finding:
     sha256: str
     kind: str  # HOLDER, RESERVED or EMBEDDED
     says: str  # the evidence, quoted, and what it contradicts
+    code: Embedded | None = None  # an EMBEDDED finding's component
 
     @property
     def file(self) -> str:
@@ -128,12 +131,14 @@ def findings(
     licensor_lines: Sequence[str],
     text_paths: Sequence[str],
     unread_claim: bool,
+    rule: str = "",
 ) -> tuple[Finding, ...]:
     """What the files' evidence says against `component`'s claim on `target`.
 
     `licensor_lines`: where the licensor is named (the copyright lines of the rule's texts, its
     `licensor`, its expression's LicenseRef ids); `text_paths`: the rule's own texts (a notice
-    naming embedded code); `unread_claim`: the policy allows the expression without a person."""
+    naming embedded code); `unread_claim`: the policy allows the expression without a person;
+    `rule`: the recipe the claim is in."""
     found: list[Finding] = []
     for f in files:
         ev = f.evidence
@@ -164,15 +169,19 @@ def findings(
                 )
             )
         for code in ev.embedded:
-            if not set(f.named_by(code.name)) & set(text_paths):
+            if not set(f.named_by(*code.terms)) & set(text_paths):
+                version = f" {', '.join(code.versions)}" if code.versions else ""
                 found.append(
                     Finding(
                         target,
                         f.path,
                         f.sha256,
                         EMBEDDED,
-                        f"{who} carries {code.name} (its bytes say {code.says!r}), which no "
-                        f"licence text of {component} names",
+                        f"{who} carries {code.name}{version} (its bytes say {code.says!r}; "
+                        f"{code.licence or 'terms unknown'}), which no licence text of "
+                        f"{component} names ({_or(code.terms)}: in no notice of its "
+                        f"[[targets.{target}.licenses]] rule in {rule or 'the recipe'})",
+                        code,
                     )
                 )
     return tuple(found)
@@ -220,6 +229,22 @@ def fix_for(component: str, target: str, rule: str) -> str:
         "holder's terms, e.g. LicenseRef-<Holder>-<Product>, which the policy reviews); if the "
         f"claim holds, confirm it there: [targets.{target}.licenses.confirmed] with reviewer, "
         "reason, sha256 of each file and reviewed"
+    )
+
+
+def embedded_fix(component: str, target: str, rule: str, code: Embedded) -> str:
+    """What a person does about code a file carries that no notice of its rule names."""
+    quoted = (
+        f" with the copyright line the file holds ({code.copyrights[0]!r})"
+        if (code.copyrights)
+        else ""
+    )
+    return (
+        f"add a text that names {code.name} to the `texts` of {component}'s "
+        f"[[targets.{target}.licenses]] rule in {rule or 'the recipe'}: the archive's own notice "
+        f"for it, or else the standard {code.text or code.licence} text{quoted}; if a person "
+        f"finds it covered, confirm it there: [targets.{target}.licenses.confirmed] with "
+        "reviewer, reason, sha256 of each file and reviewed"
     )
 
 

@@ -10,7 +10,8 @@ caller keeps the result by the file's SHA-256 (ortbundle/stage/versions.py's mem
 - a PE file: its version resource's CompanyName, ProductName, ProductVersion and LegalCopyright;
 - an ELF file: the copyright and licence strings in its read-only data and its .comment;
 - either: third-party libraries whose own fixed strings are in the bytes (curl, mbedtls, zlib…),
-  the way Debian's lintian finds an embedded library.
+  the way Debian's lintian finds an embedded library (stage/binaries/embedded.py), each with
+  the copyright lines that are its own: they never say whose the file is.
 """
 
 from __future__ import annotations
@@ -23,6 +24,9 @@ from typing import TYPE_CHECKING, Any
 
 from ortbundle.stage.binaries import elf_sections as elf_sections
 from ortbundle.stage.binaries import pe_data
+from ortbundle.stage.binaries.embedded import Embedded, detect_embedded
+
+__all__ = ["Embedded", "FileEvidence"]
 
 if TYPE_CHECKING:  # pefile is imported only when a PE file is read
     from ortbundle.stage.binaries.pe import VersionInfo
@@ -32,14 +36,6 @@ ELF_WHERE = "ELF .rodata and .comment"
 _ELF_SECTIONS = (".rodata", ".comment")
 _MAX_STRINGS = 24  # a library quoting more is quoting others' notices: the first ones say enough
 _MAX_TEXT = 300
-
-
-@dataclass(frozen=True)
-class Embedded:
-    """Third-party code a file carries, and the bytes that show it."""
-
-    name: str  # "curl", "mbedtls", "zlib"
-    says: str  # the string found ("A libcurl function was given a bad argument")
 
 
 @dataclass(frozen=True)
@@ -66,9 +62,17 @@ class FileEvidence:
         )
 
     @property
+    def own_copyrights(self) -> tuple[str, ...]:
+        """Its copyright lines but those of the code it carries (libpng's, in a library that
+        links libpng, are libpng's, not the library's)."""
+        theirs = {line for e in self.embedded for line in e.copyrights}
+        return tuple(line for line in self.copyrights if line not in theirs)
+
+    @property
     def holders(self) -> tuple[str, ...]:
-        """Whose the file says it is: the holders its copyright lines name, else its maker."""
-        found = dict.fromkeys(h for line in self.copyrights if (h := holder_of(line)))
+        """Whose the file says it is: the holders its own copyright lines name, else its
+        maker."""
+        found = dict.fromkeys(h for line in self.own_copyrights if (h := holder_of(line)))
         if not found and self.company:
             found[plain_name(self.company)] = None
         return tuple(found)
@@ -76,7 +80,7 @@ class FileEvidence:
     @property
     def reserved(self) -> str:
         """The copyright line that says "All rights reserved" ("" when none does)."""
-        return next((line for line in self.copyrights if _RESERVED.search(line)), "")
+        return next((line for line in self.own_copyrights if _RESERVED.search(line)), "")
 
 
 # --- reading ----------------------------------------------------------------------------------
@@ -91,7 +95,7 @@ def pe_evidence(path: Path, label: str, info: VersionInfo | None) -> FileEvidenc
         product=info.product if info else "",
         product_version=info.product_version if info else "",
         copyrights=(_clean(info.copyright),) if info and info.copyright else (),
-        embedded=embedded_code(pe_data(path, label)),
+        embedded=detect_embedded(pe_data(path, label)),  # its LegalCopyright is its own
     )
 
 
@@ -102,40 +106,11 @@ def elf_evidence(path: Path, label: str) -> FileEvidence:
     data = b"\0".join(sections.get(name, b"") for name in _ELF_SECTIONS)
     copyrights, licences = notice_strings(data)
     return FileEvidence(
-        format="elf", copyrights=copyrights, licences=licences, embedded=embedded_code(data)
+        format="elf",
+        copyrights=copyrights,
+        licences=licences,
+        embedded=detect_embedded(data, copyrights),
     )
-
-
-# Each library's own fixed strings: an error message or banner no other code prints. Found by
-# a literal search first (fast over a 30 MB library), then read out whole.
-_SIGNATURES: tuple[tuple[str, bytes, re.Pattern[bytes]], ...] = (
-    ("curl", b"A libcurl function", re.compile(rb"A libcurl function was given a bad argument")),
-    ("mbedtls", b"SSL - The connection", re.compile(rb"SSL - The connection indicated an EOF")),
-    ("mbedtls", b"ASN1 - Actual", re.compile(rb"ASN1 - Actual length differs from expected")),
-    ("zlib", b"flate ", re.compile(rb"(?:de|in)flate \d[\w.-]{0,20} Copyright [\x20-\x7e]{4,80}")),
-    ("openssl", b"OpenSSL FAQ", re.compile(rb"You need to read the OpenSSL FAQ[\x20-\x7e]{0,40}")),
-    ("libpng", b"libpng version", re.compile(rb"libpng version \d[\x20-\x7e]{0,60}")),
-    ("sqlite", b"sqlite_master", re.compile(rb"CREATE TABLE sqlite_master\(")),
-    ("expat", b"in Expat", re.compile(rb"requested feature requires XML_DTD support in Expat")),
-    ("libxml2", b"DTD name do not", re.compile(rb"root and DTD name do not match")),
-    ("libjpeg", b"quantization tables", re.compile(rb"quantization tables are too coarse")),
-)
-
-
-def embedded_code(data: bytes) -> tuple[Embedded, ...]:
-    """The third-party libraries whose own strings the bytes hold, once each."""
-    found: dict[str, Embedded] = {}
-    for name, literal, pattern in _SIGNATURES:
-        if name in found:
-            continue
-        start = data.find(literal)
-        while start != -1 and name not in found:
-            window = data[max(0, start - 16) : start + 160]
-            match = pattern.search(window)
-            if match:
-                found[name] = Embedded(name, _clean(match.group(0).decode("ascii", "replace")))
-            start = data.find(literal, start + 1)
-    return tuple(sorted(found.values(), key=lambda e: e.name))
 
 
 _NOTICE_HIT = re.compile(
@@ -240,7 +215,7 @@ def evidence_to_json(evidence: FileEvidence) -> dict[str, Any]:
         "product_version": evidence.product_version,
         "copyrights": list(evidence.copyrights),
         "licences": list(evidence.licences),
-        "embedded": [{"name": e.name, "says": e.says} for e in evidence.embedded],
+        "embedded": [embedded_to_json(e) for e in evidence.embedded],
     }
 
 
@@ -252,5 +227,31 @@ def evidence_from_json(data: Any) -> FileEvidence:
         product_version=str(data["product_version"]),
         copyrights=tuple(str(c) for c in data["copyrights"]),
         licences=tuple(str(c) for c in data["licences"]),
-        embedded=tuple(Embedded(str(e["name"]), str(e["says"])) for e in data["embedded"]),
+        embedded=tuple(embedded_from_json(e) for e in data["embedded"]),
+    )
+
+
+def embedded_to_json(code: Embedded) -> dict[str, Any]:
+    return {
+        "name": code.name,
+        "says": code.says,
+        "versions": list(code.versions),
+        "licence": code.licence,
+        "purl": code.purl,
+        "text": code.text,
+        "names": list(code.names),
+        "copyrights": list(code.copyrights),
+    }
+
+
+def embedded_from_json(data: Any) -> Embedded:
+    return Embedded(
+        name=str(data["name"]),
+        says=str(data["says"]),
+        versions=tuple(str(v) for v in data["versions"]),
+        licence=str(data["licence"]),
+        purl=str(data["purl"]),
+        text=str(data["text"]),
+        names=tuple(str(n) for n in data["names"]),
+        copyrights=tuple(str(c) for c in data["copyrights"]),
     )
