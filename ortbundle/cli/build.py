@@ -15,7 +15,6 @@ FETCHED_AGAIN = "fetched again"  # what a build does with a cache entry that fai
 
 if TYPE_CHECKING:
     from ortbundle._core.progress import Reporter
-    from ortbundle.licensing.audit import ChannelAudit
     from ortbundle.pipeline.incremental import PreparedBuild
     from ortbundle.pipeline.result import BuildResult
 
@@ -26,13 +25,13 @@ def _build_or_report(
     reporter: Reporter,
     prepared: PreparedBuild | None = None,
 ) -> BuildResult:
-    from ortbundle.licensing.audit import print_report
     from ortbundle.pipeline.build import AuditFailed, build
+    from ortbundle.pipeline.console import print_audit
 
     try:
         return build(project, options, reporter, prepared)
     except AuditFailed as failed:
-        print_report(reporter.console, failed.audits)
+        print_audit(reporter.console, failed.audits)
         raise
 
 
@@ -69,7 +68,9 @@ def run_build(
         Reporter(stream=stream) as reporter,
         watching(lambda r: reporter.line(r.line(FETCHED_AGAIN))) as repairs,
     ):
-        reporter.line(_plan_line(project, prepared, options))
+        from ortbundle.pipeline.console import build_plan_line, print_details
+
+        reporter.line(build_plan_line(project, prepared, options.channels))
         result = guard(lambda: _build_or_report(project, options, reporter, prepared), places)
         if result.up_to_date is not None:  # another build published the same meanwhile
             _print_up_to_date(result.up_to_date, verbose=verbose, as_json=as_json)
@@ -78,10 +79,10 @@ def run_build(
         from ortbundle.pipeline.summary import read_summary, summary_lines
 
         document = read_summary(result.version_dir) or summary_document(
-            result, reporter.phases, options
+            result, reporter.phases, release=options.release
         )
         if verbose:
-            _print_details(reporter, result)
+            print_details(reporter, result)
         for line in result.warnings:  # the build's own: a Python caller has them too
             reporter.line(line)
         for line in summary_lines(document):
@@ -97,60 +98,6 @@ def run_build(
         from ortbundle.pipeline.summary import summary_json
 
         sys.stdout.write(summary_json(document))
-
-
-def _plan_line(project: Project, prepared: PreparedBuild, options: BuildOptions) -> str:
-    from ortbundle.config.plan import with_models
-    from ortbundle.fetch.cache import Cache
-    from ortbundle.pipeline.summary import plan_line
-
-    # the models' sources are downloads too (a file of the project, a URL, a release the
-    # runtime moved away from): counted as the fetch will count them
-    plan = with_models(project, prepared.plan)
-    cache = Cache(prepared.cache)
-    wanted = {source.sha256 for _, source in plan.all_sources()}
-    cached = sum(1 for sha256 in wanted if cache.blob_path(sha256).is_file())
-    channels = [c for c in plan.product.channels if not options.channels or c in options.channels]
-    return plan_line(
-        plan.product.name,
-        plan.product.version,
-        plan.targets,
-        plan.product.runtimes,
-        channels,
-        cached,
-        len(wanted),
-    )
-
-
-def _print_details(reporter: Reporter, result: BuildResult) -> None:
-    """--verbose: the tables an auditor or packager reads (sizes, libraries, hints, licences)."""
-    from ortbundle.licensing.audit import coverage_lines, print_report
-    from ortbundle.pipeline.result import externals_lines, size_table
-    from ortbundle.stage.requirements import summary_lines
-
-    reporter.console.print(size_table(result))
-    details = externals_lines(result)
-    details += summary_lines(t.requirements for t in result.targets)
-    for package in result.packages:  # what a packager must know (sizes, tools, next steps)
-        details += [f"{package.channel}: {note}" for note in package.notes]
-    for line in details:
-        reporter.line(line)
-    print_report(reporter.console, _distinct(result.audits))
-    for line in coverage_lines([t.licensing for t in result.targets]):
-        reporter.line(line)
-
-
-def _distinct(audits: tuple[ChannelAudit, ...]) -> list[ChannelAudit]:
-    """One table per verdict: channels that audit the same targets the same way share it."""
-    from dataclasses import replace
-
-    from ortbundle.pipeline.result import audit_groups
-
-    by_channel = {a.channel: a for a in audits}
-    return [
-        replace(by_channel[g["channels"][0]], channel=", ".join(g["channels"]))
-        for g in audit_groups(audits)
-    ]
 
 
 def _print_up_to_date(summary: dict[str, object], *, verbose: bool, as_json: bool) -> None:
@@ -188,8 +135,8 @@ def run_audit(
 ) -> None:
     """Stage aside, attribute and audit; publish nothing. The exit code is the gate."""
     from ortbundle._core.progress import Reporter
-    from ortbundle.licensing.audit import coverage_lines, print_report, report_json
     from ortbundle.pipeline.build import AuditFailed, build
+    from ortbundle.pipeline.console import audit_report_json, print_audit
 
     project = Project.at(root, dist)
     with Reporter() as reporter:
@@ -205,12 +152,10 @@ def run_audit(
                 raise
             failure = exc.__context__
             audits, product, licensing = failure.audits, failure.product, failure.licensing
-        print_report(reporter.console, audits)
-        for line in coverage_lines(licensing):
-            reporter.line(line)
+        print_audit(reporter.console, audits, licensing, reporter)
         version_dir = Project.at(root, dist).dist / product.name / product.version
         out = json_path or version_dir.with_name(f"{product.version}.audit.json")
-        text = report_json(product.name, product.version, audits, licensing)
+        text = audit_report_json(product.name, product.version, audits, licensing)
 
         def write_report() -> None:
             out.parent.mkdir(parents=True, exist_ok=True)

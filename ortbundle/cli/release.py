@@ -3,13 +3,9 @@
 from __future__ import annotations
 
 from pathlib import Path
-from typing import TYPE_CHECKING
 
 from ortbundle.cli.common import ROOT, USAGE_EXIT, CommandFailed, guard, write_places_of
 from ortbundle.config.project import BuildOptions, Project
-
-if TYPE_CHECKING:
-    pass
 
 
 def run_release(
@@ -17,8 +13,8 @@ def run_release(
 ) -> None:
     """Merge per-target runner trees into one checked, signed version directory."""
     from ortbundle._core.progress import Reporter
-    from ortbundle.licensing.audit import print_report
     from ortbundle.pipeline.build import AuditFailed
+    from ortbundle.pipeline.console import print_audit
     from ortbundle.pipeline.release import release
 
     if not sources:
@@ -33,10 +29,10 @@ def run_release(
             )
         except CommandFailed as exc:
             if isinstance(exc.__context__, AuditFailed):
-                print_report(reporter.console, exc.__context__.audits)
+                print_audit(reporter.console, exc.__context__.audits)
             raise
         for runner in result.runners:
             reporter.line(f"merged {', '.join(runner.targets)} from {runner.path} (hashes checked)")
-        print_report(reporter.console, result.audits)
+        print_audit(reporter.console, result.audits)
         signer = f"signed with key {result.signed_by}" if result.signed_by else "UNSIGNED"
         reporter.line(f"released: {result.version_dir} ({signer})")

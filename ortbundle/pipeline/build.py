@@ -92,19 +92,14 @@ def build(
     """
     prepared = prepared or prepare_build(project, options)
     environ = os.environ if options.environ is None else options.environ
-    if options.release and prepared.previous is not None and not _verified(prepared, options):
-        prepared = replace(prepared, previous=None)  # the record said unchanged; dist/ does not
+    if options.release and prepared.previous is not None:
+        key = signing_key(prepared.plan.product, options.signing_key, environ, release=True)
+        if not _verified(prepared.version_dir, key):  # the record said unchanged; dist/ does not
+            prepared = replace(prepared, previous=None)
     if not options.audit_only and prepared.previous is not None:
-        summary = prepared.previous
-        return BuildResult(
-            prepared.plan,
-            {},
-            (),
-            (),
-            prepared.version_dir,
-            signed_by=summary.get("signed_by"),
-            up_to_date=summary,
-        )
+        summary, version_dir = prepared.previous, prepared.version_dir
+        signed_by = summary.get("signed_by")
+        return BuildResult(prepared.plan, {}, (), (), version_dir, (), signed_by, summary)
     plan = with_models(project, prepared.plan)
     key = None
     if not options.audit_only:
@@ -125,16 +120,12 @@ def build(
         return _build_locked(project, options, prepared, plan, artifacts, key, reporter, repairs)
 
 
-def _verified(prepared: PreparedBuild, options: BuildOptions) -> bool:
-    """Whether dist/'s tree is, byte for byte, what its manifest says, signed by this build's
-    key. A release takes no record stored in the cache as proof (whoever can write the cache
-    can rewrite the record of dist/ too), so a release no-op re-hashes the tree first."""
-    environ = os.environ if options.environ is None else options.environ
-    product = prepared.plan.product
+def _verified(version_dir: Path, key: SecretKey | None) -> bool:
+    """Whether dist/'s tree is, byte for byte, what its manifest says, signed by `key`. A
+    release takes no record stored in the cache as proof (whoever can write the cache can
+    rewrite the record of dist/ too), so a release no-op re-hashes the tree first."""
     try:
-        key = signing_key(product, options.signing_key, environ, release=options.release)
-        public = key.public_key() if key is not None else None
-        return public is not None and verify_tree(prepared.version_dir, public_key=public).ok
+        return key is not None and verify_tree(version_dir, public_key=key.public_key()).ok
     except OrtbundleError:
         return False
 
@@ -229,7 +220,8 @@ def _build_locked(
         warnings=stage_warnings(stages),
     )
     with contextlib.suppress(OSError):  # published all the same; the next one cannot be a no-op
-        write_summary(result, reporter.phases, options)  # build-summary.json, before the record
+        # build-summary.json, before the record
+        write_summary(result, reporter.phases, release=options.release)
         record_build(
             prepared.cache,
             version_dir,

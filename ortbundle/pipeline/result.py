@@ -24,7 +24,6 @@ from ortbundle._core.repairs import Repair
 from ortbundle._core.version import __version__
 from ortbundle.channels import ChannelOutput
 from ortbundle.config.plan import (
-    BuildOptions,
     Plan,
 )
 from ortbundle.config.vocabulary import CHANNEL_TARGETS
@@ -52,7 +51,7 @@ def _reason_bucket(reason: str) -> str:
 
 
 def summary_document(
-    result: BuildResult, phases: Sequence[Phase], options: BuildOptions
+    result: BuildResult, phases: Sequence[Phase], *, release: bool
 ) -> dict[str, Any]:
     """The facts of a finished build, as build-summary.json carries them."""
 
@@ -104,7 +103,7 @@ def summary_document(
         "product": product.name,
         "version": product.version,
         "tool_version": __version__,
-        "release": options.release,
+        "release": release,
         "up_to_date": False,
         "plan": {
             "targets": list(result.plan.targets),
@@ -238,10 +237,10 @@ def audit_groups(audits: Sequence[ChannelAudit]) -> list[dict[str, Any]]:
     return list(groups.values())
 
 
-def write_summary(result: BuildResult, phases: Sequence[Phase], options: BuildOptions) -> None:
+def write_summary(result: BuildResult, phases: Sequence[Phase], *, release: bool) -> None:
     """build-summary.json beside the manifest, written atomically."""
 
-    document = summary_document(result, phases, options)
+    document = summary_document(result, phases, release=release)
     atomic_write(result.version_dir / SUMMARY_NAME, summary_json(document))
 
 
