@@ -3,9 +3,12 @@ recipe's `loads`, found by the detection when they are not, refused by a release
 
 from __future__ import annotations
 
+import json
+from importlib import resources
 from pathlib import Path
 from typing import Any
 
+import jsonschema
 import pytest
 import tomlkit
 
@@ -19,6 +22,7 @@ from ortbundle.pipeline.build import build
 from ortbundle.stage import staging
 from ortbundle.stage.binaries import loads
 from ortbundle.stage.binaries.loads import LoadScan, UnresolvedLoad, scan_binary, warning_lines
+from ortbundle.stage.requirements import offered_lines
 from tests.helpers.elf import make_elf
 from tests.helpers.native import compile_opener, compile_pe_opener
 from tests.helpers.pe import make_pe
@@ -420,6 +424,31 @@ def test_a_stock_core_passes_a_release_on_its_provider_table(
     assert (by_name["WINHTTP.dll"].group, by_name["IPHLPAPI.DLL"].kind) == ("windows", "system")
     # no requirement either: an offered provider is not something the machine must have
     assert not {n.lower() for n in by_name} & {"onnxruntime_providers_cuda.dll", "ntdll.dll"}
+    # the index and the summary tell them as offered by the core, not shipped
+    stage = stock.root / "dist/fakeproduct/1.2.3/linux-x86_64"
+    index = json.loads((stage / "runtimes.json").read_text())
+    schema = resources.files("ortbundle").joinpath("data/runtimes.schema.json").read_text()
+    jsonschema.validate(index, json.loads(schema))
+    assert index["runtimes"][0]["offered_not_shipped"] == [
+        {
+            "library": PROVIDER_LIBRARIES[0],
+            "provider": "CUDAExecutionProvider",
+            "named_by": "libonnxruntime.so.1.0.0",
+        },
+        {
+            "library": PROVIDER_LIBRARIES[1],
+            "provider": "TensorrtExecutionProvider",
+            "named_by": "libonnxruntime.so.1.0.0",
+        },
+    ]
+    assert not any("providers_cuda" in r["name"] for r in index["runtimes"][0]["requires"])
+    assert offered_lines(t.requirements for t in result.targets) == [
+        "fake on linux-x86_64: offered by the core, not shipped: CUDAExecutionProvider "
+        "(libonnxruntime_providers_cuda.so), TensorrtExecutionProvider "
+        "(libonnxruntime_providers_tensorrt.so)",
+        "fake on windows-x86_64: offered by the core, not shipped: CUDAExecutionProvider "
+        "(onnxruntime_providers_cuda.dll)",
+    ]
 
 
 def test_a_core_opening_an_unknown_library_still_fails_a_release(

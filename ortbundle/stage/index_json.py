@@ -18,7 +18,7 @@ from ortbundle.config.recipes import Product, Recipe
 from ortbundle.config.targets import Target, get_target
 from ortbundle.payload.loader import loader_source
 from ortbundle.stage.closure import ExternalLibrary
-from ortbundle.stage.requirements import TargetRequirements, resolve
+from ortbundle.stage.requirements import TargetRequirements, offered_json, resolve
 from ortbundle.stage.staging import StagedRuntime
 
 INDEX_NAME = "runtimes.json"
@@ -88,6 +88,7 @@ def runtime_entry(
     plugins: list[dict[str, Any]] | None = None,
 ) -> dict[str, Any]:
     prefix = staged.directory + "/"
+    offered = requirements.runtime(recipe.name).offered
     files = []
     for f in staged.files:
         item: dict[str, Any] = {
@@ -121,6 +122,8 @@ def runtime_entry(
         "system": requirements.runtime(recipe.name).system.as_json(),
         # the libraries the user's system must provide: a loader skips it when one is absent
         "requires": requires_entries(requirements.target, requirements.index_requires(recipe.name)),
+        # provider libraries the core may load that the package does not carry: never checked
+        **({"offered_not_shipped": offered_json(offered)} if offered else {}),
     }
 
 
