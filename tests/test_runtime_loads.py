@@ -169,9 +169,9 @@ TABLE = ("TensorrtExecutionProvider", "CUDAExecutionProvider", "CPUExecutionProv
 
 def test_a_cores_provider_table_is_offered_not_shipped() -> None:
     """A core names the provider libraries it opens only when a session asks for that provider
-    beside the providers' names: offered, not shipped, no finding. The shared bridge names no
-    provider, a provider the core does not name is none of its table, and libfoo.so stays a
-    finding; a file that is no core has no table."""
+    beside the providers' names: offered, not shipped, no finding, and so is the bridge they
+    load through. A provider the core does not name is none of its table, and libfoo.so stays
+    a finding; a file that is no core has no table."""
     opened = (
         "libfoo.so",
         "libonnxruntime_providers_cann.so",
@@ -185,17 +185,13 @@ def test_a_cores_provider_table_is_offered_not_shipped() -> None:
         "entry": "libonnxruntime.so.1",
     }
     result = _decide(**case, cores={"libonnxruntime.so.1": TABLE})
-    assert [(o.file, o.name, o.provider) for o in result.offered] == [
-        ("libonnxruntime.so.1", "libonnxruntime_providers_cuda.so", "CUDAExecutionProvider"),
-        (
-            "libonnxruntime.so.1",
-            "libonnxruntime_providers_tensorrt.so",
-            "TensorrtExecutionProvider",
-        ),
+    assert [(o.name, o.provider) for o in result.offered] == [
+        ("libonnxruntime_providers_cuda.so", "CUDAExecutionProvider"),
+        ("libonnxruntime_providers_shared.so", "the provider bridge"),
+        ("libonnxruntime_providers_tensorrt.so", "TensorrtExecutionProvider"),
     ]
-    assert [f.names for f in result.findings] == [
-        ("libfoo.so", "libonnxruntime_providers_cann.so", "libonnxruntime_providers_shared.so")
-    ]
+    assert {o.file for o in result.offered} == {"libonnxruntime.so.1"}
+    assert [f.names for f in result.findings] == [("libfoo.so", "libonnxruntime_providers_cann.so")]
     assert _decide(**case).offered == ()
     assert [f.names for f in _decide(**case).findings] == [opened]
 
@@ -214,6 +210,10 @@ def test_provider_library_names_on_each_platform() -> None:
         is None
     )
     assert loads.offered_provider("libcuda_providers_cuda.so", providers) is None
+    # a variant of a provider's library (CUDA's unit-test one, which stock cores name too)
+    assert loads.offered_provider("libonnxruntime_providers_cuda_ut.so", providers) == TABLE[1]
+    assert loads.offered_provider("libonnxruntime_providers_ut.so", providers) is None
+    assert loads.offered_provider("onnxruntime_providers_shared.dll", ()) is None  # no table
 
 
 # --- through a build ---------------------------------------------------------------------

@@ -118,20 +118,32 @@ class RuntimeLoads:
 _PROVIDER_LIBRARY = re.compile(
     r"^(?:lib)?onnxruntime_providers_([a-z0-9_]+)\.(?:so|dll|dylib)$", re.IGNORECASE
 )
+# ONNX Runtime's provider bridge (`onnxruntime_providers_shared`): its table loads it before any
+# provider library, so it serves every provider and names none
+PROVIDER_BRIDGE = "shared"
+BRIDGE = "the provider bridge"  # what OfferedProvider.provider says of it
 
 
 def offered_provider(name: str, providers: Iterable[str]) -> str | None:
-    """The provider of `providers` (a core's "…ExecutionProvider" strings) whose library `name`
-    is: libonnxruntime_providers_nv_tensorrt_rtx.so -> NvTensorRTRTXExecutionProvider. None
-    for any other name (libonnxruntime_providers_shared.so, the bridge every provider needs,
-    names no provider)."""
+    """What `name`, in a core holding the "…ExecutionProvider" strings `providers`, is a
+    library of: the provider whose name the `<name>` of `onnxruntime_providers_<name>` spells
+    without its underscores (nv_tensorrt_rtx: NvTensorRTRTXExecutionProvider), or with trailing
+    parts cut off for a variant of its library (cuda_ut, CUDA's test library); the bridge
+    (`BRIDGE`); None for any other name."""
     found = _PROVIDER_LIBRARY.match(name.rsplit("/", 1)[-1])
     if found is None:
         return None
-    wanted = found[1].replace("_", "").lower()
-    for provider in providers:
-        head = provider.removesuffix("ExecutionProvider")
-        if head != provider and head.lower() == wanted:
+    heads = {
+        p.removesuffix("ExecutionProvider").lower(): p
+        for p in providers
+        if p.endswith("ExecutionProvider")
+    }
+    parts = found[1].lower().split("_")
+    if parts == [PROVIDER_BRIDGE]:
+        return BRIDGE if heads else None
+    for end in range(len(parts), 0, -1):
+        provider = heads.get("".join(parts[:end]))
+        if provider is not None:
             return provider
     return None
 
