@@ -3,9 +3,12 @@ recipe's `loads`, found by the detection when they are not, refused by a release
 
 from __future__ import annotations
 
+import json
+from importlib import resources
 from pathlib import Path
 from typing import Any
 
+import jsonschema
 import pytest
 import tomlkit
 
@@ -21,6 +24,8 @@ from ortbundle.pipeline.build import build
 from ortbundle.stage import staging
 from ortbundle.stage.binaries import loads
 from ortbundle.stage.binaries.loads import LoadScan, UnresolvedLoad, scan_binary, warning_lines
+from ortbundle.stage.requirements import offered_lines
+from tests.helpers.elf import make_elf
 from tests.helpers.native import compile_opener, compile_pe_opener
 from tests.helpers.pe import make_pe
 from tests.helpers.project import CORE_EXPORTS, CPU, FakeProject
@@ -138,6 +143,79 @@ def test_windows_names_compare_without_case() -> None:
     )
     assert result.findings == ()
     assert [d.name for d in result.declared] == ["vulkan-1.dll"]
+
+
+def test_what_windows_itself_provides_is_no_finding() -> None:
+    """The stock Windows core opens kernelbase.dll, ntdll.dll and dxcore.dll by name: Windows'
+    own (windows-system-dlls.toml), so nothing the recipe must declare; nvcuda.dll (a driver's)
+    still is a finding."""
+    target = get_target("windows-x86_64")
+    opened = ("dxcore.dll", "KernelBase.dll", "ntdll.dll", "nvcuda.dll")
+    case: dict[str, Any] = {
+        "scans": [("onnxruntime.dll", LoadScan(("LoadLibraryExW",), opened))],
+        "staged": ["onnxruntime.dll"],
+        "externals": [],
+        "lookup": target.external_group,
+        "entry": "onnxruntime.dll",
+        "case_insensitive": True,
+    }
+    assert [f.names for f in _decide(**case).findings] == [opened]  # nobody said they are Windows'
+    result = _decide(**case, os_provides=target.os_provides)
+    assert [f.names for f in result.findings] == [("nvcuda.dll",)]
+    assert target.os_provides("WINHTTP.dll") and target.os_provides("IPHLPAPI.DLL")
+    assert not target.os_provides("vulkan-1.dll")  # a driver's group, not the system's
+
+
+TABLE = ("TensorrtExecutionProvider", "CUDAExecutionProvider", "CPUExecutionProvider")
+
+
+def test_a_cores_provider_table_is_offered_not_shipped() -> None:
+    """A core names the provider libraries it opens only when a session asks for that provider
+    beside the providers' names: offered, not shipped, no finding, and so is the bridge they
+    load through. A provider the core does not name is none of its table, and libfoo.so stays
+    a finding; a file that is no core has no table."""
+    opened = (
+        "libfoo.so",
+        "libonnxruntime_providers_cann.so",
+        "libonnxruntime_providers_cuda.so",
+        "libonnxruntime_providers_shared.so",
+        "libonnxruntime_providers_tensorrt.so",
+    )
+    case: dict[str, Any] = {
+        "scans": [("libonnxruntime.so.1", LoadScan(("dlopen",), opened))],
+        "staged": ["libonnxruntime.so.1"],
+        "entry": "libonnxruntime.so.1",
+    }
+    result = _decide(**case, cores={"libonnxruntime.so.1": TABLE})
+    assert [(o.name, o.provider) for o in result.offered] == [
+        ("libonnxruntime_providers_cuda.so", "CUDAExecutionProvider"),
+        ("libonnxruntime_providers_shared.so", "the provider bridge"),
+        ("libonnxruntime_providers_tensorrt.so", "TensorrtExecutionProvider"),
+    ]
+    assert {o.file for o in result.offered} == {"libonnxruntime.so.1"}
+    assert [f.names for f in result.findings] == [("libfoo.so", "libonnxruntime_providers_cann.so")]
+    assert _decide(**case).offered == ()
+    assert [f.names for f in _decide(**case).findings] == [opened]
+
+
+def test_provider_library_names_on_each_platform() -> None:
+    providers = ("NvTensorRTRTXExecutionProvider", "VitisAIExecutionProvider", *TABLE)
+    assert loads.offered_provider("onnxruntime_providers_cuda.dll", providers) == TABLE[1]
+    assert (
+        loads.offered_provider("libonnxruntime_providers_nv_tensorrt_rtx.so", providers)
+        == "NvTensorRTRTXExecutionProvider"
+    )
+    assert loads.offered_provider("ONNXRUNTIME_PROVIDERS_VITISAI.DLL", providers) == providers[1]
+    assert loads.offered_provider("libonnxruntime_providers_cuda.dylib", providers) == TABLE[1]
+    assert (
+        loads.offered_provider("libonnxruntime_providers_cuda.so", ("CPUExecutionProvider",))
+        is None
+    )
+    assert loads.offered_provider("libcuda_providers_cuda.so", providers) is None
+    # a variant of a provider's library (CUDA's unit-test one, which stock cores name too)
+    assert loads.offered_provider("libonnxruntime_providers_cuda_ut.so", providers) == TABLE[1]
+    assert loads.offered_provider("libonnxruntime_providers_ut.so", providers) is None
+    assert loads.offered_provider("onnxruntime_providers_shared.dll", ()) is None  # no table
 
 
 # --- through a build ---------------------------------------------------------------------
@@ -310,3 +388,103 @@ def test_a_load_must_be_a_plain_file_name(opening: FakeProject, reporter: Report
     _set_target(opening, "linux-x86_64", "loads", ["/usr/lib/libcuda.so.1"])
     with pytest.raises(ConfigError, match="loads: '/usr/lib/libcuda.so.1' must be one library"):
         build(opening.project, opening.options(), reporter)
+
+
+# a stock core: its provider table (libstdc++'s layout) with CUDA and TensorRT unavailable, and
+# the provider libraries it opens by name only when a session asks for them
+STOCK_TABLE = (
+    ("TensorrtExecutionProvider", False),
+    ("CUDAExecutionProvider", False),
+    ("CANNExecutionProvider", False),
+    ("CPUExecutionProvider", True),
+)
+PROVIDER_LIBRARIES = ("libonnxruntime_providers_cuda.so", "libonnxruntime_providers_tensorrt.so")
+
+
+@pytest.fixture
+def stock(fake: FakeProject) -> FakeProject:
+    """The synthetic project with cores as stock ONNX Runtime builds them: the Linux core opens
+    its provider libraries by name, the Windows core imports DLLs of Windows the old hand-kept
+    list lacked and opens others by name."""
+    fake.linux["onnxruntime/capi/libonnxruntime.so.1.0.0"] = make_elf(
+        soname="libonnxruntime.so.1",
+        needed=("libdep.so.2", "libc.so.6", "libstdc++.so.6"),
+        runpath="$ORIGIN",
+        exports=CORE_EXPORTS,
+        imports=("dlopen",),
+        rodata=PROVIDER_LIBRARIES,
+        provider_table=STOCK_TABLE,
+    )
+    fake.windows["onnxruntime/capi/onnxruntime.dll"] = make_pe(
+        imports=("KERNEL32.dll", "dep.dll", "MSVCP140.dll", "WINHTTP.dll", "IPHLPAPI.DLL"),
+        delay_imports=("delayed.dll",),
+        functions={"KERNEL32.dll": ["LoadLibraryExW"]},
+        wide=("kernelbase.dll", "ntdll.dll", "dxcore.dll", "onnxruntime_providers_cuda.dll"),
+        exports=CORE_EXPORTS,
+        rodata=(*CPU, "CUDAExecutionProvider"),
+    )
+    return fake
+
+
+def test_a_stock_core_passes_a_release_on_its_provider_table(
+    stock: FakeProject, reporter: Reporter
+) -> None:
+    result = build(stock.write().project, stock.options(release=True), reporter)
+    assert _findings(result) == {"linux-x86_64": {}, "windows-x86_64": {}}
+    offered = {
+        t.target: [(o.file, o.name, o.provider) for s in t.runtimes for o in s.closure.offered]
+        for t in result.targets
+    }
+    assert offered == {
+        "linux-x86_64": [
+            ("libonnxruntime.so.1.0.0", PROVIDER_LIBRARIES[0], "CUDAExecutionProvider"),
+            ("libonnxruntime.so.1.0.0", PROVIDER_LIBRARIES[1], "TensorrtExecutionProvider"),
+        ],
+        "windows-x86_64": [
+            ("onnxruntime.dll", "onnxruntime_providers_cuda.dll", "CUDAExecutionProvider")
+        ],
+    }
+    windows = next(t for t in result.targets if t.target == "windows-x86_64")
+    by_name = {e.name: e for e in windows.requirements.externals}
+    assert (by_name["WINHTTP.dll"].group, by_name["IPHLPAPI.DLL"].kind) == ("windows", "system")
+    # no requirement either: an offered provider is not something the machine must have
+    assert not {n.lower() for n in by_name} & {"onnxruntime_providers_cuda.dll", "ntdll.dll"}
+    # the index and the summary tell them as offered by the core, not shipped
+    stage = stock.root / "dist/fakeproduct/1.2.3/linux-x86_64"
+    index = json.loads((stage / "runtimes.json").read_text())
+    schema = resources.files("ortbundle").joinpath("data/runtimes.schema.json").read_text()
+    jsonschema.validate(index, json.loads(schema))
+    assert index["runtimes"][0]["offered_not_shipped"] == [
+        {
+            "library": PROVIDER_LIBRARIES[0],
+            "provider": "CUDAExecutionProvider",
+            "named_by": "libonnxruntime.so.1.0.0",
+        },
+        {
+            "library": PROVIDER_LIBRARIES[1],
+            "provider": "TensorrtExecutionProvider",
+            "named_by": "libonnxruntime.so.1.0.0",
+        },
+    ]
+    assert not any("providers_cuda" in r["name"] for r in index["runtimes"][0]["requires"])
+    assert offered_lines(t.requirements for t in result.targets) == [
+        "fake on linux-x86_64: offered by the core, not shipped: CUDAExecutionProvider "
+        "(libonnxruntime_providers_cuda.so), TensorrtExecutionProvider "
+        "(libonnxruntime_providers_tensorrt.so)",
+        "fake on windows-x86_64: offered by the core, not shipped: CUDAExecutionProvider "
+        "(onnxruntime_providers_cuda.dll)",
+    ]
+
+
+def test_a_core_opening_an_unknown_library_still_fails_a_release(
+    stock: FakeProject, reporter: Reporter
+) -> None:
+    core = stock.linux["onnxruntime/capi/libonnxruntime.so.1.0.0"]
+    stock.linux["onnxruntime/capi/libonnxruntime.so.1.0.0"] = core.replace(
+        PROVIDER_LIBRARIES[1].encode(), b"libfoo.so\0".ljust(len(PROVIDER_LIBRARIES[1]), b"\0")
+    )
+    with pytest.raises(ClosureError) as raised:
+        build(stock.write().project, stock.options(release=True), reporter)
+    assert raised.value.exit_code == 8
+    assert "libfoo.so" in raised.value.message
+    assert "providers_cuda" not in raised.value.message

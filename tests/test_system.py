@@ -191,12 +191,31 @@ def test_the_dll_table_is_checked_by_the_schema() -> None:
 
     source = Path(__file__).resolve().parents[1] / "ortbundle" / "data" / "baselines.toml"
     data = tomllib.loads(source.read_text("utf-8"))
-    assert data["windows"]["dlls"]["d3d12.dll"] == "10.0"
+    assert data["windows"]["dlls"]["directml.dll"] == "10.0"
     data["windows"]["dlls"] = {"D3D12.dll": "10.0", "dxcore.dll": "ten"}
     found = {(p.key, p.message) for p in problems_in("baselines.toml", data, "baselines-data")}
     assert len(found) == 2, found
     assert any("D3D12.dll" in key for key, _ in found)
     assert any("NT version" in message for _, message in found)
+
+
+def test_the_windows_dll_list_is_checked_by_the_schema() -> None:
+    """windows-system-dlls.toml names its documented source and each DLL's page; a DLL in
+    another case, a `since` that is no NT version or a DLL without its page is refused."""
+    from ortbundle.config.schema import problems_in
+
+    source = Path(__file__).resolve().parents[1] / "ortbundle/data/windows-system-dlls.toml"
+    data = tomllib.loads(source.read_text("utf-8"))
+    assert "Microsoft Learn" in data["source"]
+    assert data["dlls"]["dxcore.dll"]["since"] == data["dlls"]["d3d12.dll"]["since"] == "10.0"
+    assert problems_in("w.toml", data, "windows-system-dlls-data") == []
+    data["dlls"] = {"WINHTTP.dll": {"doc": "WinHttpOpen"}, "x.dll": {"since": "ten"}}
+    del data["source"]
+    found = {(p.key, p.message) for p in problems_in("w.toml", data, "windows-system-dlls-data")}
+    assert any("WINHTTP.dll" in key for key, _ in found), found
+    assert any("NT version" in message for _, message in found), found
+    assert any("doc" in key or "doc" in message for key, message in found), found
+    assert any("source" in key or "source" in message for key, message in found), found
 
 
 def test_msvc_runtime_from_the_import_names(tmp_path: Path) -> None:

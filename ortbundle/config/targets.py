@@ -114,6 +114,9 @@ class Target:
     package_arch: tuple[tuple[str, str], ...] = ()
     # the wheel platform families that install on it (config/wheel_tags.py reads the tags)
     wheel_platforms: tuple[str, ...] = ()
+    # the external group that is the operating system itself (glibc, windows, bionic, macos):
+    # what it provides is there on every machine of the target, whoever opens it
+    system_group: str = ""
 
     def arch_for(self, channel: str) -> str | None:
         """What `channel`'s packages call this target's machine; None: it packages no such."""
@@ -139,6 +142,12 @@ class Target:
         if self.format == "macho":
             return name if is_macos_system(name) else name.rsplit("/", 1)[-1]
         return name.lower() if self.case_insensitive else name
+
+    def os_provides(self, name: str) -> bool:
+        """Whether the operating system itself provides `name` (its `system_group`): a library
+        every machine of the target has, so opening it by name under-reports nothing."""
+        group = self.external_group(name)
+        return group is not None and group.kind == "system" and group.group == self.system_group
 
     def external_group(self, needed: str) -> ExternalGroup | None:
         """The group that provides `needed` on the user's machine, or None."""
@@ -168,13 +177,55 @@ def is_macos_system(install_name: str) -> bool:
     return install_name.startswith(MACOS_SYSTEM_PREFIXES)
 
 
+@dataclass(frozen=True)
+class WindowsDll:
+    """A DLL that is part of Windows (data/windows-system-dlls.toml) and where it is documented."""
+
+    name: str  # lower case
+    doc: str  # the Microsoft Learn page (a function's Requirements table) that names it
+    since: str | None  # the NT version it first ships in, where newer than Windows 7
+
+
+@dataclass(frozen=True)
+class WindowsSystemDlls:
+    group: str  # the targets.toml group of each Windows target they join
+    source: str  # the documented list they come from
+    dlls: tuple[WindowsDll, ...]
+
+
+@cache
+def windows_system_dlls() -> WindowsSystemDlls:
+    """The DLLs Microsoft documents as Windows' own: a Windows target's system group holds
+    them, and a kept file needing or opening one needs nothing the archive must carry."""
+    path = "ortbundle/data/windows-system-dlls.toml"
+    data = tomllib.loads(resources.files("ortbundle").joinpath(path[10:]).read_text("utf-8"))
+    check_document(path, data, "windows-system-dlls-data")
+    return WindowsSystemDlls(
+        group=str(data["group"]),
+        source=str(data["source"]),
+        dlls=tuple(
+            WindowsDll(str(name), str(entry["doc"]), entry.get("since"))
+            for name, entry in sorted(data["dlls"].items())
+        ),
+    )
+
+
+def _group_names(target_os: str, group: str, names: Iterable[Any]) -> tuple[str, ...]:
+    """A group's names as targets.toml gives them, and, for the Windows group
+    windows-system-dlls.toml names, every DLL it documents."""
+    own = tuple(str(n) for n in names)
+    if target_os != "windows" or group != windows_system_dlls().group:
+        return own
+    return (*(d.name for d in windows_system_dlls().dlls), *own)
+
+
 def _parse_target(name: str, raw: dict[str, Any]) -> Target:
     try:
         externals = tuple(
             ExternalGroup(
                 group=str(entry["group"]),
                 kind=str(entry["kind"]),
-                names=tuple(str(n) for n in entry["names"]),
+                names=_group_names(str(raw["os"]), str(entry["group"]), entry["names"]),
                 note=str(entry.get("note", "")),
                 optional=bool(entry.get("optional", False)),
                 version=str(entry.get("version", "")),
@@ -200,6 +251,7 @@ def _parse_target(name: str, raw: dict[str, Any]) -> Target:
                 sorted((str(k), str(v)) for k, v in raw.get("package_arch", {}).items())
             ),
             wheel_platforms=tuple(str(p) for p in raw.get("wheel_platforms", [])),
+            system_group=str(raw.get("system_group", "")),
         )
     except KeyError as missing:
         raise ConfigError(

@@ -18,7 +18,7 @@ from ortbundle._core.errors import BinaryError, ClosureError, ConfigError
 from ortbundle.config.recipes import TargetRecipe
 from ortbundle.config.targets import ExternalGroup, Target
 from ortbundle.stage.binaries.info import BinaryInfo
-from ortbundle.stage.binaries.loads import FileScan, LoadFinding
+from ortbundle.stage.binaries.loads import FileScan, LoadFinding, OfferedProvider
 
 
 @dataclass(frozen=True)
@@ -126,6 +126,9 @@ class Closure:
     unused: tuple[Path, ...]  # extracted only to learn a SONAME; the stage deletes them
     load_scans: tuple[FileScan, ...] = ()  # what each kept file can open by name (memoised)
     load_findings: tuple[LoadFinding, ...] = ()  # kept files opening undeclared libraries
+    # provider libraries the core's own table names, opened only when a session asks for the
+    # provider: offered by the core, not shipped (no requirement, no finding)
+    offered: tuple[OfferedProvider, ...] = ()
     idle_drops: tuple[str, ...] = ()  # a warning per drop glob that drops nothing (globs.py)
 
 

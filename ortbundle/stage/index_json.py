@@ -16,11 +16,11 @@ from typing import Any
 from ortbundle._core.errors import ConfigError
 from ortbundle._core.fsio import atomic_write
 from ortbundle.config.recipes import Product, Recipe
-from ortbundle.config.targets import get_target
+from ortbundle.config.targets import Target, get_target
 from ortbundle.payload.loader import loader_source
 from ortbundle.stage.closure import ExternalLibrary
 from ortbundle.stage.kinds import uses_core
-from ortbundle.stage.requirements import TargetRequirements, resolve
+from ortbundle.stage.requirements import TargetRequirements, offered_json, resolve
 from ortbundle.stage.staging import StagedRuntime
 
 INDEX_NAME = "runtimes.json"
@@ -36,12 +36,12 @@ FRAGMENTS_DIR = "runtimes.d"  # add-ons' index fragments, read by the loader
 # libraries (kernel32, API sets, bionic; libSystem and the frameworks on macOS, which live in
 # the dyld shared cache), which are not even files a search would find. Listed:
 # everything else — the VC++ redistributable, drivers (optional ones marked so), vendor toolkits.
-_BASE_GROUPS = {"linux": "glibc", "windows": "windows", "android": "bionic", "macos": "macos"}
+# The operating system's own group is each target's `system_group` (data/targets.toml).
 _BASE_LINUX = frozenset({"libstdc++.so.6", "libgcc_s.so.1"})
 
 
-def _base_system(os: str, group: str, name: str) -> bool:
-    return group == _BASE_GROUPS.get(os) or (os == "linux" and name in _BASE_LINUX)
+def _base_system(target: Target, group: str, name: str) -> bool:
+    return group == target.system_group or (target.os == "linux" and name in _BASE_LINUX)
 
 
 GENERIC_GPU_PROVIDERS = frozenset({"WebGpuExecutionProvider", "DmlExecutionProvider"})
@@ -124,7 +124,7 @@ def requires_entries(target: str, needs: Iterable[ExternalLibrary]) -> list[dict
     """The system libraries a runtime (with its plugin EPs) needs by name, as the model resolved
     them (TargetRequirements.index_requires); what the base system always has is left out
     (see _base_system)."""
-    system = get_target(target).os
+    system = get_target(target)
     found = []
     for ext in needs:
         if ext.kind in ("system", "toolchain") and _base_system(system, ext.group, ext.name):
@@ -147,6 +147,7 @@ def runtime_entry(
     """One runtime's entry; `companions` adds its `custom_ops` and `uses_core` lists (left out
     when empty, so an index without them reads as before)."""
     prefix = staged.directory + "/"
+    offered = requirements.runtime(recipe.name).offered
     files = []
     for f in staged.files:
         item: dict[str, Any] = {
@@ -181,6 +182,8 @@ def runtime_entry(
         # the libraries the user's system must provide: a loader skips it when one is absent
         "requires": requires_entries(requirements.target, requirements.index_requires(recipe.name)),
         **{key: value for key, value in (companions or {}).items() if value},
+        # provider libraries the core may load that the package does not carry: never checked
+        **({"offered_not_shipped": offered_json(offered)} if offered else {}),
     }
 
 

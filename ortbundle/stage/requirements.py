@@ -12,6 +12,9 @@ user is decided here, once:
   only); a runtime needing newer than the promise stops the build here, or with
   `on_newer = "warn"` is shipped with a warning.
 
+A core's table of optional provider libraries it does not ship is no requirement: it is kept
+here as offered by the core, not shipped, for the summary and runtimes.json to tell.
+
 The summary, runtimes.json, the installer, the Linux packages, the Flatpak, the SBOM and the
 report render this model — the evidence through its JSON form in closures/<target>.json — so no
 two of them can tell a user different things.
@@ -26,6 +29,7 @@ from typing import Any
 from ortbundle.config.recipes import Recipe, SystemSpec
 from ortbundle.config.targets import get_target
 from ortbundle.stage.binaries.baseline import Minimum, SystemBaseline, version_key
+from ortbundle.stage.binaries.loads import OfferedProvider
 from ortbundle.stage.closure import ExternalLibrary
 from ortbundle.stage.staging import StagedRuntime
 from ortbundle.stage.system import check_runtime, package_system, runtime_system, violations
@@ -48,10 +52,32 @@ class RuntimeRequirements:
     externals: tuple[ExternalLibrary, ...]  # needed_by named as in its directory, optional resolved
     system: SystemBaseline  # the oldest system it runs on, the product's promise included
     warnings: tuple[str, ...]  # "fake needs glibc 2.34 (…), newer than the glibc 2.28 …"
+    # provider libraries its core's table names and the runtime does not carry: loaded only
+    # when a session asks for the provider, so no requirement — told, never checked
+    offered: tuple[OfferedProvider, ...] = ()
 
     @property
     def runs_on(self) -> str:
         return runs_on(self.system)
+
+
+def offered_json(offered: Iterable[OfferedProvider]) -> list[dict[str, str]]:
+    """What runtimes.json and closures/<target>.json say of each provider library offered by
+    the core, not shipped."""
+    return [{"library": o.name, "provider": o.provider, "named_by": o.file} for o in offered]
+
+
+def offered_lines(targets: Iterable[TargetRequirements]) -> list[str]:
+    """One line per runtime whose core offers providers it does not ship, for the summary:
+    "fake on linux-x86_64: offered by the core, not shipped: CUDAExecutionProvider
+    (libonnxruntime_providers_cuda.so), …"."""
+    return [
+        f"{runtime.name} on {target.target}: offered by the core, not shipped: "
+        + ", ".join(f"{o.provider} ({o.name})" for o in runtime.offered)
+        for target in targets
+        for runtime in target.runtimes
+        if runtime.offered
+    ]
 
 
 @dataclass(frozen=True)
@@ -128,6 +154,7 @@ class TargetRequirements:
                     "system": r.system.as_json(),
                     "externals": [external_json(e) for e in r.externals],
                     "warnings": list(r.warnings),
+                    **({"offered_not_shipped": offered_json(r.offered)} if r.offered else {}),
                 }
                 for r in self.runtimes
             ],
@@ -214,6 +241,7 @@ def resolve(
                     f"{recipe.name} {problem}"
                     for problem in violations(spec, runtime_system(staged))
                 ),
+                offered=staged.closure.offered,
             )
         )
     return TargetRequirements(

@@ -6,9 +6,13 @@ runtime or an external group of the target, and then counts among the closure's 
 (`via = "loads"`). Detection backs the declaration up, in the manner of auditwheel's
 `lddtree`: a kept file that imports a loader function (`dlopen`, `LoadLibrary*`) and whose
 read-only data carries library-name strings that are neither staged, declared, already an
-external of the closure, nor ignored with a reason, is a finding. Everything here is a pure
-function of the files and the recipe; the stage runs it once per pruned runtime, and the
-runtime memo keeps the result, so a warm build does not read a library again.
+external of the closure, nor ignored with a reason, is a finding — unless the operating
+system itself provides it (data/windows-system-dlls.toml, the target's system group) or it is
+a provider library of the core's own table (`onnxruntime_providers_<name>` beside the provider
+name the core holds), which the closure records as offered by the core, not shipped.
+Everything here is a pure function of the files and the recipe; the stage runs it once per
+pruned runtime, and the runtime memo keeps the result, so a warm build does not read a library
+again.
 """
 
 from __future__ import annotations
@@ -19,7 +23,7 @@ from collections.abc import Sequence
 from ortbundle._core.errors import ClosureError
 from ortbundle.config.recipes import Recipe
 from ortbundle.config.targets import Target
-from ortbundle.stage.binaries.info import core_names
+from ortbundle.stage.binaries.info import core_names, role
 from ortbundle.stage.binaries.loads import (
     LoadFinding,
     UnresolvedLoad,
@@ -54,6 +58,9 @@ def with_runtime_loads(staged: StagedRuntime, recipe: Recipe, target: Target) ->
             lookup=target.external_group,
             entry=closure.entry,
             case_insensitive=target.case_insensitive,
+            os_provides=target.os_provides,
+            # a core's table of the providers it may load: their libraries are no finding
+            cores={k.name: k.info.ep_names for k in closure.kept if role(k.info) == "core"},
         )
     except UnresolvedLoad as exc:
         raise unresolved_error(
@@ -71,6 +78,7 @@ def with_runtime_loads(staged: StagedRuntime, recipe: Recipe, target: Target) ->
         closure,
         externals=tuple(sorted(externals, key=lambda e: (e.name, e.group))),
         load_findings=result.findings,
+        offered=result.offered,
     )
     return dataclasses.replace(staged, closure=closure)
 

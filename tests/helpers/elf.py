@@ -35,6 +35,7 @@ def make_elf(
     version_needs: Sequence[tuple[str, Sequence[str]]] = (),
     android_api: int | None = None,
     exports: Sequence[str] = (),
+    imports: Sequence[str] = (),
     rodata: Sequence[str] | bytes = (),
     comment: bytes = b"",
     provider_table: Sequence[tuple[str, bool]] = (),
@@ -55,6 +56,7 @@ def make_elf(
     `sections`.
 
     `exports` are global functions defined in the file (.dynsym, with DT_HASH to count them);
+    `imports` global functions it takes from others (undefined .dynsym entries: `dlopen`);
     `rodata` NUL-terminated strings in a `.rodata` section (or its raw bytes: the strings a
     library was built with, copyright notices, a bundled library's messages); `comment` the
     unloaded `.comment` a compiler writes; `provider_table` the (name, available)
@@ -73,14 +75,15 @@ def make_elf(
     phnum = len(layout) + 1 + (android_api is not None)  # PT_NOTE maps the Android note
     base = layout[0][1]  # vaddr of offset 0: the first segment maps the headers and .dynamic
 
-    if (exports or rodata or provider_table or comment) and not sections:
+    if (exports or imports or rodata or provider_table or comment) and not sections:
         raise ValueError("exports, strings and the provider table live in sections: keep sections")
     if provider_table and not wide:
         raise ValueError("the provider table is written for 64-bit files only")
     strtab = bytearray(b"\x00")
     offsets: dict[str, int] = {}
     version_names = [n for file, nodes in version_needs for n in (file, *nodes)]
-    names_in_strtab = (*needed, *(n for n in (soname, runpath) if n), *version_names, *exports)
+    symbols = (*exports, *imports)
+    names_in_strtab = (*needed, *(n for n in (soname, runpath) if n), *version_names, *symbols)
     for name in names_in_strtab:
         if name not in offsets:
             offsets[name] = len(strtab)
@@ -95,7 +98,7 @@ def make_elf(
         entries.append((DT_RUNPATH, offsets[runpath]))
     entries += [(DT_STRTAB, base + strtab_off), (DT_STRSZ, len(strtab))]
     dyn_format = "<qQ" if wide else "<iI"
-    more_tags = (2 if version_needs else 0) + (3 if exports else 0) + (3 if provider_table else 0)
+    more_tags = (2 if version_needs else 0) + (3 if symbols else 0) + (3 if provider_table else 0)
     dyn_size = struct.calcsize(dyn_format) * (len(entries) + 1 + more_tags)
     verneed_off = dyn_off + dyn_size  # .gnu.version_r, then the note, right after .dynamic
     verneed = _verneed(version_needs, offsets)
@@ -104,7 +107,7 @@ def make_elf(
     if version_needs:
         entries += [(DT_VERNEED, base + verneed_off), (DT_VERNEEDNUM, len(version_needs))]
     extra = _Extra(note_off + len(note), base, wide, machine)
-    extra.add_exports(exports, offsets)
+    extra.add_exports(exports, offsets, imports)
     extra.add_rodata(rodata, provider_table)
     extra.add_table(provider_table)
     entries += extra.tags
@@ -174,7 +177,7 @@ def make_elf(
                 wide, note_name, SHT_NOTE, SHF_ALLOC, base + note_off, note_off, len(note), 0, 4, 0
             )
             shnum += 1
-        dynsym_index = shnum if exports else 0  # .dynsym comes first of these
+        dynsym_index = shnum if symbols else 0  # .dynsym comes first of these
         for label, kind, flags, offset, size, entsize in extra.sections:
             link = {SHT_DYNSYM: 1, SHT_HASH: dynsym_index, SHT_RELA: dynsym_index}.get(kind, 0)
             tail += _shdr(
@@ -220,16 +223,22 @@ class _Extra:
         self.data += data
         return offset
 
-    def add_exports(self, exports: Sequence[str], offsets: dict[str, int]) -> None:
-        if not exports:
+    def add_exports(
+        self, exports: Sequence[str], offsets: dict[str, int], imports: Sequence[str] = ()
+    ) -> None:
+        if not exports and not imports:
             return
         symbols = bytearray(b"\x00" * (24 if self.wide else 16))  # index 0: the null symbol
-        for name in exports:  # STB_GLOBAL, STT_FUNC, defined in section 1
+        # STB_GLOBAL, STT_FUNC: an export defined in section 1, an import undefined (SHN_UNDEF)
+        for name, shndx, value in (
+            *((n, 1, 0x1000) for n in exports),
+            *((n, 0, 0) for n in imports),
+        ):
             if self.wide:
-                symbols += struct.pack("<IBBHQQ", offsets[name], 0x12, 0, 1, 0x1000, 16)
+                symbols += struct.pack("<IBBHQQ", offsets[name], 0x12, 0, shndx, value, 16)
             else:
-                symbols += struct.pack("<IIIBBH", offsets[name], 0x1000, 16, 0x12, 0, 1)
-        count = len(exports) + 1
+                symbols += struct.pack("<IIIBBH", offsets[name], value, 16, 0x12, 0, shndx)
+        count = len(exports) + len(imports) + 1
         chain = [0, *range(2, count), 0] if count > 1 else [0]
         table = struct.pack(f"<{2 + 1 + len(chain)}I", 1, count, 1, *chain[:count])
         symtab = self._put(bytes(symbols))

@@ -26,6 +26,7 @@ def make_pe(
     exports: Sequence[str] = (),
     rodata: Sequence[str] = (),
     provider_table: Sequence[tuple[str, bool]] = (),
+    wide: Sequence[str] = (),
 ) -> bytes:
     """A DLL whose single .rdata section holds the import and delay-import directories, and a
     VS_VERSIONINFO resource with these strings (FileVersion, ProductVersion, CompanyName, …)
@@ -36,7 +37,8 @@ def make_pe(
     MSVC linker for x64 unless given. `exports` fill an export directory; `rodata` are
     NUL-terminated strings; `provider_table` the (name, available) entries of a core's provider
     table, `{std::string_view, bool}` as MSVC lays it out (the pointer, an absolute address,
-    then the length, then the flag)."""
+    then the length, then the flag); `wide` UTF-16LE strings (`L"dxcore.dll"`), 2-aligned as a
+    compiler lays them out, after the payload."""
     section = bytearray()
 
     def put(data: bytes, align: int = 8) -> int:
@@ -89,6 +91,9 @@ def make_pe(
         put(blob)
         resource_size = len(blob)
     section.extend(payload)
+    if wide:
+        section.extend(b"\x00" * (2 + len(section) % 2))
+        section.extend(b"".join(w.encode("utf-16-le") + b"\x00\x00" for w in wide))
     raw_size = len(section) + (-len(section) % FILE_ALIGN) or FILE_ALIGN
     section.extend(b"\x00" * (raw_size - len(section)))
 

@@ -30,6 +30,11 @@ TARGET_DATA = Table(
         text("machine", "ELF e_machine name (pyelftools) or PE machine name", True),
         Key("bits", "integer", "ELF class / PE32 vs PE32+", default="64", minimum=32),
         text("abi", "Android: the jniLibs/<abi>/ directory"),
+        text(
+            "system_group",
+            "the external group that is the operating system itself: what it provides opened "
+            "by name is no undeclared load",
+        ),
         Key(
             "page_align", "integer", "Android: the PT_LOAD alignment needed", default="0", minimum=0
         ),
@@ -75,6 +80,58 @@ TARGETS_DATA = FileSchema(
     ),
 )
 
+# the loader's NT version ("10.0"), which [windows.names] names; and a DLL as imports name it,
+# lower case, since imports are matched without case
+_NT_VERSION = Pattern(re.compile(r"^[0-9]+\.[0-9]+$"), "an NT version such as 10.0")
+_DLL = Pattern(re.compile(r"^[a-z0-9_.-]+\.dll$"), "a lower-case DLL file name")
+
+WINDOWS_DLLS_DATA = FileSchema(
+    "windows-system-dlls-data",
+    "Windows system DLLs",
+    "ortbundle/data/windows-system-dlls.toml",
+    "The DLLs that are part of Windows, from Microsoft's documentation: each joins the Windows "
+    "targets' system group.",
+    Table(
+        "top level",
+        "",
+        (
+            text("group", "the targets.toml group of each Windows target they join", True),
+            text("source", "the documented list they come from, and when it was read", True),
+            table(
+                "dlls",
+                Table(
+                    "[dlls]",
+                    "",
+                    entries=table(
+                        "<dll>",
+                        Table(
+                            '[dlls."<dll>"]',
+                            "One DLL of Windows.",
+                            (
+                                text(
+                                    "doc",
+                                    "the Microsoft Learn page that names the DLL (a function's "
+                                    "Requirements table)",
+                                    True,
+                                ),
+                                text(
+                                    "since",
+                                    "the NT version it first ships in, where newer than Windows 7",
+                                    pattern=_NT_VERSION,
+                                ),
+                            ),
+                        ),
+                        "one DLL",
+                    ),
+                    entry_pattern=_DLL,
+                ),
+                "the DLLs, lower case",
+                True,
+            ),
+        ),
+    ),
+)
+
 ARCH_DATA = FileSchema(
     "arch-data",
     "Arch package mapping",
@@ -117,10 +174,6 @@ def _map(title: str, value: Key) -> Table:
 
 
 _VERSIONS = text("<version>", "a version string")
-# the loader's NT version ("10.0"), which [windows.names] names; and a DLL as imports name it,
-# lower case, since imports are matched without case
-_NT_VERSION = Pattern(re.compile(r"^[0-9]+\.[0-9]+$"), "an NT version such as 10.0")
-_DLL = Pattern(re.compile(r"^[a-z0-9_.-]+\.dll$"), "a lower-case DLL file name")
 
 BASELINES_DATA = FileSchema(
     "baselines-data",
@@ -186,7 +239,8 @@ BASELINES_DATA = FileSchema(
                                 entries=text("<dll>", "NT version", pattern=_NT_VERSION),
                                 entry_pattern=_DLL,
                             ),
-                            "system DLLs that exist only from an NT version on",
+                            "DLLs not Windows' own (windows-system-dlls.toml's `since` dates "
+                            "those) that exist only from an NT version on",
                             True,
                         ),
                         table(
@@ -245,4 +299,4 @@ ACTIONS_DATA = FileSchema(
     ),
 )
 
-DATA = (TARGETS_DATA, ARCH_DATA, LINUX_DATA, BASELINES_DATA, ACTIONS_DATA)
+DATA = (TARGETS_DATA, WINDOWS_DLLS_DATA, ARCH_DATA, LINUX_DATA, BASELINES_DATA, ACTIONS_DATA)

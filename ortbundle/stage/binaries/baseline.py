@@ -4,7 +4,8 @@ ELF: the highest symbol version each library needs of each versioned system libr
 (`.gnu.version_r`: GLIBC_*, GLIBCXX_*, CXXABI_*, GCC_*, OPENCL_*, bionic's LIBC_N…), turned into
 glibc ≥ x.y, libstdc++ from GCC ≥ n and the manylinux baseline; `.note.android.ident` and the
 bionic version nodes give the Android API level. PE: the optional header's OS and subsystem
-versions, and the imported functions and DLLs baselines.toml dates (d3d12.dll: Windows 10), give
+versions, and the imported functions and DLLs baselines.toml and windows-system-dlls.toml date
+(d3d12.dll: Windows 10), give
 the minimum Windows version; the Visual C++ runtime DLLs give the redistributable. Pure
 functions over `BinaryInfo`, which the closure's one parse already filled, so this costs a
 build nothing but arithmetic.
@@ -21,6 +22,7 @@ from importlib import resources
 from typing import Any
 
 from ortbundle.config.schema import check_document
+from ortbundle.config.targets import windows_system_dlls
 from ortbundle.stage.binaries.info import BinaryInfo
 
 # version-node families whose highest need says how old a system may be; anything else
@@ -208,7 +210,10 @@ def _android(libraries: list[tuple[str, BinaryInfo]]) -> Minimum | None:
 
 def _windows(libraries: list[tuple[str, BinaryInfo]]) -> tuple[Minimum | None, Minimum | None]:
     apisets: dict[str, str] = _data()["windows"]["apisets"]
-    dlls: dict[str, str] = _data()["windows"]["dlls"]
+    dlls: dict[str, str] = {
+        **_data()["windows"]["dlls"],
+        **{d.name: d.since for d in windows_system_dlls().dlls if d.since},
+    }
     msvc: dict[str, list[str]] = _data()["msvc"]
     functions = windows_functions()
     found: list[Minimum] = []

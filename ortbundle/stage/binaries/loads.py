@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import fnmatch
 import re
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Protocol
@@ -97,9 +97,55 @@ class DeclaredLoad:
 
 
 @dataclass(frozen=True)
+class OfferedProvider:
+    """A provider library a core opens by name only when a session asks for its provider: an
+    entry of the core's own table, offered by the core and not shipped, so no requirement."""
+
+    file: str  # the core (staged file name) whose strings name it
+    name: str  # libonnxruntime_providers_cuda.so, onnxruntime_providers_cuda.dll
+    provider: str  # the provider name the core holds beside it: CUDAExecutionProvider
+
+
+@dataclass(frozen=True)
 class RuntimeLoads:
     declared: tuple[DeclaredLoad, ...]
     findings: tuple[LoadFinding, ...]
+    offered: tuple[OfferedProvider, ...] = ()
+
+
+# the file name a core builds for a provider library it may load: the
+# `onnxruntime_providers_<name>` pattern on each platform
+_PROVIDER_LIBRARY = re.compile(
+    r"^(?:lib)?onnxruntime_providers_([a-z0-9_]+)\.(?:so|dll|dylib)$", re.IGNORECASE
+)
+# ONNX Runtime's provider bridge (`onnxruntime_providers_shared`): its table loads it before any
+# provider library, so it serves every provider and names none
+PROVIDER_BRIDGE = "shared"
+BRIDGE = "the provider bridge"  # what OfferedProvider.provider says of it
+
+
+def offered_provider(name: str, providers: Iterable[str]) -> str | None:
+    """What `name`, in a core holding the "…ExecutionProvider" strings `providers`, is a
+    library of: the provider whose name the `<name>` of `onnxruntime_providers_<name>` spells
+    without its underscores (nv_tensorrt_rtx: NvTensorRTRTXExecutionProvider), or with trailing
+    parts cut off for a variant of its library (cuda_ut, CUDA's test library); the bridge
+    (`BRIDGE`); None for any other name."""
+    found = _PROVIDER_LIBRARY.match(name.rsplit("/", 1)[-1])
+    if found is None:
+        return None
+    heads = {
+        p.removesuffix("ExecutionProvider").lower(): p
+        for p in providers
+        if p.endswith("ExecutionProvider")
+    }
+    parts = found[1].lower().split("_")
+    if parts == [PROVIDER_BRIDGE]:
+        return BRIDGE if heads else None
+    for end in range(len(parts), 0, -1):
+        provider = heads.get("".join(parts[:end]))
+        if provider is not None:
+            return provider
+    return None
 
 
 class ExternalMatch(Protocol):
@@ -234,13 +280,20 @@ def runtime_loads(
     lookup: Callable[[str], ExternalMatch | None],
     entry: str,
     case_insensitive: bool,
+    os_provides: Callable[[str], bool] = lambda _name: False,
+    cores: Mapping[str, Sequence[str]] | None = None,
 ) -> RuntimeLoads:
     """Resolve the declared loads and find the undeclared ones.
 
     `scans` are (staged file name, scan) of the kept files; `staged` every name the runtime
     directory answers to (files, SONAMEs, links); `externals` the names the closure already
     reports; `lookup` the target's external-group lookup (tool data and overlays). A declared
-    name found nowhere raises UnresolvedLoad, for the caller to word as a configuration error."""
+    name found nowhere raises UnresolvedLoad, for the caller to word as a configuration error.
+
+    What is no finding: a name the operating system itself provides (`os_provides`: the
+    target's documented system libraries), and a provider library of a core's own table
+    (`cores`: each core's staged name -> the provider names it holds), which comes back as
+    offered, not shipped."""
 
     def key(name: str) -> str:
         return name.lower() if case_insensitive else name
@@ -265,18 +318,26 @@ def runtime_loads(
         raise UnresolvedLoad(tuple(unresolved))
     known = present | reported | {key(n) for n in loads}
     findings = []
+    offered: dict[tuple[str, str], OfferedProvider] = {}
     for file, scan in sorted(scans):
         if not scan.calls:
             continue
-        names = [
-            n
-            for n in scan.names
-            if key(n) not in known
-            and not any(fnmatch.fnmatchcase(key(n), key(g)) for r in ignore for g in r.names)
-        ]
+        names = []
+        for name in scan.names:
+            if key(name) in known or os_provides(name):
+                continue
+            provider = offered_provider(name, (cores or {}).get(file, ()))
+            if provider is not None:
+                offered.setdefault((file, key(name)), OfferedProvider(file, name, provider))
+            elif not any(fnmatch.fnmatchcase(key(name), key(g)) for r in ignore for g in r.names):
+                names.append(name)
         if names:
             findings.append(LoadFinding(file, scan.calls, tuple(sorted(set(names), key=key))))
-    return RuntimeLoads(tuple(sorted(declared, key=lambda d: key(d.name))), tuple(findings))
+    return RuntimeLoads(
+        tuple(sorted(declared, key=lambda d: key(d.name))),
+        tuple(findings),
+        tuple(offered[k] for k in sorted(offered)),
+    )
 
 
 class UnresolvedLoad(Exception):
