@@ -21,10 +21,10 @@ from ortbundle.cli.build import run_build
 from ortbundle.config.recipes import IgnoreRule
 from ortbundle.config.targets import get_target
 from ortbundle.pipeline.build import build
+from ortbundle.pipeline.summary import read_summary, summary_lines
 from ortbundle.stage import staging
 from ortbundle.stage.binaries import loads
 from ortbundle.stage.binaries.loads import LoadScan, UnresolvedLoad, scan_binary, warning_lines
-from ortbundle.stage.requirements import offered_lines
 from tests.helpers.elf import make_elf
 from tests.helpers.native import compile_opener, compile_pe_opener
 from tests.helpers.pe import make_pe
@@ -467,11 +467,16 @@ def test_a_stock_core_passes_a_release_on_its_provider_table(
         },
     ]
     assert not any("providers_cuda" in r["name"] for r in index["runtimes"][0]["requires"])
-    assert offered_lines(t.requirements for t in result.targets) == [
-        "fake on linux-x86_64: offered by the core, not shipped: CUDAExecutionProvider "
+    document = read_summary(stage.parent)
+    assert document is not None
+    summary_schema = resources.files("ortbundle").joinpath("data/build-summary.schema.json")
+    jsonschema.validate(document, json.loads(summary_schema.read_text()))
+    lines = summary_lines(document)
+    assert [line for line in lines if "offered by the core" in line] == [
+        "  fake: offered by the core, not shipped: CUDAExecutionProvider "
         "(libonnxruntime_providers_cuda.so), TensorrtExecutionProvider "
         "(libonnxruntime_providers_tensorrt.so)",
-        "fake on windows-x86_64: offered by the core, not shipped: CUDAExecutionProvider "
+        "  fake: offered by the core, not shipped: CUDAExecutionProvider "
         "(onnxruntime_providers_cuda.dll)",
     ]
 

@@ -36,7 +36,7 @@ from ortbundle.licensing.attribution import (
 from ortbundle.licensing.audit import ChannelAudit
 from ortbundle.licensing.evidence import guess_line
 from ortbundle.stage.closure import ExternalLibrary
-from ortbundle.stage.requirements import TargetRequirements
+from ortbundle.stage.requirements import TargetRequirements, offered_json
 from ortbundle.stage.requirements import requirement_groups as groups_of
 from ortbundle.stage.staging import (
     StagedRuntime,
@@ -74,6 +74,9 @@ def summary_document(
                     "dropped_bytes": sum(d.size for d in dropped),
                     "dropped_why": dict(sorted(why.items())),
                     "not_libraries": staged.outside_globs,
+                    "offered_not_shipped": offered_json(
+                        target.requirements.runtime(staged.runtime).offered
+                    ),
                 }
             )
         # what the user's machine must provide: the target's requirements model

@@ -157,6 +157,12 @@ def _requirement_lines(target: Mapping[str, Any]) -> list[str]:
         for g in target["requires"]
         if g["install"]
     ]
+    lines += [
+        f"  {r['name']}: offered by the core, not shipped: "
+        + ", ".join(f"{o['provider']} ({o['library']})" for o in r["offered_not_shipped"])
+        for r in target["runtimes"]
+        if r.get("offered_not_shipped")  # a summary written before the key existed has none
+    ]
     lines += [f"  WARNING: {w}" for w in target["warnings"]]
     return lines
 

@@ -67,19 +67,6 @@ def offered_json(offered: Iterable[OfferedProvider]) -> list[dict[str, str]]:
     return [{"library": o.name, "provider": o.provider, "named_by": o.file} for o in offered]
 
 
-def offered_lines(targets: Iterable[TargetRequirements]) -> list[str]:
-    """One line per runtime whose core offers providers it does not ship, for the summary:
-    "fake on linux-x86_64: offered by the core, not shipped: CUDAExecutionProvider
-    (libonnxruntime_providers_cuda.so), …"."""
-    return [
-        f"{runtime.name} on {target.target}: offered by the core, not shipped: "
-        + ", ".join(f"{o.provider} ({o.name})" for o in runtime.offered)
-        for target in targets
-        for runtime in target.runtimes
-        if runtime.offered
-    ]
-
-
 @dataclass(frozen=True)
 class RequirementGroup:
     """One external group as a user is told about it: required unless every one of its
