@@ -179,7 +179,9 @@ def test_an_unresolved_library_is_the_users_choice(
 ) -> None:
     members = {
         "pkg/libonnxruntime.so.1": make_elf(
-            soname="libonnxruntime.so.1", needed=("libc.so.6", "libcudnn.so.9")
+            soname="libonnxruntime.so.1",
+            needed=("libc.so.6", "libcudnn.so.9"),
+            exports=CORE_EXPORTS,
         ),
         "pkg/LICENSE": MIT,
     }

@@ -17,6 +17,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 
+from packaging.specifiers import SpecifierSet
 from packaging.version import InvalidVersion, Version
 
 from ortbundle._core.errors import ClosureError, ConfigError, OrtbundleError
@@ -26,7 +27,7 @@ from ortbundle.config.plan import Project
 from ortbundle.config.recipes import Recipe, load_recipe
 from ortbundle.config.retry import RetryPolicy
 from ortbundle.config.targets import all_targets, get_target
-from ortbundle.config.vocabulary import NAME_WORD
+from ortbundle.config.vocabulary import NAME_WORD, PAIRED_KINDS
 from ortbundle.fetch.archives import ZipArchive
 from ortbundle.fetch.cache import Cache, default_cache_dir
 from ortbundle.stage.closure import prune
@@ -41,7 +42,12 @@ from ortbundle.tools.scaffold.propose import (
     read_text,
     version_glob,
 )
-from ortbundle.tools.scaffold.render import add_to_product, product_text, recipe_text
+from ortbundle.tools.scaffold.render import (
+    PAIRED_VERB,
+    add_to_product,
+    product_text,
+    recipe_text,
+)
 from ortbundle.tools.scaffold.resolve import Asking, Resolved, Wanted, resolve
 from ortbundle.tools.scaffold.resolve import parse_coordinates as parse_coordinates
 
@@ -211,10 +217,7 @@ def _read_check_write(
         )
     command = f"invoke new-recipe {options.coordinates}"
     text = recipe_text(name, command, _only_used(resolved, proposals), proposals)
-    check_dir = scratch / "check"
-    check_dir.mkdir()
-    (check_dir / f"{name}.toml").write_text(text, "utf-8")
-    recipe = load_recipe(check_dir / f"{name}.toml")  # the reader a build uses
+    recipe = _check_draft(text, scratch, recipe_path)
     choices: list[str] = []
     kept: dict[str, tuple[str, ...]] = {}
     for p in proposals:
@@ -250,30 +253,34 @@ def _read_check_write(
             f"the licence: {resolved.wanted.name} declares none; set `expression` to the SPDX "
             "id of its terms (the audit reviews an unknown one)"
         )
+    kind = proposals[0].kind
+    paired = kind in PAIRED_KINDS
+    targets = [t for t in all_targets() if any(p.target == t for p in proposals)]
+    pairs: tuple[str, ...] = ()
+    if product_path is not None and paired:
+        pairs = _cores_for(project, recipe, name, proposals[0].core_requirement)
+        if not pairs:
+            choices.append(
+                f"the pairing: {product_path.name} needs a runtime for {name} to "
+                f"{PAIRED_VERB[kind]} ({_wanted_core(recipe, proposals[0].core_requirement)}, on "
+                f"{', '.join(targets)}); scaffold one (invoke new-recipe -s "
+                "pypi:onnxruntime==VERSION) and list it in runtimes and "
+                f"[{PAIRED_KINDS[kind]}.{name}] pairs_with"
+            )
     recipe_path.parent.mkdir(parents=True, exist_ok=True)
     atomic_write(recipe_path, text)
     if product_path is not None:
         product_path.parent.mkdir(parents=True, exist_ok=True)
-        targets = [t for t in all_targets() if any(p.target == t for p in proposals)]
-        plugin = proposals[0].kind == "plugin-ep"
-        pairs = _cores_for(project, recipe, name) if plugin else ()
-        if plugin and not pairs:
-            choices.append(
-                f"the pairing: {product_path.name} needs a runtime for {name} to register with "
-                f"(ONNX Runtime {recipe.min_core} or newer, on {', '.join(targets)}); scaffold "
-                "one (invoke new-recipe -s pypi:onnxruntime==VERSION) and list it in runtimes "
-                f"and [plugin.{name}] pairs_with"
-            )
         if product_path.exists() and not options.force:
             text, added = add_to_product(
-                product_path.read_text("utf-8"), name, targets, plugin=plugin, pairs=pairs
+                product_path.read_text("utf-8"), name, targets, kind=kind, pairs=pairs
             )
             notes.append(
                 f"added to {product_path.relative_to(project.root)}: "
                 + ("; ".join(added) if added else f"nothing, it already lists {name}")
             )
         else:
-            text = product_text(product_path.stem, name, targets, plugin=plugin, pairs=pairs)
+            text = product_text(product_path.stem, name, targets, kind=kind, pairs=pairs)
         atomic_write(product_path, text)
     return ScaffoldResult(
         recipe_path, product_path, resolved, tuple(proposals), kept, tuple(choices), tuple(notes)
@@ -281,14 +288,8 @@ def _read_check_write(
 
 
 def _kind_choices(proposals: Sequence[Proposal]) -> list[str]:
-    """What the exports left open: no core nor plugin, targets that disagree, no EP name."""
-    out = [
-        f"{p.target}: the kind: {p.entry_why}; the build refuses a runtime whose entry exports "
-        "no OrtGetApiBase, so point entry at the core (or, for a plugin EP, at the library "
-        'exporting CreateEpFactories, with kind = "plugin-ep")'
-        for p in proposals
-        if p.unknown_kind
-    ]
+    """What the exports left open: targets that disagree, no EP name."""
+    out = []
     kinds = sorted({p.kind for p in proposals})
     if len(kinds) > 1:
         out.append(
@@ -303,20 +304,62 @@ def _kind_choices(proposals: Sequence[Proposal]) -> list[str]:
     return out
 
 
-def _cores_for(project: Project, plugin: Recipe, name: str) -> tuple[str, ...]:
-    """The project's runtime recipes a plugin EP can register with: on a target it ships on,
-    at least its minimum core."""
-    found = []
+def _check_draft(text: str, scratch: Path, recipe_path: Path) -> Recipe:
+    """The draft read by the reader a build uses, from a scratch copy named as the user's file
+    (recipes/<name>.toml), so a refusal names the recipe the user will edit, never the copy."""
+    draft = scratch / "recipes" / recipe_path.name
+    draft.parent.mkdir()
+    draft.write_text(text, "utf-8")
+    try:
+        recipe = load_recipe(draft)
+    except OrtbundleError as exc:
+        exc.message = exc.message.replace(str(draft), str(recipe_path))
+        exc.file = str(recipe_path) if exc.file else None
+        exc.args = (exc.message,)
+        raise
+    return replace(recipe, path=recipe_path)
+
+
+def _wanted_core(component: Recipe, requirement: str) -> str:
+    if requirement:
+        return f"ONNX Runtime {requirement}"
+    if component.min_core:
+        return f"ONNX Runtime {component.min_core} or newer"
+    return "an ONNX Runtime core"
+
+
+def _cores_for(project: Project, component: Recipe, name: str, requirement: str) -> tuple[str, ...]:
+    """The project's runtime recipes a component shipped beside a core fits: on a target it
+    ships on, of a version its wheel's requirement on onnxruntime admits (a plugin EP's: at
+    least its minimum core). Runtimes on its targets that all miss it are exit 8, naming both."""
+    wanted = SpecifierSet(requirement)
+    if component.min_core:
+        wanted &= SpecifierSet(f">={component.min_core}")
+    found, missed = [], []
     for path in sorted(project.recipes.glob("*.toml")):
         if path.stem == name:
             continue
         try:
             other = load_recipe(path)
-            fits = Version(other.version) >= Version(plugin.min_core or "0")
+            version = Version(other.version)
         except (OrtbundleError, InvalidVersion):
             continue  # a model, or a recipe the build would refuse anyway
-        if other.kind == "runtime" and fits and set(other.targets) & set(plugin.targets):
+        if other.kind != "runtime" or not set(other.targets) & set(component.targets):
+            continue
+        if wanted.contains(version, prereleases=True):
             found.append(other.name)
+        else:
+            missed.append(f"{other.name} {other.version}")
+    if not found and missed:
+        raise ClosureError(
+            f"{name} requires {_wanted_core(component, requirement)}; the project's cores are "
+            f"{', '.join(missed)}, and none fits",
+            component=name,
+            file=str(component.path),
+            fix=f"pin a core in that range (invoke new-recipe -s pypi:onnxruntime==VERSION with "
+            f"VERSION {wanted}) and pair {name} with it, or pin a release of {name} that "
+            "fits the cores you have",
+        )
     return tuple(found)
 
 

@@ -11,17 +11,29 @@ import fnmatch
 import json
 import re
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from email.parser import HeaderParser
 from pathlib import Path, PurePosixPath
 
-from ortbundle._core.errors import BinaryError
+from packaging.requirements import InvalidRequirement, Requirement
+from packaging.specifiers import SpecifierSet
+
+from ortbundle._core.errors import BinaryError, ClosureError
 from ortbundle.config.gpu_vendors import vendor_of
 from ortbundle.config.recipes import Drop
 from ortbundle.config.targets import Target
 from ortbundle.fetch.archives import ZipArchive
 from ortbundle.stage.binaries import inspect
-from ortbundle.stage.binaries.info import CORE_EXPORT, PLUGIN_EXPORTS, BinaryInfo, role
+from ortbundle.stage.binaries.info import (
+    CORE_EXPORT,
+    CUSTOM_OPS_EXPORT,
+    PLUGIN_EXPORTS,
+    ROLE_EXPORTS,
+    BinaryInfo,
+    core_names,
+    role,
+)
+from ortbundle.stage.binaries.loads import scan_binary
 from ortbundle.stage.binaries.providers import CPU
 from ortbundle.stage.closure import Candidate, Materialized
 
@@ -82,12 +94,12 @@ class Proposal:
     candidates: tuple[Candidate, ...]  # for the closure check
     providers: tuple[str, ...]
     providers_why: str = ""
-    kind: str = "runtime"  # or "plugin-ep": what the entry exports says
+    kind: str = "runtime"  # or "plugin-ep", "custom-ops", "uses-core": what the entry says
     ep_name: str = ""  # a plugin EP's, when its library names one
     ep_name_why: str = ""
-    unknown_kind: bool = False  # no library exports a core's or a plugin's entry points
     min_core: str = ""  # a plugin EP's oldest core
     min_core_why: str = ""
+    core_requirement: str = ""  # what the wheel requires of onnxruntime (">=1.29,<1.31"); "": none
     rules: tuple[ProposedRule, ...] = ()  # the licence rules, split by the files' evidence
 
 
@@ -167,6 +179,8 @@ def _takes(members: list[str], target: Target) -> tuple[str, ...]:
 def _drop_reason(lib: Library, target: Target) -> str | None:
     if lib.info.machine != target.machine or lib.info.format != target.format:
         return f"built for {lib.info.format.upper()} {lib.info.machine}, not {target.name}"
+    if role(lib.info) == "custom-ops":  # a session loads it (RegisterCustomOpsLibrary)
+        return None
     names = lib.names
     if any(_PYTHON.search(n) for n in names) or any(
         _PYTHON_NEEDS.match(n) for n in lib.info.needed
@@ -240,9 +254,12 @@ def propose(
                 externals.add((name, group.group))
             else:
                 unresolved.append((lib.staged, name))
-    identity = _identity(kept, needs)
+    identity = _identity(kept, needs, libraries)
+    if identity.kind == "plugin-ep" and not identity.ep_name:
+        identity = _python_ep_name(identity, archive, scratch)
+    requirement, requirement_text = core_requirement(archive, scratch)
     min_core, min_core_why = (
-        _min_core(archive, scratch) if identity.kind == "plugin-ep" else ("", "")
+        _min_core(requirement, requirement_text) if identity.kind == "plugin-ep" else ("", "")
     )
     drop_rules = _drop_rules(
         {n: r for lib in libraries if (r := drops.get(lib.staged)) for n in lib.names} | unreadable
@@ -273,9 +290,9 @@ def propose(
             kind=identity.kind,
             ep_name=identity.ep_name,
             ep_name_why=identity.ep_name_why,
-            unknown_kind=identity.unknown,
             min_core=min_core,
             min_core_why=min_core_why,
+            core_requirement=requirement,
         ),
         _left_out(target, unreadable),
     )
@@ -292,13 +309,16 @@ class _Identity:
     providers_why: str
     ep_name: str = ""
     ep_name_why: str = ""
-    unknown: bool = False
 
 
-def _identity(kept: list[Library], needs: dict[str, tuple[str, ...]]) -> _Identity:
+def _identity(
+    kept: list[Library], needs: dict[str, tuple[str, ...]], libraries: list[Library]
+) -> _Identity:
     """A core (it exports OrtGetApiBase) makes a runtime, offering what its provider table
     marks available; else a plugin (CreateEpFactories and ReleaseEpFactory) makes a plugin EP,
-    named by the provider name it carries; else the entry is a guess the user must settle."""
+    named by the provider name it carries; else a library exporting RegisterCustomOps makes a
+    custom-operator library; else one that links or opens a core makes a library that uses a
+    core; else the entry is a guess the user must settle."""
     cores = [lib for lib in kept if role(lib.info) == "core"]
     plugins = [lib for lib in kept if role(lib.info) == "plugin-ep"]
     if cores:
@@ -334,20 +354,52 @@ def _identity(kept: list[Library], needs: dict[str, tuple[str, ...]]) -> _Identi
             ep_name,
             ep_why,
         )
-    named = [lib for lib in kept if any(_CORE.match(n) for n in lib.names)]
-    entry = (
-        named[0]
-        if named
-        else max(kept, key=lambda lib: (sum(lib.staged in ds for ds in needs.values()), lib.size))
-    )
-    return _Identity(
-        "runtime",
-        entry,
-        f"guessed: no library exports {CORE_EXPORT} (a core) or {PLUGIN_EXPORTS[0]} (a plugin "
-        "EP); took " + ("the one named onnxruntime" if named else "the one most others need"),
-        _providers(kept),
-        "guessed from the provider libraries it carries",
-        unknown=True,
+    custom = [lib for lib in kept if role(lib.info) == "custom-ops"]
+    if custom:
+        entry = custom[0]
+        return _Identity(
+            "custom-ops", entry, f"{entry.staged} exports {CUSTOM_OPS_EXPORT}: a custom-operator "
+            "library (a session loads it with RegisterCustomOpsLibrary)",
+            (), "a custom-operator library adds operators, not providers",
+        )  # fmt: skip
+    users = [(lib, used) for lib in kept if (used := _uses_core(lib))]
+    if users:
+        entry, used = max(users, key=lambda u: (not needs.get(u[0].staged), u[0].size))
+        return _Identity(
+            "uses-core", entry,
+            f"{entry.staged} links or opens {', '.join(used)}: a library that uses a core",
+            (), "a library that uses a core adds no provider of its own",
+        )  # fmt: skip
+    raise _none_of_the_family(libraries)
+
+
+def _uses_core(lib: Library) -> tuple[str, ...]:
+    """The core names a library links, or opens by name at run time (GenAI on Windows)."""
+    linked = core_names(lib.info.all_needed)
+    if linked:
+        return linked
+    scan = scan_binary(lib.path, lib.info.format, lib.staged)
+    return core_names(scan.names)
+
+
+def notable(info: BinaryInfo) -> str:
+    """What a library exports that says what it is to ONNX Runtime, in words."""
+    some = [name for name in ROLE_EXPORTS if name in info.exports]
+    if some:
+        return f"exports {', '.join(some)}"
+    shown = ", ".join(info.exports[:5]) + (" …" if len(info.exports) > 5 else "")
+    return f"exports {shown}" if shown else "exports nothing"
+
+
+def _none_of_the_family(libraries: list[Library]) -> ClosureError:
+    """No library, kept or dropped, is of the ONNX Runtime family: a recipe of a kind the build
+    refuses would be worse than none (exit 8, as a choice left to the user)."""
+    found = "; ".join(f"{lib.staged} ({notable(lib.info)})" for lib in libraries)
+    return ClosureError(
+        f"no library is an ONNX Runtime core ({CORE_EXPORT}), a plugin EP "
+        f"({' and '.join(PLUGIN_EXPORTS)}), a custom-operator library ({CUSTOM_OPS_EXPORT}) or "
+        f"one that uses a core (links or opens onnxruntime); found: {found}",
+        fix="pick the coordinates of an ONNX Runtime package, or write the recipe by hand",
     )
 
 
@@ -405,25 +457,57 @@ def gpu_vendors(providers: tuple[str, ...]) -> tuple[str, ...]:
 
 
 FIRST_PLUGIN_CORE = "1.22.0"  # the first ONNX Runtime with RegisterExecutionProviderLibrary
-_REQUIRES_CORE = re.compile(
-    r"^\s*onnxruntime(?:[-_.][A-Za-z0-9_.-]+)?\s*\(?\s*>=\s*([0-9]+(?:\.[0-9]+)*)"
+# the core's distributions: onnxruntime, onnxruntime-gpu, onnxruntime-directml …, not
+# onnxruntime-genai or onnxruntime-extensions, which are not cores
+_CORE_DISTRIBUTION = re.compile(
+    r"^onnxruntime([-_.](gpu|directml|openvino|cann|qnn|rocm|migraphx|webgpu|training))?$"
 )
 
 
-def _min_core(archive: ZipArchive, scratch: Path) -> tuple[str, str]:
-    """A plugin EP's oldest core, and why: the onnxruntime version its wheel requires, else the
-    first release plugins can register with."""
+def core_requirement(archive: ZipArchive, scratch: Path) -> tuple[str, str]:
+    """(specifier, the Requires-Dist line) of what the wheel requires of an ONNX Runtime core
+    (`<1.31,>=1.29`); ("", "") when it states none or only a bare name."""
     metadata = sorted(n for n in archive.members if n.endswith(".dist-info/METADATA"))
-    headers = (
-        HeaderParser().parsestr(read_text(archive, metadata[0], scratch)) if metadata else None
-    )
-    for requirement in (headers.get_all("Requires-Dist") if headers else None) or []:
-        found = _REQUIRES_CORE.match(str(requirement))
-        if found:
-            return found[1], f"the wheel requires {str(requirement).strip()}"
+    if not metadata:
+        return "", ""
+    headers = HeaderParser().parsestr(read_text(archive, metadata[0], scratch))
+    for line in headers.get_all("Requires-Dist") or []:
+        try:
+            requirement = Requirement(str(line))
+        except InvalidRequirement:
+            continue
+        if _CORE_DISTRIBUTION.match(requirement.name.lower()) and str(requirement.specifier):
+            return str(requirement.specifier), str(line).strip()
+    return "", ""
+
+
+def _min_core(requirement: str, line: str) -> tuple[str, str]:
+    """A plugin EP's oldest core, and why: the lower bound of the onnxruntime version its wheel
+    requires, else the first release plugins can register with."""
+    lower = [s.version for s in SpecifierSet(requirement) if s.operator in (">=", "==", "~=")]
+    if lower:
+        return lower[0], f"the wheel requires {line}"
     return FIRST_PLUGIN_CORE, (
         "guessed: the first ONNX Runtime that registers plugin EPs; the archive states none"
     )
+
+
+_EP_NAME = re.compile(r"""^\s*EP_NAME\s*(?::\s*str\s*)?=\s*["']([A-Za-z0-9_.-]+)["']""", re.M)
+
+
+def _python_ep_name(identity: _Identity, archive: ZipArchive, scratch: Path) -> _Identity:
+    """A plugin whose library carries no provider name: the EP name its Python package states
+    (`EP_NAME = "ggml"`), which is what the package registers the library under."""
+    for member in sorted(m for m in archive.members if m.endswith(".py")):
+        found = _EP_NAME.search(read_text(archive, member, scratch, limit=1 << 18))
+        if found:
+            return replace(
+                identity,
+                ep_name=found[1],
+                ep_name_why=f"the EP_NAME its Python package states ({member})",
+                providers=(found[1],),
+            )
+    return identity
 
 
 # --- licences -----------------------------------------------------------------------------------

@@ -11,6 +11,7 @@ from tomlkit.items import AoT, Array, Comment, InlineTable, Table, Trivia
 from ortbundle.config.recipes import Source
 from ortbundle.config.schema.jsonschema import directive
 from ortbundle.config.sources import MavenCoordinates, NpmCoordinates, PypiCoordinates
+from ortbundle.config.vocabulary import PAIRED_KINDS
 from ortbundle.tools.scaffold.propose import Proposal, ProposedRule, gpu_vendors
 from ortbundle.tools.scaffold.resolve import Resolved
 
@@ -180,9 +181,10 @@ def recipe_text(
     component.add("label", project)
     component.add("version", resolved.version)
     component.add("description", f"{project} {resolved.version}")
-    component.add("providers", _array(providers))
-    component["providers"].comment(first.providers_why)
-    component.add("gpu_vendors", _array(gpu_vendors(providers)))
+    if first.kind in ("runtime", "plugin-ep"):  # the others add operators or use a core's
+        component.add("providers", _array(providers))
+        component["providers"].comment(first.providers_why)
+        component.add("gpu_vendors", _array(gpu_vendors(providers)))
     if first.kind == "plugin-ep":
         ep_name = next((p for p in proposals if p.ep_name), first)
         component.add("ep_name", ep_name.ep_name or "FILL-IN")
@@ -205,16 +207,29 @@ def recipe_text(
     return text
 
 
+_WHAT = {
+    "plugin-ep": "plugin EP",
+    "custom-ops": "custom-operator library",
+    "uses-core": "library",
+}
+
+# how each component shipped beside a core relates to it, in the pairing's words
+PAIRED_VERB = {"plugin-ep": "register with", "custom-ops": "be registered with", "uses-core": "use"}
+
+
 def product_text(
     product: str,
     recipe: str,
     targets: Sequence[str],
     *,
-    plugin: bool = False,
+    kind: str = "runtime",
     pairs: Sequence[str] = (),
 ) -> str:
-    """A product shipping the runtime `recipe`; for a plugin EP, the runtimes `pairs` (the
-    project's cores it can register with) and the plugin paired with them."""
+    """A product shipping the runtime `recipe`; for a component shipped beside a core (a plugin
+    EP, a custom-operator library, a library that uses a core), the runtimes `pairs` (the
+    project's cores it fits) and the component paired with them under its kind's table."""
+    table_key = PAIRED_KINDS.get(kind)
+    paired = table_key is not None
     doc = tomlkit.document()
     doc.add(_schema_line("product"))
     doc.add(tomlkit.comment(f"A minimal product around recipes/{recipe}.toml, scaffolded by"))
@@ -222,24 +237,25 @@ def product_text(
     table = tomlkit.table()
     table.add("name", product)
     table.add("version", "0.1.0")
-    what = f"the {recipe} plugin EP" if plugin else f"the {recipe} runtime"
+    what = f"the {recipe} {_WHAT.get(kind, 'runtime')}"
     table.add("description", f"{product}: {what}")
     table.add("url", "https://example.invalid/")
     table.add("targets", _array(list(targets)))
-    table.add("runtimes", _array(list(pairs) if plugin else [recipe]))
-    if plugin:
+    table.add("runtimes", _array(list(pairs) if paired else [recipe]))
+    if paired:
         table["runtimes"].comment(
-            "the project's runtimes it can register with"
+            f"the project's runtimes it can {PAIRED_VERB[kind]}"
             if pairs
-            else "YOUR CHOICE: a plugin EP needs a runtime (an ONNX Runtime core) to register with"
+            else f"YOUR CHOICE: a {_WHAT[kind]} needs a runtime (an ONNX Runtime core) to "
+            f"{PAIRED_VERB[kind]}"
         )
     doc.add("product", table)
-    if plugin:
+    if table_key is not None:
         pairing = tomlkit.table()
         pairing.add("pairs_with", _array(list(pairs)))
         section = tomlkit.table(is_super_table=True)
         section.add(recipe, pairing)
-        doc.add("plugin", section)
+        doc.add(table_key, section)
     return tomlkit.dumps(doc)
 
 
@@ -248,11 +264,14 @@ def add_to_product(
     recipe: str,
     targets: Sequence[str],
     *,
-    plugin: bool = False,
+    kind: str = "runtime",
     pairs: Sequence[str] = (),
 ) -> tuple[str, tuple[str, ...]]:
-    """An existing product manifest with the runtime `recipe` (or the plugin EP `recipe`, paired
-    with `pairs`) added, every other line kept as the user wrote it; with what was added."""
+    """An existing product manifest with the runtime `recipe` (or the component `recipe` shipped
+    beside a core, paired with `pairs` under its kind's table) added, every other line kept as
+    the user wrote it; with what was added."""
+    table_key = PAIRED_KINDS.get(kind)
+    paired = table_key is not None
     doc = tomlkit.parse(text)
     table = doc["product"]
     added: list[str] = []
@@ -262,16 +281,16 @@ def add_to_product(
     if new_targets:
         added.append(f"targets += {', '.join(new_targets)}")
     runtimes = table.setdefault("runtimes", _array([]))
-    wanted = list(pairs) if plugin else [recipe]
+    wanted = list(pairs) if paired else [recipe]
     new_runtimes = [r for r in wanted if r not in runtimes]
     runtimes.extend(new_runtimes)
     if new_runtimes:
         added.append(f"runtimes += {', '.join(new_runtimes)}")
-    if plugin:
-        section = doc.setdefault("plugin", tomlkit.table(is_super_table=True))
+    if table_key is not None:
+        section = doc.setdefault(table_key, tomlkit.table(is_super_table=True))
         if recipe not in section:
             pairing = tomlkit.table()
             pairing.add("pairs_with", _array(list(pairs)))
             section.add(recipe, pairing)
-            added.append(f"[plugin.{recipe}] pairs_with = {list(pairs)}")
+            added.append(f"[{table_key}.{recipe}] pairs_with = {list(pairs)}")
     return tomlkit.dumps(doc), tuple(added)
