@@ -209,7 +209,7 @@ def test_a_published_file_edited_with_its_mtime_put_back_is_no_no_op(
 def test_a_cache_repair_is_in_the_build_summary_and_its_json(
     fake: FakeProject, reporter: Reporter, tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    """The README promises a download that failed its hash is named in the build's summary:
+    """docs/sources.md promises a download that failed its hash is named in the build's summary:
     build-summary.json and `--json` carry it (entry, expected and found SHA-256, what was
     done), not only a line a CI log may have scrolled past."""
     from ortbundle.cli.build import run_build
@@ -262,7 +262,7 @@ def test_cache_verify_says_what_it_did_not_that_it_fetched(
 def test_a_release_is_never_called_up_to_date_on_the_cache_s_word(
     fake: FakeProject, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    """A release takes no record stored in the cache as proof (README): not of a memo, and not
+    """A release takes no record stored in the cache as proof (docs/sources.md): not of a memo, and not
     of dist/ either. A published file altered and the cache's record of the tree rewritten to
     match (what anyone who can write the cache can do): a release no-op must re-hash dist/
     against its signed manifest, find the change and build again, not print "up to date" and

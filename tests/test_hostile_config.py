@@ -71,7 +71,7 @@ def test_a_string_for_drop_names_is_refused(fake: FakeProject) -> None:
 
 
 def test_a_waiver_sha256_may_still_be_one_string(fake: FakeProject, tmp_path: Path) -> None:
-    """The one list key the README documents as "a string, or a list"."""
+    """The one list key docs/sources.md documents as "a string, or a list"."""
     from ortbundle.config.products import load_product
 
     fake.product_extra = (

@@ -90,10 +90,10 @@ def _files(tree: Path) -> dict[str, bytes]:
     }
 
 
-def test_the_readme_names_every_file_two_identical_builds_write_differently(
+def test_the_docs_name_every_file_two_identical_builds_write_differently(
     fake: FakeProject, reporter: Reporter, tmp_path: Path
 ) -> None:
-    """The README promises two builds of the same inputs write the same bytes everywhere in
+    """docs/sources.md promises two builds of the same inputs write the same bytes everywhere in
     dist/. Whatever two such builds do write differently (here a second later, elsewhere) must
     be named where the promise is made, or the promise is a lie a checker will trip on."""
     from ortbundle.config.plan import Project
@@ -108,11 +108,13 @@ def test_the_readme_names_every_file_two_identical_builds_write_differently(
     first, second = trees
     assert set(first) == set(second)
     differing = sorted({Path(p).name for p in first if first[p] != second[p]})
-    readme = (Path(__file__).resolve().parents[1] / "README.md").read_text("utf-8")
-    claim = next(p for p in readme.split("\n- ") if p.startswith("**Reproducible**"))
+    sources = (Path(__file__).resolve().parents[1] / "docs" / "sources.md").read_text("utf-8")
+    claim = next(p for p in sources.split("\n- ") if p.startswith("**Reproducible**"))
     assert "same bytes everywhere in `dist/`" in claim
     unnamed = [name for name in differing if f"`{name}`" not in claim]
-    assert unnamed == [], f"differ between identical builds, and the README does not say: {unnamed}"
+    assert unnamed == [], (
+        f"differ between identical builds, and docs/sources.md does not say: {unnamed}"
+    )
 
 
 @pytest.mark.slow

@@ -1,5 +1,6 @@
 """The command line as documented (#17, #21): every task's options follow one convention, usage
-errors exit 2, and every `invoke …` command the README shows runs as written (with --help)."""
+errors exit 2, and every `invoke …` command the README and docs/ show runs as written (with
+--help)."""
 
 from __future__ import annotations
 
@@ -100,14 +101,14 @@ def test_a_usage_error_exits_2(args: list[str]) -> None:
     assert "usage error" in done.stderr
 
 
-# --- the README's commands ------------------------------------------------------------------
+# --- the commands the README and docs/ show -------------------------------------------------
 
 _COMMAND = re.compile(r"\binvoke\s+([a-z][a-z-]*)([^`\n]*)")
 _FLAG = re.compile(r"(?<![\w/<-])(--?[A-Za-z][\w-]*)")
 
 
 def readme_commands(text: str) -> list[tuple[str, list[str]]]:
-    """Every `invoke TASK …` of the README's code spans and fenced blocks, with the flags it
+    """Every `invoke TASK …` of a page's code spans and fenced blocks, with the flags it
     shows (`[--product P]`, `-c COMPONENT`, `--channel arch|flatpak`)."""
     snippets = re.findall(r"```[^\n]*\n(.*?)```", text, re.DOTALL)
     snippets += re.findall(r"`([^`\n]+)`", re.sub(r"```.*?```", "", text, flags=re.DOTALL))
@@ -152,21 +153,32 @@ def test_the_readme_parser_finds_its_commands() -> None:
     ]
 
 
-def test_every_readme_command_runs_as_written() -> None:
-    """Each task the README names exists and answers --help; each flag it shows is one of the
-    task's options (so `invoke pin COMPONENT`-style drift is caught)."""
-    commands = readme_commands((ROOT / "README.md").read_text("utf-8"))
+def documented_pages() -> list[Path]:
+    """The pages a reader runs commands from: the README and everything under docs/."""
+    return [ROOT / "README.md", *sorted((ROOT / "docs").rglob("*.md"))]
+
+
+def test_every_documented_command_runs_as_written() -> None:
+    """Each task the README or a page of docs/ names exists and answers --help; each flag it
+    shows is one of the task's options (so `invoke pin COMPONENT`-style drift is caught)."""
+    shown_in = {
+        page.relative_to(ROOT).as_posix(): readme_commands(page.read_text("utf-8"))
+        for page in each(documented_pages(), "documented pages")
+    }
+    # the README's first run: the main job and the tests
+    assert {"build", "test"} <= {task for task, _ in shown_in["README.md"]}
     flags = _flags()
-    tasks = sorted({task for task, _ in commands})
+    commands = [(page, task, shown) for page, cmds in shown_in.items() for task, shown in cmds]
+    tasks = sorted({task for _, task, _ in commands})
     assert {"build", "verify", "pin", "audit", "test"} <= set(tasks)
-    for task, shown in commands:
-        assert task in flags, f"the README shows `invoke {task}`, which is no task"
+    for page, task, shown in commands:
+        assert task in flags, f"{page} shows `invoke {task}`, which is no task"
         known = {("--" if len(n) > 1 else "-") + n for names in flags[task].values() for n in names}
         known |= {"-h", "--help"}  # invoke's own, after any task
         if _collection()[task].positional:
             known.add("<positional>")
         unknown = [f for f in shown if f not in known]
-        assert unknown == [], f"the README shows `invoke {task}` with {unknown}"
+        assert unknown == [], f"{page} shows `invoke {task}` with {unknown}"
     test_help_is_never_taken_as_a_value()  # else --help below could run a task for real
     for task in tasks:
         done = _invoke(task, "--help")

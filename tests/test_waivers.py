@@ -217,9 +217,9 @@ def _comment(path: Path) -> str:
 
 def test_the_words_say_what_a_release_does_with_a_waiver() -> None:
     """The test above shows a release passing on a signed-off waiver, the one below refusing
-    one that is not: licenses/policy.toml (where a reviewer reads the rule), the README and the
-    --release help of `invoke build` and `invoke audit` must say that, and not that a release
-    refuses anything waived."""
+    one that is not: licenses/policy.toml (where a reviewer reads the rule), docs/sources.md (where
+    the README sends a reader for licences) and the --release help of `invoke build` and
+    `invoke audit` must say that, and not that a release refuses anything waived."""
     import importlib.util
 
     # this repository's tasks.py by its path: a `tasks` module another test imported (a copy
@@ -234,11 +234,11 @@ def test_the_words_say_what_a_release_does_with_a_waiver() -> None:
         "`--release` passes only with a waiver in the product manifest that is signed off" in policy
     )
     assert "refuses one that is not" in policy
-    readme = " ".join((ROOT / "README.md").read_text("utf-8").split())
-    assert "`--release` accepts a waiver only when it is signed off" in readme
+    sources = " ".join((ROOT / "docs" / "sources.md").read_text("utf-8").split())
+    assert "`--release` accepts a waiver only when it is signed off" in sources
     helps = [tasks.build.help["release"], tasks.audit.help["release"]]
     assert all("signed-off waivers" in h or "waiver not signed off" in h for h in helps), helps
-    for words in (policy, readme, *helps):
+    for words in (policy, sources, *helps):
         assert "anything waived" not in words and "accepts no waiver" not in words
 
 
