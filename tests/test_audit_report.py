@@ -27,8 +27,8 @@ from ortbundle.licensing.audit import (
     print_report,
     report_json,
 )
-from ortbundle.licensing.evidence import Mention, ShippedEvidence
-from ortbundle.stage.file_evidence import Embedded, FileEvidence
+from ortbundle.licensing.file_findings import Mention, ShippedEvidence
+from ortbundle.stage.file_facts import Embedded, FileEvidence
 from ortbundle.stage.staging import StagedText
 from tests.helpers.audit_inputs import WIN, A, B, C, audit, staged, use, waiver
 

@@ -33,8 +33,8 @@ from ortbundle.licensing.audit import (
     audit_channel,
     audit_targets,
 )
-from ortbundle.licensing.evidence import ShippedEvidence
-from ortbundle.stage.file_evidence import FileEvidence
+from ortbundle.licensing.file_findings import ShippedEvidence
+from ortbundle.stage.file_facts import FileEvidence
 from tests.helpers.audit_inputs import (
     LIB,
     LIN,

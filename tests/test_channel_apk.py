@@ -29,7 +29,8 @@ from ortbundle._core.errors import ConfigError, IntegrityError, PackagingError
 from ortbundle._core.memo import Memo, memo_key
 from ortbundle.channels import ChannelOutput, PackageInput, ShippedRuntime
 from ortbundle.channels.apk import ApkChannel, override_property
-from ortbundle.config.recipes import Product, Recipe
+from ortbundle.config.products import Product
+from ortbundle.config.recipes import Recipe
 from ortbundle.licensing.attribution import ShippedFile
 from ortbundle.stage.closure import Closure
 from ortbundle.stage.index_json import INDEX_NAME, LOADER_NAME, write_index
@@ -975,7 +976,7 @@ def test_each_library_is_parsed_once_per_content_not_once_per_build(
     """The alignment and machine checks read what pyelftools found in these bytes before;
     a release (whose memo is off) reads every library again."""
     import ortbundle.stage.binaries
-    import ortbundle.stage.binaries.memo
+    import ortbundle.stage.binaries.info_cache
 
     parsed: list[Path] = []
     real = ortbundle.stage.binaries.inspect
@@ -984,7 +985,7 @@ def test_each_library_is_parsed_once_per_content_not_once_per_build(
         parsed.append(path)
         return real(path, name=name)
 
-    monkeypatch.setattr(ortbundle.stage.binaries.memo, "inspect", counting)
+    monkeypatch.setattr(ortbundle.stage.binaries.info_cache, "inspect", counting)
     memo = Memo.for_build(tmp_path / "cache", release=False)
     package = replace(make_stage(tmp_path / "stages", X86), memo=memo)
     for n in (1, 2, 3):

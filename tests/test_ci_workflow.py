@@ -15,7 +15,7 @@ import pytest
 import yaml
 
 from ortbundle._core.errors import ConfigError
-from ortbundle.config.recipes import load_product
+from ortbundle.config.products import load_product
 from ortbundle.tools.ci_workflow import load_action_pins, workflow_yaml
 
 ROOT = Path(__file__).resolve().parent.parent

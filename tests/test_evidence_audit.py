@@ -28,9 +28,9 @@ from ortbundle.licensing.attribution import (
     licensing_to_json,
 )
 from ortbundle.licensing.audit import audit_channel, load_policy, print_report
-from ortbundle.licensing.evidence import Mention, ShippedEvidence
+from ortbundle.licensing.file_findings import Mention, ShippedEvidence
 from ortbundle.pipeline.build import AuditFailed, build
-from ortbundle.stage.file_evidence import Embedded, FileEvidence
+from ortbundle.stage.file_facts import Embedded, FileEvidence
 from ortbundle.stage.staging import StagedFile, StagedText
 from tests.helpers.elf import make_elf
 from tests.helpers.pe import make_pe

@@ -217,7 +217,7 @@ def test_an_addon_installs_into_the_main_package_and_depends_on_it(
 
 
 def test_addon_of_names_a_product_with_a_manifest(fake: FakeProject) -> None:
-    from ortbundle.config.recipes import load_product
+    from ortbundle.config.products import load_product
 
     fake.product_extra = 'addon_of = "nosuchproduct"\n'
     fake.write()

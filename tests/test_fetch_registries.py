@@ -19,8 +19,8 @@ from rich.console import Console
 
 from ortbundle._core.errors import ConfigError, FetchError, IntegrityError, OfflineError
 from ortbundle._core.progress import Reporter
-from ortbundle.config.recipes import MavenCoordinates, NpmCoordinates, Source
 from ortbundle.config.retry import RetryPolicy
+from ortbundle.config.sources import MavenCoordinates, NpmCoordinates, Source
 from ortbundle.fetch.artifacts import Artifact, Fetcher
 from ortbundle.fetch.cache import Cache
 from ortbundle.fetch.config.maven import MavenRepository, maven_config, mirror_of_covers

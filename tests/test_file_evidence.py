@@ -1,4 +1,4 @@
-"""What a shipped file says about itself, read from its bytes (ortbundle/stage/file_evidence.py):
+"""What a shipped file says about itself, read from its bytes (ortbundle/stage/file_facts.py):
 a PE version resource, an ELF's read-only data and .comment, and third-party code either shows."""
 
 from __future__ import annotations
@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 
 from ortbundle._core.memo import Memo
-from ortbundle.stage.file_evidence import Embedded, holder_of, names_holder
+from ortbundle.stage.file_facts import Embedded, holder_of, names_holder
 from ortbundle.stage.versions import read_file_facts
 from tests.helpers.elf import make_elf
 from tests.helpers.pe import make_pe
@@ -120,18 +120,18 @@ def test_a_file_that_is_no_binary_says_nothing(tmp_path: Path) -> None:
 def test_evidence_is_read_once_per_sha256_with_a_memo(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    import ortbundle.stage.file_evidence
+    import ortbundle.stage.file_facts
 
     lib = tmp_path / "libx.so.1.2.3"
     lib.write_bytes(make_elf(soname="libx.so.1", rodata=b"\0Copyright (c) 2020 Acme\0"))
     reads: list[str] = []
-    real = ortbundle.stage.file_evidence.elf_sections
+    real = ortbundle.stage.file_facts.elf_sections
 
     def counting(path: Path, label: str, names: tuple[str, ...]) -> dict[str, bytes]:
         reads.append(label)
         return real(path, label, names)
 
-    monkeypatch.setattr(ortbundle.stage.file_evidence, "elf_sections", counting)
+    monkeypatch.setattr(ortbundle.stage.file_facts, "elf_sections", counting)
     memo = Memo.for_build(tmp_path / "cache", release=False)
     first = read_file_facts(lib, "runtimes/a/libx.so.1.2.3", sha256="ab" * 32, memo=memo)
     again = read_file_facts(lib, "runtimes/b/libx.so.1.2.3", sha256="ab" * 32, memo=memo)

@@ -17,7 +17,7 @@ from ortbundle.cli.build import run_build
 from ortbundle.pipeline.build import build
 from ortbundle.stage.binaries import inspect
 from ortbundle.stage.binaries.info import role
-from ortbundle.stage.binaries.memo import inspect_known
+from ortbundle.stage.binaries.info_cache import inspect_known
 from ortbundle.stage.binaries.providers import available_providers, in_place_pointers
 from tests.helpers.elf import make_elf
 from tests.helpers.pe import make_pe

@@ -17,8 +17,8 @@ from typing import Any
 import jsonschema
 import pytest
 
-from ortbundle.config.products import Addon
-from ortbundle.config.recipes import Product, Recipe, SystemSpec
+from ortbundle.config.products import Addon, Product, SystemSpec
+from ortbundle.config.recipes import Recipe
 from ortbundle.payload.loader import (
     SCHEMA,
     Gpu,

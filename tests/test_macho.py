@@ -9,7 +9,7 @@ import pytest
 from hypothesis import given
 
 from ortbundle._core.errors import BinaryError, ClosureError, ConfigError
-from ortbundle.config.recipes import SystemSpec, load_product
+from ortbundle.config.products import SystemSpec, load_product
 from ortbundle.config.targets import get_target
 from ortbundle.stage.binaries import inspect
 from ortbundle.stage.binaries.baseline import Minimum, baseline

@@ -16,7 +16,7 @@ from typing import cast
 import pytest
 
 from ortbundle._core.errors import ConfigError, IntegrityError
-from ortbundle.config.recipes import Product
+from ortbundle.config.products import Product
 from ortbundle.evidence import signing
 from ortbundle.evidence.signing import (
     ENV_KEY,

@@ -11,7 +11,8 @@ from pathlib import Path
 import pytest
 
 from ortbundle._core.errors import ArchiveError, ConfigError, IntegrityError
-from ortbundle.config.recipes import NestedMember, NpmCoordinates, Source, load_recipe
+from ortbundle.config.recipes import load_recipe
+from ortbundle.config.sources import NestedMember, NpmCoordinates, Source
 from ortbundle.fetch.archives import extract_member
 from ortbundle.fetch.artifacts import Artifact
 from ortbundle.fetch.cache import Cache

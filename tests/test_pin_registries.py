@@ -15,7 +15,7 @@ import pytest
 from ortbundle._core.errors import ConfigError, FetchError, IntegrityError
 from ortbundle._core.locations import ENV_MAVEN_SETTINGS, ENV_MAVEN_URL, ENV_NPM_REGISTRY
 from ortbundle._core.progress import Reporter
-from ortbundle.config.recipes import NestedMember
+from ortbundle.config.sources import NestedMember
 from ortbundle.fetch.cache import Cache
 from ortbundle.tools.pin import (
     PinOptions,

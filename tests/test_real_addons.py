@@ -9,7 +9,8 @@ from pathlib import Path
 
 import pytest
 
-from ortbundle.config.recipes import load_product, load_recipe
+from ortbundle.config.products import load_product
+from ortbundle.config.recipes import load_recipe
 from ortbundle.config.targets import get_target, overlays
 from ortbundle.pipeline.result import BuildResult
 from tests.helpers.real import build_product, target_result

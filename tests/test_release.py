@@ -11,7 +11,7 @@ import yaml
 from ortbundle._core.errors import ConfigError, IntegrityError, OfflineError
 from ortbundle._core.progress import Reporter
 from ortbundle.config.plan import Project
-from ortbundle.config.recipes import load_product
+from ortbundle.config.products import load_product
 from ortbundle.evidence.names import REPORT_NAME, SUMMARY_NAME
 from ortbundle.evidence.verify import verify_tree
 from ortbundle.fetch.cache import Cache, export_cache, import_cache

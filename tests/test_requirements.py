@@ -10,7 +10,8 @@ from pathlib import Path
 import pytest
 
 from ortbundle._core.errors import ClosureError
-from ortbundle.config.recipes import Recipe, SystemSpec
+from ortbundle.config.products import SystemSpec
+from ortbundle.config.recipes import Recipe
 from ortbundle.stage.binaries import inspect
 from ortbundle.stage.closure import Closure, ExternalLibrary, KeptLibrary
 from ortbundle.stage.requirements import requirement_groups, resolve, summary_lines

@@ -20,7 +20,7 @@ from ortbundle._core.progress import Reporter
 from ortbundle.channels import PackageInput
 from ortbundle.channels.apk import ApkChannel
 from ortbundle.channels.nsis import NsisChannel
-from ortbundle.config.recipes import SystemSpec, load_product
+from ortbundle.config.products import SystemSpec, load_product
 from ortbundle.payload.loader import Hardware, choose, detect, main, too_old
 from ortbundle.pipeline.build import build
 from ortbundle.stage.binaries import inspect

@@ -13,7 +13,7 @@ from collections.abc import Collection
 import pytest
 
 from ortbundle._core.errors import FetchError, IntegrityError, OrtbundleError
-from ortbundle.config.recipes import (
+from ortbundle.config.sources import (
     MavenCoordinates,
     NpmCoordinates,
     PypiCoordinates,

@@ -12,7 +12,7 @@ import pytest
 
 from ortbundle._core.errors import ConfigError
 from ortbundle._core.progress import Reporter
-from ortbundle.config.recipes import Waiver, load_product
+from ortbundle.config.products import Waiver, load_product
 from ortbundle.evidence.verify import verify_tree
 from ortbundle.licensing.audit import audit_channel, load_policy
 from ortbundle.licensing.waivers import (

@@ -7,7 +7,7 @@ import pytest
 from packaging.utils import parse_wheel_filename
 from packaging.version import Version
 
-from ortbundle.config.recipes import PypiCoordinates, Source
+from ortbundle.config.sources import PypiCoordinates, Source
 from ortbundle.config.targets import all_targets
 from ortbundle.config.wheel_tags import interpreter_order, platform, read_tags, wheel_targets
 from ortbundle.tools.pin.lookups import Listed

@@ -19,12 +19,11 @@ from ortbundle._core.errors import IntegrityError
 from ortbundle._core.fsio import sha256_file
 from ortbundle._core.memo import NO_MEMO, Memo
 from ortbundle._core.overrides import NO_OVERRIDES, Overrides
-from ortbundle.config.products import Addon
+from ortbundle.config.products import Addon, SystemSpec
 
 # CHANNEL_TARGETS and PackagingSettings live with the data they describe (targets, product
 # manifests), so reading a product does not import the channels; re-exported here.
-from ortbundle.config.recipes import PackagingSettings as PackagingSettings
-from ortbundle.config.recipes import SystemSpec
+from ortbundle.config.products import PackagingSettings as PackagingSettings
 from ortbundle.config.targets import ChannelPackages, ExternalGroup
 from ortbundle.config.vocabulary import CHANNEL_TARGETS as CHANNEL_TARGETS
 from ortbundle.config.vocabulary import SHARED_PACKAGE_CHANNELS
@@ -82,7 +81,7 @@ class PackageInput:
     runtimes: tuple[ShippedRuntime, ...]
     settings: PackagingSettings
     source_date_epoch: int  # every timestamp written into a package
-    # where expensive outputs are memoised (channels/memo.py); off: a release produces every
+    # where expensive outputs are memoised (channels/output_cache.py); off: a release produces every
     # package afresh
     memo: Memo = NO_MEMO
     attribution: tuple[Attribution, ...] = ()  # per component, from the licence attribution

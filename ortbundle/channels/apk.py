@@ -62,7 +62,7 @@ from ortbundle.config.targets import ExternalGroup, Target, get_target
 from ortbundle.config.vocabulary import CHANNEL_TARGETS
 from ortbundle.licensing.attribution import ShippedFile
 from ortbundle.stage.binaries.info import alignment_problem, sniff_format
-from ortbundle.stage.binaries.memo import inspect_known
+from ortbundle.stage.binaries.info_cache import inspect_known
 from ortbundle.stage.index_json import INDEX_NAME, LOADER_NAME, SCHEMA, apk_index
 
 __all__ = ["NO_COMPRESS", "ApkChannel", "aligned_apk_command"]

@@ -39,7 +39,7 @@ from ortbundle._core.errors import IntegrityError
 from ortbundle._core.fsio import atomic_output, sha256_file
 from ortbundle._core.oserrors import writing
 from ortbundle.channels import ChannelOutput, PackageInput, stage_changed
-from ortbundle.channels.memo import input_key, memoized
+from ortbundle.channels.output_cache import input_key, memoized
 from ortbundle.licensing.attribution import ShippedFile
 from ortbundle.stage.binaries import macho_tree_problems
 from ortbundle.stage.binaries.info import sniff_format

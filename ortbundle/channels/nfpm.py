@@ -38,7 +38,7 @@ from ortbundle._core.errors import ConfigError, OrtbundleError, PackagingError
 from ortbundle._core.fsio import atomic_write
 from ortbundle.channels import ChannelOutput, PackageInput, check_staged
 from ortbundle.channels.arch import check_path, directories_of, resolve_link
-from ortbundle.channels.memo import input_key, memoized
+from ortbundle.channels.output_cache import input_key, memoized
 from ortbundle.config.externals import constraints, snippet
 from ortbundle.config.schema import check_document
 from ortbundle.config.targets import ChannelPackages, get_target

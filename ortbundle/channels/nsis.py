@@ -66,7 +66,7 @@ from ortbundle._core.oserrors import tool_ran_out
 from ortbundle._core.progress import mib, status
 from ortbundle._core.templating import render
 from ortbundle.channels import CHANNEL_TARGETS, ChannelOutput, PackageInput, check_staged
-from ortbundle.channels.memo import input_key, memoized
+from ortbundle.channels.output_cache import input_key, memoized
 from ortbundle.config.targets import get_target
 from ortbundle.licensing.attribution import ShippedFile
 from ortbundle.stage.binaries.baseline import version_key, windows_name

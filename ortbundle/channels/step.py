@@ -26,7 +26,8 @@ from ortbundle.channels.flatpak import FlatpakChannel
 from ortbundle.channels.macos import MacosChannel
 from ortbundle.channels.nsis import NsisChannel
 from ortbundle.channels.rpm import RpmChannel
-from ortbundle.config.recipes import Product, Recipe
+from ortbundle.config.products import Product
+from ortbundle.config.recipes import Recipe
 from ortbundle.config.targets import PACKAGE_CHANNELS, get_target, overlays
 from ortbundle.evidence.record import cached_sbom_json
 from ortbundle.licensing.attribution import ShippedFile, TargetLicensing

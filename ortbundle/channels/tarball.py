@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING
 from ortbundle._core.fsio import atomic_output
 from ortbundle._core.oserrors import writing
 from ortbundle.channels import PackageInput, stage_changed
-from ortbundle.channels.memo import input_key, memoized
+from ortbundle.channels.output_cache import input_key, memoized
 
 if TYPE_CHECKING:  # tarfile and gzip are imported by the writer: a memoised tarball needs neither
     import tarfile

@@ -14,20 +14,16 @@ from typing import TYPE_CHECKING
 from ortbundle._core.errors import ConfigError, OrtbundleError
 from ortbundle._core.overrides import NO_OVERRIDES, Overrides, find_overrides, template_directories
 from ortbundle.config.model_recipes import ModelRecipe, load_model_recipe
+from ortbundle.config.products import Product, load_product
 from ortbundle.config.project import DEFAULT_PRODUCT as DEFAULT_PRODUCT
 from ortbundle.config.project import TOOL_LICENSE as TOOL_LICENSE
 from ortbundle.config.project import BuildOptions as BuildOptions
 from ortbundle.config.project import Project as Project
 from ortbundle.config.project import signing_key_identity as signing_key_identity
 from ortbundle.config.project import source_date_epoch as source_date_epoch
-from ortbundle.config.recipes import (
-    Product,
-    Recipe,
-    Source,
-    load_product,
-    load_recipe,
-)
+from ortbundle.config.recipes import Recipe, load_recipe
 from ortbundle.config.schema.inputs_of_build import check_build_inputs
+from ortbundle.config.sources import Source
 from ortbundle.config.targets import get_target
 from ortbundle.config.vocabulary import CHANNEL_TARGETS, PAIRED_KINDS
 

@@ -15,26 +15,14 @@ from urllib.parse import quote
 
 from ortbundle._core.errors import ConfigError
 from ortbundle.config.externals import read_externals
-from ortbundle.config.products import PackagingSettings as PackagingSettings
-from ortbundle.config.products import Product as Product
-from ortbundle.config.products import SystemSpec as SystemSpec
-from ortbundle.config.products import Waiver as Waiver
-from ortbundle.config.products import load_product as load_product
-from ortbundle.config.products import signoff_date, signoff_sha256
-from ortbundle.config.sources import MAX_NESTING as MAX_NESTING
-from ortbundle.config.sources import Coordinates as Coordinates
-from ortbundle.config.sources import LocalCoordinates as LocalCoordinates
-from ortbundle.config.sources import MavenCoordinates as MavenCoordinates
-from ortbundle.config.sources import NestedMember as NestedMember
-from ortbundle.config.sources import NpmCoordinates as NpmCoordinates
-from ortbundle.config.sources import PypiCoordinates as PypiCoordinates
-from ortbundle.config.sources import Source as Source
-from ortbundle.config.sources import UrlCoordinates as UrlCoordinates
-from ortbundle.config.sources import load_sources as load_sources
-from ortbundle.config.sources import origin_to_json as origin_to_json
-from ortbundle.config.sources import read_sources
-from ortbundle.config.sources import source_from_json as source_from_json
-from ortbundle.config.sources import source_to_json as source_to_json
+from ortbundle.config.products import (
+    signoff_date,
+    signoff_sha256,
+)
+from ortbundle.config.sources import (
+    Source,
+    read_sources,
+)
 from ortbundle.config.targets import ExternalSpec
 from ortbundle.config.tomlreader import TableReader, load_toml
 from ortbundle.config.vocabulary import (

@@ -21,7 +21,9 @@ from ortbundle._core.memo import Memo
 from ortbundle._core.version import __version__
 from ortbundle.config.model_recipes import ModelRecipe
 from ortbundle.config.plan import source_date_epoch as source_date_epoch  # re-exported
-from ortbundle.config.recipes import Product, Recipe, origin_to_json
+from ortbundle.config.products import Product
+from ortbundle.config.recipes import Recipe
+from ortbundle.config.sources import origin_to_json
 from ortbundle.evidence.names import (
     AUDIT_NAME,
     MANIFEST_NAME,
@@ -35,7 +37,7 @@ from ortbundle.evidence.report.closures import read_requirements
 from ortbundle.evidence.signing import SecretKey, sign
 from ortbundle.licensing.attribution import TargetLicensing, licensing_to_json
 from ortbundle.licensing.audit import ChannelAudit, report_json
-from ortbundle.licensing.evidence import ShippedEvidence
+from ortbundle.licensing.file_findings import ShippedEvidence
 
 MANIFEST_SCHEMA = "ortbundle.manifest/1"
 # Files beside the manifest that it cannot list: itself, its signature, the provenance over it,

@@ -63,8 +63,8 @@ from ortbundle._core.locations import ENV_KEY_PASSWORD as ENV_KEY_PASSWORD
 from ortbundle._core.locations import default_key_path as default_key_path
 from ortbundle._core.locations import signing_key_source as signing_key_source
 from ortbundle._core.oserrors import disk_error
+from ortbundle.config.products import Product
 from ortbundle.config.project import key_path
-from ortbundle.config.recipes import Product
 
 _COMPONENT = "signing"
 

@@ -21,7 +21,7 @@ from ortbundle.config.retry import RetryPolicy
 if TYPE_CHECKING:
     import requests
 
-    from ortbundle.config.recipes import Coordinates
+    from ortbundle.config.sources import Coordinates
     from ortbundle.fetch.config.maven import MavenConfig
     from ortbundle.fetch.config.npm import NpmConfig
     from ortbundle.fetch.config.pip import IndexConfig

@@ -14,8 +14,8 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from ortbundle._core.errors import OfflineError, OrtbundleError
-from ortbundle.config.recipes import LocalCoordinates, Source
 from ortbundle.config.retry import RetryPolicy
+from ortbundle.config.sources import LocalCoordinates, Source
 from ortbundle.fetch import Registries
 from ortbundle.fetch.cache import Cache
 from ortbundle.fetch.config.urls import redact

@@ -24,7 +24,7 @@ from packaging.utils import (
 from packaging.version import InvalidVersion, Version
 
 from ortbundle._core.errors import FetchError
-from ortbundle.config.recipes import Coordinates, PypiCoordinates
+from ortbundle.config.sources import Coordinates, PypiCoordinates
 from ortbundle.fetch.config.urls import redact
 from ortbundle.fetch.download import ProgressFn, download
 from ortbundle.fetch.http import NotFound, request_with_retries

@@ -9,7 +9,7 @@ from pathlib import Path
 from ortbundle._core.errors import ConfigError, FetchError, IntegrityError
 from ortbundle._core.fsio import sha256_file
 from ortbundle._core.oserrors import writing
-from ortbundle.config.recipes import Coordinates, LocalCoordinates
+from ortbundle.config.sources import Coordinates, LocalCoordinates
 from ortbundle.fetch.archives import copy_hashing
 from ortbundle.fetch.registry import (
     Downloaded,

@@ -18,8 +18,8 @@ import requests
 
 from ortbundle._core.errors import FetchError
 from ortbundle._core.locations import ENV_MAVEN_URL
-from ortbundle.config.recipes import Coordinates, MavenCoordinates
 from ortbundle.config.retry import RetryPolicy
+from ortbundle.config.sources import Coordinates, MavenCoordinates
 from ortbundle.fetch.config.maven import MavenRepository
 from ortbundle.fetch.config.urls import redact, split_credentials
 from ortbundle.fetch.config.xmldoc import parse_xml, xml_child, xml_children, xml_text

@@ -12,7 +12,7 @@ import zipfile
 from pathlib import Path
 
 from ortbundle._core.errors import ArchiveError, FetchError, IntegrityError
-from ortbundle.config.recipes import NestedMember, Source
+from ortbundle.config.sources import NestedMember, Source
 from ortbundle.fetch.archives import extract_member
 from ortbundle.fetch.cache import Cache, CacheEntry
 from ortbundle.fetch.registry import Artifact

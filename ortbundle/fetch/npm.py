@@ -22,8 +22,8 @@ import requests
 
 from ortbundle._core.errors import FetchError
 from ortbundle._core.locations import ENV_NPM_REGISTRY
-from ortbundle.config.recipes import Coordinates, NpmCoordinates
 from ortbundle.config.retry import RetryPolicy
+from ortbundle.config.sources import Coordinates, NpmCoordinates
 from ortbundle.fetch.config.npm import NpmConfig
 from ortbundle.fetch.config.urls import redact
 from ortbundle.fetch.download import ProgressFn, check_published, download

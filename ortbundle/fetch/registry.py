@@ -19,8 +19,8 @@ from ortbundle._core.errors import ConfigError, FetchError
 if TYPE_CHECKING:
     import requests
 
-    from ortbundle.config.recipes import Coordinates, Source
     from ortbundle.config.retry import RetryPolicy
+    from ortbundle.config.sources import Coordinates, Source
     from ortbundle.fetch.config.maven import MavenConfig
     from ortbundle.fetch.config.npm import NpmConfig
     from ortbundle.fetch.config.pip import IndexConfig

@@ -8,8 +8,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from ortbundle._core.progress import Reporter
-from ortbundle.config.recipes import Source
 from ortbundle.config.retry import RetryPolicy
+from ortbundle.config.sources import Source
 from ortbundle.fetch.artifacts import Artifact, Fetcher
 from ortbundle.fetch.cache import Cache, default_cache_dir
 

@@ -8,7 +8,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from pathlib import Path
 
-from ortbundle.config.recipes import Coordinates, UrlCoordinates
+from ortbundle.config.sources import Coordinates, UrlCoordinates
 from ortbundle.fetch.download import ProgressFn, download
 from ortbundle.fetch.http import NotFound, exists
 from ortbundle.fetch.registry import (

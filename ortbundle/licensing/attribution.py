@@ -4,8 +4,8 @@ Archive metadata is not evidence (the Linux OpenVINO wheel says "MIT" and ships 
 libraries), so every file in a target stage is mapped to exactly one component by the recipe's
 [[licenses]] globs. A file no rule claims, or two rules claim, stops the build here, before
 anything is published. What each runtime file says of itself (its version resource, its
-notices, the code it carries; ortbundle/stage/file_evidence.py) and which staged notices name
-it are kept with it, for the audit to compare with the claim (licensing/evidence.py).
+notices, the code it carries; ortbundle/stage/file_facts.py) and which staged notices name
+it are kept with it, for the audit to compare with the claim (licensing/file_findings.py).
 """
 
 from __future__ import annotations
@@ -24,17 +24,10 @@ from ortbundle._core.memo import NO_MEMO, Memo
 from ortbundle._core.overrides import NO_OVERRIDES, Overrides
 from ortbundle._core.templating import render
 from ortbundle.config.project import TOOL_COMPONENT
-from ortbundle.config.recipes import (
-    Confirmation,
-    LicenseRule,
-    Recipe,
-    Source,
-    generic_purl,
-    source_from_json,
-    source_to_json,
-)
+from ortbundle.config.recipes import Confirmation, LicenseRule, Recipe, generic_purl
+from ortbundle.config.sources import Source, source_from_json, source_to_json
 from ortbundle.fetch.cache import stat_record
-from ortbundle.licensing.evidence import (
+from ortbundle.licensing.file_findings import (
     Mention,
     ShippedEvidence,
     named_terms,
@@ -43,7 +36,7 @@ from ortbundle.licensing.evidence import (
     shipped_evidence_to_json,
 )
 from ortbundle.licensing.spdx import NotAnExpression, facts
-from ortbundle.stage.file_evidence import Embedded
+from ortbundle.stage.file_facts import Embedded
 from ortbundle.stage.models import StagedModel
 from ortbundle.stage.staging import StagedFile, StagedRuntime, StagedText
 from ortbundle.stage.versions import FileFacts, read_file_facts, resolve_found

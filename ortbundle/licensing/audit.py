@@ -26,7 +26,7 @@ from ortbundle._core.memo import NO_MEMO, Memo
 from ortbundle._core.progress import mib
 from ortbundle.config.plan import POLICY_NAME, Project
 from ortbundle.config.policy_overlay import PolicyOverlay, expand_sets
-from ortbundle.config.recipes import Product, Waiver
+from ortbundle.config.products import Product, Waiver
 from ortbundle.config.schema import check_document, display_name
 from ortbundle.config.vocabulary import VERDICTS
 from ortbundle.licensing.attribution import ComponentUse, TargetLicensing

@@ -1,5 +1,5 @@
 """One component's claims on one channel, judged against its files' own evidence: what each file
-says of itself, what of that contradicts the rule (licensing/evidence.py), which of it a
+says of itself, what of that contradicts the rule (licensing/file_findings.py), which of it a
 person's confirmation answers (and whether that is signed off), and the rule's guesses.
 
 The audit (licensing/audit.py) turns the open findings into REVIEW problems, a release refuses
@@ -14,7 +14,7 @@ from datetime import date
 from typing import Any
 
 from ortbundle.licensing.attribution import ComponentUse
-from ortbundle.licensing.evidence import (
+from ortbundle.licensing.file_findings import (
     Finding,
     ShippedEvidence,
     embedded_fix,
@@ -24,7 +24,7 @@ from ortbundle.licensing.evidence import (
     licensor_lines,
 )
 from ortbundle.licensing.waivers import ConfirmationUse, CoveredFile, confirmation_use
-from ortbundle.stage.file_evidence import evidence_to_json
+from ortbundle.stage.file_facts import evidence_to_json
 
 
 @dataclass(frozen=True)

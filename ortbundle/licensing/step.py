@@ -15,7 +15,7 @@ from ortbundle._core.memo import Memo
 from ortbundle._core.overrides import Overrides
 from ortbundle._core.version import __version__
 from ortbundle.config.plan import Project
-from ortbundle.config.recipes import Product
+from ortbundle.config.products import Product
 from ortbundle.licensing.attribution import (
     NOTICE_NAME,
     ShippedFile,

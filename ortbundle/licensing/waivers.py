@@ -6,7 +6,7 @@ accepted. A development build relies on any waiver and says so; a `--release` bu
 on one that is **signed off**: it names the SHA-256 of the file it covers (new bytes re-open the
 question), a reviewer who is a person (not a placeholder), the date of the review (not in the
 future) and an expiry (not passed). Anything less fails the release with what a person must do.
-A [[licenses]] rule's `confirmed` (licensing/evidence.py: the claim holds although its files'
+A [[licenses]] rule's `confirmed` (licensing/file_findings.py: the claim holds although its files'
 evidence says otherwise) is signed off the same way, its expiry optional.
 
 Also here, for `pin --check`: whether a newer release of a pinned runtime still ships a waived
@@ -21,7 +21,8 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from datetime import date
 
-from ortbundle.config.recipes import Confirmation, Waiver
+from ortbundle.config.products import Waiver
+from ortbundle.config.recipes import Confirmation
 
 # A reviewer that is no one yet: "unassigned: …", "TODO", "TBD", "nobody", "placeholder", "n/a",
 # "-", "?". A word ends at a word boundary ("Tobias" is a person); dashes or question marks

@@ -20,7 +20,7 @@ from stat import S_ISREG
 from ortbundle._core.errors import DiskError
 from ortbundle._core.oserrors import amount, existing_ancestor, free_bytes, mib, mount_point
 from ortbundle.config.plan import POLICY_NAME, Plan, Project
-from ortbundle.config.recipes import Source
+from ortbundle.config.sources import Source
 from ortbundle.licensing.audit import load_policy, with_overlay
 
 

@@ -34,7 +34,7 @@ from ortbundle.licensing.attribution import (
     TargetLicensing,
 )
 from ortbundle.licensing.audit import ChannelAudit
-from ortbundle.licensing.evidence import guess_line
+from ortbundle.licensing.file_findings import guess_line
 from ortbundle.stage.closure import ExternalLibrary
 from ortbundle.stage.requirements import TargetRequirements, offered_json
 from ortbundle.stage.requirements import requirement_groups as groups_of

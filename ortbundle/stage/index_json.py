@@ -15,7 +15,8 @@ from typing import Any
 
 from ortbundle._core.errors import ConfigError
 from ortbundle._core.fsio import atomic_write
-from ortbundle.config.recipes import Product, Recipe
+from ortbundle.config.products import Product
+from ortbundle.config.recipes import Recipe
 from ortbundle.config.targets import Target, get_target
 from ortbundle.payload.loader import loader_source
 from ortbundle.stage.closure import ExternalLibrary

@@ -26,7 +26,8 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import asdict, dataclass, replace
 from typing import Any
 
-from ortbundle.config.recipes import Recipe, SystemSpec
+from ortbundle.config.products import SystemSpec
+from ortbundle.config.recipes import Recipe
 from ortbundle.config.targets import get_target
 from ortbundle.stage.binaries.baseline import Minimum, SystemBaseline, version_key
 from ortbundle.stage.binaries.loads import OfferedProvider

@@ -12,7 +12,7 @@ from __future__ import annotations
 from collections.abc import Iterable, Sequence
 
 from ortbundle._core.errors import ClosureError
-from ortbundle.config.recipes import SystemSpec
+from ortbundle.config.products import SystemSpec
 from ortbundle.stage.binaries.baseline import Minimum, SystemBaseline, baseline, version_key
 from ortbundle.stage.staging import StagedRuntime
 

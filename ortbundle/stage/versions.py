@@ -26,7 +26,7 @@ from typing import TYPE_CHECKING, Any
 from ortbundle._core.errors import LicenseError
 from ortbundle._core.memo import NO_MEMO, Memo
 from ortbundle.stage.binaries import read_version_info
-from ortbundle.stage.file_evidence import (
+from ortbundle.stage.file_facts import (
     FileEvidence,
     elf_evidence,
     evidence_from_json,
@@ -58,7 +58,7 @@ class FileVersion:
 @dataclass(frozen=True)
 class FileFacts:
     """What one file says of itself: the version it carries (None: none) and the licence
-    evidence it carries (ortbundle/stage/file_evidence.py)."""
+    evidence it carries (ortbundle/stage/file_facts.py)."""
 
     version: FileVersion | None
     evidence: FileEvidence

@@ -16,7 +16,7 @@ from importlib import resources
 
 from ortbundle._core.errors import ConfigError
 from ortbundle._core.templating import render
-from ortbundle.config.recipes import Product
+from ortbundle.config.products import Product
 from ortbundle.config.schema import check_document
 from ortbundle.evidence.names import (
     AUDIT_NAME,

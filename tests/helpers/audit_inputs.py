@@ -14,7 +14,7 @@ from ortbundle.config.products import Waiver
 from ortbundle.config.recipes import Confirmation
 from ortbundle.licensing.attribution import ComponentUse, TargetLicensing
 from ortbundle.licensing.audit import ChannelAudit, ChannelPolicy, audit_channel
-from ortbundle.licensing.evidence import ShippedEvidence
+from ortbundle.licensing.file_findings import ShippedEvidence
 from ortbundle.stage.staging import StagedFile, StagedText
 
 TODAY = date(2026, 12, 1)

@@ -15,7 +15,7 @@ from packaging.version import Version
 from ortbundle._core.errors import ConfigError, FetchError, IntegrityError, OrtbundleError
 from ortbundle._core.locations import ENV_MAVEN_URL, ENV_NPM_REGISTRY
 from ortbundle.config.plan import Project
-from ortbundle.config.recipes import Source, load_sources
+from ortbundle.config.sources import Source, load_sources
 from ortbundle.fetch.cache import Cache, default_cache_dir
 from ortbundle.fetch.http import CHUNK
 from ortbundle.fetch.index import version_or_none

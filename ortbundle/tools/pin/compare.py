@@ -15,7 +15,7 @@ from ortbundle._core.errors import OrtbundleError
 from ortbundle._core.fsio import atomic_write
 from ortbundle._core.progress import Reporter
 from ortbundle.config.plan import BuildOptions, Project
-from ortbundle.config.recipes import load_product
+from ortbundle.config.products import load_product
 from ortbundle.licensing.attribution import TargetLicensing
 from ortbundle.licensing.audit import ChannelAudit
 from ortbundle.pipeline.build import AuditFailed, build

@@ -13,7 +13,8 @@ from packaging.utils import canonicalize_name
 from ortbundle._core.errors import IntegrityError
 from ortbundle._core.progress import Reporter
 from ortbundle.config.plan import Project
-from ortbundle.config.recipes import PypiCoordinates, Source, load_recipe
+from ortbundle.config.recipes import load_recipe
+from ortbundle.config.sources import PypiCoordinates, Source
 from ortbundle.fetch.artifacts import Fetcher
 from ortbundle.fetch.cache import Cache, default_cache_dir
 from ortbundle.fetch.nested import renest

@@ -17,7 +17,7 @@ from packaging.version import Version
 
 from ortbundle._core.errors import FetchError, IntegrityError, OrtbundleError
 from ortbundle._core.progress import Reporter
-from ortbundle.config.recipes import Coordinates, Source
+from ortbundle.config.sources import Coordinates, Source
 from ortbundle.fetch import Registries
 from ortbundle.fetch.cache import Cache
 from ortbundle.fetch.config.urls import redact

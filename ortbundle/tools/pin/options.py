@@ -7,14 +7,14 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from ortbundle.config.recipes import (
+from ortbundle.config.retry import RetryPolicy
+from ortbundle.config.sources import (
     Coordinates,
     MavenCoordinates,
     NpmCoordinates,
     PypiCoordinates,
     Source,
 )
-from ortbundle.config.retry import RetryPolicy
 
 
 @dataclass(frozen=True)

@@ -19,7 +19,8 @@ from tomlkit.items import AoT, Array, Table
 from ortbundle._core.errors import ConfigError
 from ortbundle._core.fsio import atomic_write
 from ortbundle.config.plan import Project
-from ortbundle.config.recipes import NestedMember, load_recipe
+from ortbundle.config.recipes import load_recipe
+from ortbundle.config.sources import NestedMember
 from ortbundle.tools.pin.options import version_of
 
 

@@ -10,7 +10,8 @@ from collections.abc import Mapping, Sequence
 from packaging.utils import canonicalize_name
 
 from ortbundle._core.errors import ConfigError, FetchError
-from ortbundle.config.recipes import Recipe, Source
+from ortbundle.config.recipes import Recipe
+from ortbundle.config.sources import Source
 from ortbundle.fetch import Registries
 from ortbundle.tools.pin.lookups import Lookups, newest_release
 from ortbundle.tools.pin.options import VERSIONED, PinOptions, project_of, version_of

@@ -20,7 +20,9 @@ from packaging.version import Version
 
 from ortbundle._core.errors import ConfigError, OrtbundleError
 from ortbundle.config.plan import Project
-from ortbundle.config.recipes import Source, Waiver, load_product, load_recipe
+from ortbundle.config.products import Waiver, load_product
+from ortbundle.config.recipes import load_recipe
+from ortbundle.config.sources import Source
 from ortbundle.fetch.cache import Cache
 from ortbundle.fetch.remote_zip import remote_member_names
 from ortbundle.licensing.waivers import ObsoleteWaiver, waivers_a_release_drops

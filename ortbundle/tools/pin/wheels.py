@@ -11,7 +11,7 @@ from dataclasses import dataclass
 from packaging.version import Version
 
 from ortbundle._core.errors import ConfigError, FetchError
-from ortbundle.config.recipes import Source
+from ortbundle.config.sources import Source
 from ortbundle.config.wheel_tags import level_text, read_tags, requirement
 from ortbundle.fetch.index import version_or_none, wheel_name
 from ortbundle.tools.pin.lookups import Listed, Lookups, listed_files, published_sha256

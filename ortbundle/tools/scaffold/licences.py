@@ -2,7 +2,7 @@
 
 An archive's metadata speaks for the archive: spread over `files = ["*"]` it labelled
 onnxruntime-directml's DirectML.dll MIT and NVIDIA's TensorRT-RTX DLLs Apache-2.0. So every
-kept library's evidence is read (its version resource, its notices: stage/file_evidence.py)
+kept library's evidence is read (its version resource, its notices: stage/file_facts.py)
 and the libraries are grouped by whose they say they are:
 
 - the archive's own files — those whose holder its licence texts name (or that say nothing of
@@ -23,8 +23,8 @@ from dataclasses import dataclass
 from pathlib import PurePosixPath
 
 from ortbundle.licensing.attribution import copyright_lines
-from ortbundle.licensing.evidence import named_terms, own_names
-from ortbundle.stage.file_evidence import FileEvidence, name_words, names_holder, plain_name
+from ortbundle.licensing.file_findings import named_terms, own_names
+from ortbundle.stage.file_facts import FileEvidence, name_words, names_holder, plain_name
 from ortbundle.tools.scaffold.propose import Library, Licence, ProposedRule, version_glob
 
 _NOTICE = re.compile(

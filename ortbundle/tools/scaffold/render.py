@@ -8,9 +8,8 @@ from collections.abc import Sequence
 import tomlkit
 from tomlkit.items import AoT, Array, Comment, InlineTable, Table, Trivia
 
-from ortbundle.config.recipes import Source
 from ortbundle.config.schema.jsonschema import directive
-from ortbundle.config.sources import MavenCoordinates, NpmCoordinates, PypiCoordinates
+from ortbundle.config.sources import MavenCoordinates, NpmCoordinates, PypiCoordinates, Source
 from ortbundle.config.vocabulary import PAIRED_KINDS
 from ortbundle.tools.scaffold.propose import Proposal, ProposedRule, gpu_vendors
 from ortbundle.tools.scaffold.resolve import Resolved

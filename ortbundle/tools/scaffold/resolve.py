@@ -19,7 +19,7 @@ from pathlib import Path
 
 from ortbundle._core.errors import ConfigError, FetchError
 from ortbundle._core.progress import Reporter
-from ortbundle.config.recipes import (
+from ortbundle.config.sources import (
     MavenCoordinates,
     NestedMember,
     NpmCoordinates,

@@ -4,7 +4,7 @@ is, the licence strings it was built with, and the third-party code it carries.
 A wheel's metadata speaks for the wheel, not for every file in it: onnxruntime-directml says
 "MIT" and ships DirectML.dll, whose version resource says "DirectML Redistributable Library …
 Microsoft Corporation. All rights reserved.". The audit compares what a file says here with
-the rule that claims it (ortbundle/licensing/evidence.py). Reading is pure and per file; the
+the rule that claims it (ortbundle/licensing/file_findings.py). Reading is pure and per file; the
 caller keeps the result by the file's SHA-256 (ortbundle/stage/versions.py's memo).
 
 - a PE file: its version resource's CompanyName, ProductName, ProductVersion and LegalCopyright;

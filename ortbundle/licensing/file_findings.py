@@ -1,7 +1,7 @@
 """Each shipped file's own evidence against the rule that claims it.
 
 A [[licenses]] rule claims files for a component under an expression; the files say whose they
-are (ortbundle/stage/file_evidence.py). The audit believes the rule only where the two agree:
+are (ortbundle/stage/file_facts.py). The audit believes the rule only where the two agree:
 
 - a file whose copyright holder is not the component's licensor — named neither by the
   rule's licence texts, nor by its `licensor`, nor by a `LicenseRef-<Holder>-…` it claims — is
@@ -23,7 +23,7 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from ortbundle.stage.file_evidence import (
+from ortbundle.stage.file_facts import (
     Embedded,
     FileEvidence,
     evidence_from_json,
