@@ -12,6 +12,7 @@ from __future__ import annotations
 import hashlib
 import io
 import json
+import tomllib
 from datetime import UTC, date, datetime, timedelta
 
 import pytest
@@ -29,6 +30,7 @@ from ortbundle.licensing.attribution import (
 )
 from ortbundle.licensing.audit import audit_channel, load_policy, print_report
 from ortbundle.licensing.file_findings import Mention, ShippedEvidence
+from ortbundle.licensing.waivers import is_placeholder
 from ortbundle.pipeline.build import AuditFailed, build
 from ortbundle.stage.file_facts import Embedded, FileEvidence
 from ortbundle.stage.staging import StagedFile, StagedText
@@ -131,6 +133,13 @@ def test_directml_under_the_wheels_mit_is_review_not_allow(
     printed = io.StringIO()  # the console says it verbatim: brackets are not markup
     print_report(Console(file=printed, width=4000, color_system=None), result.audits)
     assert f"REVIEW nsis: onnxruntime-fake: {problem}" in printed.getvalue()
+    # and the table that confirms it, each file's SHA-256 in it, ready to paste once reviewed
+    (snippet,) = fake_row.claims.tables
+    assert snippet in printed.getvalue()
+    assert f'"{DIRECTML_SHA}", # {DML.split("/", 1)[1]}' in snippet
+    pasted = tomllib.loads(snippet)["targets"]["windows-x86_64"]["licenses"]["confirmed"]
+    assert pasted["sha256"] == [DIRECTML_SHA]
+    assert is_placeholder(pasted["reviewer"])  # pasted unread, a release still refuses it
     audit = json.loads((result.version_dir / "audit.json").read_text())
     row = _component(audit, "nsis", "onnxruntime-fake")
     (dml,) = [e for e in row["evidence"] if e["path"] == DML]  # type: ignore[attr-defined]

@@ -457,6 +457,12 @@ def print_report(console: Console, audits: Sequence[ChannelAudit]) -> None:
                         f"[yellow]REVIEW[/] {audit.channel}: {c.name}: {escape(p)}",
                         highlight=False,
                     )
+                for snippet in c.claims.tables:  # each file's SHA-256, to paste once reviewed
+                    console.print(
+                        f"{c.name}: once a person has reviewed these files, confirm them:",
+                        highlight=False,
+                    )
+                    console.print(escape(snippet), highlight=False, soft_wrap=True)
         for w in audit.unused_waivers:
             console.print(
                 f"[yellow]UNUSED WAIVER[/] {audit.channel}: {w.file} matches no shipped file",

@@ -13,6 +13,8 @@ from dataclasses import dataclass
 from datetime import date
 from typing import Any
 
+import tomlkit
+
 from ortbundle.licensing.attribution import ComponentUse
 from ortbundle.licensing.file_findings import (
     Finding,
@@ -36,6 +38,8 @@ class Claims:
     open: tuple[str, ...] = ()  # the problem each unanswered finding is, with its fix
     confirmations: tuple[ConfirmationUse, ...] = ()
     guesses: tuple[str, ...] = ()  # one line per key the scaffold guessed
+    # per unanswered rule, the [confirmed] table a person pastes after reviewing its files
+    tables: tuple[str, ...] = ()
 
     @property
     def embedded(self) -> tuple[tuple[str, str, str, tuple[str, ...]], ...]:
@@ -151,6 +155,7 @@ def judge_claims(
     found: list[tuple[Finding, bool]] = []
     open_: list[str] = []
     confirmations: list[ConfirmationUse] = []
+    tables: list[str] = []
     for target, c in uses:
         against = findings(
             target,
@@ -171,6 +176,7 @@ def judge_claims(
                 f"{f.says} — {embedded_fix(name, target, c.rule, f.code) if f.code else fix}"
                 for f in against
             ]
+            tables.append(confirmation_table(name, target, c.rule, against, today))
             continue
         found += [(f, True) for f in against]
         covered = sorted({(f.path, f.sha256) for f in against})
@@ -190,4 +196,35 @@ def judge_claims(
         open=tuple(open_),
         confirmations=tuple(confirmations),
         guesses=tuple(guess_line(name, t, key, c.rule) for t, c in uses for key in c.guessed),
+        tables=tuple(tables),
     )
+
+
+def confirmation_table(
+    component: str, target: str, rule: str, against: Sequence[Finding], today: date
+) -> str:
+    """The `[confirmed]` table that answers `against` once a person has reviewed the files,
+    ready to paste after the component's [[targets.<target>.licenses]] rule: each file's
+    SHA-256 (a confirmation covers those bytes and no others), and the fields a person fills."""
+    document = tomlkit.document()
+    document.add(
+        tomlkit.comment(
+            f"{rule or 'the recipe'}: after {component}'s [[targets.{target}.licenses]] rule"
+        )
+    )
+    confirmed = tomlkit.table()
+    # a placeholder a release refuses (licensing/waivers.py), until a person puts their name
+    confirmed["reviewer"] = "unassigned: the person who compared the files with the texts"
+    confirmed["reason"] = "what the files say, what the texts say, and why the claim holds"
+    hashes = tomlkit.array().multiline(True)
+    for path, sha256 in sorted({(f.path, f.sha256) for f in against}):
+        hashes.add_line(sha256, comment=path)
+    confirmed["sha256"] = hashes
+    confirmed["reviewed"] = today
+    targets = tomlkit.table(is_super_table=True)
+    licenses = tomlkit.table(is_super_table=True)
+    licenses["confirmed"] = confirmed
+    targets[target] = tomlkit.table(is_super_table=True)
+    targets[target]["licenses"] = licenses
+    document["targets"] = targets
+    return tomlkit.dumps(document)
