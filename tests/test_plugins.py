@@ -167,6 +167,35 @@ def test_a_plugin_needing_a_newer_core_is_refused(fake: FakeProject, reporter: R
         build(fake.project, fake.options(), reporter)
 
 
+def test_a_plugin_outside_the_core_versions_it_fits_is_refused_naming_both(
+    fake: FakeProject, reporter: Reporter
+) -> None:
+    """Its wheel's Requires-Dist (onnxruntime<1.31,>=1.29, as onnxruntime-ggml's) against the
+    paired core: below, and above, are refused before anything is fetched; inside builds."""
+    add_plugin(fake)
+    recipe = fake.root / "recipes" / "ep-fake.toml"
+    text = recipe.read_text()
+    for fits in (">=1.29,<1.31", "<0.9"):
+        recipe.write_text(
+            text.replace('min_core = "1.0.0"', f'min_core = "1.0.0"\ncore_versions = "{fits}"')
+        )
+        with pytest.raises(ConfigError) as refused:
+            build(fake.project, fake.options(), reporter)
+        assert refused.value.message == (
+            f"ep-fake 0.1.0 fits ONNX Runtime {fits}; runtime fake is 1.0.0"
+        )
+        assert refused.value.file is not None and refused.value.file.endswith("fakeproduct.toml")
+    recipe.write_text(
+        text.replace('min_core = "1.0.0"', 'min_core = "1.0.0"\ncore_versions = ">=1.0,<2"')
+    )
+    build(fake.project, fake.options(), reporter)
+    recipe.write_text(
+        text.replace('min_core = "1.0.0"', 'min_core = "1.0.0"\ncore_versions = "1.2"')
+    )
+    with pytest.raises(ConfigError, match="is not a version specifier"):
+        build(fake.project, fake.options(), reporter)
+
+
 def test_a_misspelled_ep_name_is_refused_with_the_name_the_plugin_carries(
     fake: FakeProject, reporter: Reporter
 ) -> None:

@@ -133,6 +133,8 @@ def load_plan(project: Project, options: BuildOptions, *, parse_models: bool = T
     for kind in ("custom-ops", "uses-core"):
         for name in product.pairing(kind):
             _check_paired_kind(recipes[name], kind)
+    for name, pairs in product.paired.items():
+        _check_core_versions(recipes[name], [recipes[r] for r in pairs], product)
     for target in targets:
         for runtime in product.runtimes_for(target):
             recipes[runtime].for_target(target)
@@ -195,6 +197,32 @@ def _check_plugin(plugin: Recipe, cores: list[Recipe], product: Product) -> None
                 component=plugin.name,
                 file=str(product.path),
                 fix=f"pair {plugin.name} with a newer runtime, or pin an older plugin",
+            )
+
+
+def _check_core_versions(component: Recipe, cores: list[Recipe], product: Product) -> None:
+    """A component states the core versions it fits (its wheel's Requires-Dist): a paired
+    runtime outside them is refused, naming both."""
+    from packaging.specifiers import SpecifierSet
+    from packaging.version import InvalidVersion, Version
+
+    if component.core_versions is None:
+        return
+    fits = SpecifierSet(component.core_versions)
+    for core in cores:
+        try:
+            fitting = fits.contains(Version(core.version), prereleases=True)
+        except InvalidVersion:
+            fitting = False
+        if not fitting:
+            raise ConfigError(
+                f"{component.name} {component.version} fits ONNX Runtime "
+                f"{component.core_versions}; runtime {core.name} is {core.version}",
+                component=component.name,
+                file=str(product.path),
+                fix=f"pair {component.name} with a runtime whose version is "
+                f"{component.core_versions} (pin one: invoke pin -c {core.name} --version "
+                f"VERSION), or pin a release of {component.name} made for {core.version}",
             )
 
 

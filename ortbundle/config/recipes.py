@@ -29,6 +29,7 @@ from ortbundle.config.vocabulary import (
     GUESSABLE,
     KIND_DIRECTORIES,
     NAME_WORD,
+    PAIRED_KINDS,
     PATH_WORD,
     PAYLOAD_PLACES,
     PURL,
@@ -148,6 +149,9 @@ class Recipe:
     digest: str  # SHA-256 of the recipe file: part of every cache key built from it
     ep_name: str | None = None  # plugin-ep: the factory's EP name (OrtEpDevice.ep_name)
     min_core: str | None = None  # plugin-ep: the oldest ONNX Runtime core it registers with
+    # a component paired with a core: the core versions it fits, as its wheel's Requires-Dist
+    # on onnxruntime says (a PEP 440 specifier, ">=1.29,<1.31"); None: not stated
+    core_versions: str | None = None
     soc_families: tuple[str, ...] = ()  # the SoC vendors it needs ("qualcomm"); empty: any
     externals: tuple[ExternalSpec, ...] = ()  # [[externals]]: what the component itself needs
 
@@ -310,6 +314,16 @@ def load_recipe(path: Path) -> Recipe:
         raise component.fail(f"kind {kind!r} is not supported ({', '.join(RECIPE_KINDS)}; model)")
     ep_name = component.text("ep_name") if kind == "plugin-ep" else None
     min_core = component.text("min_core") if kind == "plugin-ep" else None
+    core_versions = component.opt_text("core_versions") if kind in PAIRED_KINDS else None
+    if core_versions is not None:
+        from packaging.specifiers import InvalidSpecifier, SpecifierSet
+
+        try:
+            SpecifierSet(core_versions)
+        except InvalidSpecifier:
+            raise component.fail(
+                f"core_versions {core_versions!r} is not a version specifier (>=1.29,<1.31)"
+            ) from None
     sources = read_sources(top)
     targets_table = top.sub("targets")
     targets = {
@@ -329,6 +343,7 @@ def load_recipe(path: Path) -> Recipe:
         digest=digest,
         ep_name=ep_name,
         min_core=min_core,
+        core_versions=core_versions,
         soc_families=component.text_list("soc_families", required=False),
         externals=read_externals(top),
     )

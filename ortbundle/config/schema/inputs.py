@@ -410,6 +410,12 @@ COMPONENT = Table(
             True,
             when=("kind", ("plugin-ep",)),
         ),
+        text(
+            "core_versions",
+            "the ONNX Runtime core versions it fits, as a PEP 440 specifier (>=1.29,<1.31): its "
+            "wheel's Requires-Dist on onnxruntime; a paired runtime outside it is refused",
+            when=("kind", ("plugin-ep", "custom-ops", "uses-core")),
+        ),
     ),
 )
 

@@ -192,6 +192,9 @@ def recipe_text(
         )
         component.add("min_core", first.min_core)
         component["min_core"].comment(first.min_core_why)
+    if first.kind in PAIRED_KINDS and first.core_requirement:
+        component.add("core_versions", first.core_requirement)
+        component["core_versions"].comment("its wheel's Requires-Dist on onnxruntime")
     doc.add("component", component)
     doc.add(tomlkit.nl())
     doc.add("sources", _sources(resolved))
