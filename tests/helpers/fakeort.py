@@ -16,7 +16,7 @@ from typing import Any
 
 import pytest
 
-from ortbundle.tools.smoke.probe import MINGW_CC
+from ortbundle.stage.probe import MINGW_CC
 
 _CORE = r"""
 #include <stdint.h>
