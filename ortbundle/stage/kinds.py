@@ -249,7 +249,7 @@ def check_names(recipe: Recipe, staged: StagedRuntime, target: str) -> None:
         )
         lines.append(f"{table} providers names {listed}, which none of its libraries carries")
     if lacking and ran is not None:
-        listed = ", ".join(_with_nearest(p, ran.names) for p in lacking)
+        listed = ", ".join(lacking)  # a provider's right name, only not built in: no guess
         lines.append(
             f"{table} providers names {listed}, which its core does not offer on {target} "
             f"(its GetAvailableProviders, {ran.how}: {', '.join(ran.names)})"
