@@ -28,9 +28,9 @@ import pytest
 from ortbundle._core.progress import plain_reporter
 from ortbundle.pipeline.build import BuildOptions, Project, build
 from ortbundle.pipeline.result import BuildResult
-from ortbundle.tools.smoke.probe import build_probe
+from ortbundle.stage.probe import build_probe
+from ortbundle.stage.probe.qemu import Qemu, missing_qemu, qemu_sysroot
 from ortbundle.tools.smoke.probe.checks import ProbeRunner, check_tree
-from ortbundle.tools.smoke.qemu import Qemu, missing_qemu, qemu_sysroot
 from ortbundle.tools.smoke.run import smoke
 from tests.helpers.mislabel import mislabel_stage
 from tests.helpers.real import ROOT

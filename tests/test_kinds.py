@@ -203,7 +203,7 @@ def test_a_misspelled_provider_is_refused_with_the_nearest_one_even_when_restore
         build(fake.project, fake.options(), reporter)
     error = refused.value
     assert error.message == (
-        "runtime fake: providers names CPUExecutionProvidr (did you mean CPUExecutionProvider?), "
+        "runtime fake: [component] providers names CPUExecutionProvidr (did you mean CPUExecutionProvider?), "
         "which none of its libraries carries"
     )
     assert error.component == "fake" and error.target in ("linux-x86_64", "windows-x86_64")

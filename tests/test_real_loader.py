@@ -14,7 +14,7 @@ import pytest
 from ortbundle._core.progress import plain_reporter
 from ortbundle.payload.loader import Hardware, choose, system_libraries
 from ortbundle.pipeline.build import DEFAULT_PRODUCT, BuildOptions, Project, build
-from ortbundle.tools.smoke.wine import Wine
+from ortbundle.stage.probe.wine import Wine
 from tests.helpers.fakeroot import nvidia_machine, run_loader
 from tests.helpers.real import ROOT, build_product, target_result
 from tests.helpers.windows import own_prefix

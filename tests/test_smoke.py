@@ -15,14 +15,15 @@ import pytest
 
 from ortbundle._core.errors import SmokeError
 from ortbundle.channels.nsis import NsisChannel
-from ortbundle.tools.smoke.installs import tree_difference
-from ortbundle.tools.smoke.probe import (
+from ortbundle.stage.probe import (
     ProbeOutput,
     ProbeResult,
     build_probe,
     input_values,
     parse_probe,
 )
+from ortbundle.stage.probe.wine import wine_session
+from ortbundle.tools.smoke.installs import tree_difference
 from ortbundle.tools.smoke.probe.checks import (
     ProbeRunner,
     RuntimeCheck,
@@ -31,7 +32,6 @@ from ortbundle.tools.smoke.probe.checks import (
     check_tree,
 )
 from ortbundle.tools.smoke.run import smoke
-from ortbundle.tools.smoke.wine import wine_session
 from tests.helpers.fakeort import compile_needing, fake_runtime, need, write_stage
 from tests.helpers.packages import make_package_input
 from tests.helpers.pe import make_pe

@@ -17,7 +17,7 @@ from pathlib import Path
 import pytest
 
 from ortbundle.pipeline.result import BuildResult
-from ortbundle.tools.smoke.probe import FLAGS, MINGW_CC
+from ortbundle.stage.probe import FLAGS, MINGW_CC
 from ortbundle.tools.smoke.probe.checks import ProbeRunner, check_tree
 from ortbundle.tools.smoke.run import SmokeReport, smoke
 from tests.helpers.mislabel import mislabel_stage
@@ -130,7 +130,7 @@ def test_the_probes_own_ortapi_declarations_match_the_c_header(
     if shutil.which(compiler) is None:
         pytest.skip(f"{compiler} not installed (Debian/Ubuntu: gcc, gcc-mingw-w64-x86-64)")
     include = c_api_headers(tmp_path / "include")
-    source = Path(__file__).parents[1] / "ortbundle/tools/smoke/probe/ortprobe.c"
+    source = Path(__file__).parents[1] / "ortbundle/stage/probe/ortprobe.c"
     flags = [f for f in FLAGS if not f.startswith("-std=")]
     flags += ["-std=c11", "-fsyntax-only", "-D_GNU_SOURCE", "-DORTPROBE_CHECK_HEADER"]
     checked = subprocess.run(

@@ -19,14 +19,15 @@ import pytest
 from ortbundle.channels import PackageInput
 from ortbundle.channels.nsis import NsisChannel
 from ortbundle.licensing.attribution import ShippedFile
+from ortbundle.stage.probe import MINGW_CC
+from ortbundle.stage.probe.wine import Wine
 from ortbundle.tools.smoke.installs import (
     run_setup,
     run_uninstaller,
     tree_digests,
     windows_install_dir,
 )
-from ortbundle.tools.smoke.probe import MINGW_CC
-from ortbundle.tools.smoke.wine import Wine, idle_noise, prefix_state
+from ortbundle.tools.smoke.wine import idle_noise, prefix_state
 from tests.helpers.packages import SETTINGS, make_package_input
 from tests.helpers.windows import UNINSTALL_KEY, own_prefix
 

@@ -18,13 +18,13 @@ from ortbundle.channels import PackageInput, ShippedRuntime
 from ortbundle.channels.nsis import NsisChannel
 from ortbundle.config.products import Addon
 from ortbundle.stage.closure import ExternalLibrary
+from ortbundle.stage.probe.wine import Wine
 from ortbundle.tools.smoke.installs import (
     run_setup,
     run_uninstaller,
     tree_digests,
     windows_install_dir,
 )
-from ortbundle.tools.smoke.wine import Wine
 from tests.helpers.packages import SETTINGS, make_package_input, write_stage_files
 from tests.helpers.pe import make_pe
 from tests.helpers.windows import UNINSTALL_KEY, own_prefix

@@ -86,7 +86,7 @@ def package_input(
                 label=recipe.label,
                 directory=staged.directory,
                 needs_gpu=bool(recipe.gpu_vendors)
-                or bool(GENERIC_GPU_PROVIDERS & set(recipe.providers)),
+                or bool(GENERIC_GPU_PROVIDERS & set(recipe.providers_for(staged.target))),
             )
             for recipe, staged in runtimes
         ),

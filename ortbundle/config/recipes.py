@@ -128,6 +128,9 @@ class TargetRecipe:
     # need not: applied after the memoised stage, so kept out of the repr its key is made of
     loads: tuple[str, ...] = field(default=(), repr=False)
     ignore_loads: tuple[IgnoreRule, ...] = field(default=(), repr=False)
+    # [targets.<t>] providers: this target's own list where the targets' cores differ (empty:
+    # [component] providers); judged and indexed after the memoised stage, so not in the key
+    providers: tuple[str, ...] = field(default=(), repr=False)
 
     def shipped_name(self, name: str) -> str:
         """The name a kept library is staged under, after the recipe's renames."""
@@ -160,6 +163,16 @@ class Recipe:
         """Where it is staged: a runtime under runtimes/, a plugin EP under plugins/, a
         custom-op library under custom_ops/, a library using a core under libraries/."""
         return f"{KIND_DIRECTORIES[self.kind]}/{self.name}"
+
+    def providers_for(self, target: str) -> tuple[str, ...]:
+        """The providers on `target`: its [targets.<t>] providers, else [component]'s."""
+        section = self.targets.get(target)
+        return section.providers if section is not None and section.providers else self.providers
+
+    def providers_table(self, target: str) -> str:
+        """The table whose `providers` key gives `target`'s list, as a message names it."""
+        section = self.targets.get(target)
+        return f"[targets.{target}]" if section is not None and section.providers else "[component]"
 
     def for_target(self, target: str) -> TargetRecipe:
         if target not in self.targets:
@@ -297,6 +310,7 @@ def _target_recipe(reader: TableReader, target: str, sources: dict[str, Source])
         renames=tuple(renames),
         loads=loads,
         ignore_loads=ignore_loads,
+        providers=reader.text_list("providers", required=False),
     )
 
 

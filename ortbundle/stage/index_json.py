@@ -62,7 +62,7 @@ def plugin_entry(recipe: Recipe, staged: StagedRuntime) -> dict[str, Any]:
         "library": f"{staged.directory}/{staged.closure.entry}",
         "min_core": recipe.min_core,
         "version": recipe.version,
-        "providers": list(recipe.providers),
+        "providers": list(recipe.providers_for(staged.target)),
         "soc_families": list(recipe.soc_families),
     }
 
@@ -165,13 +165,16 @@ def runtime_entry(
         "directory": staged.directory,
         "entry": staged.closure.entry,
         "ort_version": recipe.version,
-        "providers": list(recipe.providers),
+        "providers": list(recipe.providers_for(staged.target)),
         "fits": {
             "gpu_vendors": list(recipe.gpu_vendors),
             # a core fits any GPU when it, or a plugin EP paired with it, drives one
             "any_gpu": bool(
                 GENERIC_GPU_PROVIDERS
-                & {*recipe.providers, *(p for e in plugins or [] for p in e["providers"])}
+                & {
+                    *recipe.providers_for(staged.target),
+                    *(p for e in plugins or [] for p in e["providers"]),
+                }
             ),
             "soc_families": list(recipe.soc_families),
         },

@@ -11,8 +11,10 @@ a provider it does not have. Everything is read from the facts the pruned runtim
 from __future__ import annotations
 
 from collections.abc import Iterable
+from pathlib import Path
 
 from ortbundle._core.errors import ClosureError, ConfigError
+from ortbundle._core.memo import Memo
 from ortbundle.config.recipes import Recipe
 from ortbundle.config.schema.problems import nearest
 from ortbundle.config.vocabulary import PAIRED_KINDS
@@ -28,6 +30,7 @@ from ortbundle.stage.binaries.info import (
 )
 from ortbundle.stage.closure import KeptLibrary
 from ortbundle.stage.plugins import refuse_bundled_core
+from ortbundle.stage.probe.names import NamesRead, read_providers
 from ortbundle.stage.staging import StagedRuntime
 
 _ROLE_OF_KIND = {
@@ -189,38 +192,72 @@ def _carried(staged: StagedRuntime) -> list[str]:
 
 
 def offered(recipe: Recipe, staged: StagedRuntime) -> tuple[str, ...]:
-    """The providers the libraries offer: a core's table (in its priority order), or a plugin's
-    EP name when its library carries it; () when the bytes do not say."""
+    """The providers the libraries offer: what the core said when the probe ran it, else its
+    table read from the bytes (in its priority order), or a plugin's EP name when its library
+    carries it; () when neither says."""
     if recipe.kind == "plugin-ep":
         entry = _entry(staged)
         name = recipe.ep_name
         return (name,) if name and entry is not None and name in entry.info.ep_names else ()
+    if staged.offered is not None and staged.offered.names:
+        return staged.offered.names
+    return _static_table(staged)
+
+
+def _static_table(staged: StagedRuntime) -> tuple[str, ...]:
     found: dict[str, None] = {}
     for kept in staged.closure.kept:
         found.update(dict.fromkeys(kept.info.available_providers))
     return tuple(found)
 
 
+def read_offered(
+    recipe: Recipe, staged: StagedRuntime, stage: Path, memo: Memo
+) -> NamesRead | None:
+    """What a runtime's core offers on its target, by running the staged core where this
+    machine can (probe/names.py), else from its bytes; None for any other kind."""
+    entry = _entry(staged)
+    if recipe.kind != "runtime" or entry is None or kind_of(staged, entry) != "core":
+        return None
+    library = stage / staged.directory / entry.name
+    return read_providers(library, entry.sha256, staged.target, _static_table(staged), memo)
+
+
 def check_names(recipe: Recipe, staged: StagedRuntime, target: str) -> None:
-    """Every stated provider is a name some kept library carries; a plugin's ep_name is one its
-    entry carries. All of a runtime's mistakes in one error, each with the nearest name."""
+    """Every stated provider is a name some kept library carries and, when the probe ran the
+    core, one it offers; a plugin's ep_name is one its entry carries. All of a runtime's
+    mistakes in one error, each with the nearest name."""
+    providers = recipe.providers_for(target)
+    table = recipe.providers_table(target)
     carried = _carried(staged)
+    ran = staged.offered if staged.offered is not None and staged.offered.ran else None
     # a library that names no provider at all (QNN's plugin keeps its name where the string
     # scan does not see it) leaves the recipe's word unjudged: only a name the bytes could have
     # confirmed, and did not, is refused
-    unknown = [p for p in recipe.providers if p not in carried] if carried else []
+    unknown = [p for p in providers if p not in carried] if carried else []
+    # the core, run, said what it offers: a name it lacks is refused, carried or not
+    lacking = [p for p in providers if p not in unknown and p not in ran.names] if ran else []
     entry = _entry(staged)
     ep_names = list(entry.info.ep_names) if entry is not None else []
     wrong_ep = recipe.kind == "plugin-ep" and bool(ep_names) and recipe.ep_name not in ep_names
-    if not unknown and not wrong_ep:
+    if not unknown and not lacking and not wrong_ep:
         return
     lines, fixes = [], []
     if unknown:
-        listed = ", ".join(_with_nearest(p, carried) for p in unknown)
-        lines.append(f"providers names {listed}, which none of its libraries carries")
+        listed = ", ".join(
+            _with_nearest(p, [*(ran.names if ran else ()), *carried]) for p in unknown
+        )
+        lines.append(f"{table} providers names {listed}, which none of its libraries carries")
+    if lacking and ran is not None:
+        listed = ", ".join(lacking)  # a provider's right name, only not built in: no guess
+        lines.append(
+            f"{table} providers names {listed}, which its core does not offer on {target} "
+            f"(its GetAvailableProviders, {ran.how}: {', '.join(ran.names)})"
+        )
+    if unknown or lacking:
         has = offered(recipe, staged) or tuple(carried)
         what = f"they offer {', '.join(has)}" if has else "they name no provider"
-        fixes.append(f"list in [component] providers only what its libraries carry ({what})")
+        fixes.append(f"list in {table} providers only what its libraries carry ({what})")
     if wrong_ep and entry is not None:
         name = str(recipe.ep_name)
         lines.append(
@@ -252,30 +289,38 @@ def provider_warnings(runtimes: Iterable[tuple[Recipe, str, StagedRuntime]]) -> 
     the libraries offer that the recipe leaves out (the loader never ranks the runtime for it,
     the application never learns it is there), and one a core's table marks unavailable."""
     recipes: dict[str, Recipe] = {}
-    left_out: dict[tuple[str, str], list[str]] = {}
-    unavailable: dict[tuple[str, str], list[str]] = {}
+    left_out: dict[tuple[str, str, str], list[str]] = {}
+    unavailable: dict[tuple[str, str, str], list[str]] = {}
     for recipe, target, staged in runtimes:
         recipes[recipe.name] = recipe
         has = offered(recipe, staged)
         if not has:
             continue  # the bytes do not say: nothing to hold the recipe against
+        providers, table = recipe.providers_for(target), recipe.providers_table(target)
         for provider in has:
-            if provider not in recipe.providers:
-                left_out.setdefault((recipe.name, provider), []).append(target)
+            if provider not in providers:
+                left_out.setdefault((recipe.name, provider, table), []).append(target)
         if recipe.kind == "runtime":
-            for provider in recipe.providers:
+            for provider in providers:
                 if provider not in has:
-                    unavailable.setdefault((recipe.name, provider), []).append(target)
+                    unavailable.setdefault((recipe.name, provider, table), []).append(target)
     lines = [
         f"WARNING: {name} on {', '.join(sorted(targets))}: its libraries offer {provider}, "
-        f"which [component] providers in {recipes[name].path} leaves out — add it, or the "
-        "loader never ranks this runtime for it"
-        for (name, provider), targets in left_out.items()
+        f"which {_table(table, targets)} providers in {recipes[name].path} leaves out — add "
+        "it, or the loader never ranks this runtime for it"
+        for (name, provider, table), targets in left_out.items()
     ]
     lines += [
-        f"WARNING: {name} on {', '.join(sorted(targets))}: [component] providers in "
-        f"{recipes[name].path} names {provider}, which its core's provider table marks "
+        f"WARNING: {name} on {', '.join(sorted(targets))}: {_table(table, targets)} providers "
+        f"in {recipes[name].path} names {provider}, which its core's provider table marks "
         "unavailable — remove it, or take a build of ONNX Runtime that has it"
-        for (name, provider), targets in unavailable.items()
+        for (name, provider, table), targets in unavailable.items()
     ]
     return lines
+
+
+def _table(table: str, targets: list[str]) -> str:
+    """[component], or each target's own table when the list is per target."""
+    if table == "[component]":
+        return table
+    return " and ".join(f"[targets.{t}]" for t in sorted(targets))

@@ -38,6 +38,7 @@ from ortbundle.stage.binaries.loads import (
 from ortbundle.stage.binaries.soname import rename_library
 from ortbundle.stage.closure import Candidate, Closure, Materialized, prune
 from ortbundle.stage.globs import check_globs
+from ortbundle.stage.probe.names import NamesRead
 
 LIBRARY_MODE = 0o644
 TEXT_MODE = 0o644
@@ -59,6 +60,9 @@ class StagedRuntime:
     closure: Closure
     files: tuple[StagedFile, ...]
     outside_globs: int  # archive members that are not libraries at all
+    # what the core offers, read by running it where this machine can (probe/names.py); set by
+    # the stage step after the runtime is stored or restored, never part of the stored record
+    offered: NamesRead | None = None
 
 
 @dataclass(frozen=True)

@@ -10,7 +10,7 @@ from __future__ import annotations
 import functools
 import os
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 
 from ortbundle._core.errors import ClosureError
@@ -28,7 +28,7 @@ from ortbundle.stage.binaries.loads import warning_lines as load_warnings
 from ortbundle.stage.binaries.soname import patchelf_version
 from ortbundle.stage.closure_report import raise_collected
 from ortbundle.stage.index_json import index_files, write_index
-from ortbundle.stage.kinds import check_component, provider_warnings
+from ortbundle.stage.kinds import check_component, provider_warnings, read_offered
 from ortbundle.stage.models import StagedModel, models_index, stage_model, write_models_index
 from ortbundle.stage.plugins import refuse_bundled_core
 from ortbundle.stage.reachable import warning_lines as never_chosen
@@ -235,6 +235,8 @@ def _stage_one_runtime(
             if recipe.kind == "plugin-ep":
                 refuse_bundled_core(recipe, staged, work.target)
             store_runtime(work.cache, key, stage, staged)
+        # what the core offers, from running it where this machine can (memoised per SHA-256)
+        staged = replace(staged, offered=read_offered(recipe, staged, stage, work.memo))
         # the kind, providers and EP name against the kept libraries' facts, restored or not:
         # the component table is not part of the key, so an edit to it prunes nothing again
         check_component(recipe, staged, work.target)

@@ -16,7 +16,7 @@ from typing import Any
 
 import pytest
 
-from ortbundle.tools.smoke.probe import MINGW_CC
+from ortbundle.stage.probe import MINGW_CC
 
 _CORE = r"""
 #include <stdint.h>
@@ -31,6 +31,7 @@ _CORE = r"""
 typedef void (*entry)(void);
 static entry table[320];
 static char *providers[] = { %(providers)s };
+EXPORT const char *ort_names_known[] = { %(carries)s }; /* named in its bytes, not offered */
 static int env;
 
 static const char *CALL error_message(const void *status) {
@@ -80,8 +81,10 @@ def compile_core(
     windows: bool,
     version: str = "1.99.0",
     providers: Sequence[str] = ("CPUExecutionProvider",),
+    carries: Sequence[str] = (),
 ) -> Path:
-    """`directory/name`: the stand-in core. Skips when the compiler is missing."""
+    """`directory/name`: the stand-in core, offering `providers` and naming `carries` too (as a
+    real core names providers it was built without). Skips when the compiler is missing."""
     compiler = MINGW_CC if windows else "gcc"
     found = shutil.which(compiler)
     if found is None:
@@ -91,6 +94,7 @@ def compile_core(
     source = directory / f"{name}.c"
     text = _CORE % {
         "providers": ", ".join(f'"{p}"' for p in providers),
+        "carries": ", ".join([*(f'"{p}"' for p in carries), "0"]),
         "api": int(version.split(".")[1]),
         "version": version,
     }

@@ -9,9 +9,9 @@ from pathlib import Path
 
 import pytest
 
-from ortbundle.tools.smoke.probe import build_probe
+from ortbundle.stage.probe import build_probe
+from ortbundle.stage.probe.wine import Wine, missing_wine, wine_session
 from ortbundle.tools.smoke.probe.checks import ProbeRunner
-from ortbundle.tools.smoke.wine import Wine, missing_wine, wine_session
 
 UNINSTALL_KEY = "Software\\Microsoft\\Windows\\CurrentVersion\\Uninstall\\"
 

@@ -366,6 +366,13 @@ TARGET = Table(
             "names the run-time load detection may ignore",
             default="[]",
         ),
+        texts(
+            "providers",
+            "this target's execution providers, where the targets' cores differ (macOS CoreML, "
+            "then CPU): overrides [component] providers here and is checked the same way",
+            default="[component] providers",
+            nonempty=True,
+        ),
     ),
 )
 

@@ -21,8 +21,8 @@ from dataclasses import dataclass
 from pathlib import Path, PureWindowsPath
 
 from ortbundle._core.fsio import sha256_file
-from ortbundle.tools.smoke.process import run_captured
-from ortbundle.tools.smoke.wine import Wine
+from ortbundle.stage.probe.process import run_captured
+from ortbundle.stage.probe.wine import Wine
 
 __all__ = [
     "ArchInstall",

@@ -38,6 +38,9 @@ from pathlib import Path
 from ortbundle._core.errors import OrtbundleError, SmokeError
 from ortbundle.channels import package_directory
 from ortbundle.config.targets import get_target
+from ortbundle.stage.probe import build_probe
+from ortbundle.stage.probe.qemu import missing_qemu, qemu_sysroot
+from ortbundle.stage.probe.wine import Wine, missing_wine, wine_session
 from ortbundle.tools.smoke.installs import (
     install_arch,
     run_setup,
@@ -49,16 +52,8 @@ from ortbundle.tools.smoke.installs import (
     windows_install_dir,
 )
 from ortbundle.tools.smoke.macos import smoke_macos
-from ortbundle.tools.smoke.probe import build_probe
 from ortbundle.tools.smoke.probe.checks import ProbeRunner, RuntimeCheck, agree, check_tree
-from ortbundle.tools.smoke.qemu import missing_qemu, qemu_sysroot
-from ortbundle.tools.smoke.wine import (
-    Wine,
-    idle_noise,
-    missing_wine,
-    prefix_state,
-    wine_session,
-)
+from ortbundle.tools.smoke.wine import idle_noise, prefix_state
 
 __all__ = ["SmokeLine", "SmokeReport", "smoke"]
 

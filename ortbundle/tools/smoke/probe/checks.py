@@ -36,16 +36,16 @@ from typing import Any
 from ortbundle._core.errors import OrtbundleError
 from ortbundle.payload.loader.search import Libraries, missing_libraries, system_libraries
 from ortbundle.stage.binaries import inspect
-from ortbundle.tools.smoke.probe import (
+from ortbundle.stage.probe import (
     ProbeOutput,
     ProbeResult,
     input_values,
     parse_probe,
     probe_command,
 )
-from ortbundle.tools.smoke.process import run_captured
-from ortbundle.tools.smoke.qemu import Qemu
-from ortbundle.tools.smoke.wine import Wine
+from ortbundle.stage.probe.process import run_captured
+from ortbundle.stage.probe.qemu import Qemu
+from ortbundle.stage.probe.wine import Wine
 
 __all__ = ["ProbeRunner", "RuntimeCheck", "agree", "check_tree"]
 

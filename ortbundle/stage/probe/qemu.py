@@ -17,7 +17,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
-from ortbundle.tools.smoke.process import run_captured
+from ortbundle.stage.probe.process import run_captured
 
 __all__ = ["CROSS_CC", "Qemu", "missing_qemu", "qemu_sysroot"]
 

@@ -1,0 +1,143 @@
+"""The providers an ONNX Runtime core offers, read by running it where this machine can.
+
+A core's `GetAvailableProviders()` is the truth the loader acts on; the table the stage reads
+from the bytes (binaries/providers.py) is a reading of the same constant, found by pointers,
+and is not found at all in a Mach-O. So the probe (ortprobe.c) loads the staged core and asks
+it: natively for linux-x86_64 on a Linux x86_64 host, under Wine for windows-x86_64, under
+qemu-user for linux-aarch64. Where it cannot run (a Mach-O, Windows on Arm, a missing compiler,
+Wine or qemu, or a core that does not load here) the bytes' reading stands, marked as read
+statically with the reason. Each answer is kept by the library's SHA-256 and how it could be
+read, so a warm build runs nothing.
+"""
+
+from __future__ import annotations
+
+import platform
+import shutil
+import tempfile
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from ortbundle._core.errors import OrtbundleError
+from ortbundle._core.memo import Memo
+from ortbundle.stage.probe import build_probe, parse_probe
+from ortbundle.stage.probe.process import run_captured
+from ortbundle.stage.probe.qemu import missing_qemu, qemu_sysroot
+from ortbundle.stage.probe.wine import missing_wine, wine_session
+
+__all__ = [
+    "RAN_NATIVELY",
+    "RAN_UNDER_QEMU",
+    "RAN_UNDER_WINE",
+    "READ_STATICALLY",
+    "NamesRead",
+    "how_to_run",
+    "read_providers",
+]
+
+RAN_NATIVELY = "ran natively"
+RAN_UNDER_WINE = "ran under wine"
+RAN_UNDER_QEMU = "ran under qemu"
+READ_STATICALLY = "read statically"
+_FORMAT = "offered-names/1"  # of a memo entry
+_TIMEOUT = 120  # seconds: loading a core and listing its providers takes well under one
+
+
+@dataclass(frozen=True)
+class NamesRead:
+    """What one library offers on one target, and how that was learnt: `how` is one of
+    RAN_NATIVELY, RAN_UNDER_WINE, RAN_UNDER_QEMU, READ_STATICALLY; `why` says why a static
+    reading stands (empty when the probe ran)."""
+
+    target: str
+    names: tuple[str, ...]
+    how: str
+    why: str = ""
+
+    @property
+    def ran(self) -> bool:
+        """The core itself said it: a name it lacks is certainly not offered."""
+        return self.how != READ_STATICALLY
+
+
+def how_to_run(target: str) -> tuple[str, str]:
+    """(how the probe can run a `target` core here, "") or (READ_STATICALLY, why not)."""
+    if target == "linux-x86_64":
+        host = (platform.system(), platform.machine())
+        if host != ("Linux", "x86_64"):
+            return READ_STATICALLY, f"this machine is {host[0]} {host[1]}"
+        if shutil.which("gcc") is None:
+            return READ_STATICALLY, "gcc is not on PATH (Debian/Ubuntu: apt-get install gcc)"
+        return RAN_NATIVELY, ""
+    if target == "windows-x86_64":
+        missing = missing_wine()
+        return (RAN_UNDER_WINE, "") if not missing else (READ_STATICALLY, _needs(missing))
+    if target == "linux-aarch64":
+        missing = missing_qemu()
+        return (RAN_UNDER_QEMU, "") if not missing else (READ_STATICALLY, _needs(missing))
+    return READ_STATICALLY, f"no {target} program runs on this machine"
+
+
+def _needs(packages: list[str]) -> str:
+    return f"needs {', '.join(packages)} (Debian/Ubuntu: apt-get install {' '.join(packages)})"
+
+
+def read_providers(
+    library: Path,
+    sha256: str,
+    target: str,
+    static: tuple[str, ...],
+    memo: Memo,
+    *,
+    runner: Callable[[str], tuple[str, str]] = how_to_run,
+) -> NamesRead:
+    """The providers the core at `library` (with its staged neighbours beside it) offers on
+    `target`: run where `runner` says it can, else `static` (the bytes' reading). Kept by
+    `sha256` and how: a machine that gains Wine asks again, a warm build runs nothing."""
+    how, why = runner(target)
+
+    def compute() -> NamesRead:
+        if how == READ_STATICALLY:
+            return NamesRead(target, static, how, why)
+        ran, problem = _run(library, target, how)
+        if ran:
+            return NamesRead(target, ran, how)
+        return NamesRead(target, static, READ_STATICALLY, problem)
+
+    return memo.remembered("offered-names", [_FORMAT, sha256, target, how], compute, _to, _from)
+
+
+def _run(library: Path, target: str, how: str) -> tuple[tuple[str, ...], str]:
+    """The providers the probe printed, or () and why it printed none."""
+    with tempfile.TemporaryDirectory(prefix="ortbundle-probe-") as scratch:
+        work = Path(scratch)
+        try:
+            exe = build_probe(work / "probe", target=target)
+        except OrtbundleError as problem:
+            return (), f"the probe could not be built: {problem}"
+        if how == RAN_UNDER_WINE:
+            with wine_session(work / "prefix") as wine:
+                done = wine.run([str(exe), "--lib", wine.path(library)], timeout=_TIMEOUT)
+        elif how == RAN_UNDER_QEMU:
+            qemu = qemu_sysroot(work / "sysroot")
+            done = qemu.run([str(exe), "--lib", str(library)], timeout=_TIMEOUT)
+        else:
+            done = run_captured([str(exe), "--lib", str(library)], timeout=_TIMEOUT)
+    result = parse_probe(done.returncode, done.stdout, done.stderr)
+    if result.providers:
+        return result.providers, ""
+    said = result.error or done.stderr.strip()[-300:] or f"exit {done.returncode}"
+    return (), f"the probe did not list its providers ({how}): {said}"
+
+
+def _to(read: NamesRead) -> dict[str, Any]:
+    return {"target": read.target, "names": list(read.names), "how": read.how, "why": read.why}
+
+
+def _from(data: Any) -> NamesRead:
+    names = data["names"]
+    if not isinstance(names, list) or not all(isinstance(n, str) for n in names):
+        raise ValueError("names")
+    return NamesRead(str(data["target"]), tuple(names), str(data["how"]), str(data["why"]))
