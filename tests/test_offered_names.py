@@ -16,12 +16,16 @@ from ortbundle._core.memo import Memo
 from ortbundle._core.progress import Reporter
 from ortbundle.pipeline.build import build
 from ortbundle.stage.probe.names import (
+    PROBE_ENV,
     RAN_NATIVELY,
+    RAN_UNDER_WINE,
     READ_STATICALLY,
     NamesRead,
     how_to_run,
+    probe_mode,
     read_providers,
 )
+from ortbundle.stage.probe.wine import missing_wine
 from tests.helpers.fakeort import compile_core
 from tests.helpers.project import FakeProject
 from tests.helpers.toml_edit import edit_toml
@@ -146,3 +150,20 @@ def _indexed(fake: FakeProject) -> list[list[str]]:
     ]
     assert lists, "no runtimes.json was staged"
     return lists
+
+
+def test_the_probe_mode_says_which_cores_are_run() -> None:
+    """native (the default) runs what this machine runs itself; all adds Wine and qemu; none
+    runs nothing; anything else is refused naming the choices."""
+    assert probe_mode({}) == "native" and probe_mode({PROBE_ENV: " all "}) == "all"
+    with pytest.raises(ConfigError) as refused:
+        probe_mode({PROBE_ENV: "wine"})
+    assert refused.value.fix is not None and "native, all, none" in refused.value.fix
+    how, why = how_to_run("windows-x86_64", "native")
+    assert how == READ_STATICALLY and f"{PROBE_ENV}=all" in why
+    assert how_to_run("linux-x86_64", "none") == (
+        READ_STATICALLY,
+        f"{PROBE_ENV}=none: no core is run",
+    )
+    expected = RAN_UNDER_WINE if not missing_wine() else READ_STATICALLY
+    assert how_to_run("windows-x86_64", "all")[0] == expected

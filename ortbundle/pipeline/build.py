@@ -45,6 +45,7 @@ from ortbundle.pipeline.incremental import PreparedBuild, prepare_build, record_
 from ortbundle.pipeline.preflight import preflight
 from ortbundle.pipeline.result import BuildResult, TargetResult, write_summary
 from ortbundle.stage.closure_report import raise_collected
+from ortbundle.stage.probe.names import probe_mode
 from ortbundle.stage.staging import discard, scratch_dir
 from ortbundle.stage.step import StageInput, TargetStage, stage_target, stage_warnings
 
@@ -85,7 +86,6 @@ def build(
     prepared: PreparedBuild | None = None,
 ) -> BuildResult:
     """Stage, attribute and audit every target aside; publish the version only if all succeeded.
-
     The whole version directory (stages, evidence, packaging) is built in a hidden sibling and
     swapped in at the end, so dist/ holds the previous build or the new one, never a mix.
     `prepared` is the no-op check the caller already made (its key is not computed again).
@@ -101,6 +101,7 @@ def build(
         signed_by = summary.get("signed_by")
         return BuildResult(prepared.plan, {}, (), (), version_dir, (), signed_by, summary)
     plan = with_models(project, prepared.plan)
+    probe = probe_mode(environ)  # a bad ORTBUNDLE_PROBE is refused before any work
     key = None
     if not options.audit_only:
         key = signing_key(plan.product, options.signing_key, environ, release=options.release)
@@ -117,7 +118,8 @@ def build(
     # one build at a time writes a dist/<product>/<version>: those sharing the cache, and those
     # sharing only dist/ (containers with caches of their own), by a lock on dist/<product>/
     with locked(lock, waiting=waiting), locked_directory(version_dir.parent, waiting=waiting):
-        return _build_locked(project, options, prepared, plan, artifacts, key, reporter, repairs)
+        work = (project, options, prepared, plan, artifacts, key, probe)
+        return _build_locked(*work, reporter, repairs)
 
 
 def _verified(version_dir: Path, key: SecretKey | None) -> bool:
@@ -137,6 +139,7 @@ def _build_locked(
     plan: Plan,
     artifacts: dict[str, Artifact],
     key: SecretKey | None,
+    probe: str,
     reporter: Reporter,
     repairs: Sequence[Repair] = (),
 ) -> BuildResult:
@@ -154,6 +157,7 @@ def _build_locked(
                 prepared.cache,
                 prepared.memo,  # off for a release: it re-hashes every memoised input
                 options.release,  # and is strict about undeclared loads
+                probe,
             )
             for t in plan.targets
         ]
@@ -236,8 +240,7 @@ def _build_locked(
 
 
 def _stage_all(inputs: Sequence[StageInput], workers: int, plan: Plan) -> list[TargetStage]:
-    """Every target's stage, one worker thread each; every target's closure and glob problems
-    are reported together."""
+    """Every target's stage, a worker thread each; all targets' problems reported together."""
     with ThreadPoolExecutor(max_workers=min(workers, len(inputs))) as pool:
         futures = [pool.submit(stage_target, work) for work in inputs]
         stages: list[TargetStage] = []

@@ -212,7 +212,7 @@ def _static_table(staged: StagedRuntime) -> tuple[str, ...]:
 
 
 def read_offered(
-    recipe: Recipe, staged: StagedRuntime, stage: Path, memo: Memo
+    recipe: Recipe, staged: StagedRuntime, stage: Path, memo: Memo, mode: str = "native"
 ) -> NamesRead | None:
     """What a runtime's core offers on its target, by running the staged core where this
     machine can (probe/names.py), else from its bytes; None for any other kind."""
@@ -220,7 +220,8 @@ def read_offered(
     if recipe.kind != "runtime" or entry is None or kind_of(staged, entry) != "core":
         return None
     library = stage / staged.directory / entry.name
-    return read_providers(library, entry.sha256, staged.target, _static_table(staged), memo)
+    static = _static_table(staged)
+    return read_providers(library, entry.sha256, staged.target, static, memo, mode=mode)
 
 
 def check_names(recipe: Recipe, staged: StagedRuntime, target: str) -> None:

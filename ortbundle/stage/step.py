@@ -64,6 +64,7 @@ class StageInput:
     cache: Path  # where pruned runtimes are stored (a release stores but never restores)
     memo: Memo  # the build's: off for a release, which reads every memoised input again
     release: bool  # strict about undeclared run-time loads
+    probe: str = "native"  # which cores are run to read what they offer (probe/names.py)
 
 
 @dataclass(frozen=True)
@@ -236,7 +237,8 @@ def _stage_one_runtime(
                 refuse_bundled_core(recipe, staged, work.target)
             store_runtime(work.cache, key, stage, staged)
         # what the core offers, from running it where this machine can (memoised per SHA-256)
-        staged = replace(staged, offered=read_offered(recipe, staged, stage, work.memo))
+        offered = read_offered(recipe, staged, stage, work.memo, work.probe)
+        staged = replace(staged, offered=offered)
         # the kind, providers and EP name against the kept libraries' facts, restored or not:
         # the component table is not part of the key, so an edit to it prunes nothing again
         check_component(recipe, staged, work.target)

@@ -12,15 +12,17 @@ read, so a warm build runs nothing.
 
 from __future__ import annotations
 
+import atexit
+import functools
 import platform
 import shutil
 import tempfile
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from ortbundle._core.errors import OrtbundleError
+from ortbundle._core.errors import ConfigError, OrtbundleError
 from ortbundle._core.memo import Memo
 from ortbundle.stage.probe import build_probe, parse_probe
 from ortbundle.stage.probe.process import run_captured
@@ -28,12 +30,14 @@ from ortbundle.stage.probe.qemu import missing_qemu, qemu_sysroot
 from ortbundle.stage.probe.wine import missing_wine, wine_session
 
 __all__ = [
+    "PROBE_ENV",
     "RAN_NATIVELY",
     "RAN_UNDER_QEMU",
     "RAN_UNDER_WINE",
     "READ_STATICALLY",
     "NamesRead",
     "how_to_run",
+    "probe_mode",
     "read_providers",
 ]
 
@@ -62,8 +66,31 @@ class NamesRead:
         return self.how != READ_STATICALLY
 
 
-def how_to_run(target: str) -> tuple[str, str]:
-    """(how the probe can run a `target` core here, "") or (READ_STATICALLY, why not)."""
+# ORTBUNDLE_PROBE: which cores a build runs to read what they offer. "native" (the default):
+# those this machine runs itself, a compile and a run; "all": also under Wine and qemu-user,
+# which start an emulated system per read (seconds each); "none": the bytes' reading only.
+PROBE_ENV = "ORTBUNDLE_PROBE"
+PROBE_MODES = ("native", "all", "none")
+
+
+def probe_mode(environ: Mapping[str, str]) -> str:
+    """The mode the environment asks for; an unknown one is refused naming the choices."""
+    mode = environ.get(PROBE_ENV, "native").strip() or "native"
+    if mode not in PROBE_MODES:
+        raise ConfigError(
+            f"{PROBE_ENV}={mode!r} is not a probe mode",
+            fix=f"set {PROBE_ENV} to one of {', '.join(PROBE_MODES)}, or unset it (native)",
+        )
+    return mode
+
+
+def how_to_run(target: str, mode: str = "native") -> tuple[str, str]:
+    """(how the probe can run a `target` core here, "") or (READ_STATICALLY, why not), as
+    `mode` allows (PROBE_MODES)."""
+    if mode == "none":
+        return READ_STATICALLY, f"{PROBE_ENV}=none: no core is run"
+    if mode == "native" and target in ("windows-x86_64", "linux-aarch64"):
+        return READ_STATICALLY, f"an emulated run is not asked for ({PROBE_ENV}=all asks for it)"
     if target == "linux-x86_64":
         host = (platform.system(), platform.machine())
         if host != ("Linux", "x86_64"):
@@ -91,12 +118,13 @@ def read_providers(
     static: tuple[str, ...],
     memo: Memo,
     *,
-    runner: Callable[[str], tuple[str, str]] = how_to_run,
+    mode: str = "native",
+    runner: Callable[[str, str], tuple[str, str]] = how_to_run,
 ) -> NamesRead:
     """The providers the core at `library` (with its staged neighbours beside it) offers on
-    `target`: run where `runner` says it can, else `static` (the bytes' reading). Kept by
+    `target`: run where `runner` says `mode` can, else `static` (the bytes' reading). Kept by
     `sha256` and how: a machine that gains Wine asks again, a warm build runs nothing."""
-    how, why = runner(target)
+    how, why = runner(target, mode)
 
     def compute() -> NamesRead:
         if how == READ_STATICALLY:
@@ -114,7 +142,7 @@ def _run(library: Path, target: str, how: str) -> tuple[tuple[str, ...], str]:
     with tempfile.TemporaryDirectory(prefix="ortbundle-probe-") as scratch:
         work = Path(scratch)
         try:
-            exe = build_probe(work / "probe", target=target)
+            exe = _built_probe(target)
         except OrtbundleError as problem:
             return (), f"the probe could not be built: {problem}"
         if how == RAN_UNDER_WINE:
@@ -130,6 +158,15 @@ def _run(library: Path, target: str, how: str) -> tuple[tuple[str, ...], str]:
         return result.providers, ""
     said = result.error or done.stderr.strip()[-300:] or f"exit {done.returncode}"
     return (), f"the probe did not list its providers ({how}): {said}"
+
+
+@functools.cache
+def _built_probe(target: str) -> Path:
+    """The probe for `target`, compiled once per process (a build reads many cores), into a
+    directory removed when the process ends."""
+    out = Path(tempfile.mkdtemp(prefix="ortbundle-ortprobe-"))
+    atexit.register(shutil.rmtree, out, ignore_errors=True)
+    return build_probe(out, target=target)
 
 
 def _to(read: NamesRead) -> dict[str, Any]:
