@@ -519,3 +519,24 @@ def test_a_meta_package_names_the_package_it_depends_on(tmp_path: Path, index: I
     assert "nv-meta is a meta-package" in message and "depends on nv-ep-like" in message, message
     assert "pytest" not in message.split(" — fix:")[0], message
     assert "invoke new-recipe -s pypi:nv-ep-like" in message, message
+
+
+def test_no_wheel_for_a_target_lists_the_asked_versions_files_only(
+    tmp_path: Path, index: IndexServer
+) -> None:
+    """onnxruntime-extensions 0.15.2 has no win_amd64 wheel; the scaffold once listed another
+    version's files, the very Windows wheel it said did not exist among them."""
+    root = _root(tmp_path)
+    asked = options(
+        tmp_path, f"pypi:{PROJECT}==1.0.0", index_url=index.url, targets=("windows-x86_64",)
+    )
+    with pytest.raises(CommandFailed) as failed:
+        run_new_recipe(asked, root=root)
+    message = str(failed.value)
+    assert failed.value.code == FetchError.exit_code, message
+    stem = PROJECT.replace("-", "_")
+    assert (
+        f"{PROJECT} 1.0.0 publishes no wheel for windows-x86_64 "
+        f"(files: {stem}-1.0.0-cp311-cp311-manylinux_2_28_x86_64.whl)"
+    ) in message, message
+    assert "2.0.0" not in message.split(" — fix:")[0], message

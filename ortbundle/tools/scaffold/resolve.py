@@ -218,7 +218,11 @@ def _pypi(wanted: Wanted, targets: Sequence[str], via: Asking) -> Resolved:
                 break
             notes.append(f"{candidate} skipped: no wheel for a target ortbundle builds")
     if not chosen:
-        names = sorted({f.filename for f in files})[-6:]
+        # the files of the version asked for (of every version when none was): never another
+        # version's, which would name a wheel for the very target said to have none
+        asked = at if wanted.version is not None else files
+        listed = sorted({f.filename for f in asked})
+        names = listed[:6] + ([f"and {len(listed) - 6} more"] if len(listed) > 6 else [])
         depends = _meta_package_depends(wanted, files, via)
         if depends:
             raise FetchError(
@@ -227,9 +231,9 @@ def _pypi(wanted: Wanted, targets: Sequence[str], via: Asking) -> Resolved:
                 component=component,
                 fix=f"scaffold the package it depends on: invoke new-recipe -s pypi:{depends[0]}",
             )
+        which = f"{wanted.name} {wanted.version}" if wanted.version is not None else wanted.name
         raise FetchError(
-            f"{wanted.name} publishes no wheel for {', '.join(targets)} "
-            f"(files: {', '.join(names)})",
+            f"{which} publishes no wheel for {', '.join(targets)} (files: {', '.join(names)})",
             component=component,
             fix="ortbundle packages native libraries: pick a project with platform wheels "
             f"({', '.join(wheel_targets())})",
