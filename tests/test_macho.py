@@ -57,6 +57,25 @@ def test_a_thin_dylib_says_its_id_needs_rpaths_minos_and_exports(tmp_path: Path)
     assert info_from_json(info_to_json(info)) == info
 
 
+def test_a_cores_providers_are_read_from_the_append_functions_it_exports(tmp_path: Path) -> None:
+    """Microsoft's macOS core exports OrtSessionOptionsAppendExecutionProvider_CoreML beside the
+    CPU one: it offers CoreML, then the CPU; a provider it only names (CUDA, in the error
+    strings every core carries) is not offered."""
+    path = write_dylib(
+        tmp_path / CORE,
+        install_id=CORE_ID,
+        exports=(
+            "OrtGetApiBase",
+            "OrtSessionOptionsAppendExecutionProvider_CPU",
+            "OrtSessionOptionsAppendExecutionProvider_CoreML",
+        ),
+        strings=("CUDAExecutionProvider", "CoreMLExecutionProvider", "CPUExecutionProvider"),
+    )
+    info = inspect(path)
+    assert info.available_providers == ("CoreMLExecutionProvider", "CPUExecutionProvider")
+    assert info_from_json(info_to_json(info)) == info
+
+
 def test_a_signature_is_seen(tmp_path: Path) -> None:
     apple_platform = pytest.importorskip("apple_platform")
     path = write_dylib(tmp_path / "libx.dylib", install_id="@rpath/libx.dylib")

@@ -33,8 +33,12 @@ def _macos_wheel() -> dict[str, bytes]:
         install_id="@rpath/libonnxruntime.1.dylib",
         needed=(SYSTEM, "/System/Library/Frameworks/CoreML.framework/Versions/A/CoreML"),
         rpaths=("@loader_path",),
-        exports=CORE_EXPORTS,
-        strings=(*CPU, "CoreMLExecutionProvider"),
+        exports=(
+            *CORE_EXPORTS,
+            "OrtSessionOptionsAppendExecutionProvider_CPU",
+            "OrtSessionOptionsAppendExecutionProvider_CoreML",
+        ),
+        strings=(*CPU, "CoreMLExecutionProvider", "CUDAExecutionProvider"),
     )
     pybind = Dylib(needed=(SYSTEM, "@rpath/libonnxruntime.1.dylib"), extra=b"pybind")
     return {
@@ -56,6 +60,12 @@ def test_a_macos_wheel_is_scaffolded_and_builds(tmp_path: Path, reporter: Report
         )
         result = new_recipe(project, scaffold, reporter)
         recipe = tomllib.loads(result.recipe.read_text())
+        # what the core offers, read from its append functions: CoreML, then the CPU (a name
+        # it merely carries, CUDA, is not offered)
+        assert recipe["component"]["providers"] == [
+            "CoreMLExecutionProvider",
+            "CPUExecutionProvider",
+        ]
         mac = recipe["targets"]["macos-arm64"]
         assert mac["entry"] == "libonnxruntime.*.*.*.dylib"
         assert mac["roots"] == ["libonnxruntime.*.dylib"]

@@ -16,6 +16,7 @@ the closure's machine check refuses it by name instead of shipping another archi
 from __future__ import annotations
 
 import struct
+from collections.abc import Iterable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import BinaryIO
@@ -256,6 +257,7 @@ def inspect_macho(path: Path, label: str) -> BinaryInfo:
     except (ValueError, struct.error, OSError) as exc:
         raise _unreadable(label, f"is not a readable Mach-O file: {exc}") from None
     found = providers.named_providers(data, address)
+    named = tuple(sorted(set(found.values())))
     return BinaryInfo(
         format="macho",
         bits=image.bits,
@@ -266,10 +268,31 @@ def inspect_macho(path: Path, label: str) -> BinaryInfo:
         runpath=rpaths,
         os_version=_minos(image),
         exports=exports,
-        ep_names=tuple(sorted(set(found.values()))),
+        ep_names=named,
+        available_providers=appended_providers(exports, named),
         architectures=tuple(s.arch for s in images),
         signed=bool(image.of(LC_CODE_SIGNATURE)),
     )
+
+
+_APPEND = "OrtSessionOptionsAppendExecutionProvider_"
+
+
+def appended_providers(exports: Iterable[str], named: Iterable[str]) -> tuple[str, ...]:
+    """What a Mach-O core offers, read from its exports: a core built with an execution
+    provider exports that provider's `OrtSessionOptionsAppendExecutionProvider_<Name>` (the
+    macOS core: CoreML and CPU). Its provider table is reached only through chained fixups,
+    which this reader does not follow; this is the bytes' other word for the same thing. In
+    the core's order of preference: every other provider first, the CPU last."""
+    by_lower = {n.lower(): n for n in named}
+    found = []
+    for name in sorted(e.lstrip("_") for e in exports):
+        if name.startswith(_APPEND):
+            suffix = name[len(_APPEND) :]
+            provider = f"{suffix}ExecutionProvider"
+            found.append(by_lower.get(provider.lower(), provider))
+    cpu = [p for p in found if p == "CPUExecutionProvider"]
+    return (*sorted(p for p in found if p not in cpu), *cpu)
 
 
 def imported_symbols(path: Path) -> tuple[tuple[str, ...], bytes]:

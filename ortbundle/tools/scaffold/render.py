@@ -64,10 +64,15 @@ def _sources(resolved: Resolved) -> Table:
     return sources
 
 
-def _target(p: Proposal) -> Table:
+def _target(p: Proposal, providers: tuple[str, ...]) -> Table:
+    """One target's table; `providers`: the component's list, which this target's own
+    replaces where its core offers another (Microsoft's macOS core: CoreML, then the CPU)."""
     t = tomlkit.table()
     t.add("entry", p.entry)
     t["entry"].comment(p.entry_why)
+    if p.kind == "runtime" and p.providers and p.providers != providers:
+        t.add("providers", _array(p.providers))
+        t["providers"].comment(f"this target's core: {p.providers_why}")
     t.add("roots", _array(p.roots, multiline=True))
     t["roots"].comment("guessed: the libraries nothing else in the archive needs")
     takes = AoT([])
@@ -200,7 +205,7 @@ def recipe_text(
     doc.add("sources", _sources(resolved))
     targets = tomlkit.table(is_super_table=True)
     for p in sorted(proposals, key=lambda p: p.target):
-        targets.add(p.target, _target(p))
+        targets.add(p.target, _target(p, providers))
     doc.add("targets", targets)
     text = tomlkit.dumps(doc)
     blocks = [external_block(p) for p in proposals if p.unresolved]
