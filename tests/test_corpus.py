@@ -215,7 +215,9 @@ def truth_facts(case: Case, staged: set[str] | None) -> Facts:
         for group in ("delay_or_weak", "named_in_strings")
         for n in _value(lib["optional"])[group]
         if n.lower() not in inside
-    } - required
+    }
+    linked = {n.lower() for n in required}
+    optional = {n for n in optional if n.lower() not in linked}  # Windows names ignore case
     mentioned = {p for lib in ours for p in _value(lib["providers"])}
     mentioned |= set(_value(target["ep_names_in_python"]))
     return Facts(
