@@ -467,7 +467,7 @@ def clean(c: Context) -> None:
 
 # The tiers `invoke test --fast` leaves out: the real downloads, every outside tool (and Wine,
 # the APK tools, Chromium, qemu), and the few synthetic tests that take many seconds each.
-SLOW_TIERS = ("real", "tools", "apk", "windows", "arm", "chromium", "slow")
+SLOW_TIERS = ("real", "corpus", "tools", "apk", "windows", "arm", "chromium", "slow")
 # pytest plugins the test command's own options need (-n/--dist, --timeout): module, distribution
 TEST_PLUGINS = (("xdist", "pytest-xdist"), ("pytest_timeout", "pytest-timeout"))
 

@@ -121,3 +121,26 @@ def test_executable_path_is_refused_by_name_and_nothing_is_published(tmp_path: P
     assert "[component acme-inference, target macos-arm64" in message
     assert "found through @loader_path" in message
     assert not (root / "dist" / "myapp").exists()
+
+
+def test_a_core_with_no_provider_table_offers_what_it_exports_an_append_function_for(
+    tmp_path: Path, reporter: Reporter
+) -> None:
+    """A Mach-O core is read statically (no table to read GetAvailableProviders from); its
+    OrtSessionOptionsAppendExecutionProvider_CoreML export says CoreML is built in, so the
+    recipe offers CoreML then CPU, as the stock macOS wheel does (issue #42)."""
+    members = _macos_wheel()
+    core = Dylib(
+        install_id="@rpath/libonnxruntime.1.dylib",
+        needed=(SYSTEM, "/System/Library/Frameworks/CoreML.framework/Versions/A/CoreML"),
+        exports=(*CORE_EXPORTS, "OrtSessionOptionsAppendExecutionProvider_CoreML"),
+        strings=(*CPU, "CoreMLExecutionProvider", "CUDAExecutionProvider"),
+    )
+    members["onnxruntime/capi/libonnxruntime.1.32.0.dylib"] = slice_bytes(core)
+    with IndexServer().running() as index:
+        publish(index, tmp_path / "wheels", "2.0.0", members, "cp312-cp312-macosx_14_0_arm64")
+        scaffold = options(tmp_path, PROJECT, index_url=index.url, targets=("macos-arm64",))
+        result = new_recipe(Project.at(_root(tmp_path)), scaffold, reporter)
+    recipe = tomllib.loads(result.recipe.read_text())
+    assert recipe["component"]["providers"] == ["CoreMLExecutionProvider", "CPUExecutionProvider"]
+    assert "OrtSessionOptionsAppendExecutionProvider_* for" in result.recipe.read_text()
