@@ -378,7 +378,7 @@ def run_case(case: Case, tmp: Path) -> Verdict:
         return Verdict(case, tuple(steps), _unreachable(case, steps))
     recipe = tomllib.loads(recipe_path.read_text("utf-8"))
     options = BuildOptions(product=PRODUCT, targets=(case.target,), audit_only=True)
-    line = f"invoke build -p {PRODUCT} -t {case.target} --audit-only"
+    line = f"invoke audit -p {PRODUCT}"  # the scaffolded product holds this target only
     step, result = _capture(line, root, lambda: build(Project.at(root), options, plain_reporter()))
     steps.append(step)
     if step.code == AuditFailed.exit_code:
@@ -387,7 +387,7 @@ def run_case(case: Case, tmp: Path) -> Verdict:
         # (one channel: the stage is the same for every channel)
         channel = QUICK_CHANNEL[case.target.split("-")[0]]
         options = replace(options, audit_only=False, channels=(channel,))
-        line = f"invoke build -p {PRODUCT} -t {case.target} --channel {channel}"
+        line = f"invoke package -p {PRODUCT} --channel {channel}"
         step, result = _capture(
             line, root, lambda: build(Project.at(root), options, plain_reporter())
         )

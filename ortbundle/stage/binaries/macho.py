@@ -291,8 +291,11 @@ def appended_providers(exports: Iterable[str], named: Iterable[str]) -> tuple[st
             suffix = name[len(_APPEND) :]
             provider = f"{suffix}ExecutionProvider"
             found.append(by_lower.get(provider.lower(), provider))
-    cpu = [p for p in found if p == "CPUExecutionProvider"]
-    return (*sorted(p for p in found if p not in cpu), *cpu)
+    if not found:
+        return ()
+    # every core carries the CPU provider, whether or not it exports the CPU's append function
+    cpu = by_lower.get("cpuexecutionprovider", "CPUExecutionProvider")
+    return (*sorted(p for p in set(found) if p != cpu), cpu)
 
 
 def imported_symbols(path: Path) -> tuple[tuple[str, ...], bytes]:

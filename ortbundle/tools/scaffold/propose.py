@@ -129,10 +129,6 @@ PROVIDERS = {
     "dml": "DmlExecutionProvider",
     "webgpu": "WebGpuExecutionProvider",
 }
-# a core exports one OrtSessionOptionsAppendExecutionProvider_<X> per provider built into it: what
-# a core that holds no provider table (a Mach-O, read statically) offers, X lower-cased → EP name
-_APPEND = "OrtSessionOptionsAppendExecutionProvider_"
-APPENDED = {**PROVIDERS, "coreml": "CoreMLExecutionProvider"}
 _CLASSIFIERS = {
     "MIT License": "MIT",
     "Apache Software License": "Apache-2.0",
@@ -329,13 +325,18 @@ def _identity(
         core = cores[0]
         table = tuple(dict.fromkeys(p for lib in cores for p in lib.info.available_providers))
         if table:
-            providers, why = table, "read from the core's provider table (GetAvailableProviders)"
+            providers, why = (
+                table,
+                (
+                    "read from the core's exports (OrtSessionOptionsAppendExecutionProvider_*): a "
+                    "Mach-O's provider table is not read"
+                    if core.info.format == "macho"
+                    else "read from the core's provider table (GetAvailableProviders)"
+                ),
+            )
         else:
             providers = _providers(kept)
-            why = (
-                "guessed from the provider libraries it carries and the providers the core "
-                f"exports {_APPEND}* for: the core holds no table"
-            )
+            why = "guessed from the provider libraries it carries: the core holds no table"
         return _Identity(
             "runtime", core, f"{core.staged} exports {CORE_EXPORT}: the ONNX Runtime core",
             providers, why,
@@ -450,15 +451,13 @@ def _drop_rules(drops: dict[str, str]) -> tuple[Drop, ...]:
 
 
 def _providers(kept: list[Library]) -> tuple[str, ...]:
-    """The providers a core with no table offers: one per provider library it carries and per
-    Append function it exports (CoreML on macOS), then CPU."""
+    """The providers a core with no table offers: one per provider library it carries, then
+    CPU."""
     found = []
     for lib in kept:
         m = re.search(r"onnxruntime_providers_([a-z_]+?)(\.so|\.dll)", lib.staged.lower())
         if m and m[1] in PROVIDERS:
             found.append(PROVIDERS[m[1]])
-        appended = (e[len(_APPEND) :].lower() for e in lib.info.exports if e.startswith(_APPEND))
-        found += [APPENDED[x] for x in appended if x in APPENDED]
     return (*sorted(set(found) - {CPU}), CPU)
 
 
