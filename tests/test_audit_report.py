@@ -179,6 +179,9 @@ def test_the_report_prints_the_table_then_every_line_a_person_must_read() -> Non
         "1995-2024 Jean-loup Gailly and Mark Adler'; named in NOTICE, licenses/e/LICENSE)",
         "[yellow]REVIEW[/] nsis: b: licence GPL-2.0-only needs review on the nsis channel",
         f"[yellow]REVIEW[/] nsis: e: {escaped_e}",
+        # and the table that confirms it once a person has reviewed the file, its SHA-256 in it
+        "e: once a person has reviewed these files, confirm them:",
+        escape(channel.components[4].claims.tables[0]),
         "[yellow]UNUSED WAIVER[/] nsis: nothing/*.dll matches no shipped file",
         *(f"[bold red]FAIL[/] nsis: {escape(f)}" for f in channel.failures),
         "nsis: audit [bold red]FAILED[/]",

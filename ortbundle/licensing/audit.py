@@ -462,7 +462,7 @@ def print_report(console: Console, audits: Sequence[ChannelAudit]) -> None:
                         f"{c.name}: once a person has reviewed these files, confirm them:",
                         highlight=False,
                     )
-                    console.print(escape(snippet), highlight=False, soft_wrap=True)
+                    console.print(escape(snippet), highlight=False)
         for w in audit.unused_waivers:
             console.print(
                 f"[yellow]UNUSED WAIVER[/] {audit.channel}: {w.file} matches no shipped file",

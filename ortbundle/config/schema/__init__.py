@@ -10,7 +10,7 @@ from pathlib import Path
 from typing import Any
 
 from ortbundle.config.schema import data as tool_data
-from ortbundle.config.schema import inputs
+from ortbundle.config.schema import inputs, product_inputs
 from ortbundle.config.schema.check import Checker
 from ortbundle.config.schema.definitions import FileSchema
 from ortbundle.config.schema.problems import ConfigProblems, Problem, raise_if_any
@@ -31,7 +31,9 @@ def schema_for(kind: str, data: Mapping[str, Any]) -> FileSchema:
         is_model = isinstance(component, Mapping) and component.get("kind") == "model"
         return inputs.MODEL_RECIPE if is_model else inputs.RECIPE
     if kind in ("product", "policy", "recipe-sources"):
-        return {"product": inputs.PRODUCT, "policy": inputs.POLICY}.get(kind, inputs.RECIPE_SOURCES)
+        return {"product": product_inputs.PRODUCT, "policy": product_inputs.POLICY}.get(
+            kind, inputs.RECIPE_SOURCES
+        )
 
     return {s.name: s for s in tool_data.DATA}[kind]
 

@@ -7,7 +7,7 @@ import re
 
 from ortbundle.config.schema import choices as C
 from ortbundle.config.schema.definitions import FileSchema, Key, Pattern, Table
-from ortbundle.config.schema.inputs import (
+from ortbundle.config.schema.shared import (
     ARCH_GROUP,
     GROUP_KEYS,
     LINUX_GROUP,

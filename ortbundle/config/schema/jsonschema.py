@@ -12,7 +12,8 @@ from pathlib import Path
 from typing import Any
 
 from ortbundle.config.schema.definitions import FileSchema, Key, Table
-from ortbundle.config.schema.inputs import MODEL_RECIPE, POLICY, PRODUCT, RECIPE
+from ortbundle.config.schema.inputs import MODEL_RECIPE, RECIPE
+from ortbundle.config.schema.product_inputs import POLICY, PRODUCT
 
 SCHEMAS = Path("schemas")  # relative to the repository root
 DRAFT = "http://json-schema.org/draft-07/schema#"
