@@ -26,12 +26,12 @@ def add_plugin(
     with_core: bool = False,
     expression: str = "GPL-3.0-or-later",
     ep_name: str = "FakeExecutionProvider",
+    names: tuple[str, ...] = ("FakeExecutionProvider", "CPUExecutionProvider"),
 ) -> FakeProject:
     """A plugin EP wheel per OS (provider + a dependency), its recipe, and the pairing. The
     plugin library exports what a plugin exports and names its provider (and the CPU one, as
     real plugins do)."""
     fake.write()
-    names = ("FakeExecutionProvider", "CPUExecutionProvider")
     linux = {
         "ep_fake/libonnxruntime_providers_fake.so": make_elf(
             needed=("libfakedep.so.1", "libc.so.6"), exports=PLUGIN_EXPORTS, rodata=names
@@ -194,6 +194,18 @@ def test_a_plugin_outside_the_core_versions_it_fits_is_refused_naming_both(
     )
     with pytest.raises(ConfigError, match="is not a version specifier"):
         build(fake.project, fake.options(), reporter)
+
+
+def test_a_plugin_naming_only_the_cpu_provider_leaves_its_ep_name_unjudged(
+    fake: FakeProject, reporter: Reporter
+) -> None:
+    """onnxruntime-ep-webgpu's x86_64 library keeps its name only in C++ type names; the CPU
+    provider's name, which every ONNX Runtime library mentions, is no evidence against the EP
+    name its package states: the build takes the recipe's word."""
+    add_plugin(fake, names=("CPUExecutionProvider",))
+    result = build(fake.project, fake.options(), reporter)
+    linux = next(t for t in result.targets if t.target == "linux-x86_64")
+    assert [s.runtime for s in linux.runtimes] == ["fake", "ep-fake"]
 
 
 def test_a_misspelled_ep_name_is_refused_with_the_name_the_plugin_carries(

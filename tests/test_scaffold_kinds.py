@@ -15,6 +15,7 @@ from ortbundle._core.errors import ClosureError, ConfigError
 from ortbundle._core.progress import plain_reporter
 from ortbundle.config.plan import Project
 from ortbundle.tools.scaffold import ScaffoldResult, new_recipe
+from ortbundle.tools.scaffold.propose import stated_ep_name
 from tests.helpers.companions import CUSTOM_OPS_EXPORTS, GENAI_EXPORTS
 from tests.helpers.elf import make_elf
 from tests.helpers.index_server import IndexServer
@@ -197,3 +198,26 @@ def test_a_plugin_is_paired_with_a_core_its_requirement_admits(
     assert not [c for c in result.choices if c.startswith("the pairing")], result.choices
     product = tomllib.loads((project.root / "manifests/app.toml").read_text())
     assert product["plugin"] == {"ort-ggml": {"pairs_with": ["core"]}}
+
+
+@pytest.mark.parametrize(
+    ("source", "name"),
+    [
+        ('EP_NAME = "ggml"\n', "ggml"),  # onnxruntime-ggml
+        ('EP_NAME: str = "ggml"\n', "ggml"),
+        (  # onnxruntime-ep-webgpu
+            'def get_ep_name() -> str:\n    """The name."""\n    return "WebGpuExecutionProvider"\n',
+            "WebGpuExecutionProvider",
+        ),
+        (  # onnxruntime-ep-nv-tensorrt-rtx-cu13
+            '_KNOWN_EP_NAME = "NvTensorRTRTXExecutionProvider"\n'
+            "def get_ep_name() -> str:\n    return _KNOWN_EP_NAME\n",
+            "NvTensorRTRTXExecutionProvider",
+        ),
+        ('def get_ep_name():\n    return compute()\nEP_NAME = "x"\n', "x"),
+        ("import os\n", None),
+        ("def broken(:\n", None),
+    ],
+)
+def test_the_ep_name_a_python_package_states_is_read_not_run(source: str, name: str | None) -> None:
+    assert stated_ep_name(source) == name

@@ -28,6 +28,7 @@ from ortbundle.stage.binaries.info import (
     core_names,
     role,
 )
+from ortbundle.stage.binaries.providers import CPU
 from ortbundle.stage.closure import KeptLibrary
 from ortbundle.stage.plugins import refuse_bundled_core
 from ortbundle.stage.probe.names import NamesRead, read_providers
@@ -235,12 +236,18 @@ def check_names(recipe: Recipe, staged: StagedRuntime, target: str) -> None:
     # a library that names no provider at all (QNN's plugin keeps its name where the string
     # scan does not see it) leaves the recipe's word unjudged: only a name the bytes could have
     # confirmed, and did not, is refused
+    # a plugin naming only the CPU provider (every ONNX Runtime library mentions it) has not
+    # named its own: its EP name, which the plugin's package states, stays unjudged too
+    # (onnxruntime-ep-webgpu's x86_64 library keeps its name only in C++ type names)
+    if recipe.kind == "plugin-ep" and set(carried) <= {CPU}:
+        carried = []
     unknown = [p for p in providers if p not in carried] if carried else []
     # the core, run, said what it offers: a name it lacks is refused, carried or not
     lacking = [p for p in providers if p not in unknown and p not in ran.names] if ran else []
     entry = _entry(staged)
     ep_names = list(entry.info.ep_names) if entry is not None else []
-    wrong_ep = recipe.kind == "plugin-ep" and bool(ep_names) and recipe.ep_name not in ep_names
+    judged_ep = [] if recipe.kind == "plugin-ep" and set(ep_names) <= {CPU} else ep_names
+    wrong_ep = recipe.kind == "plugin-ep" and bool(judged_ep) and recipe.ep_name not in judged_ep
     if not unknown and not lacking and not wrong_ep:
         return
     lines, fixes = [], []

@@ -7,6 +7,7 @@ Every guess carries its reason, which the written recipe repeats as a comment.""
 
 from __future__ import annotations
 
+import ast
 import fnmatch
 import json
 import re
@@ -502,22 +503,52 @@ def _min_core(requirement: str, line: str) -> tuple[str, str]:
     )
 
 
-_EP_NAME = re.compile(r"""^\s*EP_NAME\s*(?::\s*str\s*)?=\s*["']([A-Za-z0-9_.-]+)["']""", re.M)
+def stated_ep_name(source: str) -> str | None:
+    """The EP name a plugin's Python package states, read (never run) from its source: what
+    its `get_ep_name()` returns (a string, or a module constant holding one: NVIDIA's
+    `_KNOWN_EP_NAME`), else a module-level `EP_NAME = "…"` (onnxruntime-ggml's)."""
+    try:
+        tree = ast.parse(source)
+    except (SyntaxError, ValueError):
+        return None
+    constants = {
+        target.id: node.value.value
+        for node in tree.body
+        if isinstance(node, ast.Assign | ast.AnnAssign)
+        and isinstance(node.value, ast.Constant)
+        and isinstance(node.value.value, str)
+        for target in (node.targets if isinstance(node, ast.Assign) else [node.target])
+        if isinstance(target, ast.Name)
+    }
+    for node in tree.body:
+        if isinstance(node, ast.FunctionDef) and node.name == "get_ep_name":
+            for returned in ast.walk(node):
+                if isinstance(returned, ast.Return) and returned.value is not None:
+                    value = returned.value
+                    if isinstance(value, ast.Constant) and isinstance(value.value, str):
+                        return value.value
+                    if isinstance(value, ast.Name) and value.id in constants:
+                        return constants[value.id]
+    return constants.get("EP_NAME")
 
 
 def _python_ep_name(identity: _Identity, archive: ZipArchive, scratch: Path) -> _Identity:
     """A plugin whose library carries no provider name: the EP name its Python package states
-    (`EP_NAME = "ggml"`), which is what the package registers the library under."""
+    (`get_ep_name()`, or `EP_NAME = "ggml"`), which is what the package registers the library
+    under."""
     for member in sorted(m for m in archive.members if m.endswith(".py")):
-        found = _EP_NAME.search(read_text(archive, member, scratch, limit=1 << 18))
-        if found:
+        found = stated_ep_name(read_text(archive, member, scratch, limit=1 << 18))
+        if found and _EP_WORD.match(found):
             return replace(
                 identity,
-                ep_name=found[1],
-                ep_name_why=f"the EP_NAME its Python package states ({member})",
-                providers=(found[1],),
+                ep_name=found,
+                ep_name_why=f"the EP name its Python package states ({member})",
+                providers=(found,),
             )
     return identity
+
+
+_EP_WORD = re.compile(r"^[A-Za-z0-9_.-]+$")
 
 
 # --- licences -----------------------------------------------------------------------------------
