@@ -263,8 +263,8 @@ def _capture(command: str, root: Path, action: Any) -> tuple[Step, Any]:
             code, failure = exc.code, str(exc)
         except OrtbundleError as exc:
             code, failure = exc.exit_code, headline(exc)
-        except Exception:  # noqa: BLE001 — a crash: what the user would see, and the test greps
-            code, failure = 1, traceback.format_exc()
+        except Exception as crash:  # noqa: BLE001 — a crash: kept whole, the next test greps it
+            code, failure = 1, "".join(traceback.format_exception(crash))
     return Step(command, code, _mask(out.getvalue(), root), _mask(failure, root)), value
 
 
@@ -519,6 +519,7 @@ def test_no_message_shows_a_traceback_or_a_temporary_path(
     corpus_run: Run, tmp_path_factory: pytest.TempPathFactory
 ) -> None:
     base = str(tmp_path_factory.getbasetemp())
+    assert [s for v in corpus_run.verdicts for s in v.steps], "the corpus ran no command"
     for verdict in corpus_run.verdicts:
         for step in verdict.steps:
             said = step.output + step.failure
