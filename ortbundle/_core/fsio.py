@@ -113,6 +113,19 @@ def atomic_write(
             handle.write(content)
 
 
+def write_generated(path: Path, text: str) -> Path:
+    """Write a file the tool generates into the repository (a reference page, a schema, the
+    loader's copy of a data file), its directory made if need be."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(text, "utf-8")
+    return path
+
+
+def is_generated(path: Path, text: str) -> bool:
+    """Whether a generated file is there and says exactly `text` (else it is stale)."""
+    return path.is_file() and path.read_text("utf-8") == text
+
+
 CHUNK = 1 << 20  # read size when hashing
 
 

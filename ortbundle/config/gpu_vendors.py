@@ -20,6 +20,7 @@ from pathlib import Path
 from typing import Any
 
 from ortbundle._core.errors import ConfigError
+from ortbundle._core.fsio import is_generated, write_generated
 
 DATA_FILE = "ortbundle/data/gpu-vendors.toml"
 LOADER_COPY = Path("ortbundle/payload/loader/vendors.py")
@@ -131,12 +132,8 @@ def render_loader_copy() -> str:
 
 
 def write_loader_copy(root: Path) -> Path:
-    path = root / LOADER_COPY
-    path.parent.mkdir(parents=True, exist_ok=True)
-    path.write_text(render_loader_copy(), "utf-8")
-    return path
+    return write_generated(root / LOADER_COPY, render_loader_copy())
 
 
 def loader_copy_is_current(root: Path) -> bool:
-    path = root / LOADER_COPY
-    return path.is_file() and path.read_text("utf-8") == render_loader_copy()
+    return is_generated(root / LOADER_COPY, render_loader_copy())

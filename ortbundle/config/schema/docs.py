@@ -6,6 +6,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from pathlib import Path
 
+from ortbundle._core.fsio import is_generated, write_generated
 from ortbundle._core.templating import render as render_template
 from ortbundle.config.schema.data import DATA
 from ortbundle.config.schema.definitions import FileSchema, Key, Table
@@ -112,12 +113,8 @@ def render() -> str:
 
 
 def write(root: Path) -> Path:
-    path = root / REFERENCE
-    path.parent.mkdir(parents=True, exist_ok=True)
-    path.write_text(render(), "utf-8")
-    return path
+    return write_generated(root / REFERENCE, render())
 
 
 def is_current(root: Path) -> bool:
-    path = root / REFERENCE
-    return path.is_file() and path.read_text("utf-8") == render()
+    return is_generated(root / REFERENCE, render())

@@ -11,6 +11,7 @@ import json
 from pathlib import Path
 from typing import Any
 
+from ortbundle._core.fsio import is_generated, write_generated
 from ortbundle.config.schema.definitions import FileSchema, Key, Table
 from ortbundle.config.schema.inputs import MODEL_RECIPE, RECIPE
 from ortbundle.config.schema.product_inputs import POLICY, PRODUCT
@@ -141,20 +142,16 @@ def render_all() -> dict[str, str]:
 
 
 def write(root: Path) -> list[Path]:
-    written = []
-    for kind, text in render_all().items():
-        path = root / SCHEMAS / f"{kind}.json"
-        path.parent.mkdir(parents=True, exist_ok=True)
-        path.write_text(text, "utf-8")
-        written.append(path)
-    return written
+    return [
+        write_generated(root / SCHEMAS / f"{kind}.json", text)
+        for kind, text in render_all().items()
+    ]
 
 
 def stale(root: Path) -> list[str]:
     """The schema files that differ from what the schema says now (or are missing)."""
-    out = []
-    for kind, text in render_all().items():
-        path = root / SCHEMAS / f"{kind}.json"
-        if not path.is_file() or path.read_text("utf-8") != text:
-            out.append(f"{SCHEMAS.as_posix()}/{kind}.json")
-    return out
+    return [
+        f"{SCHEMAS.as_posix()}/{kind}.json"
+        for kind, text in render_all().items()
+        if not is_generated(root / SCHEMAS / f"{kind}.json", text)
+    ]
