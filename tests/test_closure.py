@@ -329,6 +329,26 @@ def test_pe_names_are_compared_without_case_and_delay_imports_count(tmp_path: Pa
     ]
 
 
+def test_a_system_library_bound_only_on_first_use_is_optional(tmp_path: Path) -> None:
+    """A DLL in the delay-import table alone (onnxruntime.dll's SHELL32.dll) lets the library
+    load without it: optional, "delay"; one that any needer imports outright stays required."""
+    sources = Sources(tmp_path, WINDOWS)
+    sources.add(
+        "onnxruntime.dll",
+        make_pe(
+            imports=("KERNEL32.dll", "helper.dll"),
+            delay_imports=("api-ms-win-core-file-l1-1-0.dll", "kernel32.dll"),
+        ),
+    )
+    sources.add("helper.dll", make_pe(imports=("api-ms-win-core-com-l1-1-0.dll",)))
+    closure = sources.prune(("onnxruntime.dll",), entry="onnxruntime.dll")
+    assert [(e.name, e.optional, e.via) for e in closure.externals] == [
+        ("KERNEL32.dll", False, "needed"),
+        ("api-ms-win-core-com-l1-1-0.dll", False, "needed"),
+        ("api-ms-win-core-file-l1-1-0.dll", True, "delay"),
+    ]
+
+
 # --- the refusals, each with the message it gives ----------------------------------------------
 
 

@@ -209,17 +209,24 @@ def truth_facts(case: Case, staged: set[str] | None) -> Facts:
         for lib in libraries
         if (_basename(lib["path"]) in staged if staged is not None else lib in entries)
     ]
+    # a library's own files answer to their names and install names ("@rpath/libx.1.dylib")
     inside = {_basename(lib["path"]).lower() for lib in libraries}
-    inside |= {_value(lib.get("soname", "")).lower() for lib in libraries} - {""}
-    required = {n for lib in ours for n in _value(lib["required"]) if n.lower() not in inside}
+    inside |= {_basename(_value(lib.get("soname", ""))).lower() for lib in libraries} - {""}
+    required = {
+        n for lib in ours for n in _value(lib["required"]) if _basename(n).lower() not in inside
+    }
     optional = {
         n
         for lib in ours
         for group in ("delay_or_weak", "named_in_strings")
         for n in _value(lib["optional"])[group]
-        if n.lower() not in inside
+        if _basename(n).lower() not in inside
     }
-    linked = {n.lower() for n in required}
+    # a judgement recorded with its evidence: a library the runtime works without
+    judged = {j["name"] for j in target.get("judgement", []) if j["optional"]}
+    optional |= required & judged
+    required -= judged
+    linked = {n.lower() for n in required} | {_basename(n).lower() for n in required}
     optional = {n for n in optional if n.lower() not in linked}  # Windows names ignore case
     mentioned = {p for lib in ours for p in _value(lib["providers"])}
     mentioned |= set(_value(target["ep_names_in_python"]))
@@ -299,9 +306,11 @@ def ortbundle_facts(case: Case, result: BuildResult, recipe: Mapping[str, Any]) 
         for use in c.embedded
         if _basename(use.path) in kept
     }
-    # a plugin EP's needs are optional for the runtime it pairs with, but they are its own
-    required = {e.name for e in needs.externals if needs.plugin or not e.optional}
-    optional = {e.name for e in needs.externals if not needs.plugin and e.optional}
+    # its own needs: the target's model makes a paired library's needs optional for the
+    # runtime it pairs with; the closure keeps what each is to the library itself
+    required = {e.name for e in staged.closure.externals if not e.optional}
+    required |= set(staged.closure.beside)  # the core a library using one links
+    optional = {e.name for e in staged.closure.externals if e.optional}
     optional |= {o.name for o in staged.closure.offered}
     optional |= {n for scan in staged.closure.load_scans for n in scan.scan.names}
     inside = {n.lower() for n in kept | required}

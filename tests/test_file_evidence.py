@@ -11,6 +11,7 @@ from ortbundle._core.memo import Memo
 from ortbundle.stage.file_facts import Embedded, holder_of, names_holder
 from ortbundle.stage.versions import read_file_facts
 from tests.helpers.elf import make_elf
+from tests.helpers.macho import Dylib, fat_bytes, slice_bytes, write_dylib
 from tests.helpers.pe import make_pe
 
 # onnxruntime-directml 1.24.4's DirectML.dll, as its version resource reads (FACTS.md)
@@ -71,7 +72,10 @@ def test_an_elf_says_it_in_its_read_only_data_and_comment(tmp_path: Path) -> Non
     lib.write_bytes(make_elf(soname="libtensorrt_rtx.so.1", rodata=rodata, comment=b"GCC: 14\0"))
     facts = read_file_facts(lib, "plugins/trt/libtensorrt_rtx.so.1.7.0")
     evidence = facts.evidence
-    assert (evidence.format, evidence.where) == ("elf", "ELF .rodata and .comment")
+    assert (evidence.format, evidence.where) == (
+        "elf",
+        "ELF .rodata and .comment (and .dynsym's defined names)",
+    )
     assert evidence.copyrights == (
         "Copyright (c) 2025 NVIDIA CORPORATION & AFFILIATES. All rights reserved.",
         "deflate 1.3.1 Copyright 1995-2024 Jean-loup Gailly and Mark Adler",
@@ -107,6 +111,56 @@ def test_third_party_code_in_a_dlls_data(tmp_path: Path) -> None:
     evidence = read_file_facts(dll, "onnxruntime.dll").evidence
     assert [e.name for e in evidence.embedded] == ["curl", "zlib"]
     assert evidence.company == "" and evidence.holders == ()
+
+
+def test_third_party_code_and_notices_in_a_dylibs_strings(tmp_path: Path) -> None:
+    """A macOS core links zlib and curl in as its Linux build does: read from __cstring."""
+    strings = (ZLIB.decode().strip(), CURL.decode(), "Copyright (c) 2025 Acme Inc.")
+    lib = write_dylib(tmp_path / "libonnxruntime.dylib", strings=strings)
+    evidence = read_file_facts(lib, "libonnxruntime.dylib").evidence
+    assert (
+        evidence.format == "macho"
+        and evidence.where == "Mach-O __TEXT,__cstring and __TEXT,__const (and defined symbols)"
+    )
+    assert [e.name for e in evidence.embedded] == ["curl", "zlib"]
+    assert evidence.holders == ("Acme Inc",)
+    # a universal file is read in its arm64 slice
+    fat = tmp_path / "fat.dylib"
+    fat.write_bytes(
+        fat_bytes(slice_bytes(Dylib(arch="x86_64")), slice_bytes(Dylib(strings=(CURL.decode(),))))
+    )
+    assert [e.name for e in read_file_facts(fat, "fat.dylib").evidence.embedded] == ["curl"]
+
+
+def test_code_compiled_in_shows_in_the_names_a_library_defines(tmp_path: Path) -> None:
+    """onnxruntime-extensions carries sentencepiece's copy of abseil's string_view: no string
+    of it in .rodata, only the namespace in the mangled names of the functions it defines. A
+    name the library only imports is another library's code."""
+    defines = make_elf(
+        soname="libext.so",
+        exports=("_ZNK13sentencepiece9Processor6EncodeEN4absl11string_viewE",),
+        imports=("_ZN5Eigen19ThreadPoolInterface8ScheduleEv",),
+    )
+    lib = tmp_path / "libext.so"
+    lib.write_bytes(defines)
+    assert [e.name for e in read_file_facts(lib, "libext.so").evidence.embedded] == ["abseil"]
+    fat = tmp_path / "libx.dylib"
+    write_dylib(fat, exports=("_ZN11onnxruntime3EnvEPN5Eigen19ThreadPoolInterfaceE",))
+    assert [e.name for e in read_file_facts(fat, "libx.dylib").evidence.embedded] == ["eigen"]
+
+
+def test_a_notice_read_from_bytes_is_one_printable_line(tmp_path: Path) -> None:
+    """onnxruntime-ep-mlx's dylib holds a notice with a length byte in it: the line quoted in
+    reports and scaffolded TOML comments carries no control character."""
+    lib = write_dylib(tmp_path / "libx.dylib", strings=("Copyright (c) 2025 Acme\x05 Inc.",))
+    (line,) = read_file_facts(lib, "libx.dylib").evidence.copyrights
+    assert line == "Copyright (c) 2025 Acme Inc."
+
+
+def test_a_java_class_is_not_read_as_a_fat_dylib(tmp_path: Path) -> None:
+    klass = tmp_path / "A.class"
+    klass.write_bytes(b"\xca\xfe\xba\xbe\x00\x00\x00\x41" + CURL)
+    assert read_file_facts(klass, "A.class").evidence.format == ""
 
 
 def test_a_file_that_is_no_binary_says_nothing(tmp_path: Path) -> None:

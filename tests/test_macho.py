@@ -296,11 +296,26 @@ def test_a_dylib_that_calls_dlopen_names_what_it_can_open(tmp_path: Path) -> Non
         tmp_path / "libmlx.dylib",
         install_id="@rpath/libmlx.dylib",
         imports=("dlopen",),
-        strings=("libmpi.dylib", "/usr/lib/libIOReport.dylib", "not a library", "@rpath/x.dylib"),
+        strings=(
+            "libmpi.dylib",
+            "/usr/lib/libIOReport.dylib",
+            "not a library",
+            "@rpath/x.dylib",
+            # onnxruntime-ep-mlx opens these two by path (strings of libonnxruntime_mlx_ep.dylib)
+            "/System/Library/Frameworks/CoreFoundation.framework/CoreFoundation",
+            "/System/Library/PrivateFrameworks/IOReport.framework/Versions/A/IOReport",
+            "a Foo.framework mentioned",
+        ),
     )
     scan = scan_binary(opener, "macho", "libmlx.dylib")
     assert scan.calls == ("dlopen",)
-    assert scan.names == ("/usr/lib/libIOReport.dylib", "@rpath/x.dylib", "libmpi.dylib")
+    assert scan.names == (
+        "/System/Library/Frameworks/CoreFoundation.framework/CoreFoundation",
+        "/System/Library/PrivateFrameworks/IOReport.framework/Versions/A/IOReport",
+        "/usr/lib/libIOReport.dylib",
+        "@rpath/x.dylib",
+        "libmpi.dylib",
+    )
     quiet = write_dylib(
         tmp_path / "libq.dylib", install_id="@rpath/libq.dylib", strings=("libz.dylib",)
     )

@@ -540,3 +540,19 @@ def test_no_wheel_for_a_target_lists_the_asked_versions_files_only(
         f"(files: {stem}-1.0.0-cp311-cp311-manylinux_2_28_x86_64.whl)"
     ) in message, message
     assert "2.0.0" not in message.split(" — fix:")[0], message
+
+
+def test_a_comment_quoting_control_bytes_leaves_valid_toml() -> None:
+    """tomlkit escapes a control character in a string but writes a comment as given: the
+    scaffold's recipe text has none, so a comment quoting a binary stays valid TOML."""
+    import tomlkit
+
+    from ortbundle.tools.scaffold import render
+
+    doc = tomlkit.document()
+    doc.add("kind", "runtime")
+    doc["kind"].comment("libx.dylib says 'Acme\x05 Inc'")
+    text = render._printable(tomlkit.dumps(doc))
+    assert tomllib.loads(text) == {"kind": "runtime"}
+    with pytest.raises(tomllib.TOMLDecodeError):
+        tomllib.loads(tomlkit.dumps(doc))

@@ -77,20 +77,24 @@ class ExternalLibrary:
     version: str = ""  # a constraint where it matters (">=13.0"); "" = any
     install: str = ""  # one sentence telling the user what to install
     sandbox: bool = True  # False: a Flatpak sandbox cannot provide it (host-only stack)
-    via: str = "needed"  # "needed" (DT_NEEDED / import table) or "loads" (opened by name)
+    # "needed" (DT_NEEDED, an import table), "delay" (only a PE delay-import table or a
+    # Mach-O weak load: the library loads without it, the calls that use it fail), or "loads"
+    # (opened by name at run time)
+    via: str = "needed"
 
     @classmethod
     def of(
         cls, name: str, group: ExternalGroup, needed_by: tuple[str, ...], via: str = "needed"
     ) -> ExternalLibrary:
-        """`name` as the closure reports it: provided by `group`, with its requirement facts."""
+        """`name` as the closure reports it: provided by `group`, with its requirement facts;
+        one bound only on first use is optional whatever its group."""
         return cls(
             name,
             group.group,
             group.kind,
             group.note,
             needed_by,
-            optional=group.optional,
+            optional=group.optional or via == "delay",
             version=group.version,
             install=group.install,
             sandbox=group.sandbox,
@@ -130,6 +134,8 @@ class Closure:
     # provider: offered by the core, not shipped (no requirement, no finding)
     offered: tuple[OfferedProvider, ...] = ()
     idle_drops: tuple[str, ...] = ()  # a warning per drop glob that drops nothing (globs.py)
+    # names left to a component shipped beside this one (the core a GenAI library imports)
+    beside: tuple[str, ...] = ()
 
 
 Materialize = Callable[[Candidate], Materialized]
@@ -176,7 +182,8 @@ def prune(
     index = _index_candidates(scope, candidates)
     _rule_out_drops(index, recipe, target)
     roots = _match_roots(scope, index, recipe.roots)
-    externals = _walk_needed(scope, index, roots)
+    beside: set[str] = set()
+    externals = _walk_needed(scope, index, roots, beside)
     staged = _sort_out(scope, index)
     _refuse_link_collisions(scope, staged)
     entry = _entry(scope, staged, recipe.entry)
@@ -187,6 +194,7 @@ def prune(
         externals=externals,
         entry=entry,
         unused=staged.unused,
+        beside=tuple(sorted(beside, key=str.lower)),
     )
 
 
@@ -310,27 +318,35 @@ def _open(scope: _Scope, group: _Group) -> Materialized:
     return group.opened
 
 
-# a needed name the target's system provides: (the name as first needed, its group, who needs it)
-_ExternalUse = tuple[str, ExternalGroup, list[str]]
+# a needed name the target's system provides: (the name as first needed, its group, who needs
+# it, whether each needs it only on first use)
+_ExternalUse = tuple[str, ExternalGroup, list[str], list[bool]]
 
 
-def _walk_needed(scope: _Scope, index: _Index, roots: list[_Group]) -> tuple[ExternalLibrary, ...]:
+def _walk_needed(
+    scope: _Scope, index: _Index, roots: list[_Group], beside: set[str]
+) -> tuple[ExternalLibrary, ...]:
     """Follow every needed name from the roots, breadth first, keeping what resolves to a
-    candidate; the externals it reaches, or every unresolved name at once, is the answer."""
+    candidate; the externals it reaches, or every unresolved name at once, is the answer
+    (`beside` collects the names left to a component shipped beside this one)."""
     queue = deque(roots)
     externals: dict[str, _ExternalUse] = {}
     unresolved: list[tuple[str, str]] = []
     learned_sonames = False
     while queue:
-        unresolved += _follow_needs(scope, index, queue.popleft(), queue, externals)
+        unresolved += _follow_needs(scope, index, queue.popleft(), queue, externals, beside)
         if not queue and unresolved and not learned_sonames:
             learned_sonames = True
             unresolved = _retry_by_soname(scope, index, unresolved, queue)
     if unresolved:
         raise Unresolved(tuple(unresolved), component=scope.component, target=scope.target.name)
     return tuple(
-        ExternalLibrary.of(name, group, tuple(sorted(set(needers))))
-        for name, group, needers in sorted(externals.values(), key=lambda e: (e[0], e[1].group))
+        ExternalLibrary.of(
+            name, group, tuple(sorted(set(needers))), via="delay" if all(lazy) else "needed"
+        )
+        for name, group, needers, lazy in sorted(
+            externals.values(), key=lambda e: (e[0], e[1].group)
+        )
     )
 
 
@@ -340,6 +356,7 @@ def _follow_needs(
     group: _Group,
     queue: deque[_Group],
     externals: dict[str, _ExternalUse],
+    beside: set[str],
 ) -> list[tuple[str, str]]:
     """Resolve each name `group`'s library needs, in the order it lists them: a candidate is
     queued (one the recipe drops is refused), a system library is recorded as an external;
@@ -347,7 +364,8 @@ def _follow_needs(
     target = scope.target
     needer = group.canonical.name
     unresolved: list[tuple[str, str]] = []
-    for needed in _open(scope, group).info.all_needed:
+    info = _open(scope, group).info
+    for needed in info.all_needed:
         _refuse_executable_path(scope, needer, needed)
         key = target.key(needed)
         dep = index.by_name.get(key) or index.by_soname(key, target)
@@ -356,10 +374,13 @@ def _follow_needs(
             _keep_for(dep, f"needed by {needer}", queue)
             continue
         if scope.provided is not None and scope.provided(needed):
+            beside.add(needed)
             continue
         provider = target.external_group(needed)
         if provider is not None:
-            externals.setdefault(key, (needed, provider, []))[2].append(needer)
+            use = externals.setdefault(key, (needed, provider, [], []))
+            use[2].append(needer)
+            use[3].append(needed not in info.needed)
             continue
         unresolved.append((needer, needed))
     return unresolved

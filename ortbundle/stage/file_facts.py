@@ -9,9 +9,11 @@ caller keeps the result by the file's SHA-256 (ortbundle/stage/versions.py's mem
 
 - a PE file: its version resource's CompanyName, ProductName, ProductVersion and LegalCopyright;
 - an ELF file: the copyright and licence strings in its read-only data and its .comment;
-- either: third-party libraries whose own fixed strings are in the bytes (curl, mbedtls, zlib…),
-  the way Debian's lintian finds an embedded library (stage/binaries/embedded.py), each with
-  the copyright lines that are its own: they never say whose the file is.
+- a Mach-O file: the same strings in its `__TEXT,__cstring` and `__TEXT,__const`;
+- any of them: third-party libraries whose own fixed strings are in the bytes (curl,
+  mbedtls, zlib…), the way Debian's lintian finds an embedded library
+  (stage/binaries/embedded.py), each with the copyright lines that are its own: they never
+  say whose the file is.
 """
 
 from __future__ import annotations
@@ -22,8 +24,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from ortbundle.stage.binaries import elf_defined_names, macho_data, pe_data
 from ortbundle.stage.binaries import elf_sections as elf_sections
-from ortbundle.stage.binaries import pe_data
 from ortbundle.stage.binaries.embedded import Embedded, detect_embedded
 
 __all__ = ["Embedded", "FileEvidence"]
@@ -32,7 +34,8 @@ if TYPE_CHECKING:  # pefile is imported only when a PE file is read
     from ortbundle.stage.binaries.pe import VersionInfo
 
 PE_WHERE = "PE version resource"
-ELF_WHERE = "ELF .rodata and .comment"
+ELF_WHERE = "ELF .rodata and .comment (and .dynsym's defined names)"
+MACHO_WHERE = "Mach-O __TEXT,__cstring and __TEXT,__const (and defined symbols)"
 _ELF_SECTIONS = (".rodata", ".comment")
 _MAX_STRINGS = 24  # a library quoting more is quoting others' notices: the first ones say enough
 _MAX_TEXT = 300
@@ -53,7 +56,7 @@ class FileEvidence:
     @property
     def where(self) -> str:
         """Where in the file the evidence was read, for a person checking it."""
-        return {"pe": PE_WHERE, "elf": ELF_WHERE}.get(self.format, "")
+        return {"pe": PE_WHERE, "elf": ELF_WHERE, "macho": MACHO_WHERE}.get(self.format, "")
 
     @property
     def says_anything(self) -> bool:
@@ -101,12 +104,25 @@ def pe_evidence(path: Path, label: str, info: VersionInfo | None) -> FileEvidenc
 
 def elf_evidence(path: Path, label: str) -> FileEvidence:
     """An ELF file's evidence: the notices in its read-only data and .comment, and the
-    third-party code its read-only data shows."""
+    third-party code its read-only data and the names of the symbols it defines show."""
     sections = elf_sections(path, label, _ELF_SECTIONS)
     data = b"\0".join(sections.get(name, b"") for name in _ELF_SECTIONS)
     copyrights, licences = notice_strings(data)
     return FileEvidence(
         format="elf",
+        copyrights=copyrights,
+        licences=licences,
+        embedded=detect_embedded(data + b"\0" + elf_defined_names(path, label), copyrights),
+    )
+
+
+def macho_evidence(path: Path, label: str) -> FileEvidence:
+    """A Mach-O file's evidence: the notices in its read-only data and the third-party code
+    that data shows (a dylib links zlib or protobuf in as an ELF library does)."""
+    data = macho_data(path, label)
+    copyrights, licences = notice_strings(data)
+    return FileEvidence(
+        format="macho",
         copyrights=copyrights,
         licences=licences,
         embedded=detect_embedded(data, copyrights),
@@ -141,7 +157,10 @@ def notice_strings(data: bytes) -> tuple[tuple[str, ...], tuple[str, ...]]:
 
 
 def _clean(text: str) -> str:
-    return " ".join(text.split())[:_MAX_TEXT]
+    """One line of printable text: a string read from a binary may hold control bytes (a
+    length byte before a notice), which no report or TOML comment may carry."""
+    printable = "".join(c if c.isprintable() else " " for c in text)
+    return " ".join(printable.split())[:_MAX_TEXT]
 
 
 # --- whose a file says it is ------------------------------------------------------------------

@@ -255,7 +255,7 @@ def _merged(runtimes: Sequence[RuntimeRequirements]) -> tuple[ExternalLibrary, .
                 earlier if earlier.optional <= ext.optional else ext,
                 needed_by=tuple(sorted({*earlier.needed_by, *users})),
                 optional=earlier.optional and ext.optional,
-                via=earlier.via if earlier.via == ext.via else "needed",
+                via=_via(earlier.via, ext.via),
             )
     return tuple(sorted(merged.values(), key=lambda e: e.name.lower()))
 
@@ -272,3 +272,10 @@ def summary_lines(targets: Iterable[TargetRequirements]) -> list[str]:
             lines.append(f"  {runtime.name}: {runtime.system.describe()}")
             lines += [f"  WARNING: {w}" for w in runtime.warnings]
     return lines
+
+
+def _via(one: str, other: str) -> str:
+    """How a library two runtimes need is reached: the stronger need wins ("needed" over a
+    first-use "delay" over a name opened at run time)."""
+    order = ("needed", "delay", "loads")
+    return min(one, other, key=lambda via: order.index(via) if via in order else 0)

@@ -51,6 +51,7 @@ def _runtime_to_json(staged: StagedRuntime) -> dict[str, Any]:
             "externals": [asdict(e) for e in closure.externals],
             "load_scans": [asdict(f) for f in closure.load_scans],
             "idle_drops": list(closure.idle_drops),
+            "beside": list(closure.beside),
             "kept": [
                 {
                     "name": k.name,
@@ -98,6 +99,7 @@ def _runtime_from_json(data: dict[str, Any], runtime_dir: Path) -> StagedRuntime
             for f in c["load_scans"]
         ),
         idle_drops=tuple(str(line) for line in c["idle_drops"]),
+        beside=tuple(str(name) for name in c["beside"]),
     )
     return StagedRuntime(
         runtime=data["runtime"],

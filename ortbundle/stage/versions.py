@@ -26,11 +26,13 @@ from typing import TYPE_CHECKING, Any
 from ortbundle._core.errors import LicenseError
 from ortbundle._core.memo import NO_MEMO, Memo
 from ortbundle.stage.binaries import read_version_info
+from ortbundle.stage.binaries.info import is_macho
 from ortbundle.stage.file_facts import (
     FileEvidence,
     elf_evidence,
     evidence_from_json,
     evidence_to_json,
+    macho_evidence,
     pe_evidence,
 )
 
@@ -125,8 +127,9 @@ def read_file_version(
 _PE = "PE version resource"
 # what a memo entry was read as: an entry kept by another reading (FileVersion before
 # ProductVersion, before 2; no licence evidence, before 3; embedded code without its version,
-# licence and copyright lines, before 4) is read from the file again
-_READING = 4
+# licence and copyright lines, before 4; a Mach-O file's evidence, before 5) is read from the
+# file again
+_READING = 5
 
 
 @dataclass(frozen=True)
@@ -139,9 +142,11 @@ class _Read:
 
 def _read(path: Path, relative: str) -> _Read:
     with path.open("rb") as handle:
-        magic = handle.read(4)
-    if magic == b"\x7fELF":
+        magic = handle.read(8)
+    if magic[:4] == b"\x7fELF":
         return _Read(None, elf_evidence(path, relative))
+    if is_macho(magic):
+        return _Read(None, macho_evidence(path, relative))
     if magic[:2] != b"MZ":
         return _Read(None, FileEvidence())
     info = read_version_info(path, relative)

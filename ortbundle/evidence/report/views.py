@@ -78,7 +78,7 @@ class Drop:
 class ExternalName:
     name: str
     needed_by: tuple[str, ...]
-    via: str  # "needed" (DT_NEEDED / import table) or "loads" (opened by name at run time)
+    via: str  # "needed" (DT_NEEDED, import table), "delay" (first use) or "loads" (by name)
 
 
 @dataclass(frozen=True)

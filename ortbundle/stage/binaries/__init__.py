@@ -84,3 +84,17 @@ def pe_data(path: Path, label: str) -> bytes:
     from ortbundle.stage.binaries import pe
 
     return pe.data_bytes(path, label)
+
+
+def macho_data(path: Path, label: str) -> bytes:
+    """A Mach-O file's read-only data (`__TEXT,__cstring` and `__TEXT,__const`)."""
+    from ortbundle.stage.binaries import macho
+
+    return macho.data_bytes(path, label)
+
+
+def elf_defined_names(path: Path, label: str) -> bytes:
+    """The names an ELF file's `.dynsym` defines, NUL-joined (elf.py)."""
+    from ortbundle.stage.binaries import elf
+
+    return elf.defined_symbol_names(path, label)

@@ -358,3 +358,29 @@ def section_bytes(path: Path, label: str, names: tuple[str, ...]) -> dict[str, b
             file=label,
             fix="the library is truncated or corrupt; check the pin and the archive",
         ) from None
+
+
+def defined_symbol_names(path: Path, label: str) -> bytes:
+    """The names of the symbols `.dynsym` defines (C++ names included), NUL-joined: a
+    header-only library compiled in (Eigen, a copy of abseil's string_view) may leave no
+    string in `.rodata`, only its namespace in the mangled names of the code it became. Names
+    the library only imports are left out: they are another library's code."""
+    sections = section_bytes(path, label, (".dynsym", ".dynstr"))
+    table, strings = sections.get(".dynsym", b""), sections.get(".dynstr", b"")
+    with path.open("rb") as stream:
+        ident = stream.read(6)
+    if len(ident) < 6 or not table or not strings:
+        return b""
+    wide = ident[4] == 2
+    order = ">" if ident[5] == 2 else "<"
+    entsize = 24 if wide else 16
+    layout = f"{order}IBBH" if wide else f"{order}I8xBBH"
+    found: list[bytes] = []
+    for at in range(0, len(table) - entsize + 1, entsize):
+        name, _info, _other, shndx = struct.unpack_from(layout, table, at)
+        if not name or not shndx:
+            continue
+        end = strings.find(b"\0", name)
+        if end > name:
+            found.append(strings[name:end])
+    return b"\0".join(found)

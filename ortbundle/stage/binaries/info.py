@@ -150,6 +150,14 @@ def alignment_problem(info: BinaryInfo, page_align: int) -> str | None:
 _MACHO_MAGICS = (b"\xcf\xfa\xed\xfe", b"\xce\xfa\xed\xfe", b"\xca\xfe\xba\xbe")
 
 
+def is_macho(head: bytes) -> bool:
+    """Whether a file's first 8 bytes open a Mach-O file: a fat header's magic is also a Java
+    class's, so it counts only with the small architecture count a fat file has after it."""
+    if head[:4] in _MACHO_MAGICS[:2]:
+        return True
+    return head[:4] == _MACHO_MAGICS[2] and 0 < int.from_bytes(head[4:8], "big") < 20
+
+
 def sniff_format(path: Path) -> str | None:
     with path.open("rb") as stream:
         magic = stream.read(4)

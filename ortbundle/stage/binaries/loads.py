@@ -57,6 +57,15 @@ _MACHO_NAME = re.compile(
 )
 
 
+# a framework's binary by its path: "/System/Library/Frameworks/CoreFoundation.framework/
+# CoreFoundation", "/System/Library/PrivateFrameworks/IOReport.framework/Versions/A/IOReport"
+_MACHO_FRAMEWORK = re.compile(
+    _START
+    + rb"(?:[@/][A-Za-z0-9_+./@-]*/)?[A-Za-z0-9_+-]+\.framework/(?:Versions/[A-Za-z0-9]+/)?"
+    + rb"[A-Za-z0-9_+-]+(?![A-Za-z0-9_+./-])"
+)
+
+
 _PE_WIDE = re.compile(
     rb"(?:[A-Za-z0-9_+.-]\x00)+\.\x00[dD]\x00[lL]\x00[lL]\x00(?![A-Za-z0-9_+.-]\x00)"
 )
@@ -203,12 +212,14 @@ def _scan_elf(path: Path) -> LoadScan:
 
 
 def _scan_macho(path: Path) -> LoadScan:
-    """The arm64 slice's undefined `_dlopen` family, and the dylib names its C strings hold."""
+    """The arm64 slice's undefined `_dlopen` family, and the dylib and framework names its C
+    strings hold."""
     imports, data = imported_symbols(path)
     calls = sorted(MACHO_LOADERS.intersection(imports))
     if not calls:
         return LoadScan((), ())
     found = {m.decode("ascii") for m in _MACHO_NAME.findall(data)}
+    found |= {m.decode("ascii") for m in _MACHO_FRAMEWORK.findall(data)}
     return LoadScan(tuple(calls), tuple(sorted(found)))
 
 

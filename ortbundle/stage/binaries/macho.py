@@ -16,7 +16,7 @@ the closure's machine check refuses it by name instead of shipping another archi
 from __future__ import annotations
 
 import struct
-from collections.abc import Iterable
+from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import BinaryIO
@@ -215,8 +215,8 @@ def _symbols(stream: BinaryIO, image: Slice) -> tuple[tuple[str, ...], tuple[str
     return tuple(sorted(exported)), tuple(sorted(imported))
 
 
-def cstrings(stream: BinaryIO, image: Slice) -> tuple[bytes, int]:
-    """The bytes of `__TEXT,__cstring` and the address they are mapped at (b"", 0: none)."""
+def _sections(image: Slice) -> Iterator[tuple[bytes, bytes, int, int, int]]:
+    """(segment, section, address, size, file offset) of every section of a 64-bit image."""
     for command in image.of(LC_SEGMENT_64):
         (nsects,) = struct.unpack_from("<I", command.raw, 64)
         for index in range(nsects):
@@ -224,9 +224,60 @@ def cstrings(stream: BinaryIO, image: Slice) -> tuple[bytes, int]:
             if at + _SECTION_64.size > len(command.raw):
                 raise ValueError("a segment lists more sections than it holds")
             sect, seg, addr, size, offset, _align = _SECTION_64.unpack_from(command.raw, at)
-            if sect.rstrip(b"\0") == b"__cstring" and seg.rstrip(b"\0") == b"__TEXT":
-                return _read(stream, image.offset + offset, size), addr
+            yield seg.rstrip(b"\0"), sect.rstrip(b"\0"), addr, size, offset
+
+
+def cstrings(stream: BinaryIO, image: Slice) -> tuple[bytes, int]:
+    """The bytes of `__TEXT,__cstring` and the address they are mapped at (b"", 0: none)."""
+    for seg, sect, addr, size, offset in _sections(image):
+        if sect == b"__cstring" and seg == b"__TEXT":
+            return _read(stream, image.offset + offset, size), addr
     return b"", 0
+
+
+# where a Mach-O image keeps its read-only data: C strings, and the constants the C++ type
+# names (the Itanium ABI's _ZTS strings, as "N5Eigen…") live in
+_DATA_SECTIONS = frozenset({(b"__TEXT", b"__cstring"), (b"__TEXT", b"__const")})
+
+
+def _defined_names(stream: BinaryIO, image: Slice) -> bytes:
+    """The names of the symbols the image defines, local ones included (a dylib keeps them
+    unless stripped), NUL-joined: a header-only library compiled in (Eigen) may leave only its
+    namespace in the mangled names of the code it became."""
+    if image.bits != 64:
+        return b""
+    found: list[bytes] = []
+    for command in image.of(LC_SYMTAB):
+        symoff, nsyms, stroff, strsize = struct.unpack_from("<IIII", command.raw, 8)
+        if nsyms > _MAX_SYMBOLS:
+            raise ValueError(f"a symbol table of {nsyms} entries")
+        table = _read(stream, image.offset + symoff, nsyms * _NLIST_64.size)
+        strings = _read(stream, image.offset + stroff, strsize)
+        for strx, kind, _sect, _desc, _value in _NLIST_64.iter_unpack(table):
+            if kind & _N_STAB or kind & _N_TYPE != _N_SECT or not 0 < strx < len(strings):
+                continue
+            end = strings.find(b"\0", strx)
+            found.append(strings[strx : end if end >= 0 else len(strings)])
+    return b"\0".join(found)
+
+
+def data_bytes(path: Path, label: str) -> bytes:
+    """The read-only data of the arm64 slice (else the first) and the names of the symbols it
+    defines: what the scan for embedded third-party code and notices reads, as `.rodata` and
+    `.dynsym` on ELF; NUL-joined."""
+    try:
+        with path.open("rb") as stream:
+            image = _choose(slices(stream, path.stat().st_size))
+            wanted = [
+                (size, offset)
+                for seg, sect, _addr, size, offset in _sections(image)
+                if (seg, sect) in _DATA_SECTIONS and size
+            ]
+            parts = [_read(stream, image.offset + off, size) for size, off in wanted]
+            parts.append(_defined_names(stream, image))
+            return b"\0".join(parts)
+    except (ValueError, struct.error, OSError) as exc:
+        raise _unreadable(label, f"is not a readable Mach-O file: {exc}") from None
 
 
 def first_section_offset(image: Slice) -> int:

@@ -3,6 +3,7 @@ a comment saying what it was guessed from, and every open choice a commented blo
 
 from __future__ import annotations
 
+import re
 from collections.abc import Sequence
 
 import tomlkit
@@ -211,7 +212,17 @@ def recipe_text(
     blocks = [external_block(p) for p in proposals if p.unresolved]
     if blocks:
         text += "\n" + "\n\n".join(blocks) + "\n"
-    return text
+    return _printable(text)
+
+
+_CONTROL = re.compile(r"[\x00-\x08\x0b-\x1f\x7f]")
+
+
+def _printable(text: str) -> str:
+    """The recipe with no control character: tomlkit escapes them in strings but writes a
+    comment as given, and a comment quoting a binary's bytes must not make the file invalid
+    TOML."""
+    return _CONTROL.sub(" ", text)
 
 
 _WHAT = {
