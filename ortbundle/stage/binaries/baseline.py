@@ -274,9 +274,6 @@ def _windows(
     functions = windows_functions()
     found: list[Minimum] = []
     runtimes: list[Minimum] = []
-    for opener, dll in opened:  # opened by name and needed: LoadLibrary fails on older Windows
-        if dll.lower() in dlls:
-            found.append(Minimum(dlls[dll.lower()], f"{opener} opens {dll} by name"))
     for name, info in libraries:
         if info.format != "pe":
             continue
@@ -306,6 +303,11 @@ def _windows(
             if lower in msvc:
                 toolset, release = msvc[lower]
                 runtimes.append(Minimum(toolset, f"{name} imports {dll} ({release})"))
+    # opened by name and needed: LoadLibrary fails on an older Windows (after the imports: of
+    # equal floors, the loader's own refusal is the one to name)
+    for opener, dll in opened:
+        if dll.lower() in dlls:
+            found.append(Minimum(dlls[dll.lower()], f"{opener} opens {dll} by name"))
     return _highest(found), _highest(runtimes)
 
 
