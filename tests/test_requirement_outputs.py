@@ -5,7 +5,9 @@ The synthetic product is the issue's: a Windows runtime whose DirectML.dll impor
 driver's library (nvml.dll, libnvidia-ml.so.1) through a group the product declares required.
 A plugin EP is an accelerator its runtime works without, so the driver is optional; d3d12.dll
 makes it Windows 10. The "promise" variant drops d3d12.dll and says `[system] windows = "10.0"`,
-`glibc = "2.28"` instead, which every output must say too. Each test reads one output and holds
+`glibc = "2.28"` instead, which every output must say too. The "opened" variant's DirectML.dll
+opens d3d12.dll only by name (LoadLibraryExW; the recipe's `loads` declares it), the "apiset"
+one imports a Windows 10 API set (api-ms-win-core-heap-l2-1-0) instead (#43). Each test reads one output and holds
 it against the model (`TargetResult.requirements`) and the facts; the last compares them all.
 """
 
@@ -31,6 +33,7 @@ from tests.helpers.elf import make_elf
 from tests.helpers.index_server import IndexServer
 from tests.helpers.pe import make_pe
 from tests.helpers.project import PLUGIN_EXPORTS, FakeProject
+from tests.helpers.toml_edit import edit_toml
 from tests.helpers.wheels import make_wheel, sha256_of
 from tests.test_report import elements
 
@@ -63,11 +66,26 @@ pairs_with = ["fake"]
 PROMISE = '\n[system]\nwindows = "10.0"\nglibc = "2.28"\n'
 
 
-def _directml(d3d12: bool) -> bytes:
-    """DirectML.dll: Windows 8.1 by its header and by CreateDXGIFactory2; d3d12.dll makes it 10."""
+HEAP_L2 = "api-ms-win-core-heap-l2-1-0.dll"
+WHY = {
+    "d3d12": "runtimes/fake/DirectML.dll imports d3d12.dll",
+    "opened": "runtimes/fake/DirectML.dll opens d3d12.dll by name",
+    "apiset": f"runtimes/fake/DirectML.dll imports the API set {HEAP_L2} (",
+    "promise": 'the product\'s [system] windows = "10.0"',
+}
+
+
+def _directml(variant: str) -> bytes:
+    """DirectML.dll: Windows 8.1 by its header and by CreateDXGIFactory2; d3d12.dll (imported,
+    or opened by name) or a Windows 10 API set makes it 10."""
+    imported = {"d3d12": ("d3d12.dll",), "apiset": (HEAP_L2,)}.get(variant, ())
     return make_pe(
-        imports=("KERNEL32.dll", "dxgi.dll", *(("d3d12.dll",) if d3d12 else ())),
-        functions={"dxgi.dll": ["CreateDXGIFactory2"]},
+        imports=("KERNEL32.dll", "dxgi.dll", *imported),
+        functions={
+            "dxgi.dll": ["CreateDXGIFactory2"],
+            **({"KERNEL32.dll": ["LoadLibraryExW"]} if variant == "opened" else {}),
+        },
+        wide=("d3d12.dll",) if variant == "opened" else (),
         os_version=(6, 3),
         subsystem_version=(6, 3),
     )
@@ -141,7 +159,7 @@ min_core = "1.0.0"
 
 @dataclass(frozen=True)
 class Built:
-    variant: str  # "d3d12": the DLL says Windows 10; "promise": the product's [system] does
+    variant: str  # what says Windows 10: "d3d12", "opened", "apiset" (the DLL), "promise"
     result: BuildResult
 
     @property
@@ -158,19 +176,25 @@ class Built:
         return (self.version_dir / path).read_text("utf-8")
 
 
-@pytest.fixture(scope="module", params=["d3d12", "promise"])
+@pytest.fixture(scope="module", params=["d3d12", "promise", "opened", "apiset"])
 def built(
     request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory
 ) -> Iterator[Built]:
     variant: str = request.param
     with IndexServer().running() as server:
         fake = FakeProject(root=tmp_path_factory.mktemp(variant) / "project", server=server)
-        fake.windows["onnxruntime/capi/DirectML.dll"] = _directml(d3d12=variant == "d3d12")
+        fake.windows["onnxruntime/capi/DirectML.dll"] = _directml(variant)
         fake.windows_roots = ["onnxruntime.dll", "DirectML.dll"]
         fake.product_extra = DRIVER_GROUP + (PROMISE if variant == "promise" else "")
         fake.write()
+        if variant == "opened":
+            edit_toml(fake.root / "recipes" / "fake.toml", _declare_d3d12)
         _add_plugin(fake)
         yield Built(variant, build(fake.project, fake.options(), plain_reporter()))
+
+
+def _declare_d3d12(recipe: Any) -> None:
+    recipe["targets"][WINDOWS]["loads"] = ["d3d12.dll"]
 
 
 # --- what each output says: (the driver's group optional?, the oldest Windows or glibc) ---------
@@ -188,10 +212,8 @@ def test_the_model_says_the_driver_is_optional_and_windows_10(built: Built) -> N
         assert model.runtime(PLUGIN).plugin and model.runtime(PLUGIN).pairs_with == ("fake",)
     windows = built.model(WINDOWS).system.windows
     assert windows is not None and windows.version == "10.0"
-    if built.variant == "d3d12":
-        assert windows.why == "runtimes/fake/DirectML.dll imports d3d12.dll"
-    else:
-        assert windows.why == 'the product\'s [system] windows = "10.0"'
+    assert windows.why.startswith(WHY[built.variant]), windows.why
+    if built.variant == "promise":
         glibc = built.model(LINUX).system.glibc
         assert glibc is not None and glibc.version == "2.28"
 

@@ -15,6 +15,7 @@ from __future__ import annotations
 import json
 import re
 from collections.abc import Iterator
+from dataclasses import replace
 from pathlib import Path
 
 import pytest
@@ -23,6 +24,7 @@ from ortbundle._core.progress import plain_reporter
 from ortbundle.evidence.names import REPORT_NAME, SBOM_NAME, SUMMARY_NAME
 from ortbundle.pipeline.build import BuildOptions, Project, build
 from ortbundle.pipeline.result import BuildResult, TargetResult
+from ortbundle.pipeline.summary import summary_lines
 from ortbundle.stage.index_json import index_files
 from ortbundle.stage.requirements import TargetRequirements
 from tests.helpers.synthetic_products import REPO, synthesize
@@ -73,6 +75,27 @@ def test_every_product_builds_offline_and_every_output_renders_its_model(
                 _linux_package(package.channel, package.notes, model)
             if package.channel == "flatpak" and target.target == "linux-x86_64":
                 _flatpak(result, package.notes, model)
+    if product == "darkroom":
+        _floors(result)
+
+
+def _floors(result: BuildResult) -> None:
+    """The default product's oldest systems (#43), which the per-output checks above hold every
+    output to: Windows on Arm64 and the WebGPU runtime need Windows 10 (its recipe's loads open
+    d3d12.dll), OpenVINO keeps its own evidence's floor (DXCore is an optional load); macOS is
+    the dylib's minos, in the console summary as well."""
+    models = {t.target: t.requirements for t in result.targets}
+    assert models["windows-arm64"].runs_on.startswith("Windows 10 (10.0)")
+    x64 = models["windows-x86_64"]
+    webgpu, openvino = x64.runtime("webgpu").system.windows, x64.runtime("openvino").system.windows
+    assert webgpu is not None and webgpu.version == "10.0", webgpu
+    assert openvino is not None and "dxcore" not in openvino.why.lower(), openvino
+    assert x64.system.windows == replace(webgpu, why=f"runtimes/webgpu/{webgpu.why}")
+    assert models["macos-arm64"].runs_on == "macOS ≥ 14.0"
+    document = json.loads((result.version_dir / SUMMARY_NAME).read_text("utf-8"))
+    printed = summary_lines(document)
+    at = next(i for i, line in enumerate(printed) if "macos-arm64" in line)
+    assert any("runs on macOS ≥ 14.0" in line for line in printed[at : at + 4]), printed
 
 
 def _optional(model: TargetRequirements) -> dict[str, bool]:

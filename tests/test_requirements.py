@@ -11,10 +11,20 @@ import pytest
 
 from ortbundle._core.errors import ClosureError
 from ortbundle.config.products import SystemSpec
-from ortbundle.config.recipes import Recipe
+from ortbundle.config.recipes import OptionalLoads, Recipe, TargetRecipe
+from ortbundle.config.targets import get_target
 from ortbundle.stage.binaries import inspect
+from ortbundle.stage.binaries.baseline import Minimum, SystemBaseline, apiset_floor
+from ortbundle.stage.binaries.loads import FileScan, scan_binary
 from ortbundle.stage.closure import Closure, ExternalLibrary, KeptLibrary
-from ortbundle.stage.requirements import requirement_groups, resolve, summary_lines
+from ortbundle.stage.requirements import (
+    TargetRequirements,
+    requirement_groups,
+    resolve,
+    runs_on,
+    summary_lines,
+)
+from ortbundle.stage.runtime_loads import with_runtime_loads
 from ortbundle.stage.staging import StagedRuntime
 from tests.helpers.pe import make_pe
 
@@ -189,3 +199,111 @@ def test_the_model_as_evidence_carries_it(tmp_path: Path) -> None:
     }
     plugin = next(r for r in document["runtimes"] if r["name"] == "ep-trt-rtx")
     assert plugin["plugin"] is True and plugin["system"]["windows"] == "10.0"
+
+
+# --- every kind of evidence for the oldest Windows (#43) ---------------------------------------
+# Each rule alone raises a DLL whose header says Windows Vista (6.0) or 8 (6.2) to Windows 10,
+# and its near miss does not: take the rule away and its test fails.
+
+LOADER = {"KERNEL32.dll": ["LoadLibraryExW"]}
+
+
+def _opener(
+    tmp_path: Path, *, loads: tuple[str, ...] = (), optional: tuple[str, ...] = ()
+) -> TargetRequirements:
+    """A DLL that opens d3d12.dll only by name (LoadLibraryExW, L"d3d12.dll"), no import of it,
+    staged through the build's own run-time load step with the recipe's declaration."""
+    data = make_pe(imports=("KERNEL32.dll",), functions=LOADER, wide=("d3d12.dll",))
+    staged = _staged(tmp_path, "webgpu", "runtimes/webgpu", {"opener.dll": data})
+    scan = scan_binary(tmp_path / "webgpu" / "opener.dll", "pe", "opener.dll")
+    assert scan.names == ("d3d12.dll", "KERNEL32.dll")  # the evidence: the name, opened by call
+    section = TargetRecipe(
+        WINDOWS,
+        "opener.dll",
+        (),
+        ("opener.dll",),
+        (),
+        (),
+        loads=loads,
+        optional_loads=(OptionalLoads(optional, "works without it"),) if optional else (),
+    )
+    recipe = replace(_recipe("webgpu"), targets={WINDOWS: section})
+    closure = replace(staged.closure, load_scans=(FileScan("opener.dll", scan),))
+    staged = with_runtime_loads(replace(staged, closure=closure), recipe, get_target(WINDOWS))
+    return resolve(WINDOWS, SystemSpec(), [(recipe, staged)])
+
+
+def test_a_dll_opening_d3d12_only_by_name_needs_windows_10(tmp_path: Path) -> None:
+    model = _opener(tmp_path / "needed", loads=("d3d12.dll",))
+    windows = model.runtime("webgpu").system.windows
+    assert windows is not None and windows.version == "10.0"
+    assert windows.why == "opener.dll opens d3d12.dll by name"
+    assert model.system.windows == Minimum(
+        "10.0", "runtimes/webgpu/opener.dll opens d3d12.dll by name"
+    )
+    assert model.runs_on.startswith("Windows 10 (10.0)")
+    # judged optional (optional_loads): declared, no requirement, and no floor
+    spare = _opener(tmp_path / "optional", optional=("d3d12.dll",))
+    assert spare.runtime("webgpu").system.windows == Minimum(
+        "6.0", "opener.dll declares OS version 6.0"
+    )
+    (d3d12,) = (e for e in spare.externals if e.name == "d3d12.dll")
+    assert d3d12.optional and d3d12.via == "loads"
+
+
+def _windows_of(tmp_path: Path, data: bytes) -> Minimum | None:
+    staged = _staged(tmp_path, "core", "runtimes/core", {"core.dll": data})
+    return (
+        resolve(WINDOWS, SystemSpec(), [(_recipe("core"), staged)]).runtime("core").system.windows
+    )
+
+
+def test_a_windows_10_api_set_import_needs_windows_10(tmp_path: Path) -> None:
+    heap = "api-ms-win-core-heap-l2-1-0.dll"
+    found = _windows_of(tmp_path / "heap", make_pe(imports=(heap,)))
+    assert found is not None and found.version == "10.0"
+    assert found.why.startswith(f"core.dll imports the API set {heap} (")
+    # its Windows 7 sibling dates nothing past the header
+    older = _windows_of(tmp_path / "old", make_pe(imports=("api-ms-win-core-heap-l1-1-0.dll",)))
+    assert older == Minimum(
+        "6.1", "core.dll imports the API set api-ms-win-core-heap-l1-1-0.dll (Windows 7 schema)"
+    )
+    # a later revision of a contract the table knows needs at least what the known one needs
+    newer = _windows_of(tmp_path / "rev", make_pe(imports=("api-ms-win-core-synch-l1-2-7.dll",)))
+    assert newer is not None and newer.version == "10.0" and "at least as new as" in newer.why
+
+
+def test_every_api_set_the_default_product_imports_is_dated() -> None:
+    """The sets pefile read from the default product's DLLs (windows-apisets.toml's header): a
+    table that lost one would let its DLL claim an older Windows."""
+    expected = {
+        "api-ms-win-core-file-l1-2-2": "10.0",
+        "api-ms-win-core-heap-l2-1-0": "10.0",
+        "api-ms-win-core-kernel32-legacy-l1-1-6": "10.0",
+        "api-ms-win-core-libraryloader-l1-2-1": "10.0",
+        "api-ms-win-core-synch-l1-2-1": "10.0",
+        "api-ms-win-service-core-l1-1-1": "10.0",
+        "api-ms-win-core-path-l1-1-0": "6.2",
+        "api-ms-win-crt-runtime-l1-1-0": "6.0",
+    }
+    assert {name: (apiset_floor(name + ".dll") or ("",))[0] for name in expected} == expected
+
+
+def test_an_arm64_dll_needs_windows_10_whatever_its_header_says(tmp_path: Path) -> None:
+    def dll(machine: str) -> bytes:
+        return make_pe(
+            machine=machine, imports=("KERNEL32.dll",), os_version=(6, 2), subsystem_version=(6, 2)
+        )
+
+    assert _windows_of(tmp_path / "arm", dll("ARM64")) == Minimum(
+        "10.0", "core.dll is built for ARM64: Windows runs there from Windows 10"
+    )
+    assert _windows_of(tmp_path / "x64", dll("AMD64")) == Minimum(
+        "6.2", "core.dll declares OS version 6.2"
+    )
+
+
+def test_macos_minos_is_what_the_model_says_it_runs_on() -> None:
+
+    system = SystemBaseline(macos=Minimum("14.0", "libonnxruntime.dylib declares minos 14.0"))
+    assert runs_on(system) == "macOS ≥ 14.0"

@@ -390,6 +390,27 @@ def test_a_load_must_be_a_plain_file_name(opening: FakeProject, reporter: Report
         build(opening.project, opening.options(), reporter)
 
 
+def test_an_optional_load_is_declared_optional_once(
+    opening: FakeProject, reporter: Reporter
+) -> None:
+    """`optional_loads`: a name the runtime opens and works without is declared (no finding),
+    optional, and never in `loads` too."""
+    spare = [{"names": ["nvcuda.dll"], "reason": "works without it"}]
+    _set_target(opening, "windows-x86_64", "loads", ["vulkan-1.dll", "nvcuda.dll"])
+    _set_target(opening, "windows-x86_64", "optional_loads", spare)
+    with pytest.raises(ConfigError, match="'nvcuda.dll' is in both loads and optional_loads"):
+        build(opening.project, opening.options(), reporter)
+    _set_target(opening, "windows-x86_64", "loads", ["vulkan-1.dll"])
+    _set_target(
+        opening, "windows-x86_64", "optional_loads", [{"names": ["ntdll.dll"], "reason": "r"}]
+    )
+    result = build(opening.project, opening.options(), reporter)
+    windows = next(t for t in result.targets if t.target == "windows-x86_64")
+    loaded = {e.name: e.optional for e in windows.runtimes[0].closure.externals if e.via == "loads"}
+    assert loaded == {"ntdll.dll": True, "vulkan-1.dll": True}  # vulkan's group is optional
+    assert _findings(result)["windows-x86_64"] == {"onnxruntime.dll": ("nvcuda.dll",)}
+
+
 # a stock core: its provider table (libstdc++'s layout) with CUDA and TensorRT unavailable, and
 # the provider libraries it opens by name only when a session asks for them
 STOCK_TABLE = (

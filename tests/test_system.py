@@ -22,6 +22,7 @@ from ortbundle.channels.apk import ApkChannel
 from ortbundle.channels.nsis import NsisChannel
 from ortbundle.config.products import SystemSpec, load_product
 from ortbundle.payload.loader import Hardware, choose, detect, main, too_old
+from ortbundle.payload.loader.hardware import Gpu
 from ortbundle.pipeline.build import build
 from ortbundle.stage.binaries import inspect
 from ortbundle.stage.binaries.baseline import (
@@ -531,3 +532,40 @@ def test_a_library_above_the_apk_minsdk_is_refused_or_warned(tmp_path: Path) -> 
     result = ApkChannel().generate(package, out)
     assert "minSdk = 26" in (out / "runtime-loader" / "build.gradle.kts").read_text()
     assert any("WARNING: below the API level the libraries need" in n for n in result.notes)
+
+
+def test_each_runtime_keeps_its_own_windows_floor_in_the_loader() -> None:
+    """The default product's windows-x86_64 (#43): OpenVINO runs on Windows 8.1, the WebGPU
+    runtime needs Windows 10. On 8.1 with a GPU, WebGPU (which scores higher on any GPU) is
+    skipped saying why and OpenVINO is chosen; on 10 WebGPU is."""
+    gpu = Gpu("amd", 0x1002, 0x73FF, "pci")
+    index = {
+        "machine": "x86_64",
+        "runtimes": [
+            {
+                "name": "webgpu",
+                "directory": "runtimes/webgpu",
+                "label": "WebGPU",
+                "ort_version": "1.27.0",
+                "fits": {"any_gpu": True},
+                "system": {"needs": [], "windows": "10.0"},
+            },
+            {
+                "name": "openvino",
+                "directory": "runtimes/openvino",
+                "label": "OpenVINO",
+                "ort_version": "1.24.1",
+                "fits": {"gpu_vendors": ["intel"]},
+                "system": {"needs": [], "windows": "6.3"},
+            },
+        ],
+    }
+    old = choose(index, Hardware(gpus=(gpu,), windows_version="6.3"), stage=Path("."), env={})
+    assert old.runtime["name"] == "openvino"
+    assert (old.candidates[0].name, old.candidates[0].score, old.candidates[0].why) == (
+        "webgpu",
+        0,
+        "needs Windows 10.0, this is 6.3",
+    )
+    new = choose(index, Hardware(gpus=(gpu,), windows_version="10.0"), stage=Path("."), env={})
+    assert new.runtime["name"] == "webgpu"

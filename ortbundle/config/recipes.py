@@ -128,6 +128,9 @@ class TargetRecipe:
     # need not: applied after the memoised stage, so kept out of the repr its key is made of
     loads: tuple[str, ...] = field(default=(), repr=False)
     ignore_loads: tuple[IgnoreRule, ...] = field(default=(), repr=False)
+    # libraries they open by name and work without (DXCore's adapter list): declared like
+    # `loads`, optional, and no floor for the oldest system
+    optional_loads: tuple[OptionalLoads, ...] = field(default=(), repr=False)
     # [targets.<t>] providers: this target's own list where the targets' cores differ (empty:
     # [component] providers); judged and indexed after the memoised stage, so not in the key
     providers: tuple[str, ...] = field(default=(), repr=False)
@@ -299,6 +302,17 @@ def _target_recipe(reader: TableReader, target: str, sources: dict[str, Source])
         IgnoreRule(names=r.text_list("names"), reason=r.text("reason"))
         for r in reader.subs("ignore_loads")
     )
+    optional_loads = tuple(
+        OptionalLoads(names=r.text_list("names"), reason=r.text("reason"))
+        for r in reader.subs("optional_loads")
+    )
+    for name in (n for rule in optional_loads for n in rule.names):
+        if not PATH_WORD.match(name):
+            raise reader.fail(
+                f"optional_loads: {name!r} must be one library file name, as it is opened"
+            )
+        if name in loads:
+            raise reader.fail(f"{name!r} is in both loads and optional_loads: keep one")
     return TargetRecipe(
         target=target,
         entry=reader.text("entry"),
@@ -310,6 +324,7 @@ def _target_recipe(reader: TableReader, target: str, sources: dict[str, Source])
         renames=tuple(renames),
         loads=loads,
         ignore_loads=ignore_loads,
+        optional_loads=optional_loads,
         providers=reader.text_list("providers", required=False),
     )
 
@@ -361,6 +376,16 @@ def load_recipe(path: Path) -> Recipe:
         soc_families=component.text_list("soc_families", required=False),
         externals=read_externals(top),
     )
+
+
+@dataclass(frozen=True)
+class OptionalLoads:
+    """`[[targets.<t>.optional_loads]]`: libraries a kept file opens by name and goes on without
+    (the reason says what it does then): declared, optional, and no floor for the oldest
+    system."""
+
+    names: tuple[str, ...]  # library file names, as they are opened
+    reason: str
 
 
 @dataclass(frozen=True)

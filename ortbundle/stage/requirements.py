@@ -38,8 +38,8 @@ from ortbundle.stage.system import check_runtime, package_system, runtime_system
 PLUGIN_KIND = "plugin-ep"
 PAIRED_KINDS = (PLUGIN_KIND, "custom-ops", "uses-core")  # shipped beside a core, paired with it
 # the minima a product's [system] can promise, by the operating system they belong to
-_PROMISES = {"linux": "glibc", "windows": "windows", "android": "android_api"}
-_MINIMA = ("glibc", "gcc", "opencl", "windows", "msvc", "android_api")
+_PROMISES = {"linux": "glibc", "windows": "windows", "android": "android_api", "macos": "macos"}
+_MINIMA = ("glibc", "gcc", "opencl", "windows", "msvc", "android_api", "macos")
 
 
 @dataclass(frozen=True)

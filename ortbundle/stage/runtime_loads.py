@@ -1,9 +1,11 @@
 """Run-time loads: the libraries a kept file opens by name (dlopen, LoadLibrary), which neither
 DT_NEEDED nor the import table shows.
 
-A recipe declares them (`loads = [...]`); each declared name must be a staged file of the
-runtime or an external group of the target, and then counts among the closure's externals
-(`via = "loads"`). Detection backs the declaration up, in the manner of auditwheel's
+A recipe declares them (`loads = [...]`, or `optional_loads` for the ones it works without);
+each declared name must be a staged file of the runtime or an external group of the target, and
+then counts among the closure's externals (`via = "loads"`): a needed one dates the oldest
+system like an import does (DXCore, Direct3D 12: Windows 10), an optional one does not.
+Detection backs the declaration up, in the manner of auditwheel's
 `lddtree`: a kept file that imports a loader function (`dlopen`, `LoadLibrary*`) and whose
 read-only data carries library-name strings that are neither staged, declared, already an
 external of the closure, nor ignored with a reason, is a finding — unless the operating
@@ -61,6 +63,7 @@ def with_runtime_loads(staged: StagedRuntime, recipe: Recipe, target: Target) ->
             os_provides=target.os_provides,
             # a core's table of the providers it may load: their libraries are no finding
             cores={k.name: k.info.ep_names for k in closure.kept if role(k.info) == "core"},
+            optional=[n for rule in plan.optional_loads for n in rule.names],
         )
     except UnresolvedLoad as exc:
         raise unresolved_error(
@@ -68,10 +71,12 @@ def with_runtime_loads(staged: StagedRuntime, recipe: Recipe, target: Target) ->
         ) from None
 
     # a declared load resolved to its group through this same lookup: it is never None here
+    # one declared in optional_loads is optional whatever its group says
     added = tuple(
-        ExternalLibrary.of(d.name, group, d.needed_by, via="loads")
+        dataclasses.replace(load, optional=True) if d.optional else load
         for d in result.declared
         if (group := target.external_group(d.name)) is not None
+        and (load := ExternalLibrary.of(d.name, group, d.needed_by, via="loads"))
     )
     externals = tuple(e for e in closure.externals if e.via != "loads") + added
     closure = dataclasses.replace(

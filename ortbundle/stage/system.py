@@ -17,15 +17,29 @@ from ortbundle.stage.binaries.baseline import Minimum, SystemBaseline, baseline,
 from ortbundle.stage.staging import StagedRuntime
 
 
+def opened(staged: StagedRuntime, prefix: str = "") -> list[tuple[str, str]]:
+    """(opener, library) for each library the runtime opens by name and cannot work without:
+    its recipe's `loads` (not `optional_loads`), which date the oldest system as imports do."""
+    return [
+        (f"{prefix}{user}", e.name)
+        for e in staged.closure.externals
+        if e.via == "loads" and not e.optional
+        for user in e.needed_by[:1]
+    ]
+
+
 def runtime_system(staged: StagedRuntime) -> SystemBaseline:
-    """One runtime's baseline, from its kept libraries (named as staged)."""
-    return baseline((k.name, k.info) for k in staged.closure.kept)
+    """One runtime's baseline, from its kept libraries (named as staged) and the libraries it
+    opens by name and needs."""
+    return baseline(((k.name, k.info) for k in staged.closure.kept), opened(staged))
 
 
 def package_system(runtimes: Iterable[StagedRuntime]) -> SystemBaseline:
     """A whole target's baseline: every runtime's kept libraries, named by staged path."""
+    runtimes = list(runtimes)
     return baseline(
-        (f"{staged.directory}/{k.name}", k.info) for staged in runtimes for k in staged.closure.kept
+        ((f"{s.directory}/{k.name}", k.info) for s in runtimes for k in s.closure.kept),
+        [pair for s in runtimes for pair in opened(s, f"{s.directory}/")],
     )
 
 

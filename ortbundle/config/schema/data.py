@@ -132,6 +132,50 @@ WINDOWS_DLLS_DATA = FileSchema(
     ),
 )
 
+_APISET = Pattern(re.compile(r"^(api|ext)-ms-[a-z0-9-]+-l[0-9]+-[0-9]+-[0-9]+$"), "an API set name")
+
+WINDOWS_APISETS_DATA = FileSchema(
+    "windows-apisets-data",
+    "Windows API sets",
+    "ortbundle/data/windows-apisets.toml",
+    "The API sets a library may import, each with the first Windows version whose schema has it "
+    "and where that is documented.",
+    Table(
+        "top level",
+        "",
+        (
+            text("source", "the documentation the versions come from, and when it was read", True),
+            table(
+                "apisets",
+                Table(
+                    "[apisets]",
+                    "",
+                    entries=table(
+                        "<apiset>",
+                        Table(
+                            '[apisets."<apiset>"]',
+                            "One API set, lower case, without .dll.",
+                            (
+                                text(
+                                    "since",
+                                    "the NT version first having it",
+                                    True,
+                                    pattern=_NT_VERSION,
+                                ),
+                                text("doc", "where that is documented", True),
+                            ),
+                        ),
+                        "one API set",
+                    ),
+                    entry_pattern=_APISET,
+                ),
+                "the API sets",
+                True,
+            ),
+        ),
+    ),
+)
+
 ARCH_DATA = FileSchema(
     "arch-data",
     "Arch package mapping",
@@ -244,9 +288,14 @@ BASELINES_DATA = FileSchema(
                             True,
                         ),
                         table(
-                            "apisets",
-                            _map("[windows.apisets]", _VERSIONS),
-                            "API set → NT version",
+                            "machines",
+                            Table(
+                                "[windows.machines]",
+                                "",
+                                entries=text("<machine>", "NT version", pattern=_NT_VERSION),
+                                entry_pattern=WORD,
+                            ),
+                            "PE machines Windows runs on only from an NT version on",
                             True,
                         ),
                     ),
@@ -299,4 +348,12 @@ ACTIONS_DATA = FileSchema(
     ),
 )
 
-DATA = (TARGETS_DATA, WINDOWS_DLLS_DATA, ARCH_DATA, LINUX_DATA, BASELINES_DATA, ACTIONS_DATA)
+DATA = (
+    TARGETS_DATA,
+    WINDOWS_DLLS_DATA,
+    WINDOWS_APISETS_DATA,
+    ARCH_DATA,
+    LINUX_DATA,
+    BASELINES_DATA,
+    ACTIONS_DATA,
+)

@@ -260,6 +260,20 @@ TARGET = Table(
             "names the run-time load detection may ignore",
             default="[]",
         ),
+        tables(
+            "optional_loads",
+            Table(
+                "[[targets.<target>.optional_loads]]",
+                "Libraries a kept file opens by name and works without, and what it does then: "
+                "declared like `loads`, but optional, and they set no oldest system.",
+                (
+                    texts("names", "library file names, as they are opened", True, nonempty=True),
+                    text("reason", "what the runtime does without them", True),
+                ),
+            ),
+            "libraries opened by name that the runtime can do without",
+            default="[]",
+        ),
         texts(
             "providers",
             "this target's execution providers, where the targets' cores differ (macOS CoreML, "

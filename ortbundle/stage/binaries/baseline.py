@@ -4,9 +4,11 @@ ELF: the highest symbol version each library needs of each versioned system libr
 (`.gnu.version_r`: GLIBC_*, GLIBCXX_*, CXXABI_*, GCC_*, OPENCL_*, bionic's LIBC_N…), turned into
 glibc ≥ x.y, libstdc++ from GCC ≥ n and the manylinux baseline; `.note.android.ident` and the
 bionic version nodes give the Android API level. PE: the optional header's OS and subsystem
-versions, and the imported functions and DLLs baselines.toml and windows-system-dlls.toml date
-(d3d12.dll: Windows 10), give
-the minimum Windows version; the Visual C++ runtime DLLs give the redistributable. Pure
+versions, the machine (Windows on Arm64 exists from Windows 10), the imported functions and DLLs
+baselines.toml and windows-system-dlls.toml date (d3d12.dll: Windows 10), the API sets
+windows-apisets.toml dates, and the DLLs a runtime opens by name and cannot work without (its
+recipe's `loads`) give the minimum Windows version; the Visual C++ runtime DLLs give the
+redistributable. Pure
 functions over `BinaryInfo`, which the closure's one parse already filled, so this costs a
 build nothing but arithmetic.
 """
@@ -130,6 +132,53 @@ def windows_functions() -> Mapping[str, Mapping[str, str]]:
     return {dll.lower(): funcs for dll, funcs in table.items()}
 
 
+@dataclass(frozen=True)
+class ApiSet:
+    """One API set of windows-apisets.toml: the first NT version whose schema has it."""
+
+    name: str  # api-ms-win-core-heap-l2-1-0
+    since: str  # "10.0"
+    doc: str
+
+
+@functools.cache
+def windows_apisets() -> Mapping[str, ApiSet]:
+    """API set name (lower case, no .dll) -> its record, from windows-apisets.toml."""
+    path = "ortbundle/data/windows-apisets.toml"
+    data = tomllib.loads(resources.files("ortbundle").joinpath(path[10:]).read_text("utf-8"))
+    check_document(path, data, "windows-apisets-data")
+    return {
+        name: ApiSet(name, str(entry["since"]), str(entry["doc"]))
+        for name, entry in data["apisets"].items()
+    }
+
+
+_APISET = re.compile(r"^((?:api|ext)-ms-[a-z0-9-]+-l[0-9]+-[0-9]+)-([0-9]+)$")
+
+
+def apiset_floor(dll: str) -> tuple[str, str] | None:
+    """The NT version an imported API set needs and how that is known: its own entry, or the
+    highest lower revision of its contract (a higher revision has all a lower one has), "at
+    least" that; None for a DLL that is no API set or a contract the table lacks."""
+    name = dll.lower().removesuffix(".dll")
+    table = windows_apisets()
+    if name in table:
+        return table[name].since, table[name].doc
+    found = _APISET.match(name)
+    if found is None:
+        return None
+    contract, revision = found[1], int(found[2])
+    lower = [
+        (int(m[2]), entry)
+        for entry in table.values()
+        if (m := _APISET.match(entry.name)) and m[1] == contract and int(m[2]) < revision
+    ]
+    if not lower:
+        return None
+    _, entry = max(lower, key=lambda pair: pair[0])
+    return entry.since, f"at least as new as {entry.name}: {entry.doc}"
+
+
 def windows_name(version: str) -> str:
     names: dict[str, str] = _data()["windows"]["names"]
     return names.get(version, f"Windows NT {version}")
@@ -208,12 +257,19 @@ def _android(libraries: list[tuple[str, BinaryInfo]]) -> Minimum | None:
     return _highest(found)
 
 
-def _windows(libraries: list[tuple[str, BinaryInfo]]) -> tuple[Minimum | None, Minimum | None]:
-    apisets: dict[str, str] = _data()["windows"]["apisets"]
-    dlls: dict[str, str] = {
+def windows_dll_since() -> dict[str, str]:
+    """DLL (lower case) -> the NT version it first ships in, where newer than Windows 7."""
+    return {
         **_data()["windows"]["dlls"],
         **{d.name: d.since for d in windows_system_dlls().dlls if d.since},
     }
+
+
+def _windows(
+    libraries: list[tuple[str, BinaryInfo]], opened: list[tuple[str, str]]
+) -> tuple[Minimum | None, Minimum | None]:
+    dlls = windows_dll_since()
+    machines: dict[str, str] = _data()["windows"]["machines"]
     msvc: dict[str, list[str]] = _data()["msvc"]
     functions = windows_functions()
     found: list[Minimum] = []
@@ -224,6 +280,15 @@ def _windows(libraries: list[tuple[str, BinaryInfo]]) -> tuple[Minimum | None, M
         for field, value in (("OS", info.os_version), ("subsystem", info.subsystem_version)):
             if value and value != "0.0":
                 found.append(Minimum(value, f"{name} declares {field} version {value}"))
+        if info.machine in machines:
+            floor = machines[info.machine]
+            found.append(
+                Minimum(
+                    floor,
+                    f"{name} is built for {info.machine}: Windows runs there from "
+                    f"{windows_name(floor)}",
+                )
+            )
         for dll, function in info.versioned_imports:
             version = functions.get(dll, {}).get(function)
             if version:
@@ -232,17 +297,26 @@ def _windows(libraries: list[tuple[str, BinaryInfo]]) -> tuple[Minimum | None, M
             lower = dll.lower()
             if lower in dlls:  # a DLL older Windows lacks: its loader refuses the importer
                 found.append(Minimum(dlls[lower], f"{name} imports {dll}"))
-            for prefix, version in apisets.items():
-                if lower.startswith(prefix):
-                    found.append(Minimum(version, f"{name} imports the API set {dll}"))
+            apiset = apiset_floor(lower)
+            if apiset is not None:
+                found.append(Minimum(apiset[0], f"{name} imports the API set {dll} ({apiset[1]})"))
             if lower in msvc:
                 toolset, release = msvc[lower]
                 runtimes.append(Minimum(toolset, f"{name} imports {dll} ({release})"))
+    # opened by name and needed: LoadLibrary fails on an older Windows (after the imports: of
+    # equal floors, the loader's own refusal is the one to name)
+    for opener, dll in opened:
+        if dll.lower() in dlls:
+            found.append(Minimum(dlls[dll.lower()], f"{opener} opens {dll} by name"))
     return _highest(found), _highest(runtimes)
 
 
-def baseline(libraries: Iterable[tuple[str, BinaryInfo]]) -> SystemBaseline:
-    """The system baseline of `libraries` (name, info): one runtime's kept set, or a package's.
+def baseline(
+    libraries: Iterable[tuple[str, BinaryInfo]], opened: Iterable[tuple[str, str]] = ()
+) -> SystemBaseline:
+    """The system baseline of `libraries` (name, info): one runtime's kept set, or a package's;
+    `opened` are (opener, library) the libraries open by name at run time and cannot work
+    without (a recipe's `loads`, not its `optional_loads`).
 
     Names are what a person should read in a message (the staged path, for a package)."""
     libs = list(libraries)
@@ -254,7 +328,7 @@ def baseline(libraries: Iterable[tuple[str, BinaryInfo]]) -> SystemBaseline:
     opencl = _highest(
         Minimum(n.version.removeprefix("OPENCL_"), _why(n)) for n in needs if n.family == "OPENCL"
     )
-    windows, msvc = _windows(libs)
+    windows, msvc = _windows(libs, list(opened))
     return SystemBaseline(
         needs=needs,
         glibc=glibc,

@@ -103,6 +103,7 @@ class DeclaredLoad:
     kind: str
     note: str
     needed_by: tuple[str, ...]  # the staged files that open it (by their strings), else the
+    optional: bool = False  # declared in optional_loads: the runtime works without it
 
 
 @dataclass(frozen=True)
@@ -293,12 +294,14 @@ def runtime_loads(
     case_insensitive: bool,
     os_provides: Callable[[str], bool] = lambda _name: False,
     cores: Mapping[str, Sequence[str]] | None = None,
+    optional: Sequence[str] = (),
 ) -> RuntimeLoads:
     """Resolve the declared loads and find the undeclared ones.
 
     `scans` are (staged file name, scan) of the kept files; `staged` every name the runtime
     directory answers to (files, SONAMEs, links); `externals` the names the closure already
-    reports; `lookup` the target's external-group lookup (tool data and overlays). A declared
+    reports; `lookup` the target's external-group lookup (tool data and overlays); `optional`
+    declared names the runtime works without (declared as `loads` are, marked optional). A declared
     name found nowhere raises UnresolvedLoad, for the caller to word as a configuration error.
 
     What is no finding: a name the operating system itself provides (`os_provides`: the
@@ -314,7 +317,8 @@ def runtime_loads(
     declared: list[DeclaredLoad] = []
     unresolved: list[str] = []
     openers = [f for f, s in scans if s.calls] or [entry]
-    for name in loads:
+    spare = {key(n) for n in optional}
+    for name in (*loads, *optional):
         if key(name) in present or key(name) in reported:
             continue  # shipped, or linked by some kept file already
         match = lookup(name)
@@ -323,11 +327,18 @@ def runtime_loads(
             continue
         by = [f for f, s in scans if s.calls and key(name) in {key(n) for n in s.names}]
         declared.append(
-            DeclaredLoad(name, match.group, match.kind, match.note, tuple(sorted(by or openers)))
+            DeclaredLoad(
+                name,
+                match.group,
+                match.kind,
+                match.note,
+                tuple(sorted(by or openers)),
+                optional=key(name) in spare,
+            )
         )
     if unresolved:
         raise UnresolvedLoad(tuple(unresolved))
-    known = present | reported | {key(n) for n in loads}
+    known = present | reported | {key(n) for n in (*loads, *optional)}
     findings = []
     offered: dict[tuple[str, str], OfferedProvider] = {}
     for file, scan in sorted(scans):
