@@ -30,8 +30,10 @@ from ortbundle.channels.openpgp import (
 )
 from ortbundle.channels.rpm import RpmChannel
 from ortbundle.channels.step import generate_all, package_signers
+from ortbundle.config.project import Project
 from ortbundle.evidence.names import MANIFEST_NAME
 from ortbundle.pipeline.build import build
+from ortbundle.pipeline.release import release
 from tests.helpers.makepkg import Makepkg, unprivileged_makepkg
 from tests.helpers.openpgp import TestKey, make_key, need_gpg
 from tests.helpers.packages import make_package_input
@@ -333,3 +335,29 @@ def test_a_release_with_the_key_variable_naming_a_missing_file_refuses(
     assert "the deb, rpm packages cannot be signed" in str(refused.value)
     assert VARIABLE in str(refused.value)
     assert not (fake.root / "dist").exists() or not list((fake.root / "dist").rglob("*.deb"))
+
+
+def test_a_release_merged_from_runners_keeps_each_signer(
+    fake: FakeProject, reporter: Reporter, test_key: TestKey, tmp_path: Path
+) -> None:
+    """The runner that signs its .deb records the signer; the release's manifest keeps it."""
+    fake.product_extra = 'channels = ["deb"]\n'
+    fake.write()
+    runners = []
+    for target in ("linux-x86_64", "windows-x86_64"):
+        where = tmp_path / target
+        environ = {
+            **{k: v for k, v in fake.environ.items() if not k.startswith("ORTBUNDLE_SIGNING")},
+            VARIABLE: str(test_key.secret),
+        }
+        options = fake.options(targets=(target,), cache_dir=where / "cache", environ=environ)
+        build(Project.at(fake.root, where / "dist"), options, reporter)
+        runners.append(where / "dist")
+    merged = release(Project.at(fake.root, tmp_path / "release"), runners, fake.options())
+    manifest = json.loads((merged.version_dir / MANIFEST_NAME).read_text())
+    signers = {o["path"]: o["signer"] for o in manifest["outputs"] if "signer" in o}
+    assert signers == {
+        "packaging/deb/fakeproduct-onnxruntime_1.2.3-1_amd64.deb": (
+            f"openpgp:{test_key.fingerprint}"
+        )
+    }
