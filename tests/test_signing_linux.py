@@ -34,10 +34,12 @@ from ortbundle.config.project import Project
 from ortbundle.evidence.names import MANIFEST_NAME
 from ortbundle.pipeline.build import build
 from ortbundle.pipeline.release import release
+from tests.helpers.linux_packages import make_loadable_package
 from tests.helpers.makepkg import Makepkg, unprivileged_makepkg
 from tests.helpers.openpgp import TestKey, make_key, need_gpg
 from tests.helpers.packages import make_package_input
 from tests.helpers.project import FakeProject
+from tests.test_channel_deb_rpm import assert_lintian_accepts
 
 VARIABLE = "ORTBUNDLE_OPENPGP_KEY"
 TARBALL = "demo-onnxruntime-1.0.0.tar.gz"
@@ -66,7 +68,7 @@ def signed(
 ) -> dict[str, ChannelOutput]:
     """Each Linux channel's output of one stage, signed with the test key."""
     root = tmp_path_factory.mktemp("signed")
-    package = replace(make_package_input(root / "in"), openpgp=signer)
+    package = replace(make_loadable_package(root / "in"), openpgp=signer)
     return {
         c.name: c.generate(package, root / c.name)
         for c in (DebChannel(), RpmChannel(), ArchChannel())
@@ -361,3 +363,36 @@ def test_a_release_merged_from_runners_keeps_each_signer(
             f"openpgp:{test_key.fingerprint}"
         )
     }
+
+
+# --- the signed packages still pass the distributions' linters -----------------------------
+
+
+@pytest.mark.tools
+def test_lintian_accepts_the_signed_deb_and_rpmlint_the_signed_rpm(
+    signed: dict[str, ChannelOutput], test_key: TestKey, tmp_path: Path
+) -> None:
+    """lintian's finding on the _gpgorigin member is overridden in the package, with its
+    reason; a signed rpm's rpmlintrc filters no `no-signature` (rpmlint errs on a filter
+    nothing matched), and rpmlint checks the signature against an rpm database that holds
+    the published key (its own `rpm -K`: here a scratch one, by ~/.rpmmacros)."""
+    need("lintian", "lintian")
+    need("rpmlint", "rpmlint")
+    assert_lintian_accepts(built(signed["deb"], ".deb"))
+    output = signed["rpm"]
+    (rpmlintrc,) = output.directory.glob("*.rpmlintrc")
+    assert "no-signature" not in rpmlintrc.read_text()
+    rpm = built(output, ".rpm")
+    _checksig(tmp_path / "db", output.directory / f"openpgp-{test_key.fingerprint[-16:]}.asc", rpm)
+    (tmp_path / "home").mkdir()
+    (tmp_path / "home/.rpmmacros").write_text(f"%_dbpath {tmp_path / 'db'}\n")
+    result = subprocess.run(
+        ["rpmlint", "-r", str(rpmlintrc), str(rpm)],
+        env={"PATH": "/usr/bin:/bin", "HOME": str(tmp_path / "home"), "LC_ALL": "C.UTF-8"},
+        capture_output=True,
+        text=True,
+        timeout=300,
+        check=False,
+    )
+    assert " 0 errors," in result.stdout, result.stdout + result.stderr
+    assert not re.search(r": E: ", result.stdout), result.stdout

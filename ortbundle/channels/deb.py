@@ -64,6 +64,14 @@ LINTIAN_OVERRIDES: tuple[tuple[str, str, str], ...] = (
         "built from pinned upstream artifacts for the product's own repository, not the archive",
     ),
 )
+# Only in a signed package: lintian flags every member past data.tar (Debian's archive
+# software cannot cope with them), and the origin signature is one, where debsigs puts it.
+SIGNED_OVERRIDE = (
+    "misplaced-extra-member-in-deb",
+    "_gpgorigin *",
+    "the origin signature debsig-verify checks (debsigs' format), for the product's own "
+    "repository, not the archive",
+)
 
 
 class DebChannel:
@@ -84,7 +92,9 @@ def _layout(package: PackageInput, out: Path, meta: nfpm.Metadata) -> nfpm.Layou
     generated = {
         "copyright": copyright_text(package, name, doc).encode("utf-8"),
         "changelog.Debian.gz": _changelog(package, name, f"{version}-{release}", meta.maintainer),
-        "lintian-overrides": _overrides(name).encode("utf-8"),
+        "lintian-overrides": _overrides(name, (SIGNED_OVERRIDE,) if package.openpgp else ()).encode(
+            "utf-8"
+        ),
     }
     docs = [
         nfpm.Doc(f"{doc}/copyright", f"{nfpm.GENERATED_DIR}/copyright"),

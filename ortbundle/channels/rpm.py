@@ -70,7 +70,8 @@ def _layout(package: PackageInput, out: Path, meta: nfpm.Metadata) -> nfpm.Layou
     signed = (
         "unsigned — sign it (rpmsign) before publishing"
         if key is None
-        else f"signed by OpenPGP key {key.fingerprint} (rpmkeys --import {key.public_name})"
+        else f"signed by OpenPGP key {key.fingerprint}: rpmkeys --import {key.public_name} "
+        "before rpm -K or rpmlint"
     )
     return nfpm.Layout(
         file_name=file_name,
