@@ -274,15 +274,20 @@ def test_makepkg_refuses_a_signature_by_a_key_not_in_validpgpkeys(
 def test_each_signed_output_names_its_signer_and_the_notes_name_the_key(
     signer: OpenPgpKey, tmp_path: Path
 ) -> None:
-    package = replace(make_package_input(tmp_path / "in"), openpgp=signer)
-    outputs = generate_all(
-        ("deb", "rpm", "arch"), {"linux-x86_64": package}, tmp_path / "packaging", 1
-    )
+    """Every Linux target's outputs are signed: the aarch64 ones too."""
+    inputs = {
+        target: replace(make_package_input(tmp_path / "in", target), openpgp=signer)
+        for target in ("linux-x86_64", "linux-aarch64")
+    }
+    outputs = generate_all(("deb", "rpm", "arch"), inputs, tmp_path / "packaging", 1)
     who = f"openpgp:{signer.fingerprint}"
     assert package_signers(outputs) == {
         "packaging/deb/demo-onnxruntime_1.0.0-1_amd64.deb": who,
+        "packaging/deb/linux-aarch64/demo-onnxruntime_1.0.0-1_arm64.deb": who,
         "packaging/rpm/demo-onnxruntime-1.0.0-1.x86_64.rpm": who,
+        "packaging/rpm/linux-aarch64/demo-onnxruntime-1.0.0-1.aarch64.rpm": who,
         f"packaging/arch/{TARBALL}": who,
+        f"packaging/arch/linux-aarch64/{TARBALL}": who,
     }
     for output in outputs:
         assert any(signer.fingerprint in note for note in output.notes), output.notes
