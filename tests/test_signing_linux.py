@@ -104,7 +104,7 @@ def flipped(source: Path, dest: Path, at: int) -> Path:
 def test_no_key_named_signs_nothing_and_the_build_says_once_what_is_unsigned() -> None:
     assert openpgp_key({}, ("deb", "rpm", "arch")) is None
     (line,) = unsigned_warning(("nsis", "deb", "rpm", "arch"))
-    assert "the .deb, the .rpm, the Arch source tarball are unsigned" in line
+    assert "the .deb, the .rpm and the Arch source tarball are unsigned" in line
     assert VARIABLE in line
     assert unsigned_warning(("nsis", "flatpak")) == ()
 
@@ -115,7 +115,7 @@ def test_a_named_key_file_that_is_missing_is_refused_naming_the_channels_and_the
     with pytest.raises(ConfigError) as refused:
         openpgp_key({VARIABLE: str(tmp_path / "gone.asc")}, ("nsis", "deb", "rpm"))
     text = str(refused.value) + (refused.value.fix or "")
-    assert "the deb, rpm packages cannot be signed" in text
+    assert "the deb and rpm packages cannot be signed" in text
     assert VARIABLE in text
     assert refused.value.component == "packaging:deb"
 
@@ -316,7 +316,7 @@ def test_a_build_without_a_key_warns_once_and_with_one_records_each_signer(
     unsigned = build(fake.project, fake.options(), reporter)
     warned = [w for w in unsigned.warnings if "unsigned" in w]
     assert warned == [
-        "the .deb, the Arch source tarball are unsigned: set ORTBUNDLE_OPENPGP_KEY to an "
+        "the .deb and the Arch source tarball are unsigned: set ORTBUNDLE_OPENPGP_KEY to an "
         "armoured OpenPGP secret key to sign them (docs/signing-linux.md)"
     ]
     environ = {**fake.environ, VARIABLE: str(test_key.secret)}
@@ -339,7 +339,7 @@ def test_a_release_with_the_key_variable_naming_a_missing_file_refuses(
     environ = {**fake.environ, VARIABLE: str(tmp_path / "missing.asc")}
     with pytest.raises(ConfigError) as refused:
         build(fake.project, fake.options(environ=environ, release=True), reporter)
-    assert "the deb, rpm packages cannot be signed" in str(refused.value)
+    assert "the deb and rpm packages cannot be signed" in str(refused.value)
     assert VARIABLE in str(refused.value)
     assert not (fake.root / "dist").exists() or not list((fake.root / "dist").rglob("*.deb"))
 

@@ -77,7 +77,7 @@ def unsigned_warning(channels: Sequence[str]) -> tuple[str, ...]:
         return ()
     what = {"deb": "the .deb", "rpm": "the .rpm", "arch": "the Arch source tarball"}
     return (
-        f"{', '.join(what[c] for c in unsigned)} {'is' if len(unsigned) == 1 else 'are'} "
+        f"{_listed([what[c] for c in unsigned])} {'is' if len(unsigned) == 1 else 'are'} "
         f"unsigned: set {ENV_OPENPGP_KEY} to an armoured OpenPGP secret key to sign "
         f"{'it' if len(unsigned) == 1 else 'them'} (docs/signing-linux.md)",
     )
@@ -90,7 +90,7 @@ def openpgp_key(environ: Mapping[str, str], channels: Sequence[str]) -> OpenPgpK
     if not named:
         return None
     signing = signed_channels(channels) or SIGNED_CHANNELS
-    whose = f"the {', '.join(signing)} package{'s' if len(signing) > 1 else ''}"
+    whose = f"the {_listed(signing)} package{'s' if len(signing) > 1 else ''}"
     path = Path(named).expanduser()
     if not path.is_file():
         raise ConfigError(
@@ -177,6 +177,11 @@ def gnupg_home() -> Iterator[Path]:
                 check=False,
             )
         shutil.rmtree(home, ignore_errors=True)
+
+
+def _listed(names: Sequence[str]) -> str:
+    """a, b and c"""
+    return names[0] if len(names) == 1 else f"{', '.join(names[:-1])} and {names[-1]}"
 
 
 def _passphrase(environ: Mapping[str, str], whose: str) -> str:
