@@ -21,8 +21,9 @@ from ortbundle.evidence.verify import verify_tree
 from ortbundle.pipeline.build import build
 from ortbundle.pipeline.release import release
 from ortbundle.pipeline.summary import summary_lines
+from tests.helpers.makepkg import Makepkg
 from tests.helpers.project import FakeProject
-from tests.test_channel_arch import Makepkg, assert_ok
+from tests.test_channel_arch import assert_ok
 from tests.test_channel_arch import makepkg as makepkg  # the fixture
 from tests.test_channel_nsis import requires_makensis
 from tests.test_release import runner_build

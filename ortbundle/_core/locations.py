@@ -18,6 +18,11 @@ ENV_KEY_PASSWORD = "ORTBUNDLE_SIGNING_KEY_PASSWORD"  # noqa: S105 (a variable na
 # a Developer ID identity for the macOS code (a .p12 file and its password); unset: ad-hoc
 ENV_CODESIGN_P12 = "ORTBUNDLE_CODESIGN_P12"
 ENV_CODESIGN_P12_PASSWORD = "ORTBUNDLE_CODESIGN_P12_PASSWORD"  # noqa: S105 (a variable name)
+# an OpenPGP secret key (an armoured file) that signs the .deb, the .rpm and the Arch source,
+# and its passphrase (the value, or a file holding it); unset: those outputs are unsigned
+ENV_OPENPGP_KEY = "ORTBUNDLE_OPENPGP_KEY"
+ENV_OPENPGP_PASSPHRASE = "ORTBUNDLE_OPENPGP_PASSPHRASE"  # noqa: S105 (a variable name)
+ENV_OPENPGP_PASSPHRASE_FILE = "ORTBUNDLE_OPENPGP_PASSPHRASE_FILE"  # noqa: S105 (a variable name)
 ENV_MAVEN_URL = "ORTBUNDLE_MAVEN_URL"  # space-separated repository URLs, tried in order
 ENV_MAVEN_SETTINGS = "ORTBUNDLE_MAVEN_SETTINGS"  # a settings.xml in place of ~/.m2/settings.xml
 ENV_NPM_REGISTRY = "ORTBUNDLE_NPM_REGISTRY"  # the npm registry, over every .npmrc

@@ -19,6 +19,7 @@ from ortbundle._core.errors import IntegrityError
 from ortbundle._core.fsio import sha256_file
 from ortbundle._core.memo import NO_MEMO, Memo
 from ortbundle._core.overrides import NO_OVERRIDES, Overrides
+from ortbundle.channels.openpgp import OpenPgpKey
 from ortbundle.config.products import Addon, SystemSpec
 
 # CHANNEL_TARGETS and PackagingSettings live with the data they describe (targets, product
@@ -103,6 +104,9 @@ class PackageInput:
     android_groups: tuple[ExternalGroup, ...] = ()
     # the project's replacements of built-in templates (templates/, [packaging] templates)
     templates: Overrides = NO_OVERRIDES
+    # the OpenPGP key that signs the .deb, the .rpm and the Arch source (channels/openpgp.py);
+    # None: they are unsigned
+    openpgp: OpenPgpKey | None = None
 
 
 @dataclass(frozen=True)
@@ -112,6 +116,7 @@ class ChannelOutput:
     files: tuple[Path, ...]  # what the channel wrote, sorted
     notes: tuple[str, ...]  # what a packager must know (printed by the build)
     digests: Mapping[str, str] = field(default_factory=dict)  # file name -> SHA-256 if known
+    signers: Mapping[str, str] = field(default_factory=dict)  # file name -> who signed it
 
 
 class Channel(Protocol):

@@ -25,6 +25,7 @@ from ortbundle._core.errors import ConfigError, OrtbundleError
 from ortbundle._core.fsio import atomic_write
 from ortbundle._core.templating import render
 from ortbundle.channels import CHANNEL_TARGETS, ChannelOutput, PackageInput, render_dependency
+from ortbundle.channels.openpgp import detach_sign
 from ortbundle.channels.tarball import write_stage_tarball
 from ortbundle.config.externals import constraints, snippet
 from ortbundle.config.products import Addon
@@ -117,6 +118,7 @@ class ArchChannel:
         prefix = f"{pkgname}-{pkgver}"
         tarball = out / f"{prefix}.tar.gz"
         digest = write_stage_tarball(package, tarball, prefix)
+        signed = _sign(package, tarball)
 
         scalars = {"pkgver": pkgver, "pkgrel": pkgrel, "pkgdesc": pkgdesc, "url": url}
         arrays: dict[str, Sequence[str]] = {
@@ -125,8 +127,10 @@ class ArchChannel:
             "depends": depends,
             "optdepends": optdepends,
             "options": _OPTIONS,
-            "source": (tarball.name,),
-            "sha256sums": (digest,),
+            "source": (tarball.name, *(p.name for p in signed[:1])),
+            # a signature is checked by gpg against validpgpkeys, not by a digest
+            "sha256sums": (digest, *("SKIP" for _ in signed[:1])),
+            "validpgpkeys": (package.openpgp.fingerprint,) if package.openpgp else (),
         }
         pkgbuild = render(
             "PKGBUILD.j2",
@@ -152,13 +156,14 @@ class ArchChannel:
         if extra is not None:
             scalars["install"] = extra.name
         atomic_write(out / ".SRCINFO", _srcinfo(pkgname, scalars, arrays))
-        extra_files = () if extra is None else (extra,)
+        extra_files = (*(() if extra is None else (extra,)), *signed)
         notes = (
             *version_note,
             *dep_notes,
             *addon_notes,
             f"the PKGBUILD's source is the local {tarball.name}: ship it beside the PKGBUILD "
             "(an AUR package needs it at a URL instead)",
+            *_signed_note(package, tarball.name),
         )
         return ChannelOutput(
             channel=self.name,
@@ -166,7 +171,32 @@ class ArchChannel:
             files=tuple(sorted((out / "PKGBUILD", out / ".SRCINFO", tarball, *extra_files))),
             notes=notes,
             digests={tarball.name: digest},
+            signers={tarball.name: package.openpgp.signer} if package.openpgp else {},
         )
+
+
+def _sign(package: PackageInput, tarball: Path) -> tuple[Path, ...]:
+    """<tarball>.sig, a detached signature by the configured OpenPGP key, and the public key
+    beside it; nothing without a key."""
+    key = package.openpgp
+    if key is None:
+        return ()
+    signature = tarball.with_name(f"{tarball.name}.sig")
+    detach_sign(key, tarball, signature)
+    public = tarball.with_name(key.public_name)
+    atomic_write(public, key.public_armored)
+    return signature, public
+
+
+def _signed_note(package: PackageInput, tarball: str) -> tuple[str, ...]:
+    """Who signed the source (a build without a key says so once, for every Linux output)."""
+    key = package.openpgp
+    if key is None:
+        return ()
+    return (
+        f"{tarball}.sig: signed by OpenPGP key {key.fingerprint} (validpgpkeys); users import "
+        f"{key.public_name} (gpg --import) before makepkg --verifysource",
+    )
 
 
 _INSTALL = re.compile(r"^install=(.*)$", re.MULTILINE)

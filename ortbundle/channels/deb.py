@@ -22,7 +22,14 @@ from pathlib import Path
 
 from ortbundle._core.templating import render
 from ortbundle._core.version import __version__
-from ortbundle.channels import CHANNEL_TARGETS, Attribution, ChannelOutput, PackageInput, nfpm
+from ortbundle.channels import (
+    CHANNEL_TARGETS,
+    Attribution,
+    ChannelOutput,
+    PackageInput,
+    nfpm,
+    openpgp,
+)
 
 _PACKAGER = "deb"
 _FORMAT = "https://www.debian.org/doc/packaging-manuals/copyright-format/1.0/"
@@ -57,6 +64,14 @@ LINTIAN_OVERRIDES: tuple[tuple[str, str, str], ...] = (
         "built from pinned upstream artifacts for the product's own repository, not the archive",
     ),
 )
+# Only in a signed package: lintian flags every member past data.tar (Debian's archive
+# software cannot cope with them), and the origin signature is one, where debsigs puts it.
+SIGNED_OVERRIDE = (
+    "misplaced-extra-member-in-deb",
+    "_gpgorigin *",
+    "the origin signature debsig-verify checks (debsigs' format), for the product's own "
+    "repository, not the archive",
+)
 
 
 class DebChannel:
@@ -77,7 +92,9 @@ def _layout(package: PackageInput, out: Path, meta: nfpm.Metadata) -> nfpm.Layou
     generated = {
         "copyright": copyright_text(package, name, doc).encode("utf-8"),
         "changelog.Debian.gz": _changelog(package, name, f"{version}-{release}", meta.maintainer),
-        "lintian-overrides": _overrides(name).encode("utf-8"),
+        "lintian-overrides": _overrides(name, (SIGNED_OVERRIDE,) if package.openpgp else ()).encode(
+            "utf-8"
+        ),
     }
     docs = [
         nfpm.Doc(f"{doc}/copyright", f"{nfpm.GENERATED_DIR}/copyright"),
@@ -86,6 +103,17 @@ def _layout(package: PackageInput, out: Path, meta: nfpm.Metadata) -> nfpm.Layou
         *nfpm.licence_docs(package, out, _PACKAGER, doc),
     ]
     file_name = f"{name}_{version}-{release}_{arch}.deb"
+    key = package.openpgp
+    if key is None:
+        signed, beside = "unsigned — sign it (debsigs) or its repository", {}
+    else:  # nfpm adds the _gpgorigin member; debsig-verify checks it against this policy
+        beside = openpgp.debsig_files(
+            key, name, nfpm.one_line(_PACKAGER, package.product, "product")
+        )
+        signed = (
+            f"signed (_gpgorigin) by OpenPGP key {key.fingerprint}, public key "
+            f"{key.public_name}; debsig-verify's policy and keyring under {openpgp.DEBSIG_DIR}/"
+        )
     return nfpm.Layout(
         file_name=file_name,
         generated=generated,
@@ -98,7 +126,8 @@ def _layout(package: PackageInput, out: Path, meta: nfpm.Metadata) -> nfpm.Layou
         head={"section": "libs", "priority": "optional"},
         tail={"deb": {"compression": "gzip"}},
         note=f"{file_name}: the stage under /usr/lib/{name}/, licence texts, copyright (DEP-5) "
-        f"and SBOM under {doc}/; unsigned — sign it (debsigs) or its repository",
+        f"and SBOM under {doc}/; {signed}",
+        beside=beside,
     )
 
 

@@ -36,7 +36,7 @@ from urllib.parse import urlsplit
 
 from ortbundle._core.errors import ConfigError, OrtbundleError, PackagingError
 from ortbundle._core.fsio import atomic_write
-from ortbundle.channels import ChannelOutput, PackageInput, check_staged
+from ortbundle.channels import ChannelOutput, PackageInput, check_staged, openpgp
 from ortbundle.channels.arch import check_path, directories_of, resolve_link
 from ortbundle.channels.output_cache import input_key, memoized
 from ortbundle.config.externals import constraints, snippet
@@ -129,7 +129,8 @@ class Layout:
     head: Mapping[str, Any]  # nfpm.yaml fields between the common ones and `contents`
     tail: Mapping[str, Any]  # nfpm.yaml fields after `contents`
     note: str  # what the package holds and how to sign it (the first note)
-    beside: Mapping[str, str] = field(default_factory=dict)  # written next to the package
+    # written next to the package, by path under its directory
+    beside: Mapping[str, str | bytes] = field(default_factory=dict)
 
 
 def generate(
@@ -157,14 +158,25 @@ def generate(
         ],
         **shape.tail,
     }
+    beside, signers = dict(shape.beside), {}
+    if package.openpgp is not None:  # nfpm signs it; the public key is published beside it
+        fields[packager] = {
+            **fields.get(packager, {}),
+            "signature": openpgp.nfpm_signature(packager),
+        }
+        beside[package.openpgp.public_name] = package.openpgp.public_armored
+        signers[shape.file_name] = package.openpgp.signer
     files, digest = pack(
         package, out, packager, config(package, fields), shape.file_name, generated
     )
-    for name, text in shape.beside.items():
+    for name, text in sorted(beside.items()):
+        (out / name).parent.mkdir(parents=True, exist_ok=True)
         atomic_write(out / name, text)
         files.append(out / name)
     notes = (shape.note, *meta.relations.notes)
-    return ChannelOutput(packager, out, tuple(sorted(files)), notes, {shape.file_name: digest})
+    return ChannelOutput(
+        packager, out, tuple(sorted(files)), notes, {shape.file_name: digest}, signers
+    )
 
 
 def describe(package: PackageInput, packager: str) -> Metadata:
@@ -619,6 +631,8 @@ def pack(
     atomic_write(out / CONFIG_NAME, text)
     dest = out / file_name
     extra = [text, version, file_name, *(f"{n}\0{d.hex()}" for n, d in sorted(generated.items()))]
+    if package.openpgp is not None:  # signed by this key (an unsigned package's key is as was)
+        extra.append(package.openpgp.signer)
     key = input_key(package, f"nfpm-{packager}", extra)
 
     def produce(target: Path) -> None:
@@ -639,6 +653,7 @@ def _run(nfpm: str, package: PackageInput, out: Path, packager: str, dest: Path)
         _DOLLAR: "$",
         "TZ": "UTC",
         "LC_ALL": "C",
+        **(openpgp.nfpm_environment(package.openpgp) if package.openpgp else {}),
     }
     command = [nfpm, "package", "-f", CONFIG_NAME, "-p", packager, "-t", partial.name]
     try:

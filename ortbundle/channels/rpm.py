@@ -66,6 +66,13 @@ def _layout(package: PackageInput, out: Path, meta: nfpm.Metadata) -> nfpm.Layou
     }
     file_name = f"{name}-{version}-{release}.{arch}.rpm"
     rpmlintrc = f"{name}.rpmlintrc"
+    key = package.openpgp
+    signed = (
+        "unsigned — sign it (rpmsign) before publishing"
+        if key is None
+        else f"signed by OpenPGP key {key.fingerprint}: rpmkeys --import {key.public_name} "
+        "before rpm -K or rpmlint"
+    )
     return nfpm.Layout(
         file_name=file_name,
         generated=generated,
@@ -76,9 +83,12 @@ def _layout(package: PackageInput, out: Path, meta: nfpm.Metadata) -> nfpm.Layou
         head={"changelog": f"{nfpm.GENERATED_DIR}/changelog.yaml"},
         tail={"rpm": rpm},
         note=f"{file_name}: the stage under /usr/lib/{name}/, licence texts (%license) under "
-        f"{licenses}/, the SBOM under {doc}/; unsigned — sign it (rpmsign) before publishing;"
-        f" run rpmlint with -r {rpmlintrc}",
-        beside={rpmlintrc: rpmlint_config(_duplicated_texts(package, docs), _unstripped(package))},
+        f"{licenses}/, the SBOM under {doc}/; {signed}; run rpmlint with -r {rpmlintrc}",
+        beside={
+            rpmlintrc: rpmlint_config(
+                _duplicated_texts(package, docs), _unstripped(package), signed=key is not None
+            )
+        },
     )
 
 
@@ -118,12 +128,13 @@ def _unstripped(package: PackageInput) -> bool:
     )
 
 
-def rpmlint_config(duplicated: bool, unstripped: bool) -> str:
-    """rpmlint's filters for this package, each with its reason (rpmlint -r <file>)."""
+def rpmlint_config(duplicated: bool, unstripped: bool, *, signed: bool = False) -> str:
+    """rpmlint's filters for this package, each with its reason (rpmlint -r <file>); a signed
+    package has no `no-signature` finding to filter."""
     lines = ["# rpmlint filters for a bundle of upstream ONNX Runtime builds (ortbundle)."]
     wanted = (
         *((_UNSTRIPPED,) if unstripped else ()),
-        *RPMLINT_FILTERS,
+        *(f for f in RPMLINT_FILTERS if not (signed and f[0] == "no-signature")),
         *((_DUPLICATES,) if duplicated else ()),
     )
     for check, why in wanted:

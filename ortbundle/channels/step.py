@@ -25,6 +25,7 @@ from ortbundle.channels.deb import DebChannel
 from ortbundle.channels.flatpak import FlatpakChannel
 from ortbundle.channels.macos import MacosChannel
 from ortbundle.channels.nsis import NsisChannel
+from ortbundle.channels.openpgp import OpenPgpKey
 from ortbundle.channels.rpm import RpmChannel
 from ortbundle.config.products import Product
 from ortbundle.config.recipes import Recipe
@@ -64,11 +65,12 @@ def package_input(
     epoch: int,
     memo: Memo,
     templates: Overrides = NO_OVERRIDES,
+    openpgp: OpenPgpKey | None = None,
 ) -> PackageInput:
     """The hand-off: everything a channel may know about one target stage; what the user's
     machine must provide is the target's requirements model, as every output renders it;
     `memo`: the build's, where a channel keeps what it produced; `templates`: the project's
-    replacements of built-in templates."""
+    replacements of built-in templates; `openpgp`: the key that signs the Linux packages."""
     overlay = overlays(product.externals, (s for r, _ in runtimes for s in r.externals))
     return PackageInput(
         product=product.name,
@@ -119,6 +121,7 @@ def package_input(
         if target in CHANNEL_TARGETS["apk"]
         else (),
         templates=templates,
+        openpgp=openpgp,
     )
 
 
@@ -165,11 +168,25 @@ def generate_all(
                 for o in outputs
                 for k, v in o.digests.items()
             },
+            signers={
+                (o.directory / k).relative_to(base).as_posix(): v
+                for o in outputs
+                for k, v in o.signers.items()
+            },
         )
 
     wanted = [c for c in channels if any(t in inputs for t in CHANNEL_TARGETS[c])]
     with ThreadPoolExecutor(max_workers=max(1, min(workers, len(wanted)))) as pool:
         return list(pool.map(one, wanted))
+
+
+def package_signers(packages: Sequence[ChannelOutput]) -> dict[str, str]:
+    """Who signed each signed output, by output path (openpgp:<fingerprint>)."""
+    return {
+        f"packaging/{p.channel}/{name}": signer
+        for p in packages
+        for name, signer in p.signers.items()
+    }
 
 
 def package_digests(packages: Sequence[ChannelOutput]) -> dict[str, str]:

@@ -20,6 +20,7 @@ from ortbundle._core.locations import (
     ENV_CODESIGN_P12_PASSWORD,
     ENV_KEY,
     ENV_KEY_FILE,
+    ENV_OPENPGP_KEY,
     default_key_path,
     signing_key_source,
 )
@@ -86,11 +87,17 @@ class BuildOptions:
 
 def signing_key_identity(product: str, options: BuildOptions, environ: Mapping[str, str]) -> str:
     """Which keys would sign, as digests of their bytes: changes when a key does, loads nothing
-    (the build manifest's key, and the macOS code's identity when one is given)."""
+    (the build manifest's key, the macOS code's identity and the Linux packages' OpenPGP key
+    when one is given)."""
     raw = signing_key_source(key_path(product, options.signing_key, environ), environ)
     manifest = "unsigned" if raw is None else hashlib.sha256(raw).hexdigest()
     code = code_signer(environ)
-    return manifest if code.p12 is None else f"{manifest} codesign {code.identity}"
+    identity = manifest if code.p12 is None else f"{manifest} codesign {code.identity}"
+    if named := environ.get(ENV_OPENPGP_KEY, "").strip():
+        openpgp = Path(named).expanduser()
+        held = openpgp.read_bytes() if openpgp.is_file() else named.encode()
+        identity += f" openpgp {hashlib.sha256(held).hexdigest()}"
+    return identity
 
 
 @dataclass(frozen=True)

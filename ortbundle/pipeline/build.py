@@ -16,13 +16,14 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import replace
 from pathlib import Path
 
-from ortbundle._core.errors import ClosureError, OrtbundleError
+from ortbundle._core.errors import ClosureError, OrtbundleError, PackagingError
 from ortbundle._core.fsio import locked, locked_directory
 from ortbundle._core.memo import digest_of
 from ortbundle._core.progress import Reporter
 from ortbundle._core.repairs import Repair, watching
 from ortbundle.channels import ChannelOutput
-from ortbundle.channels.step import generate_all, package_digests, package_input
+from ortbundle.channels.openpgp import OpenPgpKey, openpgp_key, signed_channels, unsigned_warning
+from ortbundle.channels.step import generate_all, package_digests, package_input, package_signers
 from ortbundle.config.plan import (
     DEFAULT_PRODUCT,
     BuildOptions,
@@ -102,9 +103,11 @@ def build(
         return BuildResult(prepared.plan, {}, (), (), version_dir, (), signed_by, summary)
     plan = with_models(project, prepared.plan)
     probe = probe_mode(environ)  # a bad ORTBUNDLE_PROBE is refused before any work
-    key = None
+    key, openpgp = None, None
     if not options.audit_only:
         key = signing_key(plan.product, options.signing_key, environ, release=options.release)
+        # the Linux packages' key: one named but unusable is refused before any work
+        openpgp = openpgp_key(environ, plan.product.channels)
     # ortbundle/pipeline/preflight.py: free space and the policy, before any download
     preflight(project, plan, prepared.cache, prepared.version_dir)
     check_compare(options.compare, plan.product.name)  # a bad --compare fails before the work
@@ -119,7 +122,7 @@ def build(
     # sharing only dist/ (containers with caches of their own), by a lock on dist/<product>/
     with locked(lock, waiting=waiting), locked_directory(version_dir.parent, waiting=waiting):
         work = (project, options, prepared, plan, artifacts, key, probe)
-        return _build_locked(*work, reporter, repairs)
+        return _build_locked(*work, reporter, repairs, openpgp)
 
 
 def _verified(version_dir: Path, key: SecretKey | None) -> bool:
@@ -142,6 +145,7 @@ def _build_locked(
     probe: str,
     reporter: Reporter,
     repairs: Sequence[Repair] = (),
+    openpgp: OpenPgpKey | None = None,
 ) -> BuildResult:
     version_dir = prepared.version_dir
     scratch = scratch_dir(version_dir)
@@ -189,7 +193,7 @@ def _build_locked(
         packages: tuple[ChannelOutput, ...] = ()
         if all(a.passed for a in audits) or not options.release:
             reporter.begin("channels")
-            packages = _package(plan, staged, prepared, options.workers, scratch)
+            packages = _package(plan, staged, prepared, options.workers, scratch, openpgp)
             reporter.done(f"{len(packages)} channels: {', '.join(p.channel for p in packages)}")
         reporter.begin("evidence")
         finish_version(
@@ -206,6 +210,7 @@ def _build_locked(
             compare=options.compare,
             digests=package_digests(packages),
             memo=prepared.memo,
+            signers=package_signers(packages),
         )
         reporter.done("manifest, SBOM, provenance " + ("signed" if key else "UNSIGNED"))
     except BaseException:
@@ -221,7 +226,10 @@ def _build_locked(
         packages,
         key.public_key().key_id_hex if key else None,
         repairs=tuple(repairs),
-        warnings=stage_warnings(stages),
+        warnings=(
+            *stage_warnings(stages),
+            *(unsigned_warning([p.channel for p in packages]) if openpgp is None else ()),
+        ),
     )
     with contextlib.suppress(OSError):  # published all the same; the next one cannot be a no-op
         # build-summary.json, before the record
@@ -280,8 +288,10 @@ def _package(
     prepared: PreparedBuild,
     workers: int,
     scratch: Path,
+    openpgp: OpenPgpKey | None = None,
 ) -> tuple[ChannelOutput, ...]:
-    """Every channel's packages, written into the scratch version directory."""
+    """Every channel's packages, written into the scratch version directory; with `openpgp`,
+    every output of a channel it signs is signed, or none is published."""
     inputs = {
         t.target: package_input(
             plan.product,
@@ -294,7 +304,20 @@ def _package(
             prepared.epoch,
             prepared.memo,  # off for a release: every package and SBOM is produced afresh
             plan.templates,
+            openpgp,
         )
         for t in staged
     }
-    return tuple(generate_all(plan.product.channels, inputs, scratch / "packaging", workers))
+    packages = tuple(generate_all(plan.product.channels, inputs, scratch / "packaging", workers))
+    unsigned = [
+        p.channel
+        for p in packages
+        if openpgp is not None and p.channel in signed_channels([p.channel]) and not p.signers
+    ]
+    if unsigned:
+        raise PackagingError(
+            f"the {', '.join(unsigned)} output is unsigned though an OpenPGP key is configured",
+            component=f"packaging:{unsigned[0]}",
+            fix="report it: a channel the key signs published nothing signed",
+        )
+    return packages

@@ -194,6 +194,7 @@ def _release_locked(
             # each runner's tree was re-hashed against its manifest when it was loaded
             digests=merged.packaging_digests,
             memo=memo,
+            signers=merged.packaging_signers,
         )
     except BaseException:
         discard(scratch, up_to=project.dist)
@@ -273,6 +274,8 @@ class _Merged:
     licensing: list[TargetLicensing]
     inputs: dict[str, _Input]  # by SHA-256
     packaging_digests: dict[str, str]  # by output path
+    # who signed each signed package, as its runner's manifest records it (by output path)
+    packaging_signers: dict[str, str]
 
 
 def _merge_runners(plan: Plan, owner: dict[str, RunnerTree], scratch: Path) -> _Merged:
@@ -289,7 +292,13 @@ def _merge_runners(plan: Plan, owner: dict[str, RunnerTree], scratch: Path) -> _
         licensing.append(licensing_from_json(record.read_text("utf-8"), where=str(record)))
         for item in runner.manifest["inputs"]:
             inputs[item["sha256"]] = _Input(item["url"], item["size"])
-    return _Merged(licensing, inputs, packaging_digests)
+    signers = {
+        str(o["path"]): str(o["signer"])
+        for r in {id(r): r for r in owner.values()}.values()
+        for o in r.manifest["outputs"]
+        if o.get("signer") and o["path"] in packaging_digests
+    }
+    return _Merged(licensing, inputs, packaging_digests, signers)
 
 
 def _merge_packages(
