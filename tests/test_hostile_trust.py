@@ -16,6 +16,8 @@ import pytest
 
 from ortbundle._core.errors import ConfigError
 from ortbundle.cli.build import run_build
+from ortbundle.cli.common import CommandFailed
+from ortbundle.evidence.signing import generate_keypair, load_public_key, write_secret_key
 from tests.helpers.project import WINDOWS_LICENSES, FakeProject
 
 CONFIG = ConfigError.exit_code
@@ -76,3 +78,87 @@ def test_an_edit_through_a_link_is_a_rebuild(
     if linked == "licence text":
         shipped = [v for k, v in after.items() if k.endswith("licenses/fake/LINKED.txt")]
         assert shipped and all(b"second edition" in v for v in shipped)
+
+
+# --- 2. what the build reads from the project stays in the project ---------------------------
+
+
+def _refused(fake: FakeProject) -> str:
+    """What `invoke build` said as it refused the project (exit 2), with nothing fetched."""
+    fake.server.requests.clear()
+    with pytest.raises(CommandFailed) as failed:
+        run_build(fake.options(), root=fake.root)
+    message = str(failed.value)
+    assert failed.value.code == CONFIG, message
+    assert "Traceback" not in message
+    assert fake.server.requests == []
+    assert not (fake.root / "dist").exists()
+    return message
+
+
+@pytest.mark.parametrize("where", ["licence text", "licence directory", "template"])
+def test_a_link_out_of_the_project_is_refused(
+    fake: FakeProject, tmp_path: Path, where: str
+) -> None:
+    """`ln -s /etc/passwd licenses/LINKED.txt` and a rule shipping LINKED.txt: every package
+    would carry /etc/passwd as a licence text (a link to the signing key, the secret). Whatever
+    the build reads from the project must be in the project: refused, naming link and target."""
+    fake.windows_licenses = LINKED_TEXT
+    fake.write()
+    outside = tmp_path / "elsewhere"
+    outside.mkdir()
+    (outside / "NOTICE.j2").write_text("{{ product }}\n")
+    (outside / "TEXT.txt").write_text("a text kept elsewhere\n")
+    if where == "licence text":
+        link, target = fake.root / "licenses" / "LINKED.txt", Path("/etc/passwd")
+    elif where == "licence directory":
+        (fake.root / "licenses" / "LINKED.txt").write_text("the text\n")
+        link, target = fake.root / "licenses" / "shared", outside
+    else:
+        (fake.root / "licenses" / "LINKED.txt").write_text("the text\n")
+        (fake.root / "templates").mkdir()
+        link, target = fake.root / "templates" / "NOTICE.j2", outside / "NOTICE.j2"
+    link.symlink_to(target)
+    message = _refused(fake)
+    shown = link.relative_to(fake.root).as_posix()
+    assert f"{shown} is a link to {target.resolve()}, outside the project" in message, message
+    assert "fix: copy the file into the project" in message, message
+
+
+# --- 4. a signing key that is not the product's -----------------------------------------------
+
+
+@pytest.mark.parametrize("release", [True, False], ids=["release", "signed build"])
+def test_a_secret_key_other_than_the_products_public_key_is_refused(
+    fake: FakeProject, tmp_path: Path, release: bool
+) -> None:
+    """keys/fakeproduct.pub names one key; the build is given another. It would publish a tree
+    `invoke verify` rejects ("made by key …, but the public key is …"): refused before anything
+    is fetched or published, naming both key ids."""
+    fake.write()
+    other, _ = generate_keypair()
+    write_secret_key(tmp_path / "other.key", other)
+    environ = {**fake.environ, "ORTBUNDLE_SIGNING_KEY_FILE": str(tmp_path / "other.key")}
+    fake.server.requests.clear()
+    with pytest.raises(CommandFailed) as failed:
+        run_build(fake.options(release=release, environ=environ), root=fake.root)
+    message = str(failed.value)
+    assert failed.value.code == CONFIG, message
+    product = load_public_key(fake.root / "keys" / "fakeproduct.pub")
+    assert (
+        f"the signing key is key {other.key_id_hex}, but keys/fakeproduct.pub is key "
+        f"{product.key_id_hex}"
+    ) in message, message
+    assert fake.server.requests == []
+    assert not (fake.root / "dist").exists()
+
+
+def test_the_products_own_key_still_signs(
+    fake: FakeProject, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """The check refuses only a mismatch: the key keys/fakeproduct.pub names signs, and the
+    published tree verifies with that public key."""
+    fake.write()
+    printed = _build(fake, capsys)
+    product = load_public_key(fake.root / "keys" / "fakeproduct.pub")
+    assert f"by key {product.key_id_hex}" in printed, printed

@@ -93,7 +93,9 @@ def build(
     prepared = prepared or prepare_build(project, options)
     environ = os.environ if options.environ is None else options.environ
     if options.release and prepared.previous is not None:
-        key = signing_key(prepared.plan.product, options.signing_key, environ, release=True)
+        key = signing_key(
+            prepared.plan.product, options.signing_key, environ, release=True, keys=project.keys
+        )
         if not _verified(prepared.version_dir, key):  # the record said unchanged; dist/ does not
             prepared = replace(prepared, previous=None)
     if not options.audit_only and prepared.previous is not None:
@@ -104,7 +106,9 @@ def build(
     probe = probe_mode(environ)  # a bad ORTBUNDLE_PROBE is refused before any work
     key = None
     if not options.audit_only:
-        key = signing_key(plan.product, options.signing_key, environ, release=options.release)
+        key = signing_key(
+            plan.product, options.signing_key, environ, release=options.release, keys=project.keys
+        )
     # ortbundle/pipeline/preflight.py: free space and the policy, before any download
     preflight(project, plan, prepared.cache, prepared.version_dir)
     check_compare(options.compare, plan.product.name)  # a bad --compare fails before the work

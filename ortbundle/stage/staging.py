@@ -18,7 +18,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from ortbundle._core.errors import ArchiveError, BinaryError, ConfigError
-from ortbundle._core.fsio import sha256_file
+from ortbundle._core.fsio import inside_project, sha256_file
 from ortbundle._core.memo import Memo
 from ortbundle._core.publish import (
     publish as publish,  # build.py and release.py publish through here
@@ -430,7 +430,7 @@ def stage_texts(
                 size, sha256 = extracted.size, extracted.sha256
             else:
                 assert text.file is not None
-                origin = repo_licenses / text.file
+                origin = inside_project(repo_licenses / text.file, repo_licenses.parent)
                 if not origin.is_file():
                     raise ConfigError(
                         "licence text file is missing",
