@@ -9,16 +9,24 @@ did and said; the exit codes are the documented ones (2 for configuration, 4 for
 
 from __future__ import annotations
 
+import json
+import re
 import shutil
 from pathlib import Path
 
 import pytest
 
-from ortbundle._core.errors import ConfigError
+from ortbundle._core.errors import ConfigError, IntegrityError
+from ortbundle._core.progress import Reporter
 from ortbundle.cli.build import run_build
 from ortbundle.cli.common import CommandFailed
+from ortbundle.cli.verify import run_verify
+from ortbundle.config.project import Project
 from ortbundle.evidence.signing import generate_keypair, load_public_key, write_secret_key
+from ortbundle.pipeline.build import build
+from ortbundle.pipeline.release import release
 from tests.helpers.project import WINDOWS_LICENSES, FakeProject
+from tests.helpers.toml_edit import set_key
 
 CONFIG = ConfigError.exit_code
 LINKED_TEXT = WINDOWS_LICENSES.replace(
@@ -162,3 +170,188 @@ def test_the_products_own_key_still_signs(
     printed = _build(fake, capsys)
     product = load_public_key(fake.root / "keys" / "fakeproduct.pub")
     assert f"by key {product.key_id_hex}" in printed, printed
+
+
+# --- 5. modes: compared by verify, setuid and setgid refused ------------------------------------
+
+
+def _shipped_library(version_dir: Path) -> Path:
+    return next(
+        p
+        for p in sorted((version_dir / "linux-x86_64" / "runtimes").rglob("libonnxruntime.so*"))
+        if p.is_file() and not p.is_symlink()
+    )
+
+
+def test_verify_compares_a_files_mode_with_the_manifest(
+    written: FakeProject, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """`chmod 4755` on a shipped library: the bytes match, the mode the manifest records does
+    not. verify must say so (exit 4), in a line of its own, not "44 files match"."""
+    run_build(written.options(), root=written.root)
+    version_dir = written.root / "dist" / "fakeproduct" / "1.2.3"
+    library = _shipped_library(version_dir)
+    library.chmod(0o4755)
+    capsys.readouterr()
+    with pytest.raises(CommandFailed) as failed:
+        run_verify(
+            version_dir,
+            manifest=None,
+            target=None,
+            public_key=None,
+            allow_unsigned=False,
+            product="fakeproduct",
+            root=written.root,
+        )
+    assert failed.value.code == IntegrityError.exit_code, str(failed.value)
+    assert "1 with another mode" in str(failed.value), str(failed.value)
+    relative = library.relative_to(version_dir).as_posix()
+    out = capsys.readouterr().out
+    assert f"mode        {relative}: mode 4755, manifest says 0644" in out.splitlines(), out
+    assert "files match the manifest" not in out
+
+
+@pytest.mark.parametrize("rewritten", [False, True], ids=["bit set", "manifest rewritten too"])
+@pytest.mark.parametrize("mode", [0o6755, 0o2755, 0o4755], ids=["6755", "2755", "4755"])
+def test_a_runner_file_with_a_setuid_or_setgid_bit_is_refused(
+    written: FakeProject, reporter: Reporter, tmp_path: Path, mode: int, rewritten: bool
+) -> None:
+    """A runner's library set to 6755: the release must not sign it as "0755" (clearing the
+    bit in silence) nor ship it. Its mode is not what the runner's manifest says (the runner's
+    tree is refused); with the manifest rewritten to match, the stage refuses the bit itself,
+    naming the file and the fix. Nothing is published either way."""
+    from tests.test_release import runner_build
+
+    linux = runner_build(written, reporter, tmp_path / "a", "linux-x86_64")
+    windows = runner_build(written, reporter, tmp_path / "b", "windows-x86_64")
+    runner_dir = linux / "fakeproduct" / "1.2.3"
+    library = _shipped_library(runner_dir)
+    library.chmod(mode)
+    relative = library.relative_to(runner_dir).as_posix()
+    if rewritten:
+        manifest = json.loads((runner_dir / "manifest.json").read_text())
+        next(o for o in manifest["outputs"] if o["path"] == relative)["mode"] = f"{mode:04o}"
+        (runner_dir / "manifest.json").write_text(json.dumps(manifest, indent=2))
+    project = Project.at(written.root, tmp_path / "release")
+    with pytest.raises(IntegrityError) as caught:
+        release(project, [linux, windows], written.options())
+    message = str(caught.value)
+    if rewritten:
+        assert f"{relative} has the set" in message, message
+        assert f"(mode {mode:04o})" in message and "chmod u-s,g-s" in message, message
+    else:
+        assert f"{relative}: mode {mode:04o}, manifest says 0644" in message, message
+    assert not (project.dist / "fakeproduct" / "1.2.3").exists()
+
+
+# --- 9. a version no file name can hold --------------------------------------------------------
+
+
+@pytest.mark.parametrize("length", [65, 240, 300])
+def test_a_version_too_long_for_a_file_name_is_refused_before_any_fetch(
+    fake: FakeProject, length: int
+) -> None:
+    """At 300 characters the build stopped with exit 12 ("File name too long … use a shorter
+    directory"), at 240 it fetched and staged first: a configuration error, said when the
+    manifest is read, naming the key and the bound."""
+    fake.write()
+    set_key(
+        fake.root / "manifests" / "fakeproduct.toml", "product.version", "1." + "0" * (length - 2)
+    )
+    message = _refused(fake)
+    assert "`version`: '1.000" in message, message
+    assert "' is not one plain name of at most 64 characters" in message, message
+    assert "in [product] of manifests/fakeproduct.toml" in message, message
+
+
+def test_a_version_of_64_characters_builds(fake: FakeProject) -> None:
+    fake.write()
+    version = "1." + "0" * 62
+    set_key(fake.root / "manifests" / "fakeproduct.toml", "product.version", version)
+    run_build(fake.options(), root=fake.root)
+    assert (fake.root / "dist" / "fakeproduct" / version / "manifest.json").is_file()
+
+
+# --- 10. a corrupt entry in a read-only cache ---------------------------------------------------
+
+
+@pytest.mark.mounts
+def test_cache_verify_names_a_corrupt_entry_it_cannot_remove(
+    written: FakeProject, reporter: Reporter, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A cache mounted read-only (a shared CI volume) holding one entry whose bytes rotted:
+    cache-verify said only "could not write a download cache entry: EROFS". It must name the
+    entry and its digests, and say why it is still there (exit 4: a corrupt entry)."""
+    from ortbundle.cli.cache import run_cache_verify
+    from tests.helpers.disks import read_only
+
+    cache = tmp_path / "ro-cache"
+    build(written.project, written.options(cache_dir=cache), reporter)
+    blob = next(p for p in sorted((cache / "sha256").rglob("*")) if len(p.name) == 64)
+    data = bytearray(blob.read_bytes())
+    data[len(data) // 2] ^= 1
+    blob.write_bytes(bytes(data))
+    monkeypatch.setenv("ORTBUNDLE_CACHE_DIR", str(cache))
+    with read_only(cache), pytest.raises(CommandFailed) as failed:
+        run_cache_verify()
+    message = str(failed.value)
+    assert failed.value.code == IntegrityError.exit_code, message
+    assert f"cache entry {blob} failed its hash: expected sha256 {blob.name}" in message, message
+    assert "it cannot be removed: the cache is read-only" in message, message
+    assert blob.exists()
+
+
+# --- 11. verify on a version directory that is not there ---------------------------------------
+
+
+@pytest.mark.parametrize("scratch", [False, True], ids=["nothing", "a scratch tree left"])
+def test_verify_of_a_missing_version_directory_says_so(fake: FakeProject, scratch: bool) -> None:
+    """A first build killed before it published: `invoke verify` said "no manifest.json in or
+    beside this tree … fix: pass --manifest", as if the tree were there. It must say the tree
+    does not exist, and name the scratch tree the killed build left, if there is one."""
+    from ortbundle.stage.staging import scratch_dir
+
+    fake.write()
+    tree = fake.root / "dist" / "fakeproduct" / "1.2.3"
+    left = scratch_dir(tree) if scratch else None
+    if not scratch:
+        tree.parent.mkdir(parents=True)
+    with pytest.raises(CommandFailed) as failed:
+        run_verify(
+            tree,
+            manifest=None,
+            target=None,
+            public_key=None,
+            allow_unsigned=False,
+            product="fakeproduct",
+            root=fake.root,
+        )
+    message = str(failed.value)
+    assert failed.value.code == CONFIG, message
+    assert f"{tree} does not exist: no build was published there" in message, message
+    assert "pass --manifest" not in message, message
+    if left is not None:
+        assert f"scratch tree is left beside it, at {left}" in message, message
+    else:
+        assert "scratch" not in message, message
+
+
+# --- 14. counted nouns --------------------------------------------------------------------------
+
+_ONE_PLURAL = re.compile(
+    r"(?<![\d.])1 (downloads|targets|runtimes|channels|components|files|entries|archives|times)\b"
+)
+
+
+def test_a_count_of_one_takes_the_singular(
+    written: FakeProject, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """A build of one target from one download said "1 downloads" (and "1 targets, 1 runtimes
+    pruned and staged"): every counted noun agrees with its count."""
+    capsys.readouterr()
+    run_build(written.options(targets=("linux-x86_64",)), root=written.root)
+    out = capsys.readouterr().out
+    assert _ONE_PLURAL.findall(out) == [], out
+    assert "; 1 download, " in out, out
+    assert re.search(r"^fetch +1 download verified", out, re.M), out
+    assert "1 target, 1 runtime pruned and staged" in out, out

@@ -21,6 +21,7 @@ from ortbundle._core.fsio import locked, locked_directory
 from ortbundle._core.memo import digest_of
 from ortbundle._core.progress import Reporter
 from ortbundle._core.repairs import Repair, watching
+from ortbundle._core.words import plural
 from ortbundle.channels import ChannelOutput
 from ortbundle.channels.step import generate_all, package_digests, package_input
 from ortbundle.config.plan import (
@@ -167,7 +168,9 @@ def _build_locked(
         ]
         stages = _stage_all(inputs, options.workers, plan)
         runtimes = sum(len(s.runtimes) for s in stages)
-        reporter.done(f"{len(stages)} targets, {runtimes} runtimes pruned and staged")
+        reporter.done(
+            f"{plural(len(stages), 'target')}, {plural(runtimes, 'runtime')} pruned and staged"
+        )
         reporter.begin("licensing")
         licensed = license_targets(
             project,
@@ -182,7 +185,9 @@ def _build_locked(
         audits = licensed.audits
         staged = _target_results(stages, licensed)
         failed = sum(1 for a in audits if not a.passed)
-        reporter.done(f"{len(audits)} channels, " + (f"{failed} FAILED" if failed else "passed"))
+        reporter.done(
+            f"{plural(len(audits), 'channel')}, " + (f"{failed} FAILED" if failed else "passed")
+        )
         if options.audit_only:
             if not all(a.passed for a in audits):
                 raise AuditFailed(plan.product, audits, licensed.licensing)
@@ -194,7 +199,9 @@ def _build_locked(
         if all(a.passed for a in audits) or not options.release:
             reporter.begin("channels")
             packages = _package(plan, staged, prepared, options.workers, scratch)
-            reporter.done(f"{len(packages)} channels: {', '.join(p.channel for p in packages)}")
+            reporter.done(
+                f"{plural(len(packages), 'channel')}: {', '.join(p.channel for p in packages)}"
+            )
         reporter.begin("evidence")
         finish_version(
             project,
