@@ -104,7 +104,9 @@ def _refused(fake: FakeProject) -> str:
     return message
 
 
-@pytest.mark.parametrize("where", ["licence text", "licence directory", "template"])
+@pytest.mark.parametrize(
+    "where", ["licence text", "licence directory", "through a linked directory", "template"]
+)
 def test_a_link_out_of_the_project_is_refused(
     fake: FakeProject, tmp_path: Path, where: str
 ) -> None:
@@ -119,6 +121,11 @@ def test_a_link_out_of_the_project_is_refused(
     (outside / "TEXT.txt").write_text("a text kept elsewhere\n")
     if where == "licence text":
         link, target = fake.root / "licenses" / "LINKED.txt", Path("/etc/passwd")
+    elif where == "through a linked directory":  # the directory is the project's, its file not
+        (fake.root / "licenses" / "LINKED.txt").write_text("the text\n")
+        (fake.root / "inner").mkdir()
+        (fake.root / "licenses" / "inner").symlink_to(fake.root / "inner")
+        link, target = fake.root / "licenses" / "inner" / "passwd.txt", Path("/etc/passwd")
     elif where == "licence directory":
         (fake.root / "licenses" / "LINKED.txt").write_text("the text\n")
         link, target = fake.root / "licenses" / "shared", outside

@@ -358,12 +358,20 @@ def inside_project(path: Path, root: Path) -> Path:
     )
 
 
-def refuse_links_out(top: Path, root: Path) -> None:
+def refuse_links_out(top: Path, root: Path, seen: set[Path] | None = None) -> None:
     """Every link under `top` (and `top` itself) leads to somewhere inside `root`: for a
-    directory whose every file the build reads (licenses/)."""
+    directory whose every file the build reads (licenses/). A link to a directory inside the
+    project is followed: a text may be named through it (`file = "shared/LICENSE"`)."""
     if not top.exists():
         return
-    inside_project(top, root)
+    resolved = inside_project(top, root)
+    seen = set() if seen is None else seen
+    if resolved in seen:
+        return  # a link back up the tree
+    seen.add(resolved)
     for name, (_, info) in scan_tree(top).items():
         if S_ISLNK(info.st_mode):
-            inside_project(top / name, root)
+            if (top / name).is_dir():
+                refuse_links_out(top / name, root, seen)
+            else:
+                inside_project(top / name, root)

@@ -10,6 +10,7 @@ which proves the tree matches its own manifest and nothing about who built it.""
 from __future__ import annotations
 
 import json
+import os
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
@@ -221,8 +222,8 @@ def verify_tree(
         setgid and sticky included, are not the manifest's."""
         relative = path.relative_to(tree).as_posix()
         want = expected[relative]
-        if "link_to" in want or path.is_symlink() or not path.is_file():
-            return None
+        if os.name != "posix" or "link_to" in want or path.is_symlink() or not path.is_file():
+            return None  # Windows has no POSIX modes to compare
         found = f"{path.stat().st_mode & 0o7777:04o}"
         recorded = str(want.get("mode", ""))
         return None if found == recorded else (relative, found, recorded)
