@@ -56,7 +56,7 @@ def _dist(fake: FakeProject) -> dict[str, bytes]:
 # --- 1. the quick no-op record reads through links -------------------------------------------
 
 
-@pytest.mark.parametrize("linked", ["manifest", "recipe", "licence text"])
+@pytest.mark.parametrize("linked", ["manifest", "recipe", "licence text", "recipes directory"])
 def test_an_edit_through_a_link_is_a_rebuild(
     fake: FakeProject, tmp_path: Path, capsys: pytest.CaptureFixture[str], linked: str
 ) -> None:
@@ -70,10 +70,13 @@ def test_an_edit_through_a_link_is_a_rebuild(
         "manifest": (fake.root / "manifests" / "fakeproduct.toml", "1.2.3", "1.2.4"),
         "recipe": (fake.root / "recipes" / "fake.toml", "Fake runtime", "Fake runtime, edited"),
         "licence text": (fake.root / "licenses" / "LINKED.txt", "first", "second"),
+        "recipes directory": (fake.root / "recipes", "Fake runtime", "Fake runtime, edited"),
     }[linked]
     elsewhere = (fake.root / "shared") if linked == "licence text" else (tmp_path / "monorepo")
     target = elsewhere / path.name
     _link(path, target)
+    if linked == "recipes directory":  # the whole directory linked in; a file in it edited
+        target = target / "fake.toml"
     assert "up to date" not in _build(fake, capsys)
     assert "up to date" in _build(fake, capsys)  # the quick record is written and holds
     before = _dist(fake)
