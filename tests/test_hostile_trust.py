@@ -221,8 +221,11 @@ def test_verify_compares_a_files_mode_with_the_manifest(
     assert "files match the manifest" not in out
 
 
-@pytest.mark.parametrize("rewritten", [False, True], ids=["bit set", "manifest rewritten too"])
-@pytest.mark.parametrize("mode", [0o6755, 0o2755, 0o4755], ids=["6755", "2755", "4755"])
+@pytest.mark.parametrize(
+    ("mode", "rewritten"),
+    [(0o6755, False), (0o6755, True), (0o2755, True), (0o4755, True)],
+    ids=["6755 bit set", "6755 manifest rewritten too", "2755 rewritten", "4755 rewritten"],
+)
 def test_a_runner_file_with_a_setuid_or_setgid_bit_is_refused(
     written: FakeProject, reporter: Reporter, tmp_path: Path, mode: int, rewritten: bool
 ) -> None:
