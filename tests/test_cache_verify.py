@@ -35,7 +35,7 @@ def test_a_corrupt_entry_is_named_on_the_build_output_and_in_its_summary(
         f"cache: {blob} failed its hash: expected sha256 {pin}, found {found} "
         f"({blob.stat().st_size} bytes); removed from the cache; fetched again"
     ) in out
-    summary = f"cache: 1 entries failed their hash and were fetched again: {pin[:12]}"
+    summary = f"cache: 1 entry failed its hash and was fetched again: {pin[:12]}"
     assert out.index(summary) > out.index(f"cache: {blob} failed")  # said again at the end
 
 
@@ -73,4 +73,4 @@ def test_cache_verify_rehashes_every_entry_and_names_the_corrupt_one(
     assert "2 entries re-hashed, 1 good, 1 bad" in out
     assert not blob.exists() and Cache(fake.root / "cache").get(good) is not None
     run_cache_verify()  # now clean: exit 0
-    assert "1 entries re-hashed, 1 good, 0 bad" in capsys.readouterr().out
+    assert "1 entry re-hashed, 1 good, 0 bad" in capsys.readouterr().out

@@ -519,22 +519,22 @@ def _product(name: str) -> Product:
 
 def test_a_build_signs_with_the_key_its_options_and_environment_name(tmp_path: Path) -> None:
     environ = {"XDG_CONFIG_HOME": str(tmp_path)}
-    assert signing.signing_key(_product("p"), None, environ, release=False) is None
+    assert signing.signing_key(_product("p"), None, environ, release=False, keys=None) is None
     default = tmp_path / "ortbundle" / "keys" / "p.key"
     default.parent.mkdir(parents=True)
     default.write_text(key_text())
-    found = signing.signing_key(_product("p"), None, environ, release=True)
+    found = signing.signing_key(_product("p"), None, environ, release=True, keys=None)
     assert found is not None and found.key_id == SECRET.key_id
     other = tmp_path / "other.key"
     write_secret_key(other, OTHER)
-    chosen = signing.signing_key(_product("p"), other, environ, release=False)
+    chosen = signing.signing_key(_product("p"), other, environ, release=False, keys=None)
     assert chosen is not None and chosen.key_id == OTHER.key_id
 
 
 def test_a_release_without_a_key_is_refused_saying_how_to_make_one(tmp_path: Path) -> None:
     environ = {"XDG_CONFIG_HOME": str(tmp_path)}
     with pytest.raises(ConfigError) as caught:
-        signing.signing_key(_product("p"), None, environ, release=True)
+        signing.signing_key(_product("p"), None, environ, release=True, keys=None)
     default = tmp_path / "ortbundle" / "keys" / "p.key"
     assert (caught.value.message, caught.value.fix) == (
         "a release build must be signed, and no signing key is configured",

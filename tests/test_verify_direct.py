@@ -215,7 +215,7 @@ def test_a_tree_a_killed_publish_left_aside_is_named_with_how_to_check_it(tmp_pa
     for suffix in ("aaaa", "bbbb", "cccc"):
         (tree.parent / f".{VERSION}.old-{suffix}").rmdir()
     text = refused(ConfigError, lambda: locate_manifest(tree, None, None))
-    assert text.startswith(f"no manifest.json in or beside this tree [file {tree}]")
+    assert text.startswith(f"{tree} does not exist: no build was published there [file {tree}]")
 
 
 # --- the signature ---------------------------------------------------------------------------

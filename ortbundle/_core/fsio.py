@@ -22,8 +22,10 @@ import time
 from collections.abc import Iterable, Iterator
 from contextlib import contextmanager, suppress
 from pathlib import Path, PurePosixPath
+from stat import S_ISLNK
 from typing import TypeVar
 
+from ortbundle._core.errors import ConfigError
 from ortbundle._core.progress import notice
 
 T = TypeVar("T")
@@ -334,3 +336,42 @@ def check_member_name(name: str) -> str | None:
     if not name or not parts:
         return "is empty"
     return None
+
+
+def inside_project(path: Path, root: Path) -> Path:
+    """`path` resolved, or a ConfigError when it leads out of `root` through a symbolic link:
+    whatever the build reads from the project (a licence text, a template, a key) is shipped
+    or trusted as the project's own, and a link to /etc/passwd or to the signing key would be
+    read and published like any other file. The message names the link, where it leads and
+    the fix."""
+    resolved, top = path.resolve(), root.resolve()
+    if resolved.is_relative_to(top):
+        return resolved
+    link = next((p for p in (path, *path.parents) if p.is_symlink()), path)
+    name = link.relative_to(root).as_posix() if link.is_relative_to(root) else str(link)
+    raise ConfigError(
+        f"{name} is a link to {link.resolve()}, outside the project {top}: the build reads "
+        "only files of the project",
+        file=str(path),
+        fix=f"copy the file into the project in place of the link (or link to a file inside "
+        f"{top}); remove the link if the build need not read it",
+    )
+
+
+def refuse_links_out(top: Path, root: Path, seen: set[Path] | None = None) -> None:
+    """Every link under `top` (and `top` itself) leads to somewhere inside `root`: for a
+    directory whose every file the build reads (licenses/). A link to a directory inside the
+    project is followed: a text may be named through it (`file = "shared/LICENSE"`)."""
+    if not top.exists():
+        return
+    resolved = inside_project(top, root)
+    seen = set() if seen is None else seen
+    if resolved in seen:
+        return  # a link back up the tree
+    seen.add(resolved)
+    for name, (_, info) in scan_tree(top).items():
+        if S_ISLNK(info.st_mode):
+            if (top / name).is_dir():
+                refuse_links_out(top / name, root, seen)
+            else:
+                inside_project(top / name, root)

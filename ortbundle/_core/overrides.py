@@ -19,6 +19,7 @@ from pathlib import Path, PurePosixPath
 from typing import TYPE_CHECKING
 
 from ortbundle._core.errors import ConfigError
+from ortbundle._core.fsio import inside_project
 
 if TYPE_CHECKING:
     import jinja2
@@ -168,6 +169,8 @@ def find_overrides(root: Path, directories: Sequence[str], *, named_by: str = ""
     files: dict[str, str] = {}
     for index, directory in enumerate(directories):
         top = root / directory
+        if top.exists():
+            inside_project(top, root)
         if not top.is_dir():
             if index == 0 and named_by:
                 raise ConfigError(
@@ -182,6 +185,7 @@ def find_overrides(root: Path, directories: Sequence[str], *, named_by: str = ""
         for path in sorted(p for place in places for p in place.iterdir() if p.is_file()):
             name = path.relative_to(top).as_posix()
             shown = f"{directory}/{name}"
+            inside_project(path, root)
             data = path.read_bytes()
             files[shown] = hashlib.sha256(data).hexdigest()
             if name in SPECS:

@@ -65,6 +65,7 @@ from ortbundle._core.errors import ConfigError, PackagingError
 from ortbundle._core.oserrors import tool_ran_out
 from ortbundle._core.progress import mib, status
 from ortbundle._core.templating import render
+from ortbundle._core.words import plural
 from ortbundle.channels import CHANNEL_TARGETS, ChannelOutput, PackageInput, check_staged
 from ortbundle.channels.output_cache import input_key, memoized
 from ortbundle.config.targets import get_target
@@ -198,7 +199,8 @@ class NsisChannel:
 
         exe_sha256 = memoized(package, "nsis-installer", key, exe, compile_checked)
         notes = (
-            f"{exe_name}: {len(package.files)} files, {context['estimated_kib']} KiB installed, "
+            f"{exe_name}: {plural(len(package.files), 'file')}, "
+            f"{context['estimated_kib']} KiB installed, "
             f"built with makensis {version}; unsigned — sign it before publishing",
         )
         return ChannelOutput(

@@ -8,6 +8,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from ortbundle._core.fsio import atomic_write
+from ortbundle._core.words import plural
 from ortbundle.cli.common import ROOT, CommandFailed, guard, headline, write_places_of
 from ortbundle.config.project import BuildOptions, Project
 
@@ -90,8 +91,10 @@ def run_build(
         if not all(a.passed for a in result.audits):
             reporter.line("LICENCE AUDIT FAILED: this build is not fit to ship (see above)")
         if repairs:  # said as found (above), and again where a CI operator reads the summary
+            one = len(repairs) == 1
             reporter.line(
-                f"cache: {len(repairs)} entries failed their hash and were fetched again: "
+                f"cache: {plural(len(repairs), 'entry', 'entries')} failed "
+                f"{'its hash and was' if one else 'their hash and were'} fetched again: "
                 + ", ".join(r.path.name[:12] for r in repairs)
             )
     if as_json:

@@ -6,6 +6,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from ortbundle._core.errors import IntegrityError
+from ortbundle._core.words import plural
 from ortbundle.cli.common import USAGE_EXIT, CommandFailed, guard
 
 if TYPE_CHECKING:
@@ -41,8 +42,8 @@ def run_cache_transfer(direction: str, where: str | Path | None) -> None:
         print(f"rejected {sha256}")
     if report.rejected:
         raise CommandFailed(
-            f"ortbundle: integrity error: {len(report.rejected)} entries of {path} were corrupt "
-            "and were not imported",
+            f"ortbundle: integrity error: {plural(len(report.rejected), 'entry', 'entries')} of "
+            f"{path} {'was' if len(report.rejected) == 1 else 'were'} corrupt and not imported",
             IntegrityError.exit_code,
         )
 
@@ -61,11 +62,17 @@ def run_cache_verify() -> None:
     for sha256 in report.unrecorded:
         print(f"cache: {sha256} had no record of when it was stored; removed; {then}")
     bad = len(report.repaired) + len(report.unrecorded)
-    print(f"{root}: {len(report.good) + bad} entries re-hashed, {len(report.good)} good, {bad} bad")
+    entries = plural(len(report.good) + bad, "entry", "entries")
+    print(f"{root}: {entries} re-hashed, {len(report.good)} good, {bad} bad")
     if report.repaired:
+        entries = plural(len(report.repaired), "cache entry", "cache entries")
+        removed = (
+            "it was removed and the next build downloads it again"
+            if len(report.repaired) == 1
+            else "they were removed and the next build downloads them again"
+        )
         raise CommandFailed(
-            f"ortbundle: integrity error: {len(report.repaired)} cache entries held bytes that "
-            "do not match their hash (a failing disk, or a tampered cache); they were removed "
-            "and the next build downloads them again",
+            f"ortbundle: integrity error: {entries} held bytes that do not match their hash "
+            f"(a failing disk, or a tampered cache); {removed}",
             IntegrityError.exit_code,
         )

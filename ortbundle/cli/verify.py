@@ -7,6 +7,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from ortbundle._core.errors import IntegrityError, OrtbundleError
+from ortbundle._core.words import plural
 from ortbundle.cli.common import ROOT, USAGE_EXIT, CommandFailed, guard
 from ortbundle.config.project import BuildOptions, Project
 
@@ -84,13 +85,15 @@ def run_verify(
     for line in report.lines():
         print(line)
     if not report.ok:
+        modes = f", {len(report.modes)} with another mode" if report.modes else ""
         raise CommandFailed(
             f"ortbundle: integrity error: {len(report.modified)} modified, "
-            f"{len(report.missing)} missing, {len(report.unexpected)} unexpected "
-            f"(of {report.checked + len(report.missing)} files in the manifest)",
+            f"{len(report.missing)} missing, {len(report.unexpected)} unexpected{modes} "
+            f"(of {plural(report.checked + len(report.missing), 'file')} in the manifest)",
             IntegrityError.exit_code,
         )
-    print(f"{report.checked} files match the manifest")
+    matches = "matches" if report.checked == 1 else "match"
+    print(f"{plural(report.checked, 'file')} {matches} the manifest")
 
 
 def _manifest_product(tree: Path, manifest: Path | None, target: str | None) -> str | None:

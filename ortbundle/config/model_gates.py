@@ -13,6 +13,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from ortbundle._core.errors import BinaryError, ConfigError
+from ortbundle._core.words import plural
 
 # TensorProto.DataType, onnx/onnx.proto (onnx 1.23)
 DATA_TYPES: dict[int, str] = {
@@ -207,7 +208,7 @@ class ModelGate:
                 )
             elif len(defaults) > 1:
                 found.append(
-                    f"opset: the file imports the default domain {len(defaults)} times "
+                    f"opset: the file imports the default domain {plural(len(defaults), 'time')} "
                     f"({', '.join(map(str, defaults))}); a model imports each domain once"
                 )
             elif defaults[0] < self.min_opset:
@@ -232,7 +233,7 @@ class ModelGate:
         listing = "\n".join(f"  - {line}" for line in found)
         raise BinaryError(
             f"the {form} model of {component} fails its gate "
-            f"({len(found)} problem{'s' if len(found) > 1 else ''}):\n{listing}\n",
+            f"({plural(len(found), 'problem')}):\n{listing}\n",
             component=component,
             file=file,
             fix="pin a model file that declares what the gate asks (re-export or convert it, "

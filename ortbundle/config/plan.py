@@ -12,6 +12,7 @@ from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING
 
 from ortbundle._core.errors import ConfigError, OrtbundleError
+from ortbundle._core.fsio import refuse_links_out
 from ortbundle._core.overrides import NO_OVERRIDES, Overrides, find_overrides, template_directories
 from ortbundle.config.model_recipes import ModelRecipe, load_model_recipe
 from ortbundle.config.products import Product, load_product
@@ -83,6 +84,8 @@ def load_plan(project: Project, options: BuildOptions, *, parse_models: bool = T
     """The product, its recipes and targets. `parse_models=False` only hashes the model recipes
     (enough for the build key): a no-op build does not load the ONNX reader."""
 
+    # every file of licenses/ is read (the build key hashes them all; a text may be shipped)
+    refuse_links_out(project.licenses, project.root)
     check_build_inputs(project.root, options.product, project.licenses / POLICY_NAME)
     product = load_product(project.manifests / f"{options.product}.toml")
     for channel in options.channels:

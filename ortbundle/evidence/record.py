@@ -14,8 +14,10 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
+from stat import S_ISDIR, S_ISGID, S_ISUID
 from typing import Any, Protocol
 
+from ortbundle._core.errors import IntegrityError
 from ortbundle._core.fsio import sha256_file
 from ortbundle._core.memo import Memo
 from ortbundle._core.version import __version__
@@ -68,12 +70,27 @@ class Output:
 
 
 def normalize_modes(tree: Path) -> None:
-    """0755 for directories and executables, 0644 for the rest: the umask must not leak in."""
+    """0755 for directories and executables, 0644 for the rest: the umask must not leak in. A
+    file with the setuid or setgid bit is refused, never cleared in silence: the build sets no
+    such bit, so one came with a runner's tree or a cache entry someone changed (no recipe key
+    states one: nothing ortbundle ships runs with another user's rights)."""
     tree.chmod(0o755)
     for path in tree.rglob("*"):
         if path.is_symlink():
             continue
         mode = path.stat().st_mode
+        if mode & (S_ISUID | S_ISGID) and not S_ISDIR(mode):
+            bits = " and ".join(
+                n for b, n in ((S_ISUID, "setuid"), (S_ISGID, "setgid")) if mode & b
+            )
+            relative = path.relative_to(tree).as_posix()
+            raise IntegrityError(
+                f"{relative} has the {bits} bit (mode {mode & 0o7777:04o}): a bundle never "
+                "ships a file that runs with its owner's rights, and the build sets no such bit",
+                file=str(path),
+                fix="clear the bit where the file came from (chmod u-s,g-s: a runner's tree, "
+                "the cache) and find out what set it; no recipe setting allows it",
+            )
         wanted = 0o755 if path.is_dir() or mode & 0o100 else 0o644
         if mode & 0o7777 != wanted:  # untouched otherwise: a memo's shared inode keeps its ctime
             path.chmod(wanted)

@@ -57,6 +57,7 @@ __all__ = [
 
 # where keys come from lives in ortbundle._core.locations (no cryptography); re-exported here
 
+from ortbundle._core.fsio import inside_project
 from ortbundle._core.locations import ENV_KEY as ENV_KEY
 from ortbundle._core.locations import ENV_KEY_FILE as ENV_KEY_FILE
 from ortbundle._core.locations import ENV_KEY_PASSWORD as ENV_KEY_PASSWORD
@@ -657,10 +658,17 @@ def _check_comment(what: str, comment: str, max_bytes: int) -> None:
 
 
 def signing_key(
-    product: Product, key_file: Path | None, environ: Mapping[str, str], *, release: bool
+    product: Product,
+    key_file: Path | None,
+    environ: Mapping[str, str],
+    *,
+    release: bool,
+    keys: Path | None,
 ) -> SecretKey | None:
     """The key a build signs with: `key_file` (the --signing-key option), else as the
-    environment says; a release without one is refused before anything is fetched."""
+    environment says; a release without one is refused before anything is fetched. `keys`:
+    the project's keys/ directory, whose <product>.pub the key must match (checked here,
+    before anything is fetched or published)."""
     key = load_signing_key(key_path(product.name, key_file, environ), environ)
     if key is None and release:
         default = default_key_path(product.name, environ)
@@ -669,4 +677,28 @@ def signing_key(
             fix=f"run invoke keygen -p {product.name} once (it writes {default}), or set "
             f"{ENV_KEY} to the secret key's text or {ENV_KEY_FILE} to its path",
         )
+    if key is not None and keys is not None:
+        check_key_matches(key, product.name, keys)
     return key
+
+
+def check_key_matches(key: SecretKey, product: str, keys: Path) -> None:
+    """A secret key other than the one keys/<product>.pub names would sign a tree that `invoke
+    verify` rejects ("made by key …, but the public key is …"): refused before it signs. No
+    public key in the project: nothing to hold it to (a development project)."""
+    path = keys / f"{product}.pub"
+    if not path.exists():
+        return
+    inside_project(path, keys.parent)
+    public = load_public_key(path)
+    mine = key.public_key()
+    if (mine.key_id, mine.public_bytes) == (public.key_id, public.public_bytes):
+        return
+    raise ConfigError(
+        f"the signing key is key {mine.key_id_hex}, but keys/{product}.pub is key "
+        f"{public.key_id_hex}: what it signed would fail invoke verify",
+        file=str(path),
+        fix=f"sign with the secret key of keys/{product}.pub (--signing-key, "
+        f"{ENV_KEY_FILE}); if the product's key was replaced on purpose, commit the new "
+        f"public key as keys/{product}.pub",
+    )

@@ -10,6 +10,7 @@ which proves the tree matches its own manifest and nothing about who built it.""
 from __future__ import annotations
 
 import json
+import os
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
@@ -22,6 +23,7 @@ from ortbundle.evidence.names import MANIFEST_NAME, PROVENANCE_NAME, SIGNATURE_N
 from ortbundle.evidence.provenance import ProvenanceCheck, check_provenance
 from ortbundle.evidence.record import MANIFEST_SCHEMA, UNLISTED, hash_file
 from ortbundle.evidence.signing import PublicKey, load_public_key, verify
+from ortbundle.stage.staging import scratch_trees
 
 
 @dataclass(frozen=True)
@@ -37,15 +39,20 @@ class VerifyReport:
     missing: tuple[str, ...]
     unexpected: tuple[str, ...]
     provenance: ProvenanceCheck | None = None  # checked whenever the signature is
+    # (path, its mode, the manifest's): the bytes match, the permissions do not (a setuid bit)
+    modes: tuple[tuple[str, str, str], ...] = ()
 
     @property
     def ok(self) -> bool:
-        return not (self.modified or self.missing or self.unexpected)
+        return not (self.modified or self.missing or self.unexpected or self.modes)
 
     def lines(self) -> list[str]:
         """One line per path, its control characters escaped: a file someone added to the tree
         must not print a line of its own ("44 files match the manifest") or move the cursor."""
         out = [f"modified    {printable(p)}" for p in self.modified]
+        out += [
+            f"mode        {printable(p)}: mode {m}, manifest says {w}" for p, m, w in self.modes
+        ]
         out += [f"missing     {printable(p)}" for p in self.missing]
         out += [f"unexpected  {printable(p)}" for p in self.unexpected]
         return out
@@ -79,6 +86,21 @@ def locate_manifest(tree: Path, manifest: Path | None, target: str | None) -> tu
             file=str(tree),
             fix=f"run the build again (it puts the set-aside tree back first), or check it "
             f"where it is: invoke verify --path {aside[-1]}",
+        )
+    if not (tree.exists() or tree.is_symlink()):
+        # a first build killed before it published leaves no tree, perhaps its scratch one
+        left = scratch_trees(tree) if tree.parent.is_dir() else []
+        unfinished = (
+            f"; an unfinished build's scratch tree is left beside it, at {left[-1]} (a build "
+            "stopped before it published; the next build removes it)"
+            if left
+            else ""
+        )
+        raise ConfigError(
+            f"{tree} does not exist: no build was published there{unfinished}",
+            file=str(tree),
+            fix="build it (invoke build), or pass the version directory a build published "
+            "(dist/<product>/<version>)",
         )
     raise ConfigError(
         f"no {MANIFEST_NAME} in or beside this tree",
@@ -195,8 +217,20 @@ def verify_tree(
         size, sha256 = hash_file(path)
         return None if (size, sha256) == (want["size"], want["sha256"]) else relative
 
+    def mode_differs(path: Path) -> tuple[str, str, str] | None:
+        """A file (not a link: its type is checked above) whose permission bits, setuid,
+        setgid and sticky included, are not the manifest's."""
+        relative = path.relative_to(tree).as_posix()
+        want = expected[relative]
+        if os.name != "posix" or "link_to" in want or path.is_symlink() or not path.is_file():
+            return None  # Windows has no POSIX modes to compare
+        found = f"{path.stat().st_mode & 0o7777:04o}"
+        recorded = str(want.get("mode", ""))
+        return None if found == recorded else (relative, found, recorded)
+
     with ThreadPoolExecutor(max_workers=max(1, workers)) as pool:  # hashlib releases the GIL
         modified = [r for r in pool.map(differs, present) if r is not None]
+    modes = [m for m in map(mode_differs, present) if m is not None and m[0] not in modified]
     seen = {p.relative_to(tree).as_posix() for p in present}
     return VerifyReport(
         tree=tree,
@@ -210,6 +244,7 @@ def verify_tree(
         missing=tuple(sorted(set(expected) - seen)),
         unexpected=tuple(unexpected),
         provenance=provenance,
+        modes=tuple(modes),
     )
 
 

@@ -9,6 +9,7 @@ if it no longer matches — the cache is a convenience, never a source of truth.
 from __future__ import annotations
 
 import contextlib
+import errno
 import json
 import os
 import shutil
@@ -16,6 +17,7 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
+from ortbundle._core.errors import IntegrityError
 from ortbundle._core.fsio import (
     atomic_output,
     atomic_write,
@@ -86,7 +88,7 @@ class Cache:
         if must_hash:
             found = sha256_file(blob)
             if stat.st_size != meta.get("size") or found != sha256:
-                self.evict(sha256)
+                self._evict_corrupt(blob, sha256, found)
                 report_repair(Repair.evicted(blob, sha256, found, stat.st_size, meta.get("size")))
                 return None
             self._verified.add(sha256)
@@ -120,6 +122,28 @@ class Cache:
     def evict(self, sha256: str) -> None:
         self.blob_path(sha256).unlink(missing_ok=True)
         self._meta_path(sha256).unlink(missing_ok=True)
+
+    def _evict_corrupt(self, blob: Path, sha256: str, found: str) -> None:
+        """Remove an entry whose bytes failed their hash; one that cannot be removed (a cache
+        mounted read-only) is named with its digests, not left to a bare EROFS."""
+        try:
+            self.evict(sha256)
+        except OSError as exc:
+            number = exc.errno or 0
+            why = errno.errorcode.get(number, str(number))
+            cannot = (
+                "the cache is read-only"
+                if number == errno.EROFS
+                else f"{os.strerror(number) if number else exc} ({why})"
+            )
+            raise IntegrityError(
+                f"cache entry {blob} failed its hash: expected sha256 {sha256}, found {found}; "
+                f"it cannot be removed: {cannot}",
+                file=str(blob),
+                fix="remove the entry where the cache is writable (or point "
+                f"{ENV_CACHE_DIR} at a writable copy of the cache); the next build downloads "
+                "it again",
+            ) from None
 
     def _write_meta(self, sha256: str, meta: dict[str, object]) -> None:
         path = self._meta_path(sha256)

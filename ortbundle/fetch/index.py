@@ -24,6 +24,7 @@ from packaging.utils import (
 from packaging.version import InvalidVersion, Version
 
 from ortbundle._core.errors import FetchError
+from ortbundle._core.words import plural
 from ortbundle.config.sources import Coordinates, PypiCoordinates
 from ortbundle.fetch.config.urls import redact
 from ortbundle.fetch.download import ProgressFn, download
@@ -183,7 +184,7 @@ class PypiRegistry(RegistryBase[PypiCoordinates]):
                     )
                 digests = {k: frozenset({v}) for k, v in entry.hashes.items()}
                 return Location(entry.url, digests)
-            looked.append(f"{_host(index_url)} ({len(files)} files, not this one)")
+            looked.append(f"{_host(index_url)} ({plural(len(files), 'file')}, not this one)")
         raise NotFound(
             f"{coords.filename} is not in the configured index: looked in {'; '.join(looked)}",
             file=coords.filename,

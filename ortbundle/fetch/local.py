@@ -7,7 +7,7 @@ from collections.abc import Callable
 from pathlib import Path
 
 from ortbundle._core.errors import ConfigError, FetchError, IntegrityError
-from ortbundle._core.fsio import sha256_file
+from ortbundle._core.fsio import inside_project, sha256_file
 from ortbundle._core.oserrors import writing
 from ortbundle.config.sources import Coordinates, LocalCoordinates
 from ortbundle.fetch.archives import copy_hashing
@@ -45,6 +45,7 @@ class LocalRegistry(RegistryBase[LocalCoordinates]):
         """The file and its SHA-256 (read now: the project is its own registry)."""
         coords = self.own(coords)
         file = self._root() / coords.path
+        inside_project(file, self._root())
         if not file.is_file():
             raise _Missing(f"{coords.path} does not exist", file=str(file))
         return Location(f"path:{coords.path}", {"sha256": frozenset({sha256_file(file)})})
@@ -63,9 +64,10 @@ class LocalRegistry(RegistryBase[LocalCoordinates]):
         coords = self.own(coords)
         root = self._root()
         path = root / coords.path
-        if path.is_symlink() or not path.resolve().is_relative_to(root.resolve()):
+        inside_project(path, root)  # a link out: named with where it leads
+        if path.is_symlink():
             raise ConfigError(
-                f"local source {coords.path} is a link or leads out of the project",
+                f"local source {coords.path} is a link (to {path.resolve()})",
                 file=str(path),
                 fix="keep the file itself in the project (a local source is the project's own)",
             )

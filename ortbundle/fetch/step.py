@@ -8,6 +8,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from ortbundle._core.progress import Reporter
+from ortbundle._core.words import plural
 from ortbundle.config.retry import RetryPolicy
 from ortbundle.config.sources import Source
 from ortbundle.fetch.artifacts import Artifact, Fetcher
@@ -53,6 +54,6 @@ def fetch_line(artifacts: Mapping[str, Artifact]) -> str:
     nested in them apart), and how many of them came over the network."""
     outer = [a for sha256, a in artifacts.items() if sha256 == a.source.sha256]
     nested = len(artifacts) - len(outer)
-    inside = f" (and {nested} archives nested in them)" if nested else ""
+    inside = f" (and {plural(nested, 'archive')} nested in them)" if nested else ""
     fetched = sum(1 for a in outer if a.downloaded)
-    return f"{len(outer)} downloads verified{inside}, {fetched} downloaded"
+    return f"{plural(len(outer), 'download')} verified{inside}, {fetched} downloaded"

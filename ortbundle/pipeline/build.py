@@ -21,6 +21,7 @@ from ortbundle._core.fsio import locked, locked_directory
 from ortbundle._core.memo import digest_of
 from ortbundle._core.progress import Reporter
 from ortbundle._core.repairs import Repair, watching
+from ortbundle._core.words import plural
 from ortbundle.channels import ChannelOutput
 from ortbundle.channels.openpgp import OpenPgpKey, openpgp_key, signed_channels, unsigned_warning
 from ortbundle.channels.step import generate_all, package_digests, package_input, package_signers
@@ -94,7 +95,9 @@ def build(
     prepared = prepared or prepare_build(project, options)
     environ = os.environ if options.environ is None else options.environ
     if options.release and prepared.previous is not None:
-        key = signing_key(prepared.plan.product, options.signing_key, environ, release=True)
+        key = signing_key(
+            prepared.plan.product, options.signing_key, environ, release=True, keys=project.keys
+        )
         if not _verified(prepared.version_dir, key):  # the record said unchanged; dist/ does not
             prepared = replace(prepared, previous=None)
     if not options.audit_only and prepared.previous is not None:
@@ -105,7 +108,9 @@ def build(
     probe = probe_mode(environ)  # a bad ORTBUNDLE_PROBE is refused before any work
     key, openpgp = None, None
     if not options.audit_only:
-        key = signing_key(plan.product, options.signing_key, environ, release=options.release)
+        key = signing_key(
+            plan.product, options.signing_key, environ, release=options.release, keys=project.keys
+        )
         # the Linux packages' key: one named but unusable is refused before any work
         openpgp = openpgp_key(environ, plan.product.channels)
     # ortbundle/pipeline/preflight.py: free space and the policy, before any download
@@ -167,7 +172,9 @@ def _build_locked(
         ]
         stages = _stage_all(inputs, options.workers, plan)
         runtimes = sum(len(s.runtimes) for s in stages)
-        reporter.done(f"{len(stages)} targets, {runtimes} runtimes pruned and staged")
+        reporter.done(
+            f"{plural(len(stages), 'target')}, {plural(runtimes, 'runtime')} pruned and staged"
+        )
         reporter.begin("licensing")
         licensed = license_targets(
             project,
@@ -182,7 +189,9 @@ def _build_locked(
         audits = licensed.audits
         staged = _target_results(stages, licensed)
         failed = sum(1 for a in audits if not a.passed)
-        reporter.done(f"{len(audits)} channels, " + (f"{failed} FAILED" if failed else "passed"))
+        reporter.done(
+            f"{plural(len(audits), 'channel')}, " + (f"{failed} FAILED" if failed else "passed")
+        )
         if options.audit_only:
             if not all(a.passed for a in audits):
                 raise AuditFailed(plan.product, audits, licensed.licensing)
@@ -194,7 +203,9 @@ def _build_locked(
         if all(a.passed for a in audits) or not options.release:
             reporter.begin("channels")
             packages = _package(plan, staged, prepared, options.workers, scratch, openpgp)
-            reporter.done(f"{len(packages)} channels: {', '.join(p.channel for p in packages)}")
+            reporter.done(
+                f"{plural(len(packages), 'channel')}: {', '.join(p.channel for p in packages)}"
+            )
         reporter.begin("evidence")
         finish_version(
             project,

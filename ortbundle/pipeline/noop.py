@@ -21,7 +21,7 @@ import shutil
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
-from stat import S_ISDIR
+from stat import S_ISDIR, S_ISLNK
 from typing import Any
 
 from ortbundle._core.fsio import atomic_write, scan_tree, sha256_file, stat_record
@@ -135,20 +135,47 @@ def input_stats(project: Project) -> dict[str, dict[str, int]]:
 
     A superset of what one product reads (any recipe edited sends every product through the
     full check), so that no read can be missed. Directories count: adding a file moves its
-    directory's record. ctime is kept: an edit with the mtime put back still moves it.
+    directory's record. ctime is kept: an edit with the mtime put back still moves it. A
+    symbolic link counts twice, as the link (retargeted, it is another inode) and as what it
+    leads to (under "<path> ->"): the build reads through it, and an edit of the linked file
+    moves only the target's record (a monorepo's manifests linked in from elsewhere).
     """
     stats: dict[str, dict[str, int]] = {}
     tops = (project.recipes, project.manifests, project.licenses, project.templates)
+    seen: set[tuple[int, int]] = set()
     for top in (*tops, TOOL_LICENSE):
-        try:
-            info = top.lstat()
-        except OSError:
-            continue  # absent (no licenses/): absent next time too, or the record differs
-        stats[os.fspath(top)] = stat_record(info)
-        if S_ISDIR(info.st_mode):
-            for name, (_, inner) in scan_tree(top).items():
-                stats[f"{os.fspath(top)}/{name}"] = stat_record(inner)
+        _stat_into(stats, os.fspath(top), seen)
     return stats
+
+
+def _stat_into(stats: dict[str, dict[str, int]], path: str, seen: set[tuple[int, int]]) -> None:
+    """`path`'s record; a link's target's too, and every entry of a directory (linked or
+    not), each once (`seen`: a link back up the tree is not followed round)."""
+    where = Path(path)
+    try:
+        info = where.lstat()
+    except OSError:
+        return  # absent (no licenses/): absent next time too, or the record differs
+    stats[path] = stat_record(info)
+    if S_ISLNK(info.st_mode):
+        try:
+            info = where.stat()
+        except OSError:
+            stats[f"{path} ->"] = {}  # dangling: a target appearing is a change
+            return
+        stats[f"{path} ->"] = stat_record(info)
+    if not S_ISDIR(info.st_mode) or (info.st_dev, info.st_ino) in seen:
+        return
+    seen.add((info.st_dev, info.st_ino))
+    try:
+        tree = scan_tree(where)
+    except OSError:
+        return
+    for name, (_, inner) in tree.items():
+        full = f"{path}/{name}"
+        stats[full] = stat_record(inner)
+        if S_ISLNK(inner.st_mode):
+            _stat_into(stats, full, seen)
 
 
 @dataclass(frozen=True)

@@ -142,7 +142,9 @@ def release(project: Project, runner_dirs: Sequence[Path], options: BuildOptions
     environ = os.environ if options.environ is None else options.environ
     plan = load_plan(project, BuildOptions(product=options.product))
     product = plan.product
-    key = signing_key(product, options.signing_key, environ, release=options.release)
+    key = signing_key(
+        product, options.signing_key, environ, release=options.release, keys=project.keys
+    )
     epoch = source_date_epoch(project.root, environ)
     runners = tuple(
         _load_runner(_version_dir(d, product.name, product.version)) for d in runner_dirs

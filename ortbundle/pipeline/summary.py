@@ -17,6 +17,7 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
+from ortbundle._core.words import plural
 from ortbundle.evidence.names import SUMMARY_NAME
 
 SUMMARY_SCHEMA = "ortbundle.build-summary/1"
@@ -64,7 +65,7 @@ def plan_line(
     where = ", ".join(targets) if len(targets) <= 3 else f"{len(targets)} targets"
     return (
         f"{product} {version}: {where}; runtimes {', '.join(runtimes)}; "
-        f"channels {', '.join(channels) or 'none'}; {total} downloads, {have}"
+        f"channels {', '.join(channels) or 'none'}; {plural(total, 'download')}, {have}"
     )
 
 
@@ -173,7 +174,7 @@ def _audit_lines(audit: Mapping[str, Any], product: str) -> list[str]:
     extra = "".join(f", {n} {s}" for s, n in sorted(counted.items()) if s != "ok")
     lines = [
         f"  audit {verdict}: {', '.join(audit['channels'])} "
-        f"({len(audit['components'])} components{extra})"
+        f"({plural(len(audit['components']), 'component')}{extra})"
     ]
     for w in audit["waived"]:
         state = "signed off" if w["signed_off"] else "NOT signed off"

@@ -18,7 +18,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from ortbundle._core.errors import ArchiveError, BinaryError, ConfigError
-from ortbundle._core.fsio import sha256_file
+from ortbundle._core.fsio import inside_project, sha256_file
 from ortbundle._core.memo import Memo
 from ortbundle._core.publish import (
     publish as publish,  # build.py and release.py publish through here
@@ -430,7 +430,7 @@ def stage_texts(
                 size, sha256 = extracted.size, extracted.sha256
             else:
                 assert text.file is not None
-                origin = repo_licenses / text.file
+                origin = inside_project(repo_licenses / text.file, repo_licenses.parent)
                 if not origin.is_file():
                     raise ConfigError(
                         "licence text file is missing",
@@ -486,6 +486,11 @@ def _rel(root: Path, path: Path) -> str:
     return path.relative_to(root).as_posix()
 
 
+def scratch_trees(final: Path) -> list[Path]:
+    """The scratch trees of `final` left in its directory (a build's, running or killed)."""
+    return sorted(final.parent.glob(f".{final.name}.partial-*"))
+
+
 def scratch_dir(final: Path) -> Path:
     """A fresh hidden sibling of `final` to build into, made holding the lock on its directory
     (fsio.locked_directory): every other scratch tree of `final` is then a dead build's, and is
@@ -493,7 +498,7 @@ def scratch_dir(final: Path) -> Path:
     final.parent.mkdir(parents=True, exist_ok=True)
     recover(final)  # a build killed mid-publish may have set the complete old tree aside
     sweep_set_aside(final)  # what dead builds set aside and did not finish removing
-    for stale in final.parent.glob(f".{final.name}.partial-*"):
+    for stale in scratch_trees(final):
         shutil.rmtree(stale, ignore_errors=True)
     tmp = final.with_name(f".{final.name}.partial-{os.getpid()}")
     tmp.mkdir()

@@ -6,6 +6,7 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 
 from ortbundle._core.errors import ConfigError
+from ortbundle._core.words import plural
 
 
 @dataclass(frozen=True)
@@ -40,7 +41,7 @@ class ConfigProblems(ConfigError):
         paths = sorted({p.path or p.file for p in self.problems})
         count = len(self.problems)
         super().__init__(
-            f"{count} configuration problem{'s' if count != 1 else ''} in {', '.join(files)}",
+            f"{plural(count, 'configuration problem')} in {', '.join(files)}",
             file=paths[0] if len(paths) == 1 else None,
         )
 

@@ -5,13 +5,13 @@ from __future__ import annotations
 from ortbundle.config.schema import choices as C
 from ortbundle.config.schema.definitions import FileSchema, Key, Table
 from ortbundle.config.schema.shared import (
-    DIST_WORD,
     DOTTED,
     EXTERNALS,
     NAME,
     SHA256_LOWER,
     TEMPLATES,
     URL,
+    VERSION_WORD,
     table,
     tables,
     text,
@@ -75,7 +75,7 @@ PRODUCT_TABLE = Table(
     "What is built.",
     (
         text("name", "the product's name", True, pattern=NAME),
-        text("version", "becomes dist/<product>/<version>", True, pattern=DIST_WORD),
+        text("version", "becomes dist/<product>/<version>", True, pattern=VERSION_WORD),
         text("description", "one line", True),
         text("url", "the product's web page", True, pattern=URL),
         texts("targets", "targets built", True, nonempty=True, choices=C.TARGETS),

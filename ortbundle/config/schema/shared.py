@@ -12,8 +12,14 @@ from ortbundle.config.vocabulary import NAME_WORD, PATH_WORD, PURL, TEMPLATES_DI
 
 NAME = Pattern(NAME_WORD, "lower-case letters, digits, . _ - (starting with a letter or digit)")
 WORD = Pattern(PATH_WORD, "one plain name: letters, digits, . _ + -")
-DIST_WORD = Pattern(
-    PATH_WORD, "one plain name (it names a directory under dist/): letters, digits, . _ + -"
+# a product's version names dist/<product>/<version>/, its scratch sibling and every package
+# file (fakeproduct_<version>-1_amd64.deb): bounded so that each stays within a file name's 255
+# bytes with the product's name, refused when the manifest is read rather than when a package
+# is written after the downloads
+VERSION_WORD = Pattern(
+    re.compile(r"^[A-Za-z0-9_+][A-Za-z0-9._+-]{0,63}$"),
+    "one plain name of at most 64 characters (it names dist/<product>/<version>/ and every "
+    "package file): letters, digits, . _ + -",
 )
 SHA256 = Pattern(re.compile(r"^[0-9a-fA-F]{64}$"), "64 hex digits (a SHA-256)")
 SHA256_LOWER = Pattern(re.compile(r"^[0-9a-f]{64}$"), "64 lower-case hex digits (a SHA-256)")

@@ -12,7 +12,7 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
 from ortbundle._core.errors import OrtbundleError
-from ortbundle._core.fsio import atomic_write
+from ortbundle._core.fsio import atomic_write, refuse_links_out
 from ortbundle._core.progress import Reporter
 from ortbundle.config.plan import BuildOptions, Project
 from ortbundle.config.products import load_product
@@ -286,9 +286,12 @@ def _overlay(project: Project, component: str, text: str, root: Path) -> Project
     for recipe in project.recipes.glob("*.toml"):
         shutil.copyfile(recipe, recipes / recipe.name)
     atomic_write(recipes / f"{component}.toml", text)
-    for shared in (project.manifests, project.licenses, project.keys):
+    if project.manifests.exists():
+        (root / "manifests").symlink_to(project.manifests.resolve(), target_is_directory=True)
+    for shared in (project.licenses, project.keys):  # copied: a link out of the overlay is refused
         if shared.exists():
-            (root / shared.name).symlink_to(shared.resolve(), target_is_directory=True)
+            refuse_links_out(shared, project.root)  # as the project's own build would
+            shutil.copytree(shared, root / shared.name)
     return Project(root=root, dist=root / "dist")
 
 
