@@ -153,13 +153,13 @@ def _quiet() -> Reporter:
 
 
 @pytest.mark.slow
-@pytest.mark.parametrize(("signal_number", "name"), [(2, "SIGINT"), (15, "SIGTERM")])
+@pytest.mark.parametrize(("signal_number", "name"), [(2, "SIGINT"), (15, "SIGTERM"), (1, "SIGHUP")])
 def test_a_build_interrupted_says_so_and_removes_its_scratch_tree(
     fake: FakeProject, published: dict[str, tuple[str, bytes, int]], signal_number: int, name: str
 ) -> None:
-    """Ctrl-C (SIGINT) or a CI runner's cancel (SIGTERM) while the build writes its evidence:
-    one line saying it was interrupted, exit 128 + the signal, the scratch tree removed at
-    once (not left for the next build), and dist/ as it was."""
+    """Ctrl-C (SIGINT), a CI runner's cancel (SIGTERM) or a closed terminal (SIGHUP) while the
+    build writes its evidence: one line saying it was interrupted, exit 128 + the signal, the
+    scratch tree removed at once (not left for the next build), and dist/ as it was."""
     marker = fake.root / "stopped-here"
     child = start_build(
         fake,
