@@ -355,11 +355,15 @@ def pin(
 
 
 @task(
-    iterable=["from_"],
+    iterable=["from_", "runner_key", "runner_manifest"],
     help={
         "from_": "a runner's dist/ (or dist/<product>/<version>) to merge (repeatable)",
         "product": f"product manifest under manifests/ (default: {DEFAULT_PRODUCT})",
         "release": "strict audit and a required signing key",
+        "runner-key": "a public key that may sign a runner's manifest, besides "
+        "keys/<product>.pub (repeatable)",
+        "runner-manifest": "the SHA-256 of a runner's manifest.json, as CI's own channel gave "
+        "it (repeatable; also $ORTBUNDLE_RUNNER_MANIFESTS)",
     },
 )
 def release(
@@ -367,10 +371,17 @@ def release(
     from_: list[str] | None = None,
     product: str = DEFAULT_PRODUCT,
     release: bool = False,
+    runner_key: list[str] | None = None,
+    runner_manifest: list[str] | None = None,
 ) -> None:
     """Merge per-target builds from separate runners into one checked, signed release."""
     try:
-        run_release(BuildOptions(product=product, release=release), [Path(p) for p in from_ or []])
+        run_release(
+            BuildOptions(product=product, release=release),
+            [Path(p) for p in from_ or []],
+            runner_keys=[Path(k) for k in runner_key or []],
+            runner_manifests=list(runner_manifest or []),
+        )
     except CommandFailed as exc:
         raise Exit(str(exc), code=exc.code) from None
 
