@@ -54,6 +54,13 @@ def notice(text: str) -> None:
         _current[-1].line(text)
 
 
+def notice_once(key: str, text: str) -> None:
+    """`notice`, but once per `key` for the command reporting (an archive every target opens
+    is spoken of once)."""
+    if _current:
+        _current[-1].line_once(key, text)
+
+
 class Reporter:
     """One place for build output; safe to call from worker threads.
 
@@ -77,6 +84,7 @@ class Reporter:
         self._bars: Progress | None = None
         self.phases: list[Phase] = []  # every finished phase, for the summary
         self._phase: tuple[str, float, TaskID | None] | None = None
+        self._said: set[str] = set()  # the keys of line_once
 
     def _out(self) -> TextIO:
         return self._stream or sys.stdout  # looked up late: tests capture sys.stdout
@@ -133,6 +141,14 @@ class Reporter:
                 out = self._out()
                 out.write(text + "\n")
                 out.flush()
+
+    def line_once(self, key: str, message: str) -> None:
+        """`line`, unless a line with this key was printed already."""
+        with self._lock:
+            if key in self._said:
+                return
+            self._said.add(key)
+        self.line(message)
 
     def begin(self, name: str) -> None:
         """A phase starts: live on a terminal (with its elapsed time), silent in CI."""
