@@ -8,16 +8,18 @@ when it finishes; while it runs, a terminal shows it live with anything a step r
 
 from __future__ import annotations
 
+import contextlib
+import errno
 import os
 import shutil
 import sys
 import textwrap
 import threading
 import time
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
 from types import TracebackType
-from typing import TYPE_CHECKING, TextIO
+from typing import TYPE_CHECKING, TextIO, cast
 
 if TYPE_CHECKING:  # rich is imported only for a terminal's live bars or a table
     from rich.console import Console
@@ -215,6 +217,86 @@ def phase_line(phase: Phase) -> str:
         f"{phase.name:<9} {phase.detail} ({seconds})"
         if phase.detail
         else f"{phase.name:<9} {seconds}"
+    )
+
+
+# A command's own output that cannot be written (a full disk, an I/O error) ends it with the
+# disk family's code once its work is done; a closed pipe (`| head`) as `cat` does, unsaid.
+OUTPUT_EXIT = 12
+PIPE_EXIT = 128 + 13  # SIGPIPE
+
+
+class _Output:
+    """stdout or stderr for one command. The first write that fails (EPIPE, ENOSPC, EIO) is
+    kept and the stream pointed at /dev/null: every later line is dropped, so the command's
+    work finishes as it would have (a build publishes whole) instead of dying mid-way in a
+    traceback, and the command then ends with the output error's code (`output_failure`)."""
+
+    def __init__(self, stream: TextIO, name: str) -> None:
+        self._stream = stream
+        self.name = name
+        self.failure: OSError | None = None
+
+    def write(self, text: str) -> int:
+        if self.failure is None:
+            try:
+                return self._stream.write(text)
+            except OSError as exc:
+                self._failed(exc)
+        return len(text)
+
+    def flush(self) -> None:
+        if self.failure is None:
+            try:
+                self._stream.flush()
+            except OSError as exc:
+                self._failed(exc)
+
+    def _failed(self, exc: OSError) -> None:
+        self.failure = exc
+        try:  # what the stream still buffers goes nowhere, now and at exit
+            devnull = os.open(os.devnull, os.O_WRONLY)
+            os.dup2(devnull, self._stream.fileno())
+            os.close(devnull)
+            self._stream.flush()
+        except (OSError, ValueError, AttributeError):
+            pass
+
+    def __getattr__(self, name: str) -> object:
+        return getattr(self._stream, name)
+
+
+_outputs: list[_Output] = []
+
+
+@contextlib.contextmanager
+def command_output() -> Iterator[None]:
+    """Run a command with its stdout and stderr kept from failing it (see `_Output`)."""
+    saved = sys.stdout, sys.stderr
+    out, err = _Output(saved[0], "stdout"), _Output(saved[1], "stderr")
+    _outputs[:] = [out, err]
+    sys.stdout, sys.stderr = cast(TextIO, out), cast(TextIO, err)
+    try:
+        yield
+    finally:
+        sys.stdout, sys.stderr = saved
+        _outputs.clear()
+
+
+def output_failure() -> tuple[str, OSError] | None:
+    """The stream the running command could not write and why; None when all went out."""
+    for output in _outputs:
+        if output.failure is not None:
+            return output.name, output.failure
+    return None
+
+
+def output_failed_message(stream: str, failure: OSError, done: str) -> str:
+    """One line for an output that could not be written, saying what was done regardless."""
+    name = errno.errorcode.get(failure.errno or 0, "an OS error")
+    return (
+        f"ortbundle: output error: could not write to {stream} ({name}: "
+        f"{failure.strerror or failure}); {done}"
     )
 
 
