@@ -58,7 +58,13 @@ def _terminable() -> Iterator[None]:
     def handler(number: int, _frame: object) -> None:
         raise Terminated(number)
 
-    previous = {number: signal.signal(number, handler) for number in _ENDING_SIGNALS}
+    # a signal the caller ignores stays ignored: `nohup invoke build &` must outlive its
+    # terminal, as any program started under nohup does
+    previous = {
+        number: signal.signal(number, handler)
+        for number in _ENDING_SIGNALS
+        if signal.getsignal(number) is not signal.SIG_IGN
+    }
     try:
         yield
     finally:
