@@ -215,3 +215,30 @@ def test_an_edited_earlier_manifest_is_not_shown_as_history(
     assert "FAILED VERIFICATION" in changes and "1.2.3" in changes, changes
     assert "libforged.so" not in changes and "GPL-3.0-only" not in changes, changes
     assert "123,456" not in changes and "<table" not in changes, changes
+
+
+def test_an_earlier_build_moved_into_an_older_version_s_place_is_not_history(
+    written: FakeProject, reporter: Reporter
+) -> None:
+    """A signed build of 1.2.3 renamed to dist/fakeproduct/1.2.2: its signature holds, but it
+    is not the build of 1.2.2, and the next report must not present it as such."""
+    build(written.project, written.options(), reporter)
+    version_dir(written).rename(version_dir(written).with_name("1.2.2"))
+    result = build(written.project, written.options(), reporter)
+    html = (result.version_dir / "report.html").read_text("utf-8")
+    changes = html[html.index('<section id="changes">') :]
+    assert "FAILED VERIFICATION" in changes and "holds the build of 1.2.3, not of 1.2.2" in changes
+
+
+def test_an_unsigned_earlier_build_is_compared_and_said_to_be_unsigned(
+    written: FakeProject, reporter: Reporter
+) -> None:
+    environ = {k: v for k, v in written.environ.items() if not k.startswith("ORTBUNDLE_SIGNING")}
+    build(written.project, written.options(environ=environ), reporter)
+    product = written.root / "manifests" / "fakeproduct.toml"
+    product.write_text(product.read_text().replace('version = "1.2.3"', 'version = "1.2.4"'))
+    result = build(written.project, written.options(), reporter)
+    html = (result.version_dir / "report.html").read_text("utf-8")
+    changes = html[html.index('<section id="changes">') :]
+    assert "FAILED VERIFICATION" not in changes and "Since <strong>fakeproduct 1.2.3" in changes
+    assert "fakeproduct 1.2.3 is unsigned" in changes, changes

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Sequence
+from dataclasses import replace
 from pathlib import Path
 
 from ortbundle._core.errors import ConfigError, OrtbundleError
@@ -83,11 +84,20 @@ def write_report(
                 old = None  # a damaged earlier tree is no reason to fail this build
     if old is not None and found is not None:
         refused = earlier_refused(found, public_key)
+        if refused is None and compare is None and old.version != found.name:
+            # an older build moved into a newer one's place would pose as the last release
+            refused = f"it holds the build of {old.version}, not of {found.name}"
         if refused is not None:  # named as such; none of its figures shown as fact
             diff = ch.unverified(found.name, source, refused)
         else:
             new = ch.current(product.name, product.version, version_dir, licensing)
             diff = ch.diff(old, new, source)
+            if not _signed(found):
+                unsigned = (
+                    f"{old.product} {old.version} is unsigned: its files match its manifest, "
+                    "which no key vouches for"
+                )
+                diff = replace(diff, notes=(*diff.notes, unsigned))
     report = Report(
         product=product.name,
         version=product.version,
@@ -116,10 +126,7 @@ def earlier_refused(version_dir: Path, public_key: PublicKey | None) -> str | No
     manifest = version_dir / MANIFEST_NAME
     try:
         data = manifest.read_bytes()
-        signed = (version_dir / SIGNATURE_NAME).is_file() or bool(
-            json.loads(data).get("signing_key_id")
-        )
-        if not signed:
+        if not _signed(version_dir):
             report = verify_tree(version_dir, allow_unsigned=True)
             return None if report.ok else "; ".join(report.lines()[:3])
         if public_key is None:
@@ -143,6 +150,16 @@ def earlier_refused(version_dir: Path, public_key: PublicKey | None) -> str | No
     except (OrtbundleError, OSError, ValueError, AttributeError, KeyError, TypeError) as exc:
         return str(exc).split("\n", 1)[0]
     return None
+
+
+def _signed(version_dir: Path) -> bool:
+    """Whether a build is signed: its signature is there, or its manifest names a key."""
+    if (version_dir / SIGNATURE_NAME).is_file():
+        return True
+    try:
+        return bool(json.loads((version_dir / MANIFEST_NAME).read_bytes()).get("signing_key_id"))
+    except (OSError, ValueError, AttributeError):
+        return False
 
 
 def _rendered(report: Report, memo: Memo) -> str:
