@@ -207,3 +207,19 @@ def test_invoke_release_takes_the_digests_from_ci_s_channel(
     assert verify_tree(
         tmp_path / "release" / VERSION, public_key=written.root / "keys" / "fakeproduct.pub"
     ).ok
+
+
+def test_a_digest_that_is_no_sha256_in_the_environment_is_refused(
+    written: FakeProject, reporter: Reporter, tmp_path: Path
+) -> None:
+    """A build job's output that went wrong (`sha256sum`'s whole line, a file name) is said,
+    not taken as one more digest that vouches for nothing."""
+    linux = runner_build(written, reporter, tmp_path / "a", "linux-x86_64")
+    line = f"{hashlib.sha256(_manifest(linux).read_bytes()).hexdigest()}  manifest.json"
+    environ = {**written.environ, ENV_RUNNER_MANIFESTS: line}
+    with pytest.raises(ConfigError, match="holds 'manifest.json', not a manifest's SHA-256"):
+        release(
+            Project.at(written.root, tmp_path / "release"),
+            [linux],
+            written.options(environ=environ),
+        )

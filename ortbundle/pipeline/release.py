@@ -16,6 +16,7 @@ from __future__ import annotations
 import hashlib
 import json
 import os
+import re
 import shutil
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
@@ -106,13 +107,20 @@ def _trust_of(
         keys.append(load_public_key(own))
     digests = set(trust.manifest_digests)
     for word in environ.get(ENV_RUNNER_MANIFESTS, "").replace(",", " ").split():
-        digests.add(word.strip().lower())
+        if not re.fullmatch(r"[0-9a-fA-F]{64}", word):
+            raise ConfigError(
+                f"${ENV_RUNNER_MANIFESTS} holds {word[:80]!r}, not a manifest's SHA-256",
+                fix="pass each runner's `sha256sum manifest.json` (64 hex digits), separated "
+                "by spaces or commas",
+            )
+        digests.add(word.lower())
     return RunnerTrust(tuple(keys), frozenset(digests))
 
 
-def _vouched(path: Path, trust: RunnerTrust) -> str:
+def _vouched(path: Path, trust: RunnerTrust) -> tuple[str, bytes]:
     """How the runner's manifest is vouched for, or IntegrityError: its signature by one of the
-    accepted keys, else its SHA-256 among the digests CI gave. The tree vouches for nothing."""
+    accepted keys, else its SHA-256 among the digests CI gave. The tree vouches for nothing.
+    Returns how, and the bytes vouched for: the only manifest the release then reads."""
     manifest = path / MANIFEST_NAME
     data = manifest.read_bytes()
     signature = path / SIGNATURE_NAME
@@ -125,10 +133,10 @@ def _vouched(path: Path, trust: RunnerTrust) -> str:
             except IntegrityError as exc:
                 refused.append(str(exc).split("\n", 1)[0])
                 continue
-            return f"signed by key {key.key_id_hex}"
+            return f"signed by key {key.key_id_hex}", data
     digest = hashlib.sha256(data).hexdigest()
     if digest in trust.manifest_digests:
-        return "its SHA-256 was given by CI"
+        return "its SHA-256 was given by CI", data
     why = (
         f"its signature is by none of the accepted keys ({'; '.join(refused)})"
         if refused
@@ -152,7 +160,7 @@ def _vouched(path: Path, trust: RunnerTrust) -> str:
 
 
 def _load_runner(path: Path, trust: RunnerTrust) -> RunnerTree:
-    vouched_by = _vouched(path, trust)
+    vouched_by, vouched = _vouched(path, trust)
     report = verify_tree(path, ignore_signature=True)
     if not report.ok:
         problems = "; ".join(_what_differs(report.lines()[:10]))
@@ -161,7 +169,13 @@ def _load_runner(path: Path, trust: RunnerTrust) -> RunnerTree:
             file=str(path),
             fix="re-run that runner's build; never edit a dist/ tree by hand",
         )
-    manifest = json.loads((path / MANIFEST_NAME).read_text("utf-8"))
+    if (path / MANIFEST_NAME).read_bytes() != vouched:  # replaced while it was checked
+        raise IntegrityError(
+            f"runner {path}: {MANIFEST_NAME} changed while the release read it",
+            file=str(path / MANIFEST_NAME),
+            fix="nothing may write a runner's tree while the release merges it",
+        )
+    manifest = json.loads(vouched)
     try:
         _identity(manifest)
         for output in manifest["outputs"]:
