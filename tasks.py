@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import errno
 import importlib.util
 import os
 import shlex
@@ -17,6 +18,13 @@ from invoke.tasks import Task
 from invoke.tasks import task as invoke_task
 
 from ortbundle._core.locations import keep_bytecode_in_cache
+from ortbundle._core.progress import (
+    OUTPUT_EXIT,
+    PIPE_EXIT,
+    command_output,
+    output_failed_message,
+    output_failure,
+)
 
 keep_bytecode_in_cache()  # before the imports below: they are most of a warm build's start-up
 
@@ -58,15 +66,21 @@ class _Task(Task[Any]):
     and which says it was interrupted (invoke itself ends on Ctrl-C silently, with exit 1)."""
 
     def __call__(self, *args: Any, **kwargs: Any) -> Any:
-        try:
-            return super().__call__(*args, **kwargs)
-        except KeyboardInterrupt:  # outside a command's guard (which says it itself)
-            failed = interrupted(signal.SIGINT)
-            raise Exit(str(failed), code=failed.code) from None
-        except BrokenPipeError:  # `invoke templates --list | head`: the reader has enough
-            devnull = os.open(os.devnull, os.O_WRONLY)
-            os.dup2(devnull, sys.stdout.fileno())  # nothing more to flush at exit
-            raise Exit(code=128 + signal.SIGPIPE) from None  # as git or cat piped into head
+        with command_output():
+            try:
+                result = super().__call__(*args, **kwargs)
+            except KeyboardInterrupt:  # outside a command's guard (which says it itself)
+                failed = interrupted(signal.SIGINT)
+                raise Exit(str(failed), code=failed.code) from None
+            except BrokenPipeError:  # a write past command_output (none is known)
+                devnull = os.open(os.devnull, os.O_WRONLY)
+                os.dup2(devnull, sys.stdout.fileno())  # nothing more to flush at exit
+                raise Exit(code=PIPE_EXIT) from None  # as git or cat piped into head
+            except Exit as exc:
+                _refuse_lost_output(exc.code)  # the command's own failure goes first
+                raise
+            _refuse_lost_output(0)
+        return result
 
     def arg_opts(self, name: str, default: str, taken_names: set[str]) -> dict[str, Any]:
         opts = super().arg_opts(name, default, taken_names)
@@ -74,6 +88,21 @@ class _Task(Task[Any]):
         if short and short not in opts["names"]:
             opts["names"].append(short)
         return opts
+
+
+def _refuse_lost_output(code: int | None) -> None:
+    """A command whose stdout or stderr could not be written (`invoke build > /dev/full`, a
+    reader gone) ends with that: a closed pipe as `cat` does (141, unsaid), a full disk or an
+    I/O error with the disk family's code and one line on stderr, if stderr can take it. A
+    command that failed on its own keeps its code and message."""
+    lost = output_failure()
+    if lost is None or code:
+        return
+    stream, failure = lost
+    if failure.errno == errno.EPIPE:
+        raise Exit(code=PIPE_EXIT) from None
+    message = output_failed_message(stream, failure, "the command's work is done, its output lost")
+    raise Exit(None if stream == "stderr" else message, code=OUTPUT_EXIT) from None
 
 
 @overload
@@ -355,11 +384,15 @@ def pin(
 
 
 @task(
-    iterable=["from_"],
+    iterable=["from_", "runner_key", "runner_manifest"],
     help={
         "from_": "a runner's dist/ (or dist/<product>/<version>) to merge (repeatable)",
         "product": f"product manifest under manifests/ (default: {DEFAULT_PRODUCT})",
         "release": "strict audit and a required signing key",
+        "runner-key": "a public key that may sign a runner's manifest, besides "
+        "keys/<product>.pub (repeatable)",
+        "runner-manifest": "the SHA-256 of a runner's manifest.json, as CI's own channel gave "
+        "it (repeatable; also $ORTBUNDLE_RUNNER_MANIFESTS)",
     },
 )
 def release(
@@ -367,10 +400,17 @@ def release(
     from_: list[str] | None = None,
     product: str = DEFAULT_PRODUCT,
     release: bool = False,
+    runner_key: list[str] | None = None,
+    runner_manifest: list[str] | None = None,
 ) -> None:
     """Merge per-target builds from separate runners into one checked, signed release."""
     try:
-        run_release(BuildOptions(product=product, release=release), [Path(p) for p in from_ or []])
+        run_release(
+            BuildOptions(product=product, release=release),
+            [Path(p) for p in from_ or []],
+            runner_keys=[Path(k) for k in runner_key or []],
+            runner_manifests=list(runner_manifest or []),
+        )
     except CommandFailed as exc:
         raise Exit(str(exc), code=exc.code) from None
 

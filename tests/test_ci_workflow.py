@@ -141,3 +141,27 @@ def test_least_privilege_no_cache_and_a_strict_release() -> None:
         if j is not publish
         for s in j["steps"]
     )
+
+
+def test_each_build_job_vouches_for_its_runner_manifest_through_a_job_output() -> None:
+    """The release job takes a runner's tree as evidence only with its manifest's SHA-256
+    (#44): each build job outputs it, computed right after its build, and the release step
+    receives every one of them through the environment (never interpolated into a shell)."""
+    workflow = yaml.safe_load(COMMITTED.read_text())
+    product = load_product(ROOT / "manifests" / "darkroom.toml")
+    jobs = workflow["jobs"]
+    for target in product.targets:
+        job = jobs[f"build-{target}"]
+        assert job["outputs"]["manifest"] == "${{ steps.manifest.outputs.sha256 }}", target
+        runs = [s.get("run", "") for s in job["steps"]]
+        digest = next(i for i, s in enumerate(job["steps"]) if s.get("id") == "manifest")
+        built = next(i for i, s in enumerate(runs) if s.startswith("invoke build"))
+        packed = next(i for i, s in enumerate(runs) if s.startswith("tar "))
+        assert built < digest < packed, target
+        assert "/manifest.json" in runs[digest] and "$GITHUB_OUTPUT" in runs[digest]
+    merge = next(
+        s for s in jobs["release"]["steps"] if s.get("run", "").startswith("invoke release")
+    )
+    given = re.findall(r"\$\{\{ (\S+) \}\}", merge["env"]["ORTBUNDLE_RUNNER_MANIFESTS"])
+    assert given == [f"needs.build-{t}.outputs.manifest" for t in product.targets]
+    assert "needs." not in merge["run"]

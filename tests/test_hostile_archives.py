@@ -248,6 +248,70 @@ def test_member_missing_from_record_is_refused(fake: FakeProject) -> None:
     refused(fake, LINUX, 4, "no sha256 in the wheel's RECORD", "libsneaky.so")
 
 
+def _rewrite_record(fake: FakeProject, target: str, edit: Callable[[list[str]], list[str]]) -> None:
+    """Rewrite the wheel's RECORD rows with `edit` (None: drop RECORD) and re-pin the wheel:
+    the pin is right, so only RECORD can object."""
+    path = fake.wheels[target]
+    with zipfile.ZipFile(path) as archive:
+        members = {i.filename: archive.read(i) for i in archive.infolist()}
+    (record,) = (n for n in members if n.endswith(".dist-info/RECORD"))
+    rows = edit(members[record].decode().splitlines())
+    with zipfile.ZipFile(path, "w", zipfile.ZIP_DEFLATED) as archive:
+        for name, data in members.items():
+            if name != record:
+                archive.writestr(name, data)
+            elif rows:
+                archive.writestr(name, "\n".join(rows) + "\n")
+    republish(fake, target)
+
+
+@pytest.mark.parametrize("wrong_first", [True, False])
+def test_record_rows_that_contradict_each_other_are_refused_in_either_order(
+    fake: FakeProject, wrong_first: bool
+) -> None:
+    """The same member twice in RECORD, a wrong hash and the right one: refused whichever
+    comes first (the last row once won, so one order was accepted)."""
+    fake.write()
+    wrong = f"{DEP},sha256={'A' * 43},5"
+
+    def twice(rows: list[str]) -> list[str]:
+        right = next(r for r in rows if r.startswith(f"{DEP},"))
+        at = rows.index(right)
+        return [*rows[:at], *((wrong, right) if wrong_first else (right, wrong)), *rows[at + 1 :]]
+
+    _rewrite_record(fake, LINUX, twice)
+    refused(fake, LINUX, 4, "RECORD lists member", repr(DEP), "twice with different hashes")
+
+
+@pytest.mark.parametrize(
+    ("edit", "said"),
+    [
+        (lambda rows: [r.split(",")[0] + ",," for r in rows], "its RECORD lists no hashes"),
+        (lambda rows: [], "it has no RECORD"),
+    ],
+    ids=["no-hashes", "no-record"],
+)
+def test_a_wheel_whose_record_vouches_for_nothing_builds_under_its_pin_with_one_warning(
+    fake: FakeProject,
+    capsys: pytest.CaptureFixture[str],
+    edit: Callable[[list[str]], list[str]],
+    said: str,
+) -> None:
+    """Real vendors publish wheels whose RECORD has no hashes; some zips named .whl have none.
+    The pin is the trust root: the build goes on, and says so once for that wheel (not once
+    per member or per reading), never silently."""
+    fake.write()
+    _rewrite_record(fake, LINUX, edit)
+    run_build(fake.options(targets=(LINUX,)), root=fake.root)
+    out = capsys.readouterr().out
+    lines = [line for line in out.splitlines() if said in line]
+    assert len(lines) == 1, out
+    assert (
+        lines[0].startswith("warning: ") and "pinned SHA-256 vouches for every member" in lines[0]
+    )
+    assert (fake.root / "dist" / "fakeproduct" / "1.2.3" / "manifest.json").is_file()
+
+
 # -------------------------------------------------------------- malformed zip structures
 
 _RECORD = "onnxruntime_fake-1.0.0.dist-info/RECORD"

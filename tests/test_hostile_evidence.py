@@ -176,3 +176,69 @@ def test_a_file_name_cannot_forge_a_line_of_verify_s_output(
     assert "\x1b" not in out and not any(
         line.startswith("44 files match") for line in out.splitlines()
     ), out
+
+
+def _forge_history(document: dict[str, Any]) -> None:
+    """What someone edits into a published build's manifest to make the next report lie: a
+    licence, a size and a file that build never shipped."""
+    for output in document["outputs"]:
+        if output.get("component") == "fake":
+            output["license"] = "GPL-3.0-only"
+    sized = next(o for o in document["outputs"] if o.get("component") == "fake")
+    sized["size"] += 123456
+    forged = dict(sized, path="linux-x86_64/runtimes/fake/libforged.so")
+    document["outputs"].append(forged)
+
+
+@pytest.mark.parametrize("signed", [True, False], ids=["signed", "unsigned"])
+def test_an_edited_earlier_manifest_is_not_shown_as_history(
+    written: FakeProject, reporter: Reporter, signed: bool
+) -> None:
+    """The previous version's manifest.json is edited after it was published (`verify` on it
+    now fails), the version bumped and built: the new report.html names the earlier build as
+    failing verification and shows none of its forged figures as fact."""
+    environ = (
+        written.environ
+        if signed
+        else {k: v for k, v in written.environ.items() if not k.startswith("ORTBUNDLE_SIGNING")}
+    )
+    build(written.project, written.options(environ=environ), reporter)
+    manifest = version_dir(written) / "manifest.json"
+    document = json.loads(manifest.read_text())
+    _forge_history(document)
+    manifest.write_text(json.dumps(document, indent=2, sort_keys=True) + "\n")
+    product = written.root / "manifests" / "fakeproduct.toml"
+    product.write_text(product.read_text().replace('version = "1.2.3"', 'version = "1.2.4"'))
+    result = build(written.project, written.options(environ=environ), reporter)
+    html = (result.version_dir / "report.html").read_text("utf-8")
+    changes = html[html.index('<section id="changes">') :]
+    assert "FAILED VERIFICATION" in changes and "1.2.3" in changes, changes
+    assert "libforged.so" not in changes and "GPL-3.0-only" not in changes, changes
+    assert "123,456" not in changes and "<table" not in changes, changes
+
+
+def test_an_earlier_build_moved_into_an_older_version_s_place_is_not_history(
+    written: FakeProject, reporter: Reporter
+) -> None:
+    """A signed build of 1.2.3 renamed to dist/fakeproduct/1.2.2: its signature holds, but it
+    is not the build of 1.2.2, and the next report must not present it as such."""
+    build(written.project, written.options(), reporter)
+    version_dir(written).rename(version_dir(written).with_name("1.2.2"))
+    result = build(written.project, written.options(), reporter)
+    html = (result.version_dir / "report.html").read_text("utf-8")
+    changes = html[html.index('<section id="changes">') :]
+    assert "FAILED VERIFICATION" in changes and "holds the build of 1.2.3, not of 1.2.2" in changes
+
+
+def test_an_unsigned_earlier_build_is_compared_and_said_to_be_unsigned(
+    written: FakeProject, reporter: Reporter
+) -> None:
+    environ = {k: v for k, v in written.environ.items() if not k.startswith("ORTBUNDLE_SIGNING")}
+    build(written.project, written.options(environ=environ), reporter)
+    product = written.root / "manifests" / "fakeproduct.toml"
+    product.write_text(product.read_text().replace('version = "1.2.3"', 'version = "1.2.4"'))
+    result = build(written.project, written.options(), reporter)
+    html = (result.version_dir / "report.html").read_text("utf-8")
+    changes = html[html.index('<section id="changes">') :]
+    assert "FAILED VERIFICATION" not in changes and "Since <strong>fakeproduct 1.2.3" in changes
+    assert "fakeproduct 1.2.3 is unsigned" in changes, changes

@@ -153,13 +153,13 @@ def _quiet() -> Reporter:
 
 
 @pytest.mark.slow
-@pytest.mark.parametrize(("signal_number", "name"), [(2, "SIGINT"), (15, "SIGTERM")])
+@pytest.mark.parametrize(("signal_number", "name"), [(2, "SIGINT"), (15, "SIGTERM"), (1, "SIGHUP")])
 def test_a_build_interrupted_says_so_and_removes_its_scratch_tree(
     fake: FakeProject, published: dict[str, tuple[str, bytes, int]], signal_number: int, name: str
 ) -> None:
-    """Ctrl-C (SIGINT) or a CI runner's cancel (SIGTERM) while the build writes its evidence:
-    one line saying it was interrupted, exit 128 + the signal, the scratch tree removed at
-    once (not left for the next build), and dist/ as it was."""
+    """Ctrl-C (SIGINT), a CI runner's cancel (SIGTERM) or a closed terminal (SIGHUP) while the
+    build writes its evidence: one line saying it was interrupted, exit 128 + the signal, the
+    scratch tree removed at once (not left for the next build), and dist/ as it was."""
     marker = fake.root / "stopped-here"
     child = start_build(
         fake,
@@ -238,3 +238,25 @@ def test_a_build_waiting_for_another_s_lock_says_so(
     assert "waiting for another build, which holds the lock on publishing" in printed, printed
     assert str(version_dir(fake)) in printed, printed
     assert_published_and_verified(fake)
+
+
+def test_sighup_ends_a_command_s_work_unless_the_caller_ignores_it() -> None:
+    """A closed terminal (SIGHUP) stops a command as SIGTERM does; under `nohup` (SIGHUP
+    ignored) the command keeps the caller's choice and runs on."""
+    from ortbundle.cli.common import CommandFailed, guard
+
+    def hang_up() -> str:
+        os.kill(os.getpid(), signal.SIGHUP)
+        time.sleep(0.5)  # the handler runs at the next bytecode
+        return "finished"
+
+    previous = signal.signal(signal.SIGHUP, signal.SIG_IGN)
+    try:
+        assert guard(hang_up) == "finished"  # nohup: ignored, as the caller asked
+        signal.signal(signal.SIGHUP, signal.SIG_DFL)
+        with pytest.raises(CommandFailed) as stopped:
+            guard(hang_up)
+    finally:
+        signal.signal(signal.SIGHUP, previous)
+    assert stopped.value.code == 128 + signal.SIGHUP
+    assert "interrupted by SIGHUP" in str(stopped.value)

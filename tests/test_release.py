@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import hashlib
 import os
 from pathlib import Path
 
@@ -12,11 +13,11 @@ from ortbundle._core.errors import ConfigError, IntegrityError, OfflineError
 from ortbundle._core.progress import Reporter
 from ortbundle.config.plan import Project
 from ortbundle.config.products import load_product
-from ortbundle.evidence.names import REPORT_NAME, SUMMARY_NAME
+from ortbundle.evidence.names import MANIFEST_NAME, REPORT_NAME, SUMMARY_NAME
 from ortbundle.evidence.verify import verify_tree
 from ortbundle.fetch.cache import Cache, export_cache, import_cache
 from ortbundle.pipeline.build import build
-from ortbundle.pipeline.release import release
+from ortbundle.pipeline.release import RunnerTrust, release
 from ortbundle.tools.ci_workflow import EVIDENCE, workflow_yaml
 from tests.helpers.project import FakeProject
 
@@ -46,6 +47,17 @@ def runner_build(fake: FakeProject, reporter: Reporter, where: Path, target: str
     return where / "dist"
 
 
+def vouched(*dists: Path, product: str = "fakeproduct", version: str = "1.2.3") -> RunnerTrust:
+    """What CI's own channel hands the release job: each runner manifest's SHA-256, taken
+    when the runner finished (before anything could touch the tree in transit)."""
+    return RunnerTrust(
+        manifest_digests=frozenset(
+            hashlib.sha256((d / product / version / MANIFEST_NAME).read_bytes()).hexdigest()
+            for d in dists
+        )
+    )
+
+
 @pytest.mark.slow
 def test_merged_release_equals_a_single_machine_build(
     written: FakeProject, reporter: Reporter, tmp_path: Path
@@ -58,7 +70,10 @@ def test_merged_release_equals_a_single_machine_build(
         single.version_dir / "linux-x86_64"
     )
     merged = release(
-        Project.at(written.root, tmp_path / "release"), [linux, windows], written.options()
+        Project.at(written.root, tmp_path / "release"),
+        [linux, windows],
+        written.options(),
+        vouched(linux, windows),
     )
     assert contents(merged.version_dir) == contents(single.version_dir)
     report = verify_tree(merged.version_dir, public_key=written.root / "keys" / "fakeproduct.pub")
@@ -76,7 +91,12 @@ def test_release_refuses_runners_built_from_other_recipes(
     recipe.write_text(recipe.read_text() + "\n# a later edit\n")
     windows = runner_build(written, reporter, tmp_path / "b", "windows-x86_64")
     with pytest.raises(ConfigError) as caught:
-        release(Project.at(written.root, tmp_path / "release"), [linux, windows], written.options())
+        release(
+            Project.at(written.root, tmp_path / "release"),
+            [linux, windows],
+            written.options(),
+            vouched(linux, windows),
+        )
     message = str(caught.value)
     assert "different inputs" in message and "recipes fake:" in message
     assert str(linux / "fakeproduct" / "1.2.3") in message
@@ -90,7 +110,12 @@ def test_release_refuses_a_tampered_runner_tree(
     windows = runner_build(written, reporter, tmp_path / "b", "windows-x86_64")
     (windows / "fakeproduct/1.2.3/windows-x86_64/runtimes.json").write_text("{}")
     with pytest.raises(IntegrityError, match="modified +windows-x86_64/runtimes.json"):
-        release(Project.at(written.root, tmp_path / "release"), [linux, windows], written.options())
+        release(
+            Project.at(written.root, tmp_path / "release"),
+            [linux, windows],
+            written.options(),
+            vouched(linux, windows),
+        )
 
 
 def test_release_refuses_a_missing_target(
@@ -98,7 +123,12 @@ def test_release_refuses_a_missing_target(
 ) -> None:
     linux = runner_build(written, reporter, tmp_path / "a", "linux-x86_64")
     with pytest.raises(ConfigError, match="no runner built windows-x86_64"):
-        release(Project.at(written.root, tmp_path / "release"), [linux], written.options())
+        release(
+            Project.at(written.root, tmp_path / "release"),
+            [linux],
+            written.options(),
+            vouched(linux),
+        )
 
 
 @pytest.mark.slow

@@ -20,7 +20,9 @@ import pytest
 from ortbundle._core.errors import ConfigError
 from ortbundle._core.progress import Reporter
 from ortbundle.config.plan import Project
+from ortbundle.evidence.record import hash_file
 from ortbundle.evidence.report.treemap import Node, group, layout, squarify
+from ortbundle.evidence.signing import load_secret_key, sign
 from ortbundle.evidence.verify import verify_tree
 from ortbundle.pipeline.build import build
 from ortbundle.pipeline.result import BuildResult
@@ -259,11 +261,18 @@ def test_waivers_are_highlighted_in_the_audit(reported: BuildResult) -> None:
 # --- what changed ----------------------------------------------------------------------------
 
 
-def _earlier_from(version_dir: Path, into: Path, version: str) -> Path:
+def _earlier_from(version_dir: Path, into: Path, version: str, key: Path) -> Path:
     """A synthetic earlier build: this one's evidence with a file gone, one resized, a licence
-    changed and one more external library — as a build of `version` would have written it."""
+    changed and one more external library — as a build of `version` would have written it,
+    signed with `key` (the product's) as that build would have signed it."""
     earlier = into / version
     shutil.copytree(version_dir, earlier, symlinks=True)
+    record = earlier / "closures" / "linux-x86_64.json"
+    closures = json.loads(record.read_text())
+    closures["runtimes"][0]["externals"].append(
+        {"name": "libz.so.1", "group": "zlib", "kind": "system", "note": "", "needed_by": []}
+    )
+    record.write_text(json.dumps(closures))
     manifest = json.loads((earlier / "manifest.json").read_text())
     manifest_version = manifest["product"]["version"]
     manifest["product"]["version"] = version
@@ -277,15 +286,14 @@ def _earlier_from(version_dir: Path, into: Path, version: str) -> Path:
             o["license"] = "BSD-3-Clause"
         if o["path"].startswith("packaging/"):  # package names carry their version
             o["path"] = o["path"].replace(manifest_version, version)
+        if o["path"] == "closures/linux-x86_64.json":
+            o["size"], o["sha256"] = hash_file(record)
         outputs.append(o)
     manifest["outputs"] = outputs
-    (earlier / "manifest.json").write_text(json.dumps(manifest))
-    record = earlier / "closures" / "linux-x86_64.json"
-    closures = json.loads(record.read_text())
-    closures["runtimes"][0]["externals"].append(
-        {"name": "libz.so.1", "group": "zlib", "kind": "system", "note": "", "needed_by": []}
-    )
-    record.write_text(json.dumps(closures))
+    data = json.dumps(manifest).encode()
+    (earlier / "manifest.json").write_bytes(data)
+    signature = sign(data, load_secret_key(key), trusted_comment=f"fakeproduct {version}")
+    (earlier / "manifest.json.minisig").write_text(signature)
     return earlier
 
 
@@ -302,8 +310,8 @@ def test_an_earlier_version_in_dist_is_compared(
     first = build(Project.at(fake.root, tmp_path / "a"), fake.options(), reporter)
     assert "No earlier build" in _changes_text(first.version_dir)
     dist = tmp_path / "b"
-    _earlier_from(first.version_dir, dist / "fakeproduct", "1.2.2")
-    _earlier_from(first.version_dir, dist / "fakeproduct", "1.3.0")  # newer: not "earlier"
+    _earlier_from(first.version_dir, dist / "fakeproduct", "1.2.2", fake.secret_key)
+    _earlier_from(first.version_dir, dist / "fakeproduct", "1.3.0", fake.secret_key)  # newer
     second = build(Project.at(fake.root, dist), fake.options(), reporter)
     changes = _changes_text(second.version_dir)
     assert "fakeproduct 1.2.2" in changes and "dist/fakeproduct/1.2.2" in changes
@@ -323,7 +331,7 @@ def test_an_earlier_version_in_dist_is_compared(
 def test_compare_with_a_given_build(fake: FakeProject, reporter: Reporter, tmp_path: Path) -> None:
     write_reported(fake)
     first = build(Project.at(fake.root, tmp_path / "a"), fake.options(), reporter)
-    earlier = _earlier_from(first.version_dir, tmp_path / "elsewhere", "0.9")
+    earlier = _earlier_from(first.version_dir, tmp_path / "elsewhere", "0.9", fake.secret_key)
     result = build(Project.at(fake.root, tmp_path / "c"), fake.options(compare=earlier), reporter)
     changes = _changes_text(result.version_dir)
     assert "fakeproduct 0.9" in changes and "--compare 0.9" in changes

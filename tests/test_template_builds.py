@@ -26,7 +26,7 @@ from tests.helpers.project import FakeProject
 from tests.test_channel_arch import assert_ok
 from tests.test_channel_arch import makepkg as makepkg  # the fixture
 from tests.test_channel_nsis import requires_makensis
-from tests.test_release import runner_build
+from tests.test_release import runner_build, vouched
 from tests.test_template_overrides import WELCOME, _nsis_override
 
 INSTALL = "post_install() {\n  echo 'fakeproduct runtimes installed'\n}\n"
@@ -157,7 +157,10 @@ def test_the_signed_evidence_names_the_templates_and_a_release_holds_runners_to_
     override.write_text(override.read_text() + "# edited after the runners built\n")
     with pytest.raises(ConfigError) as caught:
         release(
-            Project.at(templated.root, tmp_path / "release"), [linux, windows], templated.options()
+            Project.at(templated.root, tmp_path / "release"),
+            [linux, windows],
+            templated.options(),
+            vouched(linux, windows),
         )
     assert "different inputs" in str(caught.value)
     assert "templates templates/PKGBUILD.j2" in str(caught.value)

@@ -8,16 +8,18 @@ when it finishes; while it runs, a terminal shows it live with anything a step r
 
 from __future__ import annotations
 
+import contextlib
+import errno
 import os
 import shutil
 import sys
 import textwrap
 import threading
 import time
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
 from types import TracebackType
-from typing import TYPE_CHECKING, TextIO
+from typing import TYPE_CHECKING, TextIO, cast
 
 if TYPE_CHECKING:  # rich is imported only for a terminal's live bars or a table
     from rich.console import Console
@@ -54,6 +56,13 @@ def notice(text: str) -> None:
         _current[-1].line(text)
 
 
+def notice_once(key: str, text: str) -> None:
+    """`notice`, but once per `key` for the command reporting (an archive every target opens
+    is spoken of once)."""
+    if _current:
+        _current[-1].line_once(key, text)
+
+
 class Reporter:
     """One place for build output; safe to call from worker threads.
 
@@ -77,6 +86,7 @@ class Reporter:
         self._bars: Progress | None = None
         self.phases: list[Phase] = []  # every finished phase, for the summary
         self._phase: tuple[str, float, TaskID | None] | None = None
+        self._said: set[str] = set()  # the keys of line_once
 
     def _out(self) -> TextIO:
         return self._stream or sys.stdout  # looked up late: tests capture sys.stdout
@@ -133,6 +143,14 @@ class Reporter:
                 out = self._out()
                 out.write(text + "\n")
                 out.flush()
+
+    def line_once(self, key: str, message: str) -> None:
+        """`line`, unless a line with this key was printed already."""
+        with self._lock:
+            if key in self._said:
+                return
+            self._said.add(key)
+        self.line(message)
 
     def begin(self, name: str) -> None:
         """A phase starts: live on a terminal (with its elapsed time), silent in CI."""
@@ -199,6 +217,86 @@ def phase_line(phase: Phase) -> str:
         f"{phase.name:<9} {phase.detail} ({seconds})"
         if phase.detail
         else f"{phase.name:<9} {seconds}"
+    )
+
+
+# A command's own output that cannot be written (a full disk, an I/O error) ends it with the
+# disk family's code once its work is done; a closed pipe (`| head`) as `cat` does, unsaid.
+OUTPUT_EXIT = 12
+PIPE_EXIT = 128 + 13  # SIGPIPE
+
+
+class _Output:
+    """stdout or stderr for one command. The first write that fails (EPIPE, ENOSPC, EIO) is
+    kept and the stream pointed at /dev/null: every later line is dropped, so the command's
+    work finishes as it would have (a build publishes whole) instead of dying mid-way in a
+    traceback, and the command then ends with the output error's code (`output_failure`)."""
+
+    def __init__(self, stream: TextIO, name: str) -> None:
+        self._stream = stream
+        self.name = name
+        self.failure: OSError | None = None
+
+    def write(self, text: str) -> int:
+        if self.failure is None:
+            try:
+                return self._stream.write(text)
+            except OSError as exc:
+                self._failed(exc)
+        return len(text)
+
+    def flush(self) -> None:
+        if self.failure is None:
+            try:
+                self._stream.flush()
+            except OSError as exc:
+                self._failed(exc)
+
+    def _failed(self, exc: OSError) -> None:
+        self.failure = exc
+        try:  # what the stream still buffers goes nowhere, now and at exit
+            devnull = os.open(os.devnull, os.O_WRONLY)
+            os.dup2(devnull, self._stream.fileno())
+            os.close(devnull)
+            self._stream.flush()
+        except (OSError, ValueError, AttributeError):
+            pass
+
+    def __getattr__(self, name: str) -> object:
+        return getattr(self._stream, name)
+
+
+_outputs: list[_Output] = []
+
+
+@contextlib.contextmanager
+def command_output() -> Iterator[None]:
+    """Run a command with its stdout and stderr kept from failing it (see `_Output`)."""
+    saved = sys.stdout, sys.stderr
+    out, err = _Output(saved[0], "stdout"), _Output(saved[1], "stderr")
+    _outputs[:] = [out, err]
+    sys.stdout, sys.stderr = cast(TextIO, out), cast(TextIO, err)
+    try:
+        yield
+    finally:
+        sys.stdout, sys.stderr = saved
+        _outputs.clear()
+
+
+def output_failure() -> tuple[str, OSError] | None:
+    """The stream the running command could not write and why; None when all went out."""
+    for output in _outputs:
+        if output.failure is not None:
+            return output.name, output.failure
+    return None
+
+
+def output_failed_message(stream: str, failure: OSError, done: str) -> str:
+    """One line for an output that could not be written, saying what was done regardless."""
+    name = errno.errorcode.get(failure.errno or 0, "an OS error")
+    return (
+        f"ortbundle: output error: could not write to {stream} ({name}: "
+        f"{failure.strerror or failure}); {done}"
     )
 
 

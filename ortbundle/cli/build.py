@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import errno
 import shutil
 import sys
 from pathlib import Path
@@ -101,6 +102,24 @@ def run_build(
         from ortbundle.pipeline.summary import summary_json
 
         sys.stdout.write(summary_json(document))
+    _published_but_unsaid(result.version_dir)
+
+
+def _published_but_unsaid(version_dir: Path) -> None:
+    """After publishing, an output that could not be written (a full disk under stdout) says
+    the build was published, and where its summary is: CI must not read a failed step as a
+    build that published nothing. A closed pipe is left to the task (exit 141)."""
+    from ortbundle._core.progress import OUTPUT_EXIT, output_failed_message, output_failure
+    from ortbundle.pipeline.result import SUMMARY_NAME
+
+    lost = output_failure()
+    if lost is None or lost[1].errno == errno.EPIPE:
+        return
+    done = (
+        f"the build completed and WAS PUBLISHED: {version_dir} (its summary: "
+        f"{version_dir / SUMMARY_NAME})"
+    )
+    raise CommandFailed(output_failed_message(*lost, done), OUTPUT_EXIT)
 
 
 def _print_up_to_date(summary: dict[str, object], *, verbose: bool, as_json: bool) -> None:

@@ -34,9 +34,13 @@ class CommandFailed(Exception):
         self.code = code
 
 
+# SIGTERM: a CI runner cancelling the job; SIGHUP: the terminal closed (an ssh session lost)
+_ENDING_SIGNALS = (signal.SIGTERM, signal.SIGHUP)
+
+
 class Terminated(BaseException):
-    """SIGTERM (a CI runner cancelling the job), raised in the main thread like Ctrl-C's
-    KeyboardInterrupt, so a build removes its scratch tree instead of dying around it."""
+    """SIGTERM or SIGHUP, raised in the main thread like Ctrl-C's KeyboardInterrupt, so a
+    build removes its scratch tree instead of dying around it."""
 
     def __init__(self, number: int) -> None:
         super().__init__(number)
@@ -45,7 +49,8 @@ class Terminated(BaseException):
 
 @contextlib.contextmanager
 def _terminable() -> Iterator[None]:
-    """SIGTERM raises Terminated while the block runs (only the main thread may set it)."""
+    """SIGTERM and SIGHUP raise Terminated while the block runs (only the main thread may set
+    a handler)."""
     if threading.current_thread() is not threading.main_thread():
         yield
         return
@@ -53,11 +58,18 @@ def _terminable() -> Iterator[None]:
     def handler(number: int, _frame: object) -> None:
         raise Terminated(number)
 
-    previous = signal.signal(signal.SIGTERM, handler)
+    # a signal the caller ignores stays ignored: `nohup invoke build &` must outlive its
+    # terminal, as any program started under nohup does
+    previous = {
+        number: signal.signal(number, handler)
+        for number in _ENDING_SIGNALS
+        if signal.getsignal(number) is not signal.SIG_IGN
+    }
     try:
         yield
     finally:
-        signal.signal(signal.SIGTERM, previous)
+        for number, before in previous.items():
+            signal.signal(number, before)
 
 
 def interrupted(number: int) -> CommandFailed:
@@ -74,7 +86,8 @@ def interrupted(number: int) -> CommandFailed:
 def guard(action: Callable[[], T], places: Mapping[Path, str] | None = None) -> T:
     """Run a command's work: a typed failure, or an OS error on a path it writes (named from
     `places`, see ortbundle/_core/oserrors.py), becomes one message and its exit code; so does
-    an interruption (SIGINT, SIGTERM: exit 130, 143), after the work's own cleanup ran."""
+    an interruption (SIGINT, SIGTERM, SIGHUP: exit 130, 143, 129), after the work's own
+    cleanup ran."""
     try:
         with _terminable():
             return action()

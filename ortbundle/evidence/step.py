@@ -11,7 +11,7 @@ from ortbundle._core.memo import Memo
 from ortbundle.config.plan import Plan, Project, policy_digest
 from ortbundle.evidence.record import InputInfo, write_evidence
 from ortbundle.evidence.report.write import write_report
-from ortbundle.evidence.signing import SecretKey
+from ortbundle.evidence.signing import PublicKey, SecretKey, load_public_key
 from ortbundle.licensing.attribution import TargetLicensing
 from ortbundle.licensing.audit import AuditFailed, ChannelAudit
 from ortbundle.stage.staging import publish
@@ -50,6 +50,7 @@ def finish_version(
         licensing=licensing,
         audits=audits,
         signed_by=key.public_key().key_id_hex if key else None,
+        public_key=_public_key(project, plan, key),
         compare=compare,
         memo=memo,
     )
@@ -70,3 +71,12 @@ def finish_version(
         signers=signers,
     )
     publish(scratch, version_dir)
+
+
+def _public_key(project: Project, plan: Plan, key: SecretKey | None) -> PublicKey | None:
+    """The key an earlier signed build is checked with: the product's keys/<product>.pub,
+    else this build's own key's public half."""
+    path = project.keys / f"{plan.product.name}.pub"
+    if path.is_file():
+        return load_public_key(path)
+    return key.public_key() if key is not None else None

@@ -27,6 +27,7 @@ from typing import IO, NoReturn, Protocol
 from ortbundle._core.errors import ArchiveError, DiskError, IntegrityError
 from ortbundle._core.fsio import check_member_name
 from ortbundle._core.oserrors import FILESYSTEM_ERRNOS, disk_error, writing
+from ortbundle._core.progress import notice_once
 
 CHUNK = 1 << 20
 MAX_MEMBER_SIZE = 4 << 30  # 4 GiB: far above any runtime library
@@ -179,11 +180,24 @@ class ZipArchive:
                 crc=info.CRC,
                 record_sha256=None,
             )
+        # The wheel's pin (its SHA-256, checked when it was fetched) is the trust root; RECORD
+        # is a consistency check of its members. A wheel without one, or whose RECORD lists no
+        # hashes (some vendors publish such), is said once and read under its pin alone.
         self.is_wheel = False
+        self.record_note: str | None = None
         record_names = [n for n in self.members if n.endswith(".dist-info/RECORD")]
         if record_names and check_record:
-            self.is_wheel = True
-            self._apply_record(record_names[0])
+            self.is_wheel = self._apply_record(record_names)
+            if not self.is_wheel:
+                self.record_note = "its RECORD lists no hashes"
+        elif check_record and label.endswith(".whl"):
+            self.record_note = "it has no RECORD"
+        if self.record_note is not None:
+            notice_once(
+                f"record {path}",
+                f"warning: {label}: {self.record_note}; the wheel's pinned SHA-256 vouches "
+                "for every member",
+            )
 
     def _refuse(self, member: str, why: str) -> NoReturn:
         raise ArchiveError(
@@ -193,7 +207,33 @@ class ZipArchive:
             fix="this archive is hostile or corrupt; it was not unpacked. Check the pin",
         )
 
-    def _apply_record(self, record_name: str) -> None:
+    def _apply_record(self, record_names: list[str]) -> bool:
+        """Read every RECORD's hash of each member; two rows that disagree about one member are
+        refused, whichever comes first. Whether any member has a hash to be checked against."""
+        recorded: dict[str, tuple[str | None, str]] = {}  # member: (digest, the row's field)
+        for record_name in record_names:
+            for row in self._record_rows(record_name):
+                if not row or row[0] not in self.members:
+                    continue
+                field = row[1] if len(row) > 1 else ""
+                digest = _record_hash(field)
+                earlier = recorded.setdefault(row[0], (digest, field))
+                if earlier[0] != digest:
+                    raise IntegrityError(
+                        f"{self.label}: its RECORD lists member {row[0]!r} twice with different "
+                        f"hashes ({earlier[1] or 'none'} and {field or 'none'})",
+                        component=self.component,
+                        file=str(self.path),
+                        fix="the wheel's RECORD contradicts itself; do not ship it",
+                    )
+        for name, (digest, _) in recorded.items():
+            old = self.members[name]
+            self.members[name] = Member(
+                old.name, old.size, old.compressed_size, old.crc, record_sha256=digest
+            )
+        return any(digest is not None for digest, _ in recorded.values())
+
+    def _record_rows(self, record_name: str) -> list[list[str]]:
         member = self.members[record_name]
         if member.size > MAX_RECORD_SIZE or (
             member.size > (1 << 20) and member.size > MAX_RATIO * max(member.compressed_size, 1)
@@ -216,14 +256,7 @@ class ZipArchive:
                 file=str(self.path),
                 fix="the archive is corrupt; delete the cache entry and fetch again",
             ) from None
-        for row in rows:
-            if not row or row[0] not in self.members:
-                continue
-            digest = _record_hash(row[1]) if len(row) > 1 else None
-            old = self.members[row[0]]
-            self.members[row[0]] = Member(
-                old.name, old.size, old.compressed_size, old.crc, record_sha256=digest
-            )
+        return rows
 
     def __enter__(self) -> ZipArchive:
         return self

@@ -1,7 +1,11 @@
 """Release: merge per-target builds made on separate runners into one signed version directory.
 
-Each runner runs `invoke build --target T` from the same pins. The release job checks every
-runner's tree against that tree's own manifest, refuses trees built from different recipes,
+Each runner runs `invoke build --target T` from the same pins. A runner's manifest is evidence
+only once something other than the runner's tree vouches for it: its signature by a runner key
+the release job was given (or the product's own key), or its SHA-256 passed to the release job
+through CI's own channel (a job output, not the artifact). The release job then re-hashes every
+file of each runner's tree against that manifest, checks each recorded input against the pins of
+this project's recipes, refuses trees built from different recipes,
 product manifest, policy, tool or SOURCE_DATE_EPOCH (naming the difference), copies the target
 stages and their channels' packages, and writes the evidence for the union with the same
 function a single-machine build uses — so the result has the same bytes a full build gives.
@@ -9,10 +13,12 @@ function a single-machine build uses — so the result has the same bytes a full
 
 from __future__ import annotations
 
+import hashlib
 import json
 import os
+import re
 import shutil
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -30,10 +36,10 @@ from ortbundle.config.plan import (
     policy_digest,
     source_date_epoch,
 )
-from ortbundle.evidence.names import MANIFEST_NAME
+from ortbundle.evidence.names import MANIFEST_NAME, SIGNATURE_NAME
 from ortbundle.evidence.record import RECORDS_DIR
 from ortbundle.evidence.report.closures import copy_closures
-from ortbundle.evidence.signing import SecretKey, signing_key
+from ortbundle.evidence.signing import PublicKey, SecretKey, load_public_key, signing_key, verify
 from ortbundle.evidence.step import finish_version
 from ortbundle.evidence.verify import verify_tree
 from ortbundle.licensing.attribution import TargetLicensing, licensing_from_json
@@ -47,11 +53,26 @@ class _Input:
     size: int
 
 
+# The SHA-256 of each runner's manifest.json, as CI's own channel gave it to the release job
+# (whitespace- or comma-separated): the generated workflow passes its build jobs' outputs here.
+ENV_RUNNER_MANIFESTS = "ORTBUNDLE_RUNNER_MANIFESTS"
+
+
+@dataclass(frozen=True)
+class RunnerTrust:
+    """What may vouch for a runner's manifest: a runner key that signed it, or its digest."""
+
+    keys: tuple[PublicKey, ...] = ()  # besides keys/<product>.pub, always accepted
+    manifest_digests: frozenset[str] = frozenset()  # besides $ORTBUNDLE_RUNNER_MANIFESTS
+    key_files: tuple[Path, ...] = ()  # public key files (--runner-key), read when it starts
+
+
 @dataclass(frozen=True)
 class RunnerTree:
     path: Path  # the runner's dist/<product>/<version>
     manifest: dict[str, Any]
     targets: tuple[str, ...]
+    vouched_by: str = ""  # "signed by key …", "its SHA-256 was given"
 
 
 @dataclass(frozen=True)
@@ -75,16 +96,86 @@ def _version_dir(path: Path, product: str, version: str) -> Path:
     )
 
 
-def _load_runner(path: Path) -> RunnerTree:
+def _trust_of(
+    project: Project, product: str, trust: RunnerTrust, environ: Mapping[str, str]
+) -> RunnerTrust:
+    """The keys and digests this release accepts: the given ones, the product's public key, and
+    the digests in $ORTBUNDLE_RUNNER_MANIFESTS."""
+    keys = [*trust.keys, *(load_public_key(k) for k in trust.key_files)]
+    own = project.keys / f"{product}.pub"
+    if own.is_file():
+        keys.append(load_public_key(own))
+    digests = set(trust.manifest_digests)
+    for word in environ.get(ENV_RUNNER_MANIFESTS, "").replace(",", " ").split():
+        if not re.fullmatch(r"[0-9a-fA-F]{64}", word):
+            raise ConfigError(
+                f"${ENV_RUNNER_MANIFESTS} holds {word[:80]!r}, not a manifest's SHA-256",
+                fix="pass each runner's `sha256sum manifest.json` (64 hex digits), separated "
+                "by spaces or commas",
+            )
+        digests.add(word.lower())
+    return RunnerTrust(tuple(keys), frozenset(digests))
+
+
+def _vouched(path: Path, trust: RunnerTrust) -> tuple[str, bytes]:
+    """How the runner's manifest is vouched for, or IntegrityError: its signature by one of the
+    accepted keys, else its SHA-256 among the digests CI gave. The tree vouches for nothing.
+    Returns how, and the bytes vouched for: the only manifest the release then reads."""
+    manifest = path / MANIFEST_NAME
+    data = manifest.read_bytes()
+    signature = path / SIGNATURE_NAME
+    refused: list[str] = []
+    if signature.is_file():
+        text = signature.read_text("utf-8", errors="replace")
+        for key in trust.keys:
+            try:
+                verify(data, text, key, source=str(signature))
+            except IntegrityError as exc:
+                refused.append(str(exc).split("\n", 1)[0])
+                continue
+            return f"signed by key {key.key_id_hex}", data
+    digest = hashlib.sha256(data).hexdigest()
+    if digest in trust.manifest_digests:
+        return "its SHA-256 was given by CI", data
+    why = (
+        f"its signature is by none of the accepted keys ({'; '.join(refused)})"
+        if refused
+        else "it is not signed"
+        if not signature.is_file()
+        else "it is signed but no runner key was given"
+    )
+    given = (
+        f"its SHA-256 {digest} is not among the {len(trust.manifest_digests)} given"
+        if trust.manifest_digests
+        else f"no manifest digest was given (its SHA-256 is {digest})"
+    )
+    raise IntegrityError(
+        f"runner {path}: {MANIFEST_NAME} is vouched for by nothing outside the tree: {why}, "
+        f"and {given}; a tree's word about itself is not evidence",
+        file=str(manifest),
+        fix=f"pass each runner manifest's SHA-256 through CI's own channel (--runner-manifest, "
+        f"or ${ENV_RUNNER_MANIFESTS}: the generated workflow passes its build jobs' outputs), "
+        "or sign each runner's build with a runner key and pass its public key (--runner-key)",
+    )
+
+
+def _load_runner(path: Path, trust: RunnerTrust) -> RunnerTree:
+    vouched_by, vouched = _vouched(path, trust)
     report = verify_tree(path, ignore_signature=True)
     if not report.ok:
-        problems = "; ".join(report.lines()[:10])
+        problems = "; ".join(_what_differs(report.lines()[:10]))
         raise IntegrityError(
-            f"the runner's tree does not match its own manifest: {problems}",
+            f"runner {path}: the tree does not match its manifest ({vouched_by}): {problems}",
             file=str(path),
             fix="re-run that runner's build; never edit a dist/ tree by hand",
         )
-    manifest = json.loads((path / MANIFEST_NAME).read_text("utf-8"))
+    if (path / MANIFEST_NAME).read_bytes() != vouched:  # replaced while it was checked
+        raise IntegrityError(
+            f"runner {path}: {MANIFEST_NAME} changed while the release read it",
+            file=str(path / MANIFEST_NAME),
+            fix="nothing may write a runner's tree while the release merges it",
+        )
+    manifest = json.loads(vouched)
     try:
         _identity(manifest)
         for output in manifest["outputs"]:
@@ -104,7 +195,17 @@ def _load_runner(path: Path) -> RunnerTree:
             file=str(path),
             fix="build it with this ortbundle version (records/<target>.json)",
         )
-    return RunnerTree(path, manifest, tuple(r.stem for r in records))
+    return RunnerTree(path, manifest, tuple(r.stem for r in records), vouched_by)
+
+
+def _what_differs(lines: list[str]) -> list[str]:
+    """A verify report's lines with the field each kind of difference is about."""
+    fields = {"modified": "size or sha256", "missing": "present", "unexpected": "listed"}
+    out = []
+    for line in lines:
+        kind = line.split(" ", 1)[0]
+        out.append(f"{line} ({fields[kind]})" if kind in fields else line)
+    return out
 
 
 def _identity(manifest: dict[str, Any]) -> dict[str, Any]:
@@ -137,7 +238,12 @@ def _outputs_under(manifest: dict[str, Any], prefix: str) -> dict[str, str]:
     return {o["path"]: o["sha256"] for o in manifest["outputs"] if o["path"].startswith(prefix)}
 
 
-def release(project: Project, runner_dirs: Sequence[Path], options: BuildOptions) -> ReleaseResult:
+def release(
+    project: Project,
+    runner_dirs: Sequence[Path],
+    options: BuildOptions,
+    trust: RunnerTrust | None = None,
+) -> ReleaseResult:
     """Merge, check, record and sign; publish dist/<product>/<version>/ only if all of it holds."""
     environ = os.environ if options.environ is None else options.environ
     plan = load_plan(project, BuildOptions(product=options.product))
@@ -146,10 +252,13 @@ def release(project: Project, runner_dirs: Sequence[Path], options: BuildOptions
         product, options.signing_key, environ, release=options.release, keys=project.keys
     )
     epoch = source_date_epoch(project.root, environ)
+    accepted = _trust_of(project, product.name, trust or RunnerTrust(), environ)
     runners = tuple(
-        _load_runner(_version_dir(d, product.name, product.version)) for d in runner_dirs
+        _load_runner(_version_dir(d, product.name, product.version), accepted) for d in runner_dirs
     )
     _refuse_other_inputs(runners, _expected_identity(project, plan, epoch))
+    for runner in runners:
+        _refuse_other_pins(runner, plan)
     owner = _owners(runners, plan)
     version_dir = project.dist / product.name / product.version
     with locked_directory(version_dir.parent, waiting=f"publishing {version_dir}"):
@@ -233,6 +342,32 @@ def _refuse_other_inputs(runners: tuple[RunnerTree, ...], expected: dict[str, An
                 fix="build every target from the same commit (recipes, manifests, licences, "
                 "templates) and the same SOURCE_DATE_EPOCH",
             )
+
+
+def _refuse_other_pins(runner: RunnerTree, plan: Plan) -> None:
+    """Recompute what the runner fetched from this project's recipes: every input its manifest
+    records must be a pin of the recipe it names, with that digest (and size, when pinned)."""
+    where = str(runner.path / MANIFEST_NAME)
+    for item in runner.manifest["inputs"]:
+        component, source_id = item.get("component"), item.get("source")
+        recipe = plan.all_recipes.get(str(component))
+        source = recipe.sources.get(str(source_id)) if recipe is not None else None
+        name = f"inputs {component}/{source_id}"
+        if source is None:
+            problem = f"{name}: no such source in this project's recipes"
+        elif item["sha256"] != source.sha256:
+            problem = f"{name} sha256: {item['sha256']} vs pinned {source.sha256}"
+        elif source.size is not None and item["size"] != source.size:
+            problem = f"{name} size: {item['size']} vs pinned {source.size}"
+        else:
+            continue
+        raise ConfigError(
+            f"runner {runner.path}: its manifest records an input this release's recipes do "
+            f"not pin: {problem}",
+            file=where,
+            fix="build every target from the same commit (recipes, manifests, licences, "
+            "templates) and the same SOURCE_DATE_EPOCH",
+        )
 
 
 def _owners(runners: tuple[RunnerTree, ...], plan: Plan) -> dict[str, RunnerTree]:

@@ -27,7 +27,8 @@ from ortbundle.config.plan import (
     Plan,
 )
 from ortbundle.config.vocabulary import CHANNEL_TARGETS
-from ortbundle.evidence.names import MANIFEST_NAME, SBOM_NAME, SIGNATURE_NAME, SUMMARY_NAME
+from ortbundle.evidence.names import MANIFEST_NAME, SBOM_NAME, SIGNATURE_NAME
+from ortbundle.evidence.names import SUMMARY_NAME as SUMMARY_NAME  # the CLI names it
 from ortbundle.fetch.artifacts import Artifact
 from ortbundle.licensing.attribution import (
     ShippedFile,

@@ -127,6 +127,23 @@ def earlier(version_dir: Path) -> Snapshot:
     )
 
 
+def unverified(name: str, source: str, why: str) -> Changes:
+    """The comparison with an earlier build that failed verification: named, nothing of it
+    shown (its sizes, files and licences are what someone may have edited)."""
+    return Changes(
+        against=name,
+        source=source,
+        sizes=(),
+        added=(),
+        removed=(),
+        changed=(),
+        licences=(),
+        externals=(),
+        notes=(),
+        unverified=why,
+    )
+
+
 def _version_key(version: str) -> tuple[int, Any]:
     from packaging.version import InvalidVersion, Version
 

@@ -186,6 +186,7 @@ class Changes:
     licences: tuple[LicenceChange, ...]
     externals: tuple[ExternalChange, ...]
     notes: tuple[str, ...]  # what could not be compared, and why
+    unverified: str | None = None  # why the earlier build failed verification: nothing shown
 
 
 @dataclass(frozen=True)
