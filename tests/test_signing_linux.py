@@ -40,6 +40,7 @@ from tests.helpers.openpgp import TestKey, make_key, need_gpg
 from tests.helpers.packages import make_package_input
 from tests.helpers.project import FakeProject
 from tests.test_channel_deb_rpm import assert_lintian_accepts
+from tests.test_release import vouched
 
 VARIABLE = "ORTBUNDLE_OPENPGP_KEY"
 TARBALL = "demo-onnxruntime-1.0.0.tar.gz"
@@ -360,7 +361,9 @@ def test_a_release_merged_from_runners_keeps_each_signer(
         options = fake.options(targets=(target,), cache_dir=where / "cache", environ=environ)
         build(Project.at(fake.root, where / "dist"), options, reporter)
         runners.append(where / "dist")
-    merged = release(Project.at(fake.root, tmp_path / "release"), runners, fake.options())
+    merged = release(
+        Project.at(fake.root, tmp_path / "release"), runners, fake.options(), vouched(*runners)
+    )
     manifest = json.loads((merged.version_dir / MANIFEST_NAME).read_text())
     signers = {o["path"]: o["signer"] for o in manifest["outputs"] if "signer" in o}
     assert signers == {
