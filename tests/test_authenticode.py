@@ -1,0 +1,231 @@
+"""Authenticode-signed installers, checked by verifiers we did not write.
+
+A test CA, a code-signing certificate, an expired one, an unrelated CA and a timestamp
+authority are made with openssl (tests/helpers/authenticode.py); the TSA answers on loopback.
+The demo product's installer is built by the real makensis with the identity in the
+environment; `osslsigncode verify` and signify must both accept it, and both refuse it after
+a flipped byte, against the wrong CA, and when signed by an expired certificate with no
+timestamp. The uninstaller inside the installer (7z unpacks it) is signed too; the staged DLLs
+inside it are the staged bytes, a vendor's signature intact.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import shutil
+import subprocess
+from collections.abc import Iterator
+from dataclasses import replace
+from pathlib import Path
+
+import pytest
+
+from ortbundle._core.errors import ConfigError
+from ortbundle.channels import PackageInput
+from ortbundle.channels.authenticode import authenticode_identity
+from ortbundle.channels.nsis import NsisChannel
+from ortbundle.licensing.attribution import ShippedFile
+from ortbundle.stage.binaries.authenticode import BROKEN, UNSIGNED, VALID, read_signature
+from tests.helpers.authenticode import (
+    PASSWORD,
+    Identities,
+    make_identities,
+    running_tsa,
+    skip_without_signing_tools,
+)
+from tests.helpers.packages import make_package_input
+
+pytestmark = pytest.mark.tools
+
+VENDOR_DLL = "runtimes/openvino/openvino.dll"
+
+
+@pytest.fixture(scope="module")
+def ids(tmp_path_factory: pytest.TempPathFactory) -> Identities:
+    skip_without_signing_tools()
+    if shutil.which("makensis") is None or shutil.which("7z") is None:
+        pytest.skip("needs nsis and 7zip (Debian/Ubuntu: apt-get install nsis 7zip)")
+    return make_identities(tmp_path_factory.mktemp("identities"))
+
+
+@pytest.fixture(scope="module")
+def tsa(ids: Identities) -> Iterator[str]:
+    with running_tsa(ids) as url:
+        yield url
+
+
+def _environ(ids: Identities, tsa: str) -> dict[str, str]:
+    return {
+        "ORTBUNDLE_AUTHENTICODE_PFX": str(ids.pfx),
+        "ORTBUNDLE_AUTHENTICODE_PASSWORD": PASSWORD,
+        "ORTBUNDLE_TIMESTAMP_URL": tsa,
+    }
+
+
+def _sign(ids: Identities, path: Path, out: Path, *, cert: Path, key: Path, tsa: str = "") -> Path:
+    """osslsigncode by hand: a vendor's signature, or one made with the expired certificate."""
+    command = ["osslsigncode", "sign", "-certs", str(cert), "-key", str(key), "-h", "sha256"]
+    command += ["-ts", tsa] if tsa else []
+    subprocess.run([*command, "-in", str(path), "-out", str(out)], check=True, capture_output=True)
+    return out
+
+
+def _vendor_signed(package: PackageInput, ids: Identities, tsa: str) -> PackageInput:
+    """The stage with one DLL signed by its "vendor" (the test signer), listed as staged."""
+    dll = package.stage / VENDOR_DLL
+    signed = _sign(ids, dll, dll.with_suffix(".signed"), cert=ids.cert, key=ids.key, tsa=tsa)
+    signed.replace(dll)
+    data = dll.read_bytes()
+    entry = ShippedFile(VENDOR_DLL, len(data), hashlib.sha256(data).hexdigest(), 0o644)
+    files = sorted(
+        [*(f for f in package.files if f.path != VENDOR_DLL), entry], key=lambda f: f.path
+    )
+    return replace(package, files=tuple(files))
+
+
+@pytest.fixture(scope="module")
+def built(
+    ids: Identities, tsa: str, tmp_path_factory: pytest.TempPathFactory
+) -> Iterator[tuple[PackageInput, Path]]:
+    """The demo product's installer, built with the test identity in the environment."""
+    base = tmp_path_factory.mktemp("signed") / "dist" / "demo" / "1.0.0"
+    package = _vendor_signed(make_package_input(base, "windows-x86_64"), ids, tsa)
+    with pytest.MonkeyPatch.context() as patch:
+        for name, value in _environ(ids, tsa).items():
+            patch.setenv(name, value)
+        out = NsisChannel().generate(package, base / "packaging" / "nsis")
+    (exe,) = (p for p in out.files if p.suffix == ".exe")
+    assert out.signers[exe.name]["subject"] == "CN=Demo Org Code Signing, O=Demo Org, C=DE"
+    yield package, exe
+
+
+def _osslsigncode(exe: Path, ca: Path, tsa_ca: Path) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        ["osslsigncode", "verify", "-CAfile", str(ca), "-TSA-CAfile", str(tsa_ca), "-in", str(exe)],
+        capture_output=True,
+        text=True,
+        check=False,
+    )
+
+
+def _both(exe: Path, ids: Identities, *, ca: Path | None = None) -> tuple[bool, str]:
+    """(osslsigncode's verdict, signify's status), which the tests want to agree."""
+    ca = ca or ids.ca
+    ossl = _osslsigncode(exe, ca, ids.tsa_ca)
+    ok = ossl.returncode == 0 and "Signature verification: ok" in ossl.stdout
+    return ok, read_signature(exe, roots=[ca, ids.tsa_ca]).status
+
+
+def test_the_signed_installer_passes_osslsigncode_and_signify(
+    built: tuple[PackageInput, Path], ids: Identities
+) -> None:
+    _, exe = built
+    assert _both(exe, ids) == (True, VALID)
+    signature = read_signature(exe, roots=[ids.ca, ids.tsa_ca])
+    assert signature.timestamped
+    assert signature.sha256 == _fingerprint(ids.cert)
+
+
+def _fingerprint(pem: Path) -> str:
+    der = subprocess.run(
+        ["openssl", "x509", "-in", str(pem), "-outform", "DER"], capture_output=True, check=True
+    ).stdout
+    return hashlib.sha256(der).hexdigest()
+
+
+def test_a_flipped_byte_fails_both(
+    built: tuple[PackageInput, Path], ids: Identities, tmp_path: Path
+) -> None:
+    _, exe = built
+    data = bytearray(exe.read_bytes())
+    data[len(data) // 3] ^= 0x01  # in the compressed payload, which the signature covers
+    flipped = tmp_path / "flipped.exe"
+    flipped.write_bytes(bytes(data))
+    assert _both(flipped, ids) == (False, BROKEN)
+
+
+def test_the_wrong_ca_fails_both(built: tuple[PackageInput, Path], ids: Identities) -> None:
+    _, exe = built
+    assert _both(exe, ids, ca=ids.wrong_ca) == (False, BROKEN)
+
+
+def test_an_expired_certificate_without_timestamp_fails_both(
+    built: tuple[PackageInput, Path], ids: Identities, tsa: str, tmp_path: Path
+) -> None:
+    package, _ = built
+    unsigned = package.stage / "runtimes/webgpu/onnxruntime.dll"
+    expired = _sign(
+        ids, unsigned, tmp_path / "expired.dll", cert=ids.expired_cert, key=ids.expired_key
+    )
+    assert _both(expired, ids) == (False, BROKEN)
+    # the same certificate, the signature timestamped at signing: still expired today, and
+    # the timestamp is after the certificate's end, so both refuse it too
+    stamped = _sign(
+        ids, unsigned, tmp_path / "stamped.dll", cert=ids.expired_cert, key=ids.expired_key, tsa=tsa
+    )
+    assert _both(stamped, ids) == (False, BROKEN)
+
+
+def test_the_uninstaller_inside_is_signed_and_the_staged_dlls_are_packed_as_staged(
+    built: tuple[PackageInput, Path], ids: Identities, tmp_path: Path
+) -> None:
+    package, exe = built
+    subprocess.run(
+        ["7z", "x", "-y", f"-o{tmp_path}", str(exe)], check=True, capture_output=True, text=True
+    )
+    uninstaller = tmp_path / "uninstall.exe"
+    assert uninstaller.is_file(), "no whole uninstaller inside the installer"
+    assert _both(uninstaller, ids) == (True, VALID)
+    for shipped in package.files:
+        packed = (tmp_path / shipped.path).read_bytes()
+        assert hashlib.sha256(packed).hexdigest() == shipped.sha256, shipped.path
+        assert (package.stage / shipped.path).read_bytes() == packed, shipped.path
+    vendor = read_signature(tmp_path / VENDOR_DLL, roots=[ids.ca, ids.tsa_ca])
+    assert vendor.status == VALID  # the vendor's own signature, untouched
+    assert read_signature(tmp_path / "runtimes/webgpu/dxil.dll").status == UNSIGNED
+
+
+def test_without_an_identity_the_installer_is_unsigned(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, ids: Identities
+) -> None:
+    for name in _environ(ids, "http://127.0.0.1/"):
+        monkeypatch.delenv(name, raising=False)
+    base = tmp_path / "dist" / "demo" / "1.0.0"
+    out = NsisChannel().generate(make_package_input(base, "windows-x86_64"), base / "nsis")
+    (exe,) = (p for p in out.files if p.suffix == ".exe")
+    assert read_signature(exe).status == UNSIGNED
+    assert out.signers == {}
+    assert "unsigned" in out.notes[0]
+
+
+def test_an_identity_whose_file_is_missing_is_refused_naming_the_channel_and_variable(
+    tmp_path: Path,
+) -> None:
+    environ = {"ORTBUNDLE_AUTHENTICODE_PFX": str(tmp_path / "gone.p12")}
+    with pytest.raises(ConfigError) as refused:
+        authenticode_identity(environ)
+    text = str(refused.value)
+    assert "nsis" in text
+    assert "ORTBUNDLE_AUTHENTICODE_PFX" in text
+    assert "gone.p12" in text
+
+
+def test_a_sign_command_template_is_run_with_the_file(
+    ids: Identities, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A signing service's command: here osslsigncode by hand, through a tiny script."""
+    script = tmp_path / "sign.sh"
+    script.write_text(
+        "#!/bin/sh\nset -e\n"
+        f'osslsigncode sign -certs "{ids.cert}" -key "{ids.key}" -h sha256 -in "$1" -out "$1.s"\n'
+        'mv "$1.s" "$1"\n'
+    )
+    script.chmod(0o755)
+    for name in _environ(ids, ""):
+        monkeypatch.delenv(name, raising=False)
+    monkeypatch.setenv("ORTBUNDLE_SIGN_COMMAND", f"{script} {{file}}")
+    base = tmp_path / "dist" / "demo" / "1.0.0"
+    out = NsisChannel().generate(make_package_input(base, "windows-x86_64"), base / "nsis")
+    (exe,) = (p for p in out.files if p.suffix == ".exe")
+    assert read_signature(exe, roots=[ids.ca]).status == VALID
+    assert "not timestamped" in out.notes[0]
