@@ -12,6 +12,7 @@ inside it are the staged bytes, a vendor's signature intact.
 from __future__ import annotations
 
 import hashlib
+import json
 import shutil
 import subprocess
 from collections.abc import Iterator
@@ -25,7 +26,15 @@ from ortbundle.channels import PackageInput
 from ortbundle.channels.authenticode import authenticode_identity
 from ortbundle.channels.nsis import NsisChannel
 from ortbundle.licensing.attribution import ShippedFile
+from ortbundle.licensing.file_findings import SIGNATURE, ShippedEvidence, findings
 from ortbundle.stage.binaries.authenticode import BROKEN, UNSIGNED, VALID, read_signature
+from ortbundle.stage.binaries.pe import read_version_info
+from ortbundle.stage.file_facts import (
+    FileEvidence,
+    evidence_from_json,
+    evidence_to_json,
+    pe_evidence,
+)
 from tests.helpers.authenticode import (
     PASSWORD,
     Identities,
@@ -34,6 +43,7 @@ from tests.helpers.authenticode import (
     skip_without_signing_tools,
 )
 from tests.helpers.packages import make_package_input
+from tests.helpers.pe import make_pe
 
 pytestmark = pytest.mark.tools
 
@@ -229,3 +239,88 @@ def test_a_sign_command_template_is_run_with_the_file(
     (exe,) = (p for p in out.files if p.suffix == ".exe")
     assert read_signature(exe, roots=[ids.ca]).status == VALID
     assert "not timestamped" in out.notes[0]
+
+
+# --- vendor signatures as evidence ------------------------------------------------------------
+
+INTEL = {"CompanyName": "Intel Corporation", "FileVersion": "2025.2.0", "ProductName": "OpenVINO"}
+
+
+def _evidence(path: Path, ids: Identities) -> FileEvidence:
+    """The file's evidence as the build reads it, its signature judged against the test roots
+    (the build judges against Microsoft's root program, where the test CA is not)."""
+    evidence = pe_evidence(path, path.name, read_version_info(path, path.name))
+    return replace(evidence, signature=read_signature(path, roots=[ids.ca, ids.tsa_ca]))
+
+
+def _against(path: Path, evidence: FileEvidence) -> tuple[str, ...]:
+    shipped = ShippedEvidence(f"runtimes/openvino/{path.name}", "0" * 64, evidence)
+    found = findings(
+        "windows-x86_64",
+        "openvino",
+        "Apache-2.0",
+        [shipped],
+        licensor_lines=["Copyright (C) 2018-2025 Intel Corporation"],
+        text_paths=[],
+        unread_claim=True,
+    )
+    return tuple(f.says for f in found if f.kind == SIGNATURE)
+
+
+def test_a_dll_naming_one_company_and_signed_by_another_is_review(
+    ids: Identities, tsa: str, tmp_path: Path
+) -> None:
+    dll = tmp_path / "openvino.dll"
+    dll.write_bytes(make_pe(imports=("KERNEL32.dll",), version=INTEL))
+    signed = _sign(ids, dll, tmp_path / "signed.dll", cert=ids.cert, key=ids.key, tsa=tsa)
+    evidence = _evidence(signed, ids)
+    assert evidence.signature is not None and evidence.signature.status == VALID
+    (says,) = _against(signed, evidence)
+    assert "CompanyName 'Intel Corporation'" in says
+    assert "signed by CN=Demo Org Code Signing, O=Demo Org, C=DE" in says
+    assert "not by Intel Corporation" in says
+    # the same DLL naming the signer as its maker agrees with its signature
+    own = tmp_path / "own.dll"
+    own.write_bytes(
+        make_pe(imports=("KERNEL32.dll",), version={**INTEL, "CompanyName": "Demo Org"})
+    )
+    own_signed = _sign(ids, own, tmp_path / "own-signed.dll", cert=ids.cert, key=ids.key, tsa=tsa)
+    assert _against(own_signed, _evidence(own_signed, ids)) == ()
+
+
+def test_an_unsigned_or_broken_vendor_dll_is_review(
+    ids: Identities, tsa: str, tmp_path: Path
+) -> None:
+    dll = tmp_path / "openvino.dll"
+    dll.write_bytes(make_pe(imports=("KERNEL32.dll",), version=INTEL))
+    (says,) = _against(dll, _evidence(dll, ids))
+    assert says.endswith(
+        "says CompanyName 'Intel Corporation' (PE version resource) but carries no Authenticode signature"
+    )
+    signed = _sign(ids, dll, tmp_path / "signed.dll", cert=ids.cert, key=ids.key, tsa=tsa)
+    data = bytearray(signed.read_bytes())
+    data[0x100] ^= 0x01  # in the headers the digest covers
+    broken = tmp_path / "broken.dll"
+    broken.write_bytes(bytes(data))
+    (says,) = _against(broken, _evidence(broken, ids))
+    assert "its Authenticode signature is broken: invalid_digest" in says
+    # a DLL that names no maker is not judged by its signature
+    anonymous = tmp_path / "anonymous.dll"
+    anonymous.write_bytes(make_pe(imports=("KERNEL32.dll",)))
+    assert _against(anonymous, _evidence(anonymous, ids)) == ()
+
+
+def test_the_signature_is_kept_with_the_evidence_and_read_as_the_build_reads_it(
+    ids: Identities, tsa: str, tmp_path: Path
+) -> None:
+    dll = tmp_path / "openvino.dll"
+    dll.write_bytes(make_pe(imports=("KERNEL32.dll",), version=INTEL))
+    signed = _sign(ids, dll, tmp_path / "signed.dll", cert=ids.cert, key=ids.key, tsa=tsa)
+    # the build's own reading: Microsoft's root program, which does not hold the test CA
+    read = pe_evidence(signed, "signed.dll", read_version_info(signed, "signed.dll"))
+    assert read.signature is not None and read.signature.status == BROKEN
+    assert read.signature.subject == "CN=Demo Org Code Signing, O=Demo Org, C=DE"
+    assert read.signature.sha256 == _fingerprint(ids.cert)
+    assert read.signed.startswith("Authenticode: broken: ")
+    assert evidence_from_json(json.loads(json.dumps(evidence_to_json(read)))) == read
+    assert pe_evidence(dll, "openvino.dll", None).signed == "Authenticode: unsigned"

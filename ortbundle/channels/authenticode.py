@@ -47,8 +47,10 @@ __all__ = [
     "ENV_PKCS11_KEY",
     "ENV_PKCS11_MODULE",
     "ENV_TIMESTAMP",
+    "UNSIGNED_NOTE",
     "AuthenticodeIdentity",
     "authenticode_identity",
+    "check_signed",
     "sign_file",
     "signed_by",
 ]
@@ -287,6 +289,35 @@ def signed_by(path: Path, identity: AuthenticodeIdentity) -> PeSignature:
             fix="check the signing command: it must sign the file in place",
         )
     return signature
+
+
+UNSIGNED_NOTE = (
+    "the Windows installers are unsigned (no Authenticode identity): SmartScreen warns and "
+    f"enterprise policies may block them. {_FIX_UNSET}"
+)
+
+
+def check_signed(outputs: Sequence[tuple[Sequence[Path], Mapping[str, object]]]) -> None:
+    """A release with an identity publishes no unsigned installer: each NSIS output's
+    (files, signers) must hold an installer, and a signer for every one."""
+    for files, signers in outputs:
+        exes = [f for f in files if f.suffix == ".exe"]
+        if not exes:
+            raise PackagingError(
+                "the nsis channel has an Authenticode identity but produced no installer to "
+                "sign (is makensis on PATH?), and a release publishes no unsigned output",
+                component=_CHANNEL,
+                fix="install NSIS 3.08 or newer (Debian/Ubuntu: apt-get install nsis)",
+            )
+        for exe in exes:
+            if not any(str(name).endswith(exe.name) for name in signers):
+                raise PackagingError(
+                    f"{exe.name} is not signed, and a release with an Authenticode identity "
+                    "publishes no unsigned installer",
+                    component=_CHANNEL,
+                    file=str(exe),
+                    fix="rebuild; if it persists, report it",
+                )
 
 
 def finalize_command() -> str:

@@ -4,7 +4,7 @@ Its entry is `generate_all`, over one `package_input` per target."""
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
@@ -170,6 +170,15 @@ def generate_all(
     wanted = [c for c in channels if any(t in inputs for t in CHANNEL_TARGETS[c])]
     with ThreadPoolExecutor(max_workers=max(1, min(workers, len(wanted)))) as pool:
         return list(pool.map(one, wanted))
+
+
+def package_signers(packages: Sequence[ChannelOutput]) -> dict[str, Mapping[str, str]]:
+    """Who signed each signed package (certificate subject and SHA-256), by output path."""
+    return {
+        f"packaging/{p.channel}/{name}": signer
+        for p in packages
+        for name, signer in p.signers.items()
+    }
 
 
 def package_digests(packages: Sequence[ChannelOutput]) -> dict[str, str]:

@@ -64,6 +64,9 @@ class Output:
     link_to: str | None
     component: str | None  # None for evidence and packaging files
     license: str | None
+    # who signed a package with the platform's own mechanism (Authenticode): the signing
+    # certificate's subject and SHA-256 fingerprint; None for what is not signed so
+    signer: Mapping[str, str] | None = None
 
 
 def normalize_modes(tree: Path) -> None:
@@ -83,9 +86,13 @@ def hash_file(path: Path) -> tuple[int, str]:
 
 
 def list_outputs(
-    version_dir: Path, known: Mapping[str, Output], digests: Mapping[str, str] | None = None
+    version_dir: Path,
+    known: Mapping[str, Output],
+    digests: Mapping[str, str] | None = None,
+    signers: Mapping[str, Mapping[str, str]] | None = None,
 ) -> list[Output]:
-    """Every entry under the version directory; hashes reused where the build already knows them."""
+    """Every entry under the version directory; hashes reused where the build already knows
+    them, and each signed package's signer (`signers`, by path) beside its hash."""
     outputs: list[Output] = []
     for path in sorted(version_dir.rglob("*")):
         relative = path.relative_to(version_dir).as_posix()
@@ -105,7 +112,10 @@ def list_outputs(
             size, sha256 = stat.st_size, digests[relative]
         else:
             size, sha256 = hash_file(path)
-        outputs.append(Output(relative, size, sha256, stat.st_mode & 0o777, None, None, None))
+        signer = (signers or {}).get(relative)
+        outputs.append(
+            Output(relative, size, sha256, stat.st_mode & 0o777, None, None, None, signer)
+        )
     return outputs
 
 
@@ -195,6 +205,8 @@ def _output_json(output: Output) -> dict[str, Any]:
     if output.component is not None:
         item["component"] = output.component
         item["license"] = output.license
+    if output.signer is not None:
+        item["signer"] = {"subject": output.signer["subject"], "sha256": output.signer["sha256"]}
     return item
 
 
@@ -372,6 +384,7 @@ def _file_evidence(target: str, evidence: ShippedEvidence | None) -> dict[str, A
     said = [
         ("ortbundle:evidence-from", ev.where),
         ("ortbundle:company", ev.company),
+        ("ortbundle:authenticode", ev.signed),
         ("ortbundle:product", " ".join(p for p in (ev.product, ev.product_version) if p)),
         *(("ortbundle:licence-string", text) for text in ev.licences),
         *(("ortbundle:named-by", f"{target}/{text}") for text in evidence.noticed_by),
@@ -509,6 +522,7 @@ def write_evidence(
     digests: Mapping[str, str] | None = None,
     memo: Memo,
     templates: Sequence[tuple[str, str]] = (),
+    signers: Mapping[str, Mapping[str, str]] | None = None,
 ) -> None:
     """Everything after the stages and packages exist: records, audit, SBOM, manifest, signature,
     and the SLSA provenance over all of it (signed with the same key). `memo`: the build's,
@@ -540,7 +554,7 @@ def write_evidence(
         p.relative_to(version_dir).as_posix(): 0o777 if p.is_symlink() else p.stat().st_mode & 0o777
         for p in version_dir.rglob("*")
     }
-    outputs = list_outputs(version_dir, stage_outputs(licensing, modes), digests)
+    outputs = list_outputs(version_dir, stage_outputs(licensing, modes), digests, signers)
     public_id = key.public_key().key_id_hex if key else None
     manifest = manifest_json(
         product, recipes, inputs, outputs, epoch, public_id, root, policy_sha256, templates

@@ -11,7 +11,7 @@ from __future__ import annotations
 import contextlib
 import dataclasses
 import os
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import replace
 from pathlib import Path
@@ -22,7 +22,13 @@ from ortbundle._core.memo import digest_of
 from ortbundle._core.progress import Reporter
 from ortbundle._core.repairs import Repair, watching
 from ortbundle.channels import ChannelOutput
-from ortbundle.channels.step import generate_all, package_digests, package_input
+from ortbundle.channels.authenticode import UNSIGNED_NOTE, authenticode_identity, check_signed
+from ortbundle.channels.step import (
+    generate_all,
+    package_digests,
+    package_input,
+    package_signers,
+)
 from ortbundle.config.plan import (
     DEFAULT_PRODUCT,
     BuildOptions,
@@ -105,6 +111,8 @@ def build(
     key = None
     if not options.audit_only:
         key = signing_key(plan.product, options.signing_key, environ, release=options.release)
+        if "nsis" in plan.product.channels:  # a configured identity that cannot work: refused
+            authenticode_identity(environ)  # now, naming the channel and the variable
     # ortbundle/pipeline/preflight.py: free space and the policy, before any download
     preflight(project, plan, prepared.cache, prepared.version_dir)
     check_compare(options.compare, plan.product.name)  # a bad --compare fails before the work
@@ -145,6 +153,7 @@ def _build_locked(
 ) -> BuildResult:
     version_dir = prepared.version_dir
     scratch = scratch_dir(version_dir)
+    environ = os.environ if options.environ is None else options.environ
     try:
         reporter.begin("stage")
         inputs = [
@@ -191,6 +200,9 @@ def _build_locked(
             reporter.begin("channels")
             packages = _package(plan, staged, prepared, options.workers, scratch)
             reporter.done(f"{len(packages)} channels: {', '.join(p.channel for p in packages)}")
+            windows = [(p.files, p.signers) for p in packages if p.channel == "nsis"]
+            if windows and authenticode_identity(environ) is not None and options.release:
+                check_signed(windows)
         reporter.begin("evidence")
         finish_version(
             project,
@@ -205,6 +217,7 @@ def _build_locked(
             release=options.release,
             compare=options.compare,
             digests=package_digests(packages),
+            signers=package_signers(packages),
             memo=prepared.memo,
         )
         reporter.done("manifest, SBOM, provenance " + ("signed" if key else "UNSIGNED"))
@@ -221,7 +234,7 @@ def _build_locked(
         packages,
         key.public_key().key_id_hex if key else None,
         repairs=tuple(repairs),
-        warnings=stage_warnings(stages),
+        warnings=stage_warnings(stages) + _unsigned(packages, environ),
     )
     with contextlib.suppress(OSError):  # published all the same; the next one cannot be a no-op
         # build-summary.json, before the record
@@ -237,6 +250,12 @@ def _build_locked(
         )
         prepared.remember(project, options)  # the next no-op need not plan
     return result
+
+
+def _unsigned(packages: Sequence[ChannelOutput], environ: Mapping[str, str]) -> tuple[str, ...]:
+    """Said once for the whole build: its Windows installers are unsigned."""
+    built = any(p.channel == "nsis" and any(f.suffix == ".exe" for f in p.files) for p in packages)
+    return (UNSIGNED_NOTE,) if built and authenticode_identity(environ) is None else ()
 
 
 def _stage_all(inputs: Sequence[StageInput], workers: int, plan: Plan) -> list[TargetStage]:
