@@ -11,6 +11,7 @@ inside it are the staged bytes, a vendor's signature intact.
 
 from __future__ import annotations
 
+import base64
 import hashlib
 import json
 import shutil
@@ -21,12 +22,14 @@ from pathlib import Path
 
 import pytest
 
-from ortbundle._core.errors import ConfigError
+from ortbundle._core.errors import ConfigError, PackagingError
+from ortbundle._core.progress import Reporter
 from ortbundle.channels import PackageInput
-from ortbundle.channels.authenticode import authenticode_identity
+from ortbundle.channels.authenticode import UNSIGNED_NOTE, authenticode_identity, check_signed
 from ortbundle.channels.nsis import NsisChannel
 from ortbundle.licensing.attribution import ShippedFile
 from ortbundle.licensing.file_findings import SIGNATURE, ShippedEvidence, findings
+from ortbundle.pipeline.build import build
 from ortbundle.stage.binaries.authenticode import BROKEN, UNSIGNED, VALID, read_signature
 from ortbundle.stage.binaries.pe import read_version_info
 from ortbundle.stage.file_facts import (
@@ -35,6 +38,12 @@ from ortbundle.stage.file_facts import (
     evidence_to_json,
     pe_evidence,
 )
+from ortbundle.tools.smoke.installs import (
+    run_setup,
+    run_uninstaller,
+    tree_digests,
+    windows_install_dir,
+)
 from tests.helpers.authenticode import (
     PASSWORD,
     Identities,
@@ -42,8 +51,10 @@ from tests.helpers.authenticode import (
     running_tsa,
     skip_without_signing_tools,
 )
-from tests.helpers.packages import make_package_input
+from tests.helpers.packages import SETTINGS, make_package_input
 from tests.helpers.pe import make_pe
+from tests.helpers.project import FakeProject
+from tests.helpers.windows import own_prefix
 
 pytestmark = pytest.mark.tools
 
@@ -324,3 +335,109 @@ def test_the_signature_is_kept_with_the_evidence_and_read_as_the_build_reads_it(
     assert read.signed.startswith("Authenticode: broken: ")
     assert evidence_from_json(json.loads(json.dumps(evidence_to_json(read)))) == read
     assert pe_evidence(dll, "openvino.dll", None).signed == "Authenticode: unsigned"
+
+
+# --- the build: the signer recorded, the note said once, a broken identity refused ----------
+
+
+def test_the_build_records_the_installers_signer_in_the_manifest_and_provenance(
+    fake: FakeProject,
+    reporter: Reporter,
+    ids: Identities,
+    tsa: str,
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    fake.write()
+    for name, value in _environ(ids, tsa).items():
+        monkeypatch.setenv(name, value)
+    result = build(fake.project, fake.options(), reporter)
+    manifest = json.loads((result.version_dir / "manifest.json").read_text())
+    (installer,) = [o for o in manifest["outputs"] if o["path"].endswith("-setup.exe")]
+    assert installer["signer"] == {
+        "subject": "CN=Demo Org Code Signing, O=Demo Org, C=DE",
+        "sha256": _fingerprint(ids.cert),
+    }
+    assert all("signer" not in o for o in manifest["outputs"] if o is not installer)
+    statement = json.loads(
+        base64.b64decode(
+            json.loads((result.version_dir / "provenance.intoto.json").read_text())["payload"]
+        )
+    )
+    (subject,) = [s for s in statement["subject"] if s["name"] == installer["path"]]
+    assert subject["annotations"]["signer"] == installer["signer"]
+    assert UNSIGNED_NOTE not in result.warnings
+    exe = result.version_dir / installer["path"]
+    assert _both(exe, ids) == (True, VALID)
+
+
+def test_a_development_build_without_identity_says_once_that_the_installers_are_unsigned(
+    fake: FakeProject, reporter: Reporter, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    for name in (
+        "ORTBUNDLE_AUTHENTICODE_PFX",
+        "ORTBUNDLE_SIGN_COMMAND",
+        "ORTBUNDLE_AUTHENTICODE_PKCS11_MODULE",
+    ):
+        monkeypatch.delenv(name, raising=False)
+    fake.write()
+    result = build(fake.project, fake.options(), reporter)
+    assert result.warnings.count(UNSIGNED_NOTE) == 1
+    manifest = json.loads((result.version_dir / "manifest.json").read_text())
+    assert all("signer" not in o for o in manifest["outputs"])
+
+
+def test_a_release_whose_identity_file_is_missing_refuses_naming_the_channel_and_variable(
+    fake: FakeProject, reporter: Reporter, monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    fake.write()
+    monkeypatch.setenv("ORTBUNDLE_AUTHENTICODE_PFX", str(tmp_path / "missing.p12"))
+    with pytest.raises(ConfigError) as refused:
+        build(fake.project, fake.options(release=True), reporter)
+    text = str(refused.value)
+    assert "the nsis channel's Authenticode identity" in text
+    assert "ORTBUNDLE_AUTHENTICODE_PFX" in text and "missing.p12" in text
+    assert not (fake.root / "dist").exists() or not any((fake.root / "dist").rglob("*.exe"))
+
+
+def test_a_release_with_an_identity_refuses_an_installer_left_unsigned(
+    ids: Identities, tmp_path: Path
+) -> None:
+    exe = tmp_path / "demo-1.0.0-setup.exe"
+    exe.write_bytes(b"MZ")
+    check_signed([((exe,), {exe.name: {"subject": "x", "sha256": "y"}})])  # signed: passes
+    with pytest.raises(PackagingError, match="is not signed"):
+        check_signed([((exe,), {})])
+    with pytest.raises(PackagingError, match="produced no installer"):
+        check_signed([((tmp_path / "installer.nsi",), {})])
+
+
+# --- under Wine: the signed installer installs, upgrades and uninstalls ---------------------
+
+
+@pytest.mark.windows
+def test_the_signed_installer_installs_upgrades_and_uninstalls_under_wine(
+    ids: Identities, tsa: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    for name, value in _environ(ids, tsa).items():
+        monkeypatch.setenv(name, value)
+    exes = []
+    for version in ("1.0.0", "1.1.0"):
+        base = tmp_path / "dist" / "demo" / version
+        package = make_package_input(base, "windows-x86_64", version=version)
+        out = NsisChannel().generate(package, base / "packaging" / "nsis")
+        (exe,) = (p for p in out.files if p.suffix == ".exe")
+        assert _both(exe, ids) == (True, VALID)
+        exes.append((exe, package))
+    directory = windows_install_dir(SETTINGS.package_name)
+    for wine in own_prefix(tmp_path):
+        for exe, package in exes:
+            result = run_setup(wine, exe)
+            assert result.returncode == 0, result.stdout + result.stderr
+            installed = tree_digests(wine.host(str(directory)))
+            assert {p: d for p, d in installed.items() if p != "uninstall.exe"} == {
+                f.path: f.sha256 for f in package.files
+            }
+        uninstaller = wine.host(str(directory)) / "uninstall.exe"
+        assert _both(uninstaller, ids) == (True, VALID)  # the signed one, as installed
+        assert run_uninstaller(wine, directory) == 0
+        assert tree_digests(wine.host(str(directory))) == {}

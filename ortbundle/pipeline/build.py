@@ -112,7 +112,7 @@ def build(
     if not options.audit_only:
         key = signing_key(plan.product, options.signing_key, environ, release=options.release)
         if "nsis" in plan.product.channels:  # a configured identity that cannot work: refused
-            authenticode_identity(environ)  # now, naming the channel and the variable
+            authenticode_identity(os.environ)  # now, naming the channel and the variable
     # ortbundle/pipeline/preflight.py: free space and the policy, before any download
     preflight(project, plan, prepared.cache, prepared.version_dir)
     check_compare(options.compare, plan.product.name)  # a bad --compare fails before the work
@@ -153,7 +153,6 @@ def _build_locked(
 ) -> BuildResult:
     version_dir = prepared.version_dir
     scratch = scratch_dir(version_dir)
-    environ = os.environ if options.environ is None else options.environ
     try:
         reporter.begin("stage")
         inputs = [
@@ -201,7 +200,7 @@ def _build_locked(
             packages = _package(plan, staged, prepared, options.workers, scratch)
             reporter.done(f"{len(packages)} channels: {', '.join(p.channel for p in packages)}")
             windows = [(p.files, p.signers) for p in packages if p.channel == "nsis"]
-            if windows and authenticode_identity(environ) is not None and options.release:
+            if windows and authenticode_identity(os.environ) is not None and options.release:
                 check_signed(windows)
         reporter.begin("evidence")
         finish_version(
@@ -234,7 +233,7 @@ def _build_locked(
         packages,
         key.public_key().key_id_hex if key else None,
         repairs=tuple(repairs),
-        warnings=stage_warnings(stages) + _unsigned(packages, environ),
+        warnings=stage_warnings(stages) + _unsigned(packages, os.environ),
     )
     with contextlib.suppress(OSError):  # published all the same; the next one cannot be a no-op
         # build-summary.json, before the record
@@ -253,7 +252,8 @@ def _build_locked(
 
 
 def _unsigned(packages: Sequence[ChannelOutput], environ: Mapping[str, str]) -> tuple[str, ...]:
-    """Said once for the whole build: its Windows installers are unsigned."""
+    """Said once for the whole build: its Windows installers are unsigned. (The Authenticode
+    identity is the process's environment's, as makensis runs the signer in it.)"""
     built = any(p.channel == "nsis" and any(f.suffix == ".exe" for f in p.files) for p in packages)
     return (UNSIGNED_NOTE,) if built and authenticode_identity(environ) is None else ()
 
