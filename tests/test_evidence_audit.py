@@ -158,6 +158,9 @@ def test_directml_under_the_wheels_mit_is_review_not_allow(
     assert [f["kind"] for f in dml["findings"]] == ["reserved", "signature"]
     assert dml["findings"][0]["confirmed"] is False
     assert dml["signature"]["status"] == "unsigned"  # its Authenticode signature, recorded
+    report = (result.version_dir / "report.html").read_text()  # and shown beside what it says
+    (row_html,) = [line for line in report.splitlines() if f'data-file="{DML}"' in line]
+    assert "Authenticode: unsigned" in row_html and "signature" in row_html
     assert row["status"] == "review"
     # the SBOM says it too, on the file: the copyright as CycloneDX evidence, the rest as
     # properties, and it stays valid CycloneDX 1.6

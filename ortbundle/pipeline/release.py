@@ -137,6 +137,15 @@ def _outputs_under(manifest: dict[str, Any], prefix: str) -> dict[str, str]:
     return {o["path"]: o["sha256"] for o in manifest["outputs"] if o["path"].startswith(prefix)}
 
 
+def _signers_under(manifest: dict[str, Any], prefix: str) -> dict[str, dict[str, str]]:
+    """Who signed each package under `prefix`, as the runner's manifest records it."""
+    return {
+        o["path"]: {"subject": str(o["signer"]["subject"]), "sha256": str(o["signer"]["sha256"])}
+        for o in manifest["outputs"]
+        if o["path"].startswith(prefix) and isinstance(o.get("signer"), dict)
+    }
+
+
 def release(project: Project, runner_dirs: Sequence[Path], options: BuildOptions) -> ReleaseResult:
     """Merge, check, record and sign; publish dist/<product>/<version>/ only if all of it holds."""
     environ = os.environ if options.environ is None else options.environ
@@ -193,6 +202,7 @@ def _release_locked(
             compare=options.compare,
             # each runner's tree was re-hashed against its manifest when it was loaded
             digests=merged.packaging_digests,
+            signers=merged.packaging_signers,
             memo=memo,
         )
     except BaseException:
@@ -273,6 +283,7 @@ class _Merged:
     licensing: list[TargetLicensing]
     inputs: dict[str, _Input]  # by SHA-256
     packaging_digests: dict[str, str]  # by output path
+    packaging_signers: dict[str, dict[str, str]]  # by output path: who signed a package
 
 
 def _merge_runners(plan: Plan, owner: dict[str, RunnerTree], scratch: Path) -> _Merged:
@@ -280,16 +291,18 @@ def _merge_runners(plan: Plan, owner: dict[str, RunnerTree], scratch: Path) -> _
     licensing: list[TargetLicensing] = []
     inputs: dict[str, _Input] = {}
     packaging_digests: dict[str, str] = {}
+    packaging_signers: dict[str, dict[str, str]] = {}
     for target in plan.targets:
         runner = owner[target]
         shutil.copytree(runner.path / target, scratch / target, symlinks=True)
         copy_closures(runner.path, scratch, target)  # report.html reads it
         packaging_digests |= _merge_packages(plan.product.channels, target, runner, scratch)
+        packaging_signers |= _signers_under(runner.manifest, "packaging/")
         record = runner.path / RECORDS_DIR / f"{target}.json"
         licensing.append(licensing_from_json(record.read_text("utf-8"), where=str(record)))
         for item in runner.manifest["inputs"]:
             inputs[item["sha256"]] = _Input(item["url"], item["size"])
-    return _Merged(licensing, inputs, packaging_digests)
+    return _Merged(licensing, inputs, packaging_digests, packaging_signers)
 
 
 def _merge_packages(
