@@ -292,8 +292,8 @@ def signed_by(path: Path, identity: AuthenticodeIdentity) -> PeSignature:
 
 
 UNSIGNED_NOTE = (
-    "the Windows installers are unsigned (no Authenticode identity): SmartScreen warns and "
-    f"enterprise policies may block them. {_FIX_UNSET}"
+    "WARNING: the Windows installers are unsigned (no Authenticode identity): SmartScreen "
+    f"warns and enterprise policies may block them. {_FIX_UNSET}"
 )
 
 

@@ -19,6 +19,7 @@ from __future__ import annotations
 import hashlib
 import importlib.util
 import sys
+import threading
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -139,8 +140,16 @@ _ORIGINAL = b"'\\\\b(\\\\d\\\\.\\\\d\\\\.\\\\d[a-z]*)\\\\b'"
 _FIXED = b"'\\\\b(\\\\d\\\\.\\\\d\\\\.\\\\d+[a-z]*)\\\\b'"
 
 
+_IMPORTING = threading.Lock()  # targets are attributed in threads: one of them loads signify
+
+
 def _import_signify() -> ModuleType:
     """signify, with oscrypto's OpenSSL version readers fixed if they are the broken ones."""
+    with _IMPORTING:
+        return _import_signify_locked()
+
+
+def _import_signify_locked() -> ModuleType:
     import oscrypto.errors
 
     try:
