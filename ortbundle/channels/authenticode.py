@@ -36,6 +36,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from ortbundle._core.errors import ConfigError, OrtbundleError, PackagingError
+from ortbundle._core.fsio import sha256_file
 from ortbundle.stage.binaries.authenticode import UNSIGNED, PeSignature, read_signature
 
 __all__ = [
@@ -97,6 +98,13 @@ class AuthenticodeIdentity:
         }[self.kind]
         stamped = f", timestamped by {self.timestamp_url}" if self.timestamp_url else ""
         return f"{self.kind} ({self.source}: {where}){stamped}"
+
+    @property
+    def memo_key(self) -> str:
+        """What a memoised installer was signed with: the description, and the PKCS#12 file's
+        SHA-256 (a renewed certificate at the same path signs afresh)."""
+        held = sha256_file(self.pfx) if self.pfx is not None else ""
+        return f"{self.description} {held}"
 
 
 def _get(environ: Mapping[str, str], name: str) -> str:

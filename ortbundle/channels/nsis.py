@@ -214,7 +214,7 @@ class NsisChannel:
         if identity is not None:
             _check_finalize(makensis, version, package)
         exe = out / exe_name
-        signing = identity.description if identity else "unsigned"
+        signing = identity.memo_key if identity else "unsigned"
         key = input_key(package, "nsis-installer", [text, version, exe_name, signing])
 
         def compile_checked(_: Path) -> None:
