@@ -27,6 +27,7 @@ from ortbundle._core.progress import Reporter
 from ortbundle.channels import PackageInput
 from ortbundle.channels.authenticode import UNSIGNED_NOTE, authenticode_identity, check_signed
 from ortbundle.channels.nsis import NsisChannel
+from ortbundle.channels.step import generate_all, package_signers
 from ortbundle.licensing.attribution import ShippedFile
 from ortbundle.licensing.file_findings import SIGNATURE, ShippedEvidence, findings
 from ortbundle.pipeline.build import build
@@ -441,3 +442,24 @@ def test_the_signed_installer_installs_upgrades_and_uninstalls_under_wine(
         assert _both(uninstaller, ids) == (True, VALID)  # the signed one, as installed
         assert run_uninstaller(wine, directory) == 0
         assert tree_digests(wine.host(str(directory))) == {}
+
+
+def test_both_windows_installers_keep_their_signers_through_the_channel_merge(
+    ids: Identities, tsa: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """windows-arm64's installer is packaging/nsis/windows-arm64/…: its signer is recorded
+    under that path, as its digest is."""
+    for name, value in _environ(ids, tsa).items():
+        monkeypatch.setenv(name, value)
+    base = tmp_path / "dist" / "demo" / "1.0.0"
+    inputs = {t: make_package_input(base, t) for t in ("windows-x86_64", "windows-arm64")}
+    (out,) = generate_all(["nsis"], inputs, base / "packaging", workers=1)
+    signers = package_signers([out])
+    assert sorted(signers) == [
+        "packaging/nsis/demo-1.0.0-setup.exe",
+        "packaging/nsis/windows-arm64/demo-1.0.0-arm64-setup.exe",
+    ]
+    for path, signer in signers.items():
+        assert signer["sha256"] == _fingerprint(ids.cert)
+        assert _both(base / path, ids) == (True, VALID)
+    check_signed([(out.files, out.signers)])

@@ -73,13 +73,7 @@ from ortbundle._core.errors import ConfigError, PackagingError
 from ortbundle._core.oserrors import tool_ran_out
 from ortbundle._core.progress import mib, status
 from ortbundle._core.templating import render
-from ortbundle.channels import (
-    CHANNEL_TARGETS,
-    ChannelOutput,
-    PackageInput,
-    check_staged,
-    package_directory,
-)
+from ortbundle.channels import CHANNEL_TARGETS, ChannelOutput, PackageInput, check_staged
 from ortbundle.channels.authenticode import (
     AuthenticodeIdentity,
     authenticode_identity,
@@ -226,8 +220,7 @@ class NsisChannel:
         how = "unsigned"
         if identity is not None:
             signature = signed_by(exe, identity)
-            where = package_directory(self.name, package.target)  # under packaging/nsis/
-            signers[f"{where}/{exe.name}" if where else exe.name] = {
+            signers[exe.name] = {
                 "subject": signature.subject,
                 "sha256": signature.sha256,
             }

@@ -165,6 +165,11 @@ def generate_all(
                 for o in outputs
                 for k, v in o.digests.items()
             },
+            signers={
+                (o.directory / k).relative_to(base).as_posix(): v
+                for o in outputs
+                for k, v in o.signers.items()
+            },
         )
 
     wanted = [c for c in channels if any(t in inputs for t in CHANNEL_TARGETS[c])]
