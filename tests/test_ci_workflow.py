@@ -165,3 +165,25 @@ def test_each_build_job_vouches_for_its_runner_manifest_through_a_job_output() -
     given = re.findall(r"\$\{\{ (\S+) \}\}", merge["env"]["ORTBUNDLE_RUNNER_MANIFESTS"])
     assert given == [f"needs.build-{t}.outputs.manifest" for t in product.targets]
     assert "needs." not in merge["run"]
+
+
+def test_the_windows_build_jobs_get_the_authenticode_identity_as_environment_secrets() -> None:
+    """The installers are signed where they are built: those jobs (and only they, beside the
+    release job) run in the protected environment and receive the identity as secrets."""
+    jobs = yaml.safe_load(COMMITTED.read_text())["jobs"]
+    product = load_product(ROOT / "manifests" / "darkroom.toml")
+    windows = [t for t in product.targets if t.startswith("windows-")]
+    assert windows
+    for target in product.targets:
+        job = jobs[f"build-{target}"]
+        text = yaml.safe_dump(job)
+        if target in windows:
+            assert job["environment"] == "release", target
+            assert "secrets.ORTBUNDLE_AUTHENTICODE_PFX_BASE64" in text
+            build = next(s for s in job["steps"] if s.get("run", "").startswith("invoke build"))
+            assert build["env"]["ORTBUNDLE_AUTHENTICODE_PASSWORD"] == (
+                "${{ secrets.ORTBUNDLE_AUTHENTICODE_PASSWORD }}"
+            )
+            assert "osslsigncode" in text
+        else:
+            assert "environment" not in job and "AUTHENTICODE" not in text, target

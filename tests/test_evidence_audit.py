@@ -122,7 +122,14 @@ def test_directml_under_the_wheels_mit_is_review_not_allow(
     nsis = next(a for a in result.audits if a.channel == "nsis")
     (fake_row,) = [c for c in nsis.components if c.name == "onnxruntime-fake"]
     assert (fake_row.verdict, fake_row.status) == ("allow", "review")  # …but not as allowed
-    (problem,) = fake_row.problems
+    # the synthetic DirectML.dll names Microsoft and is unsigned: that is review of its own
+    (unsigned,) = [p for p in fake_row.problems if "Authenticode" in p]
+    assert unsigned.startswith(
+        f"{DML} (Microsoft Corporation, DirectML Redistributable Library 1.15.4) says "
+        "CompanyName 'Microsoft Corporation' (PE version resource) but carries no "
+        "Authenticode signature — "
+    )
+    (problem,) = [p for p in fake_row.problems if "Authenticode" not in p]
     assert problem.startswith(
         f"{DML} (Microsoft Corporation, DirectML Redistributable Library 1.15.4) says "
         "'© Microsoft Corporation. All rights reserved.' (PE version resource) under the "
@@ -148,8 +155,12 @@ def test_directml_under_the_wheels_mit_is_review_not_allow(
     assert dml["product_version"] == "1.15.4" and dml["sha256"] == DIRECTML_SHA
     assert dml["copyrights"] == ["© Microsoft Corporation. All rights reserved."]
     assert dml["named_by"] == []  # ThirdPartyNotices never mentions it
-    assert [f["kind"] for f in dml["findings"]] == ["reserved"]
+    assert [f["kind"] for f in dml["findings"]] == ["reserved", "signature"]
     assert dml["findings"][0]["confirmed"] is False
+    assert dml["signature"]["status"] == "unsigned"  # its Authenticode signature, recorded
+    report = (result.version_dir / "report.html").read_text()  # and shown beside what it says
+    (row_html,) = [line for line in report.splitlines() if f'data-file="{DML}"' in line]
+    assert "Authenticode: unsigned" in row_html and "signature" in row_html
     assert row["status"] == "review"
     # the SBOM says it too, on the file: the copyright as CycloneDX evidence, the rest as
     # properties, and it stays valid CycloneDX 1.6
@@ -166,6 +177,7 @@ def test_directml_under_the_wheels_mit_is_review_not_allow(
     assert ("ortbundle:company", "Microsoft Corporation") in properties
     assert ("ortbundle:product", "DirectML Redistributable Library 1.15.4") in properties
     assert ("ortbundle:evidence-from", "PE version resource") in properties
+    assert ("ortbundle:authenticode", "Authenticode: unsigned") in properties
     # and report.html, in the audit of every channel that ships it
     page = (result.version_dir / "report.html").read_text()
     shown = page[page.index(f'<tr class="review" data-file="{DML}">') :].split("</tr>", 1)[0]
@@ -285,9 +297,10 @@ def test_every_nvidia_file_under_the_wheels_apache_is_review(
     nsis = next(a for a in result.audits if a.channel == "nsis")
     (row,) = [c for c in nsis.components if c.name == "onnxruntime-fake"]
     assert (row.verdict, row.status) == ("allow", "review")
-    reviewed = sorted(f.path.rsplit("/", 1)[-1] for f, _ in row.claims.findings)
+    reviewed = sorted({f.path.rsplit("/", 1)[-1] for f, _ in row.claims.findings})
     assert reviewed == sorted(NVIDIA_DLLS)  # every NVIDIA file; the fake core says nothing
-    assert all(f.kind == "holder" for f, _ in row.claims.findings)
+    # each says NVIDIA and is unsigned (synthetic): a holder finding and a signature one
+    assert sorted({f.kind for f, _ in row.claims.findings}) == ["holder", "signature"]
     cudart = next(p for p in row.problems if "cudart64_13.dll" in p)
     assert cudart.startswith(
         "windows-x86_64/runtimes/fake/cudart64_13.dll (NVIDIA Corporation, NVIDIA CUDA 13.4.46 "

@@ -281,7 +281,7 @@ def test_each_signed_output_names_its_signer_and_the_notes_name_the_key(
         for target in ("linux-x86_64", "linux-aarch64")
     }
     outputs = generate_all(("deb", "rpm", "arch"), inputs, tmp_path / "packaging", 1)
-    who = f"openpgp:{signer.fingerprint}"
+    who = {"kind": "openpgp", "fingerprint": signer.fingerprint}
     assert package_signers(outputs) == {
         "packaging/deb/demo-onnxruntime_1.0.0-1_amd64.deb": who,
         "packaging/deb/linux-aarch64/demo-onnxruntime_1.0.0-1_arm64.deb": who,
@@ -325,7 +325,7 @@ def test_a_build_without_a_key_warns_once_and_with_one_records_each_signer(
     assert not [w for w in result.warnings if "unsigned" in w]
     manifest = json.loads((result.version_dir / MANIFEST_NAME).read_text())
     signers = {o["path"]: o["signer"] for o in manifest["outputs"] if "signer" in o}
-    who = f"openpgp:{test_key.fingerprint}"
+    who = {"kind": "openpgp", "fingerprint": test_key.fingerprint}
     assert signers == {
         "packaging/deb/fakeproduct-onnxruntime_1.2.3-1_amd64.deb": who,
         "packaging/arch/fakeproduct-onnxruntime-1.2.3.tar.gz": who,
@@ -367,9 +367,10 @@ def test_a_release_merged_from_runners_keeps_each_signer(
     manifest = json.loads((merged.version_dir / MANIFEST_NAME).read_text())
     signers = {o["path"]: o["signer"] for o in manifest["outputs"] if "signer" in o}
     assert signers == {
-        "packaging/deb/fakeproduct-onnxruntime_1.2.3-1_amd64.deb": (
-            f"openpgp:{test_key.fingerprint}"
-        )
+        "packaging/deb/fakeproduct-onnxruntime_1.2.3-1_amd64.deb": {
+            "kind": "openpgp",
+            "fingerprint": test_key.fingerprint,
+        }
     }
 
 

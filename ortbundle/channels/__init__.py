@@ -116,7 +116,8 @@ class ChannelOutput:
     files: tuple[Path, ...]  # what the channel wrote, sorted
     notes: tuple[str, ...]  # what a packager must know (printed by the build)
     digests: Mapping[str, str] = field(default_factory=dict)  # file name -> SHA-256 if known
-    signers: Mapping[str, str] = field(default_factory=dict)  # file name -> who signed it
+    # file name (as `digests`) -> who signed it: its certificate's "subject" and "sha256"
+    signers: Mapping[str, Mapping[str, str]] = field(default_factory=dict)
 
 
 class Channel(Protocol):

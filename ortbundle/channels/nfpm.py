@@ -632,7 +632,7 @@ def pack(
     dest = out / file_name
     extra = [text, version, file_name, *(f"{n}\0{d.hex()}" for n, d in sorted(generated.items()))]
     if package.openpgp is not None:  # signed by this key (an unsigned package's key is as was)
-        extra.append(package.openpgp.signer)
+        extra.append(f"openpgp:{package.openpgp.fingerprint}")
     key = input_key(package, f"nfpm-{packager}", extra)
 
     def produce(target: Path) -> None:

@@ -46,7 +46,15 @@ Reproducibility: `SetDateSave off` keeps stage mtimes out of the payload, makens
 `-NOCONFIG` (a host nsisconf.nsh could add anything) and SOURCE_DATE_EPOCH, and the PE header's
 TimeDateStamp is the one of makensis's own exehead stub, not the compile time. Two compiles with
 the same makensis build give the same bytes; a different NSIS build gives different (but again
-stable) bytes. The installer is unsigned; signing happens after, on the packager's side.
+stable) bytes.
+
+Signing (channels/authenticode.py): with an Authenticode identity in the environment, makensis
+is given `-DORTBUNDLE_SIGN=<this interpreter> -m ortbundle.channels.authenticode`, and the
+script's `!uninstfinalize` signs the uninstaller before it is packed into the installer,
+`!finalize` the installer itself (NSIS 3.08 or newer). Only these two files are signed: the
+staged DLLs are packed as they are, their vendors' signatures intact. The script is the same
+either way; a signed installer is then read back (signify) and its signer recorded. Without
+an identity the installer is unsigned, which the build says once.
 """
 
 from __future__ import annotations
@@ -67,6 +75,13 @@ from ortbundle._core.progress import mib, status
 from ortbundle._core.templating import render
 from ortbundle._core.words import plural
 from ortbundle.channels import CHANNEL_TARGETS, ChannelOutput, PackageInput, check_staged
+from ortbundle.channels.authenticode import (
+    AuthenticodeIdentity,
+    authenticode_identity,
+    finalize_command,
+    package_root,
+    signed_by,
+)
 from ortbundle.channels.output_cache import input_key, memoized
 from ortbundle.config.targets import get_target
 from ortbundle.licensing.attribution import ShippedFile
@@ -190,18 +205,35 @@ class NsisChannel:
                 notes + _requirement_notes(package) + _system_notes(package),
             )
         version = _makensis_version(makensis, package)
+        identity = authenticode_identity(os.environ)
+        if identity is not None:
+            _check_finalize(makensis, version, package)
         exe = out / exe_name
-        key = input_key(package, "nsis-installer", [text, version, exe_name])
+        signing = identity.memo_key if identity else "unsigned"
+        key = input_key(package, "nsis-installer", [text, version, exe_name, signing])
 
         def compile_checked(_: Path) -> None:
             _verify_stage(package)  # only what makensis is about to read; a memo hit reads none
-            _compile(makensis, package, out, exe_name)
+            _compile(makensis, package, out, exe_name, identity)
 
         exe_sha256 = memoized(package, "nsis-installer", key, exe, compile_checked)
+        signers = {}
+        how = "unsigned"
+        if identity is not None:
+            signature = signed_by(exe, identity)
+            signers[exe.name] = {
+                "subject": signature.subject,
+                "sha256": signature.sha256,
+            }
+            how = f"Authenticode-signed by {signature.subject}" + (
+                ""
+                if signature.timestamped
+                else " (not timestamped: it expires with the certificate)"
+            )
         notes = (
             f"{exe_name}: {plural(len(package.files), 'file')}, "
             f"{context['estimated_kib']} KiB installed, "
-            f"built with makensis {version}; unsigned — sign it before publishing",
+            f"built with makensis {version}; {how}",
         )
         return ChannelOutput(
             self.name,
@@ -209,14 +241,28 @@ class NsisChannel:
             tuple(sorted((script, exe))),
             notes + _requirement_notes(package) + _system_notes(package),
             {exe.name: exe_sha256},
+            signers,
         )
 
 
-def _compile(makensis: str, package: PackageInput, out: Path, exe_name: str) -> None:
-    """Run makensis on the written script. Failure leaves no .exe."""
+def _compile(
+    makensis: str,
+    package: PackageInput,
+    out: Path,
+    exe_name: str,
+    identity: AuthenticodeIdentity | None = None,
+) -> None:
+    """Run makensis on the written script (signing through it when there is an identity).
+    Failure leaves no .exe."""
     env = dict(os.environ, SOURCE_DATE_EPOCH=str(package.source_date_epoch))
     # -V4: makensis names each file as it compresses it, which the live status shows
-    command = [makensis, "-WX", "-V4", "-NOCONFIG", "-INPUTCHARSET", "UTF8", SCRIPT_NAME]
+    command = [makensis, "-WX", "-V4", "-NOCONFIG", "-INPUTCHARSET", "UTF8"]
+    if identity is not None:
+        command.append(f"-DORTBUNDLE_SIGN={finalize_command()}")
+        env["PYTHONPATH"] = os.pathsep.join(
+            p for p in (package_root(), env.get("PYTHONPATH", "")) if p
+        )
+    command.append(SCRIPT_NAME)
     exe = out / exe_name
     try:
         with subprocess.Popen(
@@ -285,6 +331,19 @@ def _makensis_version(makensis: str, package: PackageInput) -> str:
             fix="install NSIS 3 or newer (Debian/Ubuntu: apt-get install nsis)",
         )
     return version
+
+
+def _check_finalize(makensis: str, version: str, package: PackageInput) -> None:
+    """!uninstfinalize (the signed uninstaller) came with NSIS 3.08."""
+    match = _MAKENSIS_VERSION.match(version)
+    if match is None or (int(match.group(1)), int(match.group(2))) < (3, 8):
+        raise PackagingError(
+            f"makensis {version} cannot sign the uninstaller inside the build "
+            "(!uninstfinalize needs NSIS 3.08)",
+            component=_COMPONENT,
+            target=package.target,
+            fix=f"install NSIS 3.08 or newer ({makensis} is older)",
+        )
 
 
 def _verify_stage(package: PackageInput) -> None:

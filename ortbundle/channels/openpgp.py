@@ -60,9 +60,9 @@ class OpenPgpKey:
         return f"openpgp-{self.key_id}.asc"
 
     @property
-    def signer(self) -> str:
-        """How the manifest and the summary name this signer."""
-        return f"openpgp:{self.fingerprint}"
+    def signer(self) -> Mapping[str, str]:
+        """How the manifest and the provenance name this signer."""
+        return {"kind": "openpgp", "fingerprint": self.fingerprint}
 
 
 def signed_channels(channels: Sequence[str]) -> tuple[str, ...]:

@@ -4,7 +4,7 @@ Its entry is `generate_all`, over one `package_input` per target."""
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
@@ -180,8 +180,9 @@ def generate_all(
         return list(pool.map(one, wanted))
 
 
-def package_signers(packages: Sequence[ChannelOutput]) -> dict[str, str]:
-    """Who signed each signed output, by output path (openpgp:<fingerprint>)."""
+def package_signers(packages: Sequence[ChannelOutput]) -> dict[str, Mapping[str, str]]:
+    """Who signed each signed package (an Authenticode certificate's subject and SHA-256, an
+    OpenPGP key's fingerprint), by output path."""
     return {
         f"packaging/{p.channel}/{name}": signer
         for p in packages

@@ -76,6 +76,7 @@ def _subjects(manifest: bytes, document: Mapping[str, Any]) -> list[dict[str, An
     """Every output file (links are their targets' names, not artifacts) and the manifest."""
     subjects = [
         {"name": o["path"], "digest": {"sha256": o["sha256"]}}
+        | ({"annotations": {"signer": o["signer"]}} if "signer" in o else {})
         for o in document["outputs"]
         if "link_to" not in o
     ]

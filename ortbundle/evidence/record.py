@@ -66,7 +66,10 @@ class Output:
     link_to: str | None
     component: str | None  # None for evidence and packaging files
     license: str | None
-    signer: str | None = None  # a signed package's signer (openpgp:<fingerprint>)
+    # who signed a package with the platform's own mechanism: Authenticode's signing
+    # certificate ("subject", "sha256"), an OpenPGP key ("kind": "openpgp", "fingerprint");
+    # None for what is not signed so
+    signer: Mapping[str, str] | None = None
 
 
 def normalize_modes(tree: Path) -> None:
@@ -104,10 +107,10 @@ def list_outputs(
     version_dir: Path,
     known: Mapping[str, Output],
     digests: Mapping[str, str] | None = None,
-    signers: Mapping[str, str] | None = None,
+    signers: Mapping[str, Mapping[str, str]] | None = None,
 ) -> list[Output]:
-    """Every entry under the version directory; hashes reused where the build already knows them,
-    and each signed package's signer."""
+    """Every entry under the version directory; hashes reused where the build already knows
+    them, and each signed package's signer (`signers`, by path) beside its hash."""
     outputs: list[Output] = []
     for path in sorted(version_dir.rglob("*")):
         relative = path.relative_to(version_dir).as_posix()
@@ -221,7 +224,7 @@ def _output_json(output: Output) -> dict[str, Any]:
         item["component"] = output.component
         item["license"] = output.license
     if output.signer is not None:
-        item["signer"] = output.signer
+        item["signer"] = dict(sorted(output.signer.items()))
     return item
 
 
@@ -399,6 +402,7 @@ def _file_evidence(target: str, evidence: ShippedEvidence | None) -> dict[str, A
     said = [
         ("ortbundle:evidence-from", ev.where),
         ("ortbundle:company", ev.company),
+        ("ortbundle:authenticode", ev.signed),
         ("ortbundle:product", " ".join(p for p in (ev.product, ev.product_version) if p)),
         *(("ortbundle:licence-string", text) for text in ev.licences),
         *(("ortbundle:named-by", f"{target}/{text}") for text in evidence.noticed_by),
@@ -536,7 +540,7 @@ def write_evidence(
     digests: Mapping[str, str] | None = None,
     memo: Memo,
     templates: Sequence[tuple[str, str]] = (),
-    signers: Mapping[str, str] | None = None,
+    signers: Mapping[str, Mapping[str, str]] | None = None,
 ) -> None:
     """Everything after the stages and packages exist: records, audit, SBOM, manifest, signature,
     and the SLSA provenance over all of it (signed with the same key). `memo`: the build's,

@@ -34,13 +34,13 @@ def finish_version(
     compare: Path | None,
     digests: Mapping[str, str],
     memo: Memo,
-    signers: Mapping[str, str] | None = None,
+    signers: Mapping[str, Mapping[str, str]] | None = None,
 ) -> None:
     """Gate, write the evidence into `scratch` and publish it as `version_dir`. `release`:
     a failed audit stops here; `compare`: report.html compares with that earlier version
-    directory; `digests`: the SHA-256 the channels already computed, by output path; `memo`:
-    the build's, where the report and the SBOM are kept (off for a release); `signers`: who
-    signed each signed package, by output path."""
+    directory; `digests`: the SHA-256 the channels already computed, by output path
+    (`signers`: who signed each signed package, by output path); `memo`:
+    the build's, where the report and the SBOM are kept (off for a release)."""
     if release and not all(a.passed for a in audits):
         raise AuditFailed(plan.product, audits, list(licensing))
     write_report(  # evidence/report/: report.html, listed in the manifest like all evidence
@@ -66,9 +66,9 @@ def finish_version(
         root=project.root,
         policy_sha256=policy_digest(project),
         digests=dict(digests),
+        signers=signers,
         memo=memo,
         templates=plan.templates.files,  # a release's are its own: checked against each runner's
-        signers=signers,
     )
     publish(scratch, version_dir)
 

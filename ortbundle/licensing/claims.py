@@ -68,7 +68,11 @@ class Claims:
             rows.append(
                 EvidenceRow(
                     file=file,
-                    says=tuple(p for p in (ev.company, product, *ev.copyrights, *ev.licences) if p),
+                    says=tuple(
+                        p
+                        for p in (ev.company, product, *ev.copyrights, *ev.licences, ev.signed)
+                        if p
+                    ),
                     where=ev.where,
                     carries=tuple(
                         f"{code.name} ({', '.join(e.named_by(*code.terms)) or 'no notice'})"

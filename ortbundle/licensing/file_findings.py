@@ -9,7 +9,10 @@ are (ortbundle/stage/file_facts.py). The audit believes the rule only where the 
 - so is a file that says "All rights reserved" under a claim the policy would allow unread
   (DirectML.dll under onnxruntime-directml's MIT);
 - third-party code the bytes reveal (curl, mbedtls, zlib…) is listed as such, and put to
-  review when none of the rule's texts names it.
+  review when none of the rule's texts names it;
+- a PE file whose version resource names a maker (CompanyName) but whose Authenticode
+  signature does not back it — unsigned, broken, or signed by someone else — is put to review:
+  a vendor's DLL is signed by the vendor, and one that is not may not be the vendor's.
 
 A person who finds the claim holds says so in the rule (`confirmed`, signed off as a waiver
 is); until then a release refuses the file. Guesses the scaffold left in a rule (`guessed`) are
@@ -23,6 +26,7 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from ortbundle.stage.binaries.authenticode import UNSIGNED, VALID
 from ortbundle.stage.file_facts import (
     Embedded,
     FileEvidence,
@@ -103,7 +107,7 @@ def named_terms(text: str, terms: Iterable[str]) -> tuple[str, ...]:
 
 # --- what the evidence says against the claim ------------------------------------------------
 
-HOLDER, RESERVED, EMBEDDED = "holder", "reserved", "embedded"
+HOLDER, RESERVED, EMBEDDED, SIGNATURE = "holder", "reserved", "embedded", "signature"
 
 
 @dataclass(frozen=True)
@@ -113,7 +117,7 @@ class Finding:
     target: str
     path: str  # target-relative
     sha256: str
-    kind: str  # HOLDER, RESERVED or EMBEDDED
+    kind: str  # HOLDER, RESERVED, EMBEDDED or SIGNATURE
     says: str  # the evidence, quoted, and what it contradicts
     code: Embedded | None = None  # an EMBEDDED finding's component
 
@@ -168,6 +172,8 @@ def findings(
                     f"{expression}{unnoticed}",
                 )
             )
+        if unbacked := signature_problem(ev):
+            found.append(Finding(target, f.path, f.sha256, SIGNATURE, f"{who} {unbacked}"))
         for code in ev.embedded:
             if not set(f.named_by(*code.terms)) & set(text_paths):
                 version = f" {', '.join(code.versions)}" if code.versions else ""
@@ -185,6 +191,27 @@ def findings(
                     )
                 )
     return tuple(found)
+
+
+def signature_problem(ev: FileEvidence) -> str:
+    """How a PE file's Authenticode signature fails to back the maker its version resource
+    names ("" when it does, or when the file names no maker or is not PE)."""
+    sig, company = ev.signature, plain_name(ev.company)
+    if sig is None or not company:
+        return ""
+    said = f"says CompanyName {ev.company!r} ({ev.where})"
+    if sig.status == UNSIGNED:
+        return f"{said} but carries no Authenticode signature"
+    if sig.status != VALID:
+        return f"{said} but its Authenticode signature is {sig.status}: {sig.problem}"
+    if names_holder(company, [sig.organization, sig.subject]) or names_holder(
+        sig.organization, [company]
+    ):
+        return ""
+    return (
+        f"{said} but is Authenticode-signed by {sig.subject} (certificate SHA-256 "
+        f"{sig.sha256}), not by {company}"
+    )
 
 
 def _holder_lines(ev: FileEvidence) -> list[tuple[str, str]]:

@@ -11,7 +11,7 @@ from __future__ import annotations
 import contextlib
 import dataclasses
 import os
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import replace
 from pathlib import Path
@@ -23,6 +23,7 @@ from ortbundle._core.progress import Reporter
 from ortbundle._core.repairs import Repair, watching
 from ortbundle._core.words import plural
 from ortbundle.channels import ChannelOutput
+from ortbundle.channels.authenticode import UNSIGNED_NOTE, authenticode_identity, check_signed
 from ortbundle.channels.openpgp import OpenPgpKey, openpgp_key, signed_channels, unsigned_warning
 from ortbundle.channels.step import generate_all, package_digests, package_input, package_signers
 from ortbundle.config.plan import (
@@ -113,6 +114,8 @@ def build(
         )
         # the Linux packages' key: one named but unusable is refused before any work
         openpgp = openpgp_key(environ, plan.product.channels)
+        if "nsis" in plan.product.channels:  # a configured identity that cannot work: refused
+            authenticode_identity(os.environ)  # now, naming the channel and the variable
     # ortbundle/pipeline/preflight.py: free space and the policy, before any download
     preflight(project, plan, prepared.cache, prepared.version_dir)
     check_compare(options.compare, plan.product.name)  # a bad --compare fails before the work
@@ -206,6 +209,9 @@ def _build_locked(
             reporter.done(
                 f"{plural(len(packages), 'channel')}: {', '.join(p.channel for p in packages)}"
             )
+            windows = [(p.files, p.signers) for p in packages if p.channel == "nsis"]
+            if windows and authenticode_identity(os.environ) is not None and options.release:
+                check_signed(windows)
         reporter.begin("evidence")
         finish_version(
             project,
@@ -220,8 +226,8 @@ def _build_locked(
             release=options.release,
             compare=options.compare,
             digests=package_digests(packages),
-            memo=prepared.memo,
             signers=package_signers(packages),
+            memo=prepared.memo,
         )
         reporter.done("manifest, SBOM, provenance " + ("signed" if key else "UNSIGNED"))
     except BaseException:
@@ -239,6 +245,7 @@ def _build_locked(
         repairs=tuple(repairs),
         warnings=(
             *stage_warnings(stages),
+            *_unsigned(packages, os.environ),
             *(unsigned_warning([p.channel for p in packages]) if openpgp is None else ()),
         ),
     )
@@ -256,6 +263,13 @@ def _build_locked(
         )
         prepared.remember(project, options)  # the next no-op need not plan
     return result
+
+
+def _unsigned(packages: Sequence[ChannelOutput], environ: Mapping[str, str]) -> tuple[str, ...]:
+    """Said once for the whole build: its Windows installers are unsigned. (The Authenticode
+    identity is the process's environment's, as makensis runs the signer in it.)"""
+    built = any(p.channel == "nsis" and any(f.suffix == ".exe" for f in p.files) for p in packages)
+    return (UNSIGNED_NOTE,) if built and authenticode_identity(environ) is None else ()
 
 
 def _stage_all(inputs: Sequence[StageInput], workers: int, plan: Plan) -> list[TargetStage]:

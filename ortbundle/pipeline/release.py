@@ -238,6 +238,15 @@ def _outputs_under(manifest: dict[str, Any], prefix: str) -> dict[str, str]:
     return {o["path"]: o["sha256"] for o in manifest["outputs"] if o["path"].startswith(prefix)}
 
 
+def _signers_under(manifest: dict[str, Any], prefix: str) -> dict[str, dict[str, str]]:
+    """Who signed each package under `prefix`, as the runner's manifest records it."""
+    return {
+        o["path"]: {str(k): str(v) for k, v in o["signer"].items()}
+        for o in manifest["outputs"]
+        if o["path"].startswith(prefix) and isinstance(o.get("signer"), dict)
+    }
+
+
 def release(
     project: Project,
     runner_dirs: Sequence[Path],
@@ -304,8 +313,8 @@ def _release_locked(
             compare=options.compare,
             # each runner's tree was re-hashed against its manifest when it was loaded
             digests=merged.packaging_digests,
-            memo=memo,
             signers=merged.packaging_signers,
+            memo=memo,
         )
     except BaseException:
         discard(scratch, up_to=project.dist)
@@ -412,7 +421,7 @@ class _Merged:
     inputs: dict[str, _Input]  # by SHA-256
     packaging_digests: dict[str, str]  # by output path
     # who signed each signed package, as its runner's manifest records it (by output path)
-    packaging_signers: dict[str, str]
+    packaging_signers: dict[str, dict[str, str]]
 
 
 def _merge_runners(plan: Plan, owner: dict[str, RunnerTree], scratch: Path) -> _Merged:
@@ -420,21 +429,19 @@ def _merge_runners(plan: Plan, owner: dict[str, RunnerTree], scratch: Path) -> _
     licensing: list[TargetLicensing] = []
     inputs: dict[str, _Input] = {}
     packaging_digests: dict[str, str] = {}
+    packaging_signers: dict[str, dict[str, str]] = {}
     for target in plan.targets:
         runner = owner[target]
         shutil.copytree(runner.path / target, scratch / target, symlinks=True)
         copy_closures(runner.path, scratch, target)  # report.html reads it
         packaging_digests |= _merge_packages(plan.product.channels, target, runner, scratch)
+        packaging_signers |= _signers_under(runner.manifest, "packaging/")
         record = runner.path / RECORDS_DIR / f"{target}.json"
         licensing.append(licensing_from_json(record.read_text("utf-8"), where=str(record)))
         for item in runner.manifest["inputs"]:
             inputs[item["sha256"]] = _Input(item["url"], item["size"])
-    signers = {
-        str(o["path"]): str(o["signer"])
-        for r in {id(r): r for r in owner.values()}.values()
-        for o in r.manifest["outputs"]
-        if o.get("signer") and o["path"] in packaging_digests
-    }
+    # only the packages the release takes: another runner's copy of a package is not merged
+    signers = {p: who for p, who in packaging_signers.items() if p in packaging_digests}
     return _Merged(licensing, inputs, packaging_digests, signers)
 
 

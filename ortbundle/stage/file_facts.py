@@ -7,9 +7,11 @@ Microsoft Corporation. All rights reserved.". The audit compares what a file say
 the rule that claims it (ortbundle/licensing/file_findings.py). Reading is pure and per file; the
 caller keeps the result by the file's SHA-256 (ortbundle/stage/versions.py's memo).
 
-- a PE file: its version resource's CompanyName, ProductName, ProductVersion and LegalCopyright;
+- a PE file: its version resource's CompanyName, ProductName, ProductVersion and LegalCopyright,
+  and its Authenticode signature — present or not, valid or not, whose (binaries/authenticode.py);
 - an ELF file: the copyright and licence strings in its read-only data and its .comment;
-- a Mach-O file: the same strings in its `__TEXT,__cstring` and `__TEXT,__const`;
+- a Mach-O file: the same strings in its `__TEXT,__cstring` and `__TEXT,__const`, and the
+  names of the symbols it defines;
 - any of them: third-party libraries whose own fixed strings are in the bytes (curl,
   mbedtls, zlib…), the way Debian's lintian finds an embedded library
   (stage/binaries/embedded.py), each with the copyright lines that are its own: they never
@@ -26,6 +28,14 @@ from typing import TYPE_CHECKING, Any
 
 from ortbundle.stage.binaries import elf_defined_names, macho_data, pe_data
 from ortbundle.stage.binaries import elf_sections as elf_sections
+from ortbundle.stage.binaries.authenticode import (
+    BROKEN,
+    UNSIGNED,
+    PeSignature,
+    read_signature,
+    signature_from_json,
+    signature_to_json,
+)
 from ortbundle.stage.binaries.embedded import Embedded, detect_embedded
 
 __all__ = ["Embedded", "FileEvidence"]
@@ -52,6 +62,7 @@ class FileEvidence:
     copyrights: tuple[str, ...] = ()  # PE LegalCopyright; ELF copyright strings
     licences: tuple[str, ...] = ()  # licence statements in the bytes (SPDX-License-Identifier…)
     embedded: tuple[Embedded, ...] = ()
+    signature: PeSignature | None = None  # a PE file's Authenticode signature; None: not PE
 
     @property
     def where(self) -> str:
@@ -61,8 +72,26 @@ class FileEvidence:
     @property
     def says_anything(self) -> bool:
         return bool(
-            self.company or self.product or self.copyrights or self.licences or self.embedded
+            self.company
+            or self.product
+            or self.copyrights
+            or self.licences
+            or self.embedded
+            or (self.signature is not None and self.signature.status != UNSIGNED)
         )
+
+    @property
+    def signed(self) -> str:
+        """The signature in one line, for a person: "valid, signed by Intel Corporation
+        (certificate SHA-256 …)", "unsigned", "broken: …"; "" for a file that is not PE."""
+        sig = self.signature
+        if sig is None:
+            return ""
+        if sig.status == UNSIGNED:
+            return "Authenticode: unsigned"
+        who = f"signed by {sig.subject} (certificate SHA-256 {sig.sha256})" if sig.subject else ""
+        problem = f": {sig.problem}" if sig.problem else ""
+        return f"Authenticode: {sig.status}{problem}" + (f", {who}" if who else "")
 
     @property
     def own_copyrights(self) -> tuple[str, ...]:
@@ -99,7 +128,16 @@ def pe_evidence(path: Path, label: str, info: VersionInfo | None) -> FileEvidenc
         product_version=info.product_version if info else "",
         copyrights=(_clean(info.copyright),) if info and info.copyright else (),
         embedded=detect_embedded(pe_data(path, label)),  # its LegalCopyright is its own
+        signature=_signature(path),
     )
+
+
+def _signature(path: Path) -> PeSignature:
+    """The file's Authenticode signature; one signify cannot make sense of is broken."""
+    try:
+        return read_signature(path)
+    except Exception as exc:  # noqa: BLE001 - signify raises its own, asn1crypto's, struct's
+        return PeSignature(BROKEN, problem=f"unreadable: {type(exc).__name__}: {exc}"[:300])
 
 
 def elf_evidence(path: Path, label: str) -> FileEvidence:
@@ -235,6 +273,7 @@ def evidence_to_json(evidence: FileEvidence) -> dict[str, Any]:
         "copyrights": list(evidence.copyrights),
         "licences": list(evidence.licences),
         "embedded": [embedded_to_json(e) for e in evidence.embedded],
+        "signature": None if evidence.signature is None else signature_to_json(evidence.signature),
     }
 
 
@@ -247,6 +286,7 @@ def evidence_from_json(data: Any) -> FileEvidence:
         copyrights=tuple(str(c) for c in data["copyrights"]),
         licences=tuple(str(c) for c in data["licences"]),
         embedded=tuple(embedded_from_json(e) for e in data["embedded"]),
+        signature=None if data.get("signature") is None else signature_from_json(data["signature"]),
     )
 
 

@@ -127,9 +127,10 @@ def read_file_version(
 _PE = "PE version resource"
 # what a memo entry was read as: an entry kept by another reading (FileVersion before
 # ProductVersion, before 2; no licence evidence, before 3; embedded code without its version,
-# licence and copyright lines, before 4; a Mach-O file's evidence, before 5) is read from the
+# licence and copyright lines, before 4; no Authenticode signature, before 5; a Mach-O
+# file's evidence, before 6) is read from the
 # file again
-_READING = 5
+_READING = 6
 
 
 @dataclass(frozen=True)

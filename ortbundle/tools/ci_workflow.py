@@ -27,8 +27,14 @@ from ortbundle.evidence.names import (
     SIGNATURE_NAME,
 )
 
-# Debian packages a runner needs to build (not test) a target's packages.
-BUILD_PACKAGES = {"windows-x86_64": ("nsis",), "windows-arm64": ("nsis",)}
+# Debian packages a runner needs to build (not test) a target's packages: makensis, and
+# osslsigncode, which signs the installers when the Authenticode identity is configured.
+BUILD_PACKAGES = {
+    "windows-x86_64": ("nsis", "osslsigncode"),
+    "windows-arm64": ("nsis", "osslsigncode"),
+}
+# the targets whose build job signs what it builds (the installers), so it holds the identity
+SIGNED_TARGETS = ("windows-x86_64", "windows-arm64")
 # The evidence the publish job attaches to the GitHub release (and attests), beside release.tar.
 # attached to the GitHub release beside release.tar: what an auditor reads without unpacking it
 EVIDENCE = (MANIFEST_NAME, SIGNATURE_NAME, PROVENANCE_NAME, SBOM_NAME, AUDIT_NAME, REPORT_NAME)
@@ -109,6 +115,7 @@ def workflow_yaml(product: Product, pins: dict[str, ActionPin] | None = None) ->
             "product": product.name,
             "targets": list(product.targets),
             "apt_packages": {t: list(BUILD_PACKAGES.get(t, ())) for t in product.targets},
+            "signed_targets": [t for t in product.targets if t in SIGNED_TARGETS],
             "evidence": list(EVIDENCE),
         },
         {"q": _quoted, "id": _job_id, "action": action},
