@@ -39,7 +39,7 @@ from ortbundle.evidence.step import finish_version
 from ortbundle.evidence.verify import verify_tree
 from ortbundle.fetch.artifacts import Artifact
 from ortbundle.fetch.step import FetchSettings, fetch_line, fetch_sources
-from ortbundle.licensing.audit import AuditFailed, audit_summary
+from ortbundle.licensing.audit import AuditFailed, ChannelAudit, audit_summary
 from ortbundle.licensing.step import Licensed, license_targets
 from ortbundle.pipeline.incremental import PreparedBuild, prepare_build, record_build
 from ortbundle.pipeline.preflight import preflight
@@ -177,8 +177,7 @@ def _build_locked(
         )
         audits = licensed.audits
         staged = _target_results(stages, licensed)
-        failed = sum(1 for a in audits if not a.passed)
-        reporter.done(f"{len(audits)} channels, " + (f"{failed} FAILED" if failed else "passed"))
+        reporter.done(f"{len(audits)} channels, {_verdicts(audits)}")
         if options.audit_only:
             if not all(a.passed for a in audits):
                 raise AuditFailed(plan.product, audits, licensed.licensing)
@@ -298,3 +297,14 @@ def _package(
         for t in staged
     }
     return tuple(generate_all(plan.product.channels, inputs, scratch / "packaging", workers))
+
+
+def _verdicts(audits: Sequence[ChannelAudit]) -> str:
+    """The licensing phase's word: "passed" only when nothing awaits a person."""
+    failed = sum(1 for a in audits if not a.passed)
+    waiting = sum(1 for a in audits if a.passed and a.awaiting)
+    if failed:
+        return f"{failed} FAILED"
+    if waiting:
+        return f"{waiting} pass for development only (`--release` will refuse)"
+    return "passed"

@@ -223,14 +223,13 @@ def audit_groups(audits: Sequence[ChannelAudit]) -> list[dict[str, Any]]:
         entry = {
             "targets": list(audit.targets),
             "passed": audit.passed,
+            "headline": audit.headline,
+            "awaiting": list(audit.awaiting),
             "release": audit.release,
             "components": components,
             "waived": waived,
             "review": [
-                f"{c.name}: {p}"
-                for c in audit.components
-                if c.status == "review"
-                for p in c.problems
+                f"{c.name}: {p}" for c in audit.components if c.status == "review" for p in c.said
             ],
             "unused_waivers": [w.file for w in audit.unused_waivers],
             "failures": list(audit.failures),

@@ -168,13 +168,15 @@ def _requirement_lines(target: Mapping[str, Any]) -> list[str]:
 
 
 def _audit_lines(audit: Mapping[str, Any], product: str) -> list[str]:
-    verdict = "passed" if audit["passed"] else "FAILED"
+    # a summary written before the headline existed says passed or FAILED
+    headline = audit.get("headline") or ("passed" if audit["passed"] else "FAILED")
     counted = Counter(c["status"] for c in audit["components"])
     extra = "".join(f", {n} {s}" for s, n in sorted(counted.items()) if s != "ok")
-    lines = [
-        f"  audit {verdict}: {', '.join(audit['channels'])} "
-        f"({len(audit['components'])} components{extra})"
-    ]
+    what = f"{', '.join(audit['channels'])} ({len(audit['components'])} components{extra})"
+    if headline in ("passed", "FAILED"):
+        lines = [f"  audit {headline}: {what}"]
+    else:  # "passes for development; …: `--release` will refuse", as report.html says it
+        lines = [f"  audit {what}: {headline}"]
     for w in audit["waived"]:
         state = "signed off" if w["signed_off"] else "NOT signed off"
         lines.append(f"  waived {w['component']}: {w['file']}, {state}")
