@@ -26,7 +26,7 @@ from ortbundle.channels import ChannelOutput
 from ortbundle.config.plan import (
     Plan,
 )
-from ortbundle.config.vocabulary import CHANNEL_TARGETS
+from ortbundle.config.vocabulary import CHANNEL_TARGETS, package_target
 from ortbundle.evidence.names import MANIFEST_NAME, SBOM_NAME, SIGNATURE_NAME, SUMMARY_NAME
 from ortbundle.fetch.artifacts import Artifact
 from ortbundle.licensing.attribution import (
@@ -183,7 +183,16 @@ def _package(package: Any, version_dir: Path) -> dict[str, Any]:
     for written in package.files:
         path = directory / written.relative_to(package.directory)
         if path.is_file():
-            files.append({"path": _relative(path, version_dir), "bytes": path.stat().st_size})
+            files.append(
+                {
+                    "path": _relative(path, version_dir),
+                    "bytes": path.stat().st_size,
+                    # each target's package has its own size (two installers are two sizes)
+                    "target": package_target(
+                        package.channel, path.relative_to(directory).as_posix()
+                    ),
+                }
+            )
     return {
         "channel": package.channel,
         "targets": list(CHANNEL_TARGETS.get(package.channel, ())),

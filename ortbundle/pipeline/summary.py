@@ -88,12 +88,9 @@ def summary_lines(document: Mapping[str, Any], *, short: bool = False) -> list[s
             else:
                 lines += [header, *requirements]
             told = requirements
-            # a package of several targets (the Android module) is told under its last one
-            mine = [p for p in document["packages"] if _home(p["targets"], built) == name]
+            mine = _packages_of(document["packages"], name, built)
             if mine:
-                lines.append(
-                    "  " + " · ".join(f"{p['channel']} {mib_figure(p['bytes'])} MiB" for p in mine)
-                )
+                lines.append("  " + " · ".join(f"{c} {mib_figure(n)} MiB" for c, n in mine))
         for index, audit in enumerate(audits):
             if index not in placed and _home(audit["targets"], built) == name:
                 placed.add(index)
@@ -131,6 +128,27 @@ def _shown(path: str) -> str:
         return Path(path).relative_to(Path.cwd()).as_posix()
     except ValueError:
         return path
+
+
+def _packages_of(
+    packages: Sequence[Mapping[str, Any]], target: str, built: Sequence[str]
+) -> list[tuple[str, int]]:
+    """(channel, bytes) of each package told under `target`: its own package of a channel
+    that makes one per target (two installers are two sizes, never one sum), and a package of
+    several targets (the Android module) under its last one. A summary written before files
+    named their target tells each channel's whole directory under its last target."""
+    told = []
+    for p in packages:
+        if p["files"] and all("target" in f for f in p["files"]):
+            own = [f["bytes"] for f in p["files"] if f["target"] == target]
+            if own:
+                told.append((p["channel"], sum(own)))
+                continue
+            if any(f["target"] is not None for f in p["files"]):
+                continue
+        if _home(p["targets"], built) == target:
+            told.append((p["channel"], p["bytes"]))
+    return told
 
 
 def _home(targets: Sequence[str], built: Sequence[str]) -> str | None:
