@@ -194,34 +194,6 @@ def test_a_set_aside_tree_is_recovered_when_every_build_gets_the_same_pid(
         assert_published_and_verified(fake)
 
 
-# the build itself is the namespace's init, PID 1, as under `docker run` without --init
-AS_PID_1 = ("unshare", "-p", "-f", "--mount-proc")
-
-
-def test_a_fault_kill_works_when_the_build_is_pid_1(fake: FakeProject) -> None:
-    """PID 1 may not SIGKILL itself (the kernel drops the signal): the fault point must still
-    end the build there, as a power cut, not go on to read the action as an errno name."""
-    if (why := _fresh_namespaces_work()) is not None:
-        pytest.skip(why)
-    fake.write()
-    build(fake.project, fake.options(), plain_reporter())
-    published = snapshot(version_dir(fake))
-    product = fake.root / "manifests" / "fakeproduct.toml"
-    product.write_text(product.read_text().replace("A synthetic product", "A newer product"))
-    child = start_build(
-        fake,
-        cache=fake.root / "cache",
-        dist=fake.root / "dist",
-        env={"ORTBUNDLE_FAULT": "publish:start"},
-        wrapper=AS_PID_1,
-    )
-    _, err = child.communicate(timeout=120)
-    message = err.decode()
-    assert child.returncode == 128 + signal.SIGKILL, message
-    assert "Traceback" not in message and "AttributeError" not in message, message
-    assert snapshot(version_dir(fake)) == published  # killed before it published
-
-
 @pytest.mark.slow
 def test_verify_names_the_set_aside_tree_while_the_window_is_open(fake: FakeProject) -> None:
     aside = _killed_while_set_aside(fake)
