@@ -196,12 +196,22 @@ def test_a_confirmation_not_signed_off_is_printed_so() -> None:
     console = Recorder()
     placeholder = replace(CONFIRMED, reviewer="TBD")
     evidence = (ShippedEvidence("runtimes/c/c.dll", C, NV),)
-    print_report(console, [audit(use("c", evidence=evidence, confirmed=placeholder))])
+    unsigned = audit(use("c", evidence=evidence, confirmed=placeholder))
+    print_report(console, [unsigned])
     assert console.lines()[1] == (
         # not green: a confirmation no one signed off awaits a person (issue #43)
         f"[bold yellow]CONFIRMED[/] nsis: c: {WIN}/runtimes/c/c.dll: confirmed by TBD — NOT SIGNED OFF: "
         "the reviewer is a placeholder ('TBD'), not a person"
     )
+    # nor in report.html's evidence row or the headline
+    (row,) = unsigned.components[0].claims.rows()
+    assert row.state == "unsigned"
+    assert unsigned.headline == (
+        "passes for development; 1 confirmation unsigned: `--release` will refuse"
+    )
+    signed = audit(use("c", evidence=evidence, confirmed=CONFIRMED))
+    assert [r.state for r in signed.components[0].claims.rows()] == ["confirmed"]
+    assert signed.headline == "passed"
 
 
 def test_a_report_of_markup_like_names_prints_them_as_text() -> None:
