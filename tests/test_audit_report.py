@@ -196,11 +196,22 @@ def test_a_confirmation_not_signed_off_is_printed_so() -> None:
     console = Recorder()
     placeholder = replace(CONFIRMED, reviewer="TBD")
     evidence = (ShippedEvidence("runtimes/c/c.dll", C, NV),)
-    print_report(console, [audit(use("c", evidence=evidence, confirmed=placeholder))])
+    unsigned = audit(use("c", evidence=evidence, confirmed=placeholder))
+    print_report(console, [unsigned])
     assert console.lines()[1] == (
-        f"[green]CONFIRMED[/] nsis: c: {WIN}/runtimes/c/c.dll: confirmed by TBD — NOT SIGNED OFF: "
+        # not green: a confirmation no one signed off awaits a person (issue #43)
+        f"[bold yellow]CONFIRMED[/] nsis: c: {WIN}/runtimes/c/c.dll: confirmed by TBD — NOT SIGNED OFF: "
         "the reviewer is a placeholder ('TBD'), not a person"
     )
+    # nor in report.html's evidence row or the headline
+    (row,) = unsigned.components[0].claims.rows()
+    assert row.state == "unsigned"
+    assert unsigned.headline == (
+        "passes for development; 1 confirmation unsigned: `--release` will refuse"
+    )
+    signed = audit(use("c", evidence=evidence, confirmed=CONFIRMED))
+    assert [r.state for r in signed.components[0].claims.rows()] == ["confirmed"]
+    assert signed.headline == "passed"
 
 
 def test_a_report_of_markup_like_names_prints_them_as_text() -> None:
@@ -229,7 +240,8 @@ def test_the_summary_repeats_every_waiver_relied_on_and_each_verdict() -> None:
         "deb: audit passed",
         "UNUSED WAIVER rpm: gone.dll matches no shipped file: remove it from manifests/default.toml, "
         "or correct its file glob",
-        "rpm: audit passed",
+        # an unused waiver is a person's work: passed only for development (issue #43)
+        "rpm: audit passes for development; 1 waiver matches no file: `--release` will refuse",
     ]
 
 
@@ -326,6 +338,7 @@ def test_audit_json_holds_every_verdict_waiver_and_attributed_file() -> None:
                 "targets": [WIN],
                 "release": True,
                 "passed": False,
+                "headline": "FAILED",
                 "failures": ["waiver for nothing matches no shipped file"],
                 "components": [
                     a_row,
@@ -370,6 +383,7 @@ def test_audit_json_holds_every_verdict_waiver_and_attributed_file() -> None:
                 "targets": [WIN],
                 "release": False,
                 "passed": True,
+                "headline": "passed",
                 "failures": [],
                 "components": [a_row],
                 "unused_waivers": [],

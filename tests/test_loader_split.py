@@ -259,10 +259,34 @@ def test_a_bundle_for_another_system_says_which_system_it_is_for(tmp_path: Path)
         ("windows-arm64", "win32"),
         ("android-x86_64", "linux"),  # Android's Python before 3.13
         ("android-x86_64", "android"),
-        ("linux-x86_64", "darwin"),  # not a system bundles are built for: the search says
+        ("macos-arm64", "darwin"),
+        ("linux-x86_64", "freebsd14"),  # not a system bundles are built for: the search says
         ("", "linux"),  # an index without a target
     ]:
         assert wrong_system(target, platform) is None, (target, platform)
+
+
+def test_a_macos_bundle_elsewhere_says_it_is_a_macos_bundle(tmp_path: Path) -> None:
+    """The macOS fragment's loader run by Linux's Python names macOS, not the CPU it lacks
+    (issue #43: it said "install the product's x86_64 package"); and a Linux bundle on a Mac
+    names Linux."""
+    index = {**INDEX, "target": "macos-arm64", "runtimes": [_runtime("cpu", "CPU")]}
+    stage = _stage(tmp_path / "stage", index)
+    done = _run(stage, tmp_path, "--root", str(tmp_path), "--explain")
+    assert (done.returncode, done.stdout) == (1, "")
+    assert done.stderr == (
+        f"runtime_loader: {stage / 'runtimes.json'}: this is a macOS bundle (target "
+        "macos-arm64) and this machine runs Linux: install the product's Linux package, or "
+        "run this one on macOS\n"
+    )
+    assert wrong_system("macos-arm64", "win32") == (
+        "this is a macOS bundle (target macos-arm64) and this machine runs Windows: install "
+        "the product's Windows package, or run this one on macOS"
+    )
+    assert wrong_system("linux-aarch64", "darwin") == (
+        "this is a Linux bundle (target linux-aarch64) and this machine runs macOS: install "
+        "the product's macOS package, or run this one on Linux"
+    )
 
 
 def _with_libc(root: Path, machine: str) -> Path:

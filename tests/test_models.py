@@ -14,6 +14,8 @@ import pytest
 from ortbundle._core.errors import ArchiveError, BinaryError, ConfigError, IntegrityError
 from ortbundle._core.progress import Reporter
 from ortbundle.config.model_recipes import load_model_recipe
+from ortbundle.config.plan import load_plan
+from ortbundle.config.project import BuildOptions, Project
 from ortbundle.pipeline.build import build
 from tests.helpers.onnx_models import detector
 from tests.helpers.project import FakeProject
@@ -22,6 +24,7 @@ from tests.helpers.toml_edit import edit_toml, set_key
 MEMBER = "onnxruntime/models/yolo.onnx"
 DERIVED = "onnxruntime/models/yolo-a8w8.onnx"
 LABELS = "onnxruntime/models/labels.txt"
+REPO_MANIFESTS = Path(__file__).resolve().parents[1] / "manifests"
 
 
 def model_recipe(
@@ -149,6 +152,48 @@ def test_a_backend_the_product_lacks_is_refused(fake: FakeProject, reporter: Rep
     with_model(fake, detector(opset=17), backends='["fake", "cuda"]')
     with pytest.raises(ConfigError, match="backends that are no runtime: cuda"):
         build(fake.project, fake.options(), reporter)
+
+
+def test_a_target_no_form_serves_is_refused_before_any_download(
+    fake: FakeProject, reporter: Reporter
+) -> None:
+    """A model ships on every target: one whose forms name no runtime of a target would be
+    staged there with `"backends": {}` (issue #43, macOS). The build names model and target."""
+    with_model(fake, detector(opset=17), backends='["fake"]')
+    recipes = fake.root / "recipes"
+    text = (recipes / "fake.toml").read_text().replace('name = "fake"', 'name = "fakewin"', 1)
+    (recipes / "fakewin.toml").write_text(text)
+    manifest = fake.root / "manifests" / "fakeproduct.toml"
+    set_key(manifest, "product.runtimes", ["fake", "fakewin"])
+    with manifest.open("a") as out:
+        out.write('\n[runtime.fake]\ntargets = ["linux-x86_64"]\n')
+        out.write('\n[runtime.fakewin]\ntargets = ["windows-x86_64"]\n')
+    with pytest.raises(ConfigError) as caught:
+        build(fake.project, fake.options(), reporter)
+    error = caught.value
+    assert (error.component, error.target) == ("yolo", "windows-x86_64"), str(error)
+    assert error.message.startswith(
+        "model yolo cannot be served on windows-x86_64: no form names a runtime of that "
+        "target (fakewin); its forms name fake"
+    ), error.message
+    assert "add fakewin to the backends" in str(error.fix)
+    assert not (fake.root / "cache").exists() or not any((fake.root / "cache").rglob("*.whl"))
+
+
+@pytest.mark.parametrize("product", sorted(p.stem for p in REPO_MANIFESTS.glob("*.toml")))
+def test_every_shipped_model_serves_every_target(product: str, tmp_path: Path) -> None:
+    """The repository's products: each model names a runtime of each target (the model
+    recipes named android-qnn for macOS, which ships stock-macos)."""
+    plan = load_plan(
+        Project(REPO_MANIFESTS.parent, tmp_path / "dist"), BuildOptions(product=product)
+    )
+    unserved = [
+        (model.name, target)
+        for model in plan.models.values()
+        for target in plan.targets
+        if not {b for f in model.forms for b in f.backends} & set(plan.product.runtimes_for(target))
+    ]
+    assert plan.targets and unserved == []
 
 
 def test_model_recipe_rules(tmp_path: Path) -> None:

@@ -171,6 +171,8 @@ def test_the_probe_drives_a_core_through_its_own_ortapi_declarations(
     assert check.verdict == "PASS", check.detail
     assert check.result is not None and check.result.api == 99
     assert check.detail.startswith("ONNX Runtime 1.99.0; Xnnpack; 1 libraries loaded")
+    # a stage without models says nothing of them (#43: it said "0 models right")
+    assert "model" not in check.detail, check.detail
 
 
 def test_a_missing_required_library_is_not_run_with_its_reason(

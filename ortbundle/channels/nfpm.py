@@ -38,6 +38,7 @@ from ortbundle._core.errors import ConfigError, OrtbundleError, PackagingError
 from ortbundle._core.fsio import atomic_write
 from ortbundle.channels import ChannelOutput, PackageInput, check_staged, openpgp
 from ortbundle.channels.arch import check_path, directories_of, resolve_link
+from ortbundle.channels.deb_releases import check_claimed_releases
 from ortbundle.channels.output_cache import input_key, memoized
 from ortbundle.config.externals import constraints, snippet
 from ortbundle.config.schema import check_document
@@ -349,7 +350,9 @@ def _parse_group(
         raise _error(packager, f"group {group}: unknown keys {sorted(unknown)}", file=file)
     relations = {k: tuple(str(p) for p in raw.get(k, ())) for k in PACKAGE_RELATIONS}
     for name in (p for names in relations.values() for p in names):
-        if not _RELATION_NAME.fullmatch(name):
+        # Debian: `new | old` where a release renamed the package (libgcc-s1 | libgcc1)
+        parts = [n.strip() for n in name.split("|")] if packager == "deb" else [name]
+        if not all(_RELATION_NAME.fullmatch(n) for n in parts):
             raise _error(packager, f"group {group}: {name!r} is not a package name", file=file)
     sonames = raw.get("sonames")
     if sonames is not None and sonames not in PACKAGE_RELATIONS:
@@ -445,12 +448,8 @@ def render_dependencies(
             # an optional group's hard dependency is only recommended
             relation = "recommends" if lib.optional and relation == "depends" else relation
             for name in names:
-                if lib.version:
-                    for versioned in _with_version(name, lib.version, packager):
-                        found[relation].setdefault(versioned, set()).add(lib.name)
-                    continue
-                versioned = render_dependency(name, lib.group, system, packager)
-                found[relation].setdefault(versioned, set()).add(lib.name)
+                for versioned in _clauses(name, lib, system, packager):
+                    found[relation].setdefault(versioned, set()).add(lib.name)
         if group.sonames is not None:
             found[group.sonames].setdefault(_soname_capability(lib.name, bits), set()).add(lib.name)
             for need in system.needs if system is not None else ():
@@ -468,7 +467,25 @@ def render_dependencies(
         for name, libs in sorted(found[relation].items())
     )
     depends, recommends, suggests = (tuple(sorted(found[r])) for r in PACKAGE_RELATIONS)
+    if packager == "deb":  # every name must exist on the oldest release the package claims
+        floor = system.glibc.version if system is not None and system.glibc else None
+        check_claimed_releases(depends, floor, target)
     return Relations(depends, recommends, suggests, notes)
+
+
+def _clauses(
+    name: str, lib: ExternalLibrary, system: SystemBaseline | None, packager: str
+) -> list[str]:
+    """One relation per version bound (the group's declared version, else the minimum the
+    binaries need), each naming every alternative of `name` ("libgcc-s1 | libgcc1":
+    "libgcc-s1 (>= 7.1.0) | libgcc1 (>= 7.1.0)")."""
+    rendered = [
+        _with_version(n, lib.version, packager)
+        if lib.version
+        else [render_dependency(n, lib.group, system, packager)]
+        for n in (part.strip() for part in name.split("|"))
+    ]
+    return [" | ".join(parts) for parts in zip(*rendered, strict=True)]
 
 
 def stage_contents(

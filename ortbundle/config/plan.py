@@ -8,6 +8,7 @@ no HTTP, archive, binary, SBOM or licence library.
 from __future__ import annotations
 
 import hashlib
+from collections.abc import Iterable
 from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING
 
@@ -149,6 +150,7 @@ def load_plan(project: Project, options: BuildOptions, *, parse_models: bool = T
         except OSError:
             raise ConfigError(f"{path.name} does not exist", file=str(path)) from None
     models = {n: load_model_recipe(p) for n, p in model_paths.items()} if parse_models else {}
+    check_models_serve(models.values(), product, targets)
     own = product.packaging.templates
     templates = find_overrides(
         project.root,
@@ -170,7 +172,31 @@ def with_models(project: Project, plan: Plan) -> Plan:
     if plan.models or not plan.model_digests:
         return plan
     parsed = {n: load_model_recipe(project.recipes / f"{n}.toml") for n in plan.model_digests}
+    check_models_serve(parsed.values(), plan.product, plan.targets)
     return replace(plan, models=parsed)
+
+
+def check_models_serve(
+    models: Iterable[ModelRecipe], product: Product, targets: Iterable[str]
+) -> None:
+    """Every model ships on every target of the product, so some runtime of each target must
+    load one of its forms: a models.json whose model names no backend (issue #43: macOS got
+    `"backends": {}`) is a model no application can run there. Said before any download."""
+    for model in models:
+        named = {b for form in model.forms for b in form.backends}
+        for target in targets:
+            here = product.runtimes_for(target)
+            if here and not named & set(here):
+                raise ConfigError(
+                    f"model {model.name} cannot be served on {target}: no form names a runtime "
+                    f"of that target ({', '.join(here)}); its forms name "
+                    f"{', '.join(sorted(named)) or 'no backend'}",
+                    component=model.name,
+                    target=target,
+                    file=str(model.path),
+                    fix=f"add {' or '.join(here)} to the backends of a form that runtime loads "
+                    f"in {model.path.name}, or leave {model.name} out of the product's models",
+                )
 
 
 def _check_plugin(plugin: Recipe, cores: list[Recipe], product: Product) -> None:

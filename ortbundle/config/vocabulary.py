@@ -20,6 +20,18 @@ CHANNEL_TARGETS: dict[str, tuple[str, ...]] = {
 # share one directory; every other channel makes one package per target.
 SHARED_PACKAGE_CHANNELS = ("apk",)
 
+
+def package_target(channel: str, path: str) -> str | None:
+    """Which target's package a file under packaging/<channel>/ (`path`, relative to it)
+    belongs to: a further target's subdirectory names it, the rest is the first target's
+    (channels/package_directory); None for a package of all its targets (the APK module)."""
+    targets = CHANNEL_TARGETS.get(channel, ())
+    if channel in SHARED_PACKAGE_CHANNELS or not targets:
+        return None
+    first = path.split("/", 1)[0]
+    return first if first in targets[1:] and "/" in path else targets[0]
+
+
 # What provides a library the bundle does not ship: the operating system, the compiler's
 # runtime, a redistributable the user installs, a GPU driver, or a vendor toolkit.
 EXTERNAL_KINDS = ("system", "toolchain", "redist", "driver", "toolkit")

@@ -15,6 +15,7 @@ from __future__ import annotations
 import fnmatch
 import json
 import tomllib
+from collections import Counter
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field, replace
 from datetime import UTC, date, datetime
@@ -159,6 +160,44 @@ class ComponentAudit:
     waiver_uses: tuple[WaiverUse, ...] = ()  # the waivers relied on, with their sign-off state
     claims: Claims = field(default_factory=Claims)  # its files' evidence against its rules
 
+    @property
+    def said(self) -> tuple[str, ...]:
+        """Its problems as a person reads them: a fix several files share is said once."""
+        own = set(self.claims.open)
+        return (*(p for p in self.problems if p not in own), *self.claims.open_once)
+
+    @property
+    def awaiting(self) -> Counter[str]:
+        """What a person must still do before `--release` takes it, by kind (_AWAITING); a
+        failure is not counted here: it fails the audit already."""
+        out: Counter[str] = Counter()
+        if self.status == "fail":
+            return out
+        if self.status == "review":
+            out["file"] = len({f.file for f, answered in self.claims.findings if not answered})
+            out["licence"] = int(self.verdict == "review")
+            out["stale"] = len(self.problems) - len(self.claims.open) - out["licence"]
+        unsigned = [u for u in self.waiver_uses if not u.signed_off]
+        out["waiver"] = len(unsigned)
+        # a text a signed-off waiver accepts the lack of is a person's answer; else it waits
+        out["text"] = int(not self.text_present and bool(unsigned))
+        out["confirmation"] = sum(1 for u in self.claims.confirmations if not u.signed_off)
+        out["guess"] = len(self.claims.guesses)
+        return +out
+
+
+# what awaits a person, by kind: (one, several)
+_AWAITING = {
+    "file": ("file awaits review", "files await review"),
+    "licence": ("licence awaits review", "licences await review"),
+    "stale": ("waiver no longer applies", "waivers no longer apply"),
+    "waiver": ("waiver unsigned", "waivers unsigned"),
+    "text": ("text missing", "texts missing"),
+    "confirmation": ("confirmation unsigned", "confirmations unsigned"),
+    "guess": ("scaffold guess", "scaffold guesses"),
+    "unused": ("waiver matches no file", "waivers match no file"),
+}
+
 
 @dataclass(frozen=True)
 class ChannelAudit:
@@ -174,13 +213,13 @@ class ChannelAudit:
 
     @property
     def failures(self) -> tuple[str, ...]:
-        out = [f"{c.name}: {p}" for c in self.components if c.status == "fail" for p in c.problems]
+        out = [f"{c.name}: {p}" for c in self.components if c.status == "fail" for p in c.said]
         if self.release:
             out += [
                 f"{c.name}: {p} (review — a release needs none)"
                 for c in self.components
                 if c.status == "review"
-                for p in c.problems
+                for p in c.said
             ]
             out += [
                 f"{c.name}: {u.refusal()}"
@@ -196,6 +235,30 @@ class ChannelAudit:
     @property
     def passed(self) -> bool:
         return not self.failures
+
+    @property
+    def awaiting(self) -> tuple[str, ...]:
+        """What a person must still do before `--release` accepts this channel, counted
+        ("2 files await review", "1 waiver unsigned"); empty when nothing waits."""
+        counted: Counter[str] = Counter()
+        for c in self.components:
+            counted += c.awaiting
+        counted["unused"] += len(self.unused_waivers)
+        return tuple(
+            f"{counted[kind]} {one if counted[kind] == 1 else several}"
+            for kind, (one, several) in _AWAITING.items()
+            if counted[kind]
+        )
+
+    @property
+    def headline(self) -> str:
+        """The verdict, the same words in the console, build-summary.json and report.html:
+        "passed" only when nothing awaits a person (issue #43)."""
+        if not self.passed:
+            return "FAILED"
+        if self.awaiting:
+            return f"passes for development; {', '.join(self.awaiting)}: `--release` will refuse"
+        return "passed"
 
 
 def audit_channel(
@@ -395,6 +458,11 @@ def _mib(size: int) -> str:
 _STYLE = {"ok": "green", "waived": "bold yellow", "review": "yellow", "fail": "bold red"}
 
 
+def _status_style(c: ComponentAudit) -> str:
+    """No green beside what still awaits a person (an unsigned confirmation, a guess)."""
+    return "yellow" if c.status == "ok" and c.awaiting else _STYLE[c.status]
+
+
 def print_report(console: Console, audits: Sequence[ChannelAudit]) -> None:
     """What an auditor reads: per channel, per component, then every waiver relied on."""
     from rich.markup import escape
@@ -425,7 +493,7 @@ def print_report(console: Console, audits: Sequence[ChannelAudit]) -> None:
                 _mib(c.size),
                 "present" if c.text_present else "[bold red]MISSING[/]",
                 c.verdict,
-                f"[{_STYLE[c.status]}]{c.status.upper()}[/]",
+                f"[{_status_style(c)}]{c.status.upper()}[/]",
             )
         console.print(table)
         for c in audit.waived:
@@ -439,7 +507,8 @@ def print_report(console: Console, audits: Sequence[ChannelAudit]) -> None:
         for c in audit.components:
             for confirmed in c.claims.confirmations:
                 console.print(
-                    f"[green]CONFIRMED[/] {audit.channel}: {c.name}: {escape(confirmed.summary())}",
+                    f"[{'green' if confirmed.signed_off else 'bold yellow'}]CONFIRMED[/] "
+                    f"{audit.channel}: {c.name}: {escape(confirmed.summary())}",
                     highlight=False,
                 )
             for file, library, says, named in c.claims.embedded:
@@ -452,7 +521,7 @@ def print_report(console: Console, audits: Sequence[ChannelAudit]) -> None:
                 )
         for c in audit.components:
             if c.status == "review":
-                for p in c.problems:
+                for p in c.said:
                     console.print(
                         f"[yellow]REVIEW[/] {audit.channel}: {c.name}: {escape(p)}",
                         highlight=False,
@@ -470,7 +539,10 @@ def print_report(console: Console, audits: Sequence[ChannelAudit]) -> None:
             )
         for failure in audit.failures:
             console.print(f"[bold red]FAIL[/] {audit.channel}: {escape(failure)}", highlight=False)
-        verdict = "[green]passed[/]" if audit.passed else "[bold red]FAILED[/]"
+        style = (
+            "green" if audit.headline == "passed" else "bold yellow" if audit.passed else "bold red"
+        )
+        verdict = f"[{style}]{escape(audit.headline)}[/]"
         console.print(f"{audit.channel}: audit {verdict}", highlight=False)
 
 
@@ -491,7 +563,7 @@ def audit_summary(audits: Sequence[ChannelAudit]) -> list[str]:
             "correct its file glob"
             for w in audit.unused_waivers
         ]
-        lines.append(f"{audit.channel}: audit {'passed' if audit.passed else 'FAILED'}")
+        lines.append(f"{audit.channel}: audit {audit.headline}")
     return lines
 
 
@@ -550,6 +622,7 @@ def report_json(
                 "targets": list(a.targets),
                 "release": a.release,
                 "passed": a.passed,
+                "headline": a.headline,
                 "failures": list(a.failures),
                 "components": [
                     {

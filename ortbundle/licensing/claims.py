@@ -35,11 +35,31 @@ class Claims:
 
     evidence: tuple[tuple[str, ShippedEvidence], ...] = ()  # (target, the file's)
     findings: tuple[tuple[Finding, bool], ...] = ()  # (finding, answered by a confirmation)
-    open: tuple[str, ...] = ()  # the problem each unanswered finding is, with its fix
+    # each unanswered finding: (what the file says against the rule, what a person does)
+    open_fixes: tuple[tuple[str, str], ...] = ()
     confirmations: tuple[ConfirmationUse, ...] = ()
     guesses: tuple[str, ...] = ()  # one line per key the scaffold guessed
     # per unanswered rule, the [confirmed] table a person pastes after reviewing its files
     tables: tuple[str, ...] = ()
+
+    @property
+    def open(self) -> tuple[str, ...]:
+        """The problem each unanswered finding is, with its fix."""
+        return tuple(f"{says} — {fix}" for says, fix in self.open_fixes)
+
+    @property
+    def open_once(self) -> tuple[str, ...]:
+        """The unanswered findings as a person reads them: a fix several files share is said
+        once, after the files (issue #43: one long fix was printed four times)."""
+        by_fix: dict[str, list[str]] = {}
+        for says, fix in self.open_fixes:
+            by_fix.setdefault(fix, []).append(says)
+        return tuple(
+            f"{says[0]} — {fix}"
+            if len(says) == 1
+            else f"{'; '.join(says)} — for each of these {len(says)} files: {fix}"
+            for fix, says in by_fix.items()
+        )
 
     @property
     def embedded(self) -> tuple[tuple[str, str, str, tuple[str, ...]], ...]:
@@ -56,6 +76,12 @@ class Claims:
         against: dict[str, list[tuple[Finding, bool]]] = {}
         for f, answered in self.findings:
             against.setdefault(f.file, []).append((f, answered))
+        unsigned = {
+            f"{f.target}/{f.path}"
+            for u in self.confirmations
+            if not u.signed_off
+            for f in u.covered
+        }
         rows = []
         for t, e in self.evidence:
             ev = e.evidence
@@ -65,6 +91,8 @@ class Claims:
             found = against.get(file, [])
             product = " ".join(p for p in (ev.product, ev.product_version) if p)
             state = "ok" if not found else "confirmed" if all(a for _, a in found) else "review"
+            if state == "confirmed" and file in unsigned:  # answered, but no one signed it
+                state = "unsigned"
             rows.append(
                 EvidenceRow(
                     file=file,
@@ -129,7 +157,7 @@ class EvidenceRow:
     carries: tuple[str, ...]  # third-party code, with the notices naming it
     named_by: tuple[str, ...]  # notices naming the file or its product
     against: tuple[str, ...]  # the kinds of finding against the claim ("holder", "reserved"…)
-    state: str  # "ok", "review" or "confirmed"
+    state: str  # "ok", "review", "confirmed" or "unsigned" (confirmed, not signed off)
 
 
 def _confirmation_json(u: ConfirmationUse) -> dict[str, Any]:
@@ -157,7 +185,7 @@ def judge_claims(
     """Each target's rule against its files' evidence. `allowed_unread(expression)`: the
     channel's policy allows it without a person (a permissive claim)."""
     found: list[tuple[Finding, bool]] = []
-    open_: list[str] = []
+    open_: list[tuple[str, str]] = []
     confirmations: list[ConfirmationUse] = []
     tables: list[str] = []
     for target, c in uses:
@@ -177,7 +205,7 @@ def judge_claims(
             fix = fix_for(name, target, c.rule)
             found += [(f, False) for f in against]
             open_ += [
-                f"{f.says} — {embedded_fix(name, target, c.rule, f.code) if f.code else fix}"
+                (f.says, embedded_fix(name, target, c.rule, f.code) if f.code else fix)
                 for f in against
             ]
             tables.append(confirmation_table(name, target, c.rule, against, today))
@@ -197,7 +225,7 @@ def judge_claims(
     return Claims(
         evidence=tuple((t, e) for t, c in uses for e in c.evidence),
         findings=tuple(found),
-        open=tuple(open_),
+        open_fixes=tuple(open_),
         confirmations=tuple(confirmations),
         guesses=tuple(guess_line(name, t, key, c.rule) for t, c in uses for key in c.guessed),
         tables=tuple(tables),

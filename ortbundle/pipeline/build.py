@@ -42,7 +42,7 @@ from ortbundle.evidence.step import finish_version
 from ortbundle.evidence.verify import verify_tree
 from ortbundle.fetch.artifacts import Artifact
 from ortbundle.fetch.step import FetchSettings, fetch_line, fetch_sources
-from ortbundle.licensing.audit import AuditFailed, audit_summary
+from ortbundle.licensing.audit import AuditFailed, ChannelAudit, audit_summary
 from ortbundle.licensing.step import Licensed, license_targets
 from ortbundle.pipeline.incremental import PreparedBuild, prepare_build, record_build
 from ortbundle.pipeline.preflight import preflight
@@ -191,10 +191,7 @@ def _build_locked(
         )
         audits = licensed.audits
         staged = _target_results(stages, licensed)
-        failed = sum(1 for a in audits if not a.passed)
-        reporter.done(
-            f"{plural(len(audits), 'channel')}, " + (f"{failed} FAILED" if failed else "passed")
-        )
+        reporter.done(f"{plural(len(audits), 'channel')}, {_verdicts(audits)}")
         if options.audit_only:
             if not all(a.passed for a in audits):
                 raise AuditFailed(plan.product, audits, licensed.licensing)
@@ -346,3 +343,14 @@ def _package(
             fix="report it: a channel the key signs published nothing signed",
         )
     return packages
+
+
+def _verdicts(audits: Sequence[ChannelAudit]) -> str:
+    """The licensing phase's word: "passed" only when nothing awaits a person."""
+    failed = sum(1 for a in audits if not a.passed)
+    waiting = sum(1 for a in audits if a.passed and a.awaiting)
+    if failed:
+        return f"{failed} FAILED"
+    if waiting:
+        return f"{waiting} pass for development only (`--release` will refuse)"
+    return "passed"

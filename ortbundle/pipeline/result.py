@@ -26,7 +26,7 @@ from ortbundle.channels import ChannelOutput
 from ortbundle.config.plan import (
     Plan,
 )
-from ortbundle.config.vocabulary import CHANNEL_TARGETS
+from ortbundle.config.vocabulary import CHANNEL_TARGETS, package_target
 from ortbundle.evidence.names import MANIFEST_NAME, SBOM_NAME, SIGNATURE_NAME
 from ortbundle.evidence.names import SUMMARY_NAME as SUMMARY_NAME  # the CLI names it
 from ortbundle.fetch.artifacts import Artifact
@@ -184,7 +184,16 @@ def _package(package: Any, version_dir: Path) -> dict[str, Any]:
     for written in package.files:
         path = directory / written.relative_to(package.directory)
         if path.is_file():
-            files.append({"path": _relative(path, version_dir), "bytes": path.stat().st_size})
+            files.append(
+                {
+                    "path": _relative(path, version_dir),
+                    "bytes": path.stat().st_size,
+                    # each target's package has its own size (two installers are two sizes)
+                    "target": package_target(
+                        package.channel, path.relative_to(directory).as_posix()
+                    ),
+                }
+            )
     return {
         "channel": package.channel,
         "targets": list(CHANNEL_TARGETS.get(package.channel, ())),
@@ -224,14 +233,13 @@ def audit_groups(audits: Sequence[ChannelAudit]) -> list[dict[str, Any]]:
         entry = {
             "targets": list(audit.targets),
             "passed": audit.passed,
+            "headline": audit.headline,
+            "awaiting": list(audit.awaiting),
             "release": audit.release,
             "components": components,
             "waived": waived,
             "review": [
-                f"{c.name}: {p}"
-                for c in audit.components
-                if c.status == "review"
-                for p in c.problems
+                f"{c.name}: {p}" for c in audit.components if c.status == "review" for p in c.said
             ],
             "unused_waivers": [w.file for w in audit.unused_waivers],
             "failures": list(audit.failures),

@@ -89,12 +89,9 @@ def summary_lines(document: Mapping[str, Any], *, short: bool = False) -> list[s
             else:
                 lines += [header, *requirements]
             told = requirements
-            # a package of several targets (the Android module) is told under its last one
-            mine = [p for p in document["packages"] if _home(p["targets"], built) == name]
+            mine = _packages_of(document["packages"], name, built)
             if mine:
-                lines.append(
-                    "  " + " · ".join(f"{p['channel']} {mib_figure(p['bytes'])} MiB" for p in mine)
-                )
+                lines.append("  " + " · ".join(f"{c} {mib_figure(n)} MiB" for c, n in mine))
         for index, audit in enumerate(audits):
             if index not in placed and _home(audit["targets"], built) == name:
                 placed.add(index)
@@ -134,6 +131,27 @@ def _shown(path: str) -> str:
         return path
 
 
+def _packages_of(
+    packages: Sequence[Mapping[str, Any]], target: str, built: Sequence[str]
+) -> list[tuple[str, int]]:
+    """(channel, bytes) of each package told under `target`: its own package of a channel
+    that makes one per target (two installers are two sizes, never one sum), and a package of
+    several targets (the Android module) under its last one. A summary written before files
+    named their target tells each channel's whole directory under its last target."""
+    told = []
+    for p in packages:
+        if p["files"] and all("target" in f for f in p["files"]):
+            own = [f["bytes"] for f in p["files"] if f["target"] == target]
+            if own:
+                told.append((p["channel"], sum(own)))
+                continue
+            if any(f["target"] is not None for f in p["files"]):
+                continue
+        if _home(p["targets"], built) == target:
+            told.append((p["channel"], p["bytes"]))
+    return told
+
+
 def _home(targets: Sequence[str], built: Sequence[str]) -> str | None:
     """The last built target of a package or an audit: where the summary tells it."""
     mine = [t for t in built if t in targets]
@@ -169,13 +187,17 @@ def _requirement_lines(target: Mapping[str, Any]) -> list[str]:
 
 
 def _audit_lines(audit: Mapping[str, Any], product: str) -> list[str]:
-    verdict = "passed" if audit["passed"] else "FAILED"
+    # a summary written before the headline existed says passed or FAILED
+    headline = audit.get("headline") or ("passed" if audit["passed"] else "FAILED")
     counted = Counter(c["status"] for c in audit["components"])
     extra = "".join(f", {n} {s}" for s, n in sorted(counted.items()) if s != "ok")
-    lines = [
-        f"  audit {verdict}: {', '.join(audit['channels'])} "
-        f"({plural(len(audit['components']), 'component')}{extra})"
-    ]
+    what = (
+        f"{', '.join(audit['channels'])} ({plural(len(audit['components']), 'component')}{extra})"
+    )
+    if headline in ("passed", "FAILED"):
+        lines = [f"  audit {headline}: {what}"]
+    else:  # "passes for development; …: `--release` will refuse", as report.html says it
+        lines = [f"  audit {what}: {headline}"]
     for w in audit["waived"]:
         state = "signed off" if w["signed_off"] else "NOT signed off"
         lines.append(f"  waived {w['component']}: {w['file']}, {state}")

@@ -348,12 +348,66 @@ ACTIONS_DATA = FileSchema(
     ),
 )
 
+_DEB_PACKAGE = Table(
+    '[releases."<release>".packages]',
+    "The release's package of that name, as its package page says.",
+    (
+        text("version", "its version in the release as published (the release pocket)", True),
+        text("source", "the package page the fact was read from", True),
+    ),
+)
+
+DEB_RELEASES_DATA = FileSchema(
+    "deb-releases-data",
+    "Debian-family releases",
+    "ortbundle/data/deb-releases.toml",
+    "The releases a .deb may claim, and what each calls the libraries the bundle depends on.",
+    Table(
+        "top level",
+        "",
+        (
+            table(
+                "releases",
+                Table(
+                    "[releases]",
+                    "",
+                    entries=table(
+                        "<release>",
+                        Table(
+                            '[releases."<release>"]',
+                            "",
+                            (
+                                text("name", "the release's name", True),
+                                text("glibc", "the glibc version the release ships", True),
+                                table(
+                                    "packages",
+                                    Table(
+                                        '[releases."<release>".packages]',
+                                        "",
+                                        entries=table("<package>", _DEB_PACKAGE, "one package"),
+                                    ),
+                                    "its packages, by name",
+                                    True,
+                                ),
+                            ),
+                        ),
+                        "one release",
+                    ),
+                ),
+                "the releases, by id (debian-10, ubuntu-18.04)",
+                True,
+            ),
+        ),
+    ),
+)
+
 DATA = (
     TARGETS_DATA,
     WINDOWS_DLLS_DATA,
     WINDOWS_APISETS_DATA,
     ARCH_DATA,
     LINUX_DATA,
+    DEB_RELEASES_DATA,
     BASELINES_DATA,
     ACTIONS_DATA,
 )

@@ -11,7 +11,7 @@ from pathlib import Path
 from typing import Any
 
 from ortbundle.config.model_recipes import ModelRecipe
-from ortbundle.config.vocabulary import CHANNEL_TARGETS
+from ortbundle.config.vocabulary import CHANNEL_TARGETS, SHARED_PACKAGE_CHANNELS, package_target
 from ortbundle.evidence.report.closures import read_closures, read_requirements
 from ortbundle.evidence.report.treemap import Node, group, layout
 from ortbundle.evidence.report.views import (
@@ -129,15 +129,26 @@ def _boxes(
 def packages(
     version_dir: Path, channels: Sequence[str], licensing: Sequence[TargetLicensing]
 ) -> tuple[tuple[PackageView, ...], float]:
-    """Every channel's package, then every built target no package carries (its stage); the
-    packages carrying the same targets share one treemap. Also the bytes-to-width scale of the
-    overview bars."""
+    """Every package, then every built target no package carries (its stage); the packages
+    carrying the same targets share one treemap. A channel that makes one package per target
+    (two installers, an x86-64 and an aarch64 .deb) is one package per target here, named with
+    its target when it has several: each bar is the bytes of one package that exists, never a
+    sum across architectures (issue #43). Also the bytes-to-width scale of the overview bars."""
     by_target = {tl.target: tl for tl in licensing}
     carriers: dict[tuple[str, ...], list[str]] = {}
+    owners: dict[str, tuple[str, str | None]] = {}  # package name -> (channel, its target)
     for channel in channels:
         targets = tuple(t for t in CHANNEL_TARGETS.get(channel, ()) if t in by_target)
-        if targets:
+        if not targets:
+            continue
+        if channel in SHARED_PACKAGE_CHANNELS:
             carriers.setdefault(targets, []).append(channel)
+            owners[channel] = (channel, None)
+            continue
+        for target in targets:
+            name = f"{channel} {target}" if len(targets) > 1 else channel
+            carriers.setdefault((target,), []).append(name)
+            owners[name] = (channel, target)
     carried = {t for ts in carriers for t in ts}
     for t in by_target:
         if t not in carried:
@@ -166,8 +177,14 @@ def packages(
         artifacts = tuple(
             (p.relative_to(version_dir).as_posix(), p.lstat().st_size)
             for name in names
-            for p in sorted((version_dir / "packaging" / name).rglob("*"))
+            if name in owners
+            for channel, target in [owners[name]]
+            for p in sorted((version_dir / "packaging" / channel).rglob("*"))
             if p.is_file() and not p.is_symlink()
+            if package_target(
+                channel, p.relative_to(version_dir / "packaging" / channel).as_posix()
+            )
+            == target
         )
         views.append(
             PackageView(

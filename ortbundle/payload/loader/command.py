@@ -49,7 +49,9 @@ from ortbundle.payload.loader.search import system_libraries
 
 # 128 + SIGPIPE: what a shell reports for a writer whose reader went away (`--json | head`)
 _CLOSED_PIPE = 141
-_SYSTEMS = {"linux": "Linux", "windows": "Windows", "android": "Android"}
+_SYSTEMS = {"linux": "Linux", "windows": "Windows", "android": "Android", "macos": "macOS"}
+# sys.platform of each system but Linux ("linux"; Android's Python said so too before 3.13)
+_PLATFORMS = {"win32": "windows", "android": "android", "darwin": "macos"}
 
 
 def wrong_system(target: str, platform: str = sys.platform) -> str | None:
@@ -57,7 +59,7 @@ def wrong_system(target: str, platform: str = sys.platform) -> str | None:
     (sys.platform), or None when it can or either is unknown. Said first: a Windows bundle on
     Linux would otherwise be refused for lacking MSVCP140.dll, which is not the problem."""
     wanted = target.split("-", 1)[0]
-    here = {"win32": "windows", "android": "android"}.get(platform, "")
+    here = _PLATFORMS.get(platform, "")
     here = here or ("linux" if platform.startswith("linux") else "")
     if wanted not in _SYSTEMS or not here or wanted == here:
         return None

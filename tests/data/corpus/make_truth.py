@@ -36,7 +36,7 @@ HERE = Path(__file__).resolve().parent
 CACHE = Path(os.environ.get("ORT_CORPUS_CACHE", "/work/corpus-cache"))
 
 STRINGS = "strings -a -n 6"
-STRINGS_WIDE = "strings -a -n 6 -el"
+STRINGS_WIDE = "strings -a -n 6 -el (a first letter that ends an ASCII string cut off)"
 
 # Exported symbols that say what a library is, or how it is entered.
 KIND_SYMBOLS = {
@@ -62,7 +62,10 @@ EP_NAME_PY_RE = r"(?:EP_NAME|ep_name)\s*=\s*[\"\x27]([^\"\x27]+)[\"\x27]"
 LOAD_NAME_RE = {
     "ELF": r"\blib[A-Za-z0-9_+.-]*\.so(\.[0-9]+)*\b",
     "PE": r"\b[A-Za-z0-9_.-]+\.[dD][lL][lL]\b",
-    "Mach-O": r"(/[A-Za-z0-9_./+-]+\.(dylib|framework)\b|\b[A-Za-z0-9_.+-]+\.dylib\b)",
+    "Mach-O": (
+        r"(/[A-Za-z0-9_./+-]+\.framework(?:/Versions/[A-Za-z0-9]+)?/[A-Za-z0-9_+-]+"
+        r"|/[A-Za-z0-9_./+-]+\.dylib\b|\b[A-Za-z0-9_.+-]+\.dylib\b)"
+    ),
 }
 
 # Embedded third-party code, recognised by a version or copyright string. Each pattern is a
@@ -78,21 +81,35 @@ COMPONENTS: list[tuple[str, str]] = [
     ("libjpeg", r"Copyright \(C\) [0-9]+, Thomas G\. Lane, Guido Vollbeding"),
     ("curl", r"libcurl/([0-9]+\.[0-9]+\.[0-9]+)"),
     ("curl", r"curl/([0-9]+\.[0-9]+\.[0-9]+)"),
+    # curl's strerror.c and its option names (a build without a version banner keeps both)
+    ("curl", r"A libcurl function was given a bad argument|\bCURLOPT_[A-Z_]{4,}"),
     ("mbedTLS", r"[Mm]bed ?TLS ([0-9]+\.[0-9]+\.[0-9]+)"),
+    # its debug names of handshake states and error codes
+    ("mbedTLS", r"\bMBEDTLS_(?:SSL|ERR)_[A-Z_]{4,}"),
     ("OpenSSL", r"OpenSSL ([0-9]+\.[0-9]+\.[0-9]+[a-z]?)"),
     ("SQLite", r"([0-9]{4}-[0-9]{2}-[0-9]{2} [0-9:]{8} [0-9a-f]{60,})"),
     ("SQLite", r"SQLite format 3"),
     ("protobuf", r"libprotobuf-lite|google/protobuf/[a-z_/]+\.cc|N6google8protobuf"),
     ("abseil", r"absl[0-9]*(?:12)?lts_([0-9]{8})"),
     ("abseil", r"N4absl"),
-    ("re2", r"N3re23RE2E|re2/re2\.cc"),
+    # its namespace in a demangled function name, and its source paths
+    ("abseil", r"absl::lts_([0-9]{8})|/absl/[a-z_]+/[a-z_/]+\.cc"),
+    ("re2", r"N3re23RE2E|re2/[a-z_-]+\.(?:cc|h)\b|\.\?AVRE2@re2@@|Invalid RE2"),
     ("nlohmann/json", r"json_abi_v([0-9]_[0-9]{2}_[0-9])"),
     ("nlohmann/json", r"\[json\.exception\.[a-z_]+\.[0-9]+\]"),
     ("flatbuffers", r"N11flatbuffers|flatbuffers/"),
     ("Eigen", r"N5Eigen|Eigen/src/"),
     ("ONNX", r"N4onnx[0-9]|onnx/defs/"),
-    ("cpuinfo", r"cpuinfo_initialize|Failed to initialize cpuinfo|cpuinfo/src/"),
-    ("XNNPACK", r"XNNPACK|xnn_initialize"),
+    (
+        "cpuinfo",
+        r"cpuinfo_initialize|Failed to initialize cpuinfo|cpuinfo/src/|called before cpuinfo is initialized",
+    ),
+    # XNNPACK's own function names and operator names; the bare word "XNNPACK" is also
+    # ONNX Runtime's table of provider short names ("XNNPACK" beside "WebGPU", "CoreML")
+    (
+        "XNNPACK",
+        r"\bxnn_(?:initialize|create_[a-z0-9_]+)\b|XNNPACK/src/|Fully Connected \(NC, (?:F16|F32|QS8|QU8|QD8)",
+    ),
     ("Dawn", r"N4dawn[0-9]|dawn/native/|third_party/dawn/"),
 ]
 NOTICE_NAMES = {
@@ -114,6 +131,20 @@ NOTICE_NAMES = {
     "cpuinfo": "cpuinfo",
     "XNNPACK": "xnnpack",
     "Dawn": "dawn",
+}
+
+
+# What no reader can tell: whether the runtime still works without a library one of its files
+# links. Each judgement names the package, the library, and the evidence a person read.
+JUDGEMENTS: dict[tuple[str, str], dict[str, Any]] = {
+    ("onnxruntime-openvino", "libOpenCL.so.1"): {
+        "optional": True,
+        "why": "only libopenvino_intel_gpu_plugin.so links it; no shipped file links that "
+        "plugin (readelf -d: no DT_NEEDED names it): OpenVINO opens a device's plugin when an "
+        "application asks for that device, and the CPU and NPU plugins do not need OpenCL",
+        "source": "OpenVINO documentation, 'Inference Devices and Modes' and 'GPU Device' "
+        "(the GPU plugin needs an OpenCL driver; devices are plugins loaded on demand)",
+    },
 }
 
 
@@ -154,10 +185,26 @@ def fmt_of(path: Path) -> str | None:
     return None
 
 
+_NAME_BYTES = frozenset(b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789_+.-")
+
+
 @functools.lru_cache(maxsize=4)
 def strings_of(path: Path, wide: bool) -> list[str]:
-    flags = ["-a", "-n", "6"] + (["-el"] if wide else [])
-    return run(["strings", *flags, str(path)]).splitlines()
+    if not wide:
+        return run(["strings", "-a", "-n", "6", str(path)]).splitlines()
+    # `strings -el` reads any 2-byte run of (printable, NUL): the NUL ending an ASCII string
+    # right before a UTF-16 string joins its last letter to it ("Create\0" + L"onnx…dll" reads
+    # L"eonnx…dll"). A wide string whose first byte follows a name character's byte begins
+    # with such a tail: the letter is cut off (`strings -t d` gives each string's offset).
+    data = path.read_bytes()
+    lines = []
+    for line in run(["strings", "-a", "-n", "6", "-t", "d", "-el", str(path)]).splitlines():
+        offset, _, text = line.strip().partition(" ")
+        at = int(offset)
+        if at > 0 and data[at - 1] in _NAME_BYTES and len(text) > 1:
+            text = text[1:]
+        lines.append(text)
+    return lines
 
 
 def grep(lines: list[str], pattern: str) -> list[str]:
@@ -179,6 +226,19 @@ def _joined(lines: list[str]) -> str:
         hit = (lines, "\n".join(lines))
         _JOINED[id(lines)] = hit
     return hit[1]
+
+
+RODATA_STRINGS = "llvm-objcopy -O binary --only-section=.rodata {f} R; strings -a -n 6 R"
+
+
+def rodata_strings(path: Path) -> list[str]:
+    """The strings of an ELF file's .rodata alone."""
+    with tempfile.TemporaryDirectory() as tmp:
+        out = Path(tmp) / "rodata"
+        run(["llvm-objcopy", "-O", "binary", "--only-section=.rodata", str(path), str(out)])
+        if not out.exists():
+            return []
+        return run(["strings", "-a", "-n", "6", str(out)]).splitlines()
 
 
 def all_strings(path: Path, fmt: str) -> tuple[list[str], str]:
@@ -465,7 +525,12 @@ def library(root: Path, rel: str, fmt: str, meta: dict[str, Any]) -> dict[str, A
 
     providers = grep(lines, PROVIDER_RE)
 
-    load_names = grep(lines, LOAD_NAME_RE[fmt])
+    # a name a library passes to dlopen is a constant in its read-only data: on ELF, strings
+    # elsewhere (a version-needs name patchelf left behind, debug info) name nothing it opens
+    load_lines, load_how = (
+        (rodata_strings(path), RODATA_STRINGS) if fmt == "ELF" else (lines, str_how)
+    )
+    load_names = grep(load_lines, LOAD_NAME_RE[fmt])
     req_lower = {n.lower() for n in required} | {n.rsplit("/", 1)[-1].lower() for n in required}
     own = rel.rsplit("/", 1)[-1].lower()
     dlopen = [
@@ -527,7 +592,7 @@ def library(root: Path, rel: str, fmt: str, meta: dict[str, Any]) -> dict[str, A
         "optional": fact(
             {"delay_or_weak": links["_delayed"], "named_in_strings": dlopen},
             f"{how(links.get('_delayed_how', 'readelf has no delayed loads'))}; "
-            f"{how(str_how)} | grep -oP '{LOAD_NAME_RE[fmt]}' minus required and itself",
+            f"{how(load_how)} | grep -oP '{LOAD_NAME_RE[fmt]}' minus required and itself",
         ),
         "oldest_os": fx(links["oldest_os"]),
     }
@@ -573,6 +638,14 @@ def read_target(package: str, platform: str, whl: Path) -> dict[str, Any]:
         ),
         "library": libs,
     }
+    needed = {n for lib in libs for n in lib["required"]["value"]}
+    judged = [
+        {"name": name, **judgement}
+        for (pkg, name), judgement in JUDGEMENTS.items()
+        if pkg == package and name in needed
+    ]
+    if judged:
+        target["judgement"] = judged
     return target
 
 

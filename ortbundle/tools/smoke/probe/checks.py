@@ -326,8 +326,9 @@ def _check_runtime(
             f"ONNX Runtime {result.version}",
             ", ".join(p.removesuffix("ExecutionProvider") for p in result.providers),
             f"{tried} libraries loaded",
-            f"{len(forms)} models right",
         ]
+        if forms:  # a product without models (or none for this runtime) says nothing of them
+            bits.append(f"{len(forms)} models right")
         if plugins:
             counts = [
                 f"{p} ({result.plugins[p][1].split().count(plugin_eps[p])} devices)"
