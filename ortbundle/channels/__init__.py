@@ -103,6 +103,17 @@ class PackageInput:
     android_groups: tuple[ExternalGroup, ...] = ()
     # the project's replacements of built-in templates (templates/, [packaging] templates)
     templates: Overrides = NO_OVERRIDES
+    # a release build: each packager compresses as data/packagers.toml says for a release
+    # (the smallest output); a development build may trade size for time
+    release: bool = False
+
+
+@dataclass(frozen=True)
+class PackageTime:
+    """How long one target's packager ran (wall time, seconds): where a build's time goes."""
+
+    target: str
+    seconds: float
 
 
 @dataclass(frozen=True)
@@ -112,6 +123,7 @@ class ChannelOutput:
     files: tuple[Path, ...]  # what the channel wrote, sorted
     notes: tuple[str, ...]  # what a packager must know (printed by the build)
     digests: Mapping[str, str] = field(default_factory=dict)  # file name -> SHA-256 if known
+    times: tuple[PackageTime, ...] = ()  # per target, in the channel's target order
 
 
 class Channel(Protocol):

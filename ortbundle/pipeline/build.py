@@ -189,7 +189,7 @@ def _build_locked(
         packages: tuple[ChannelOutput, ...] = ()
         if all(a.passed for a in audits) or not options.release:
             reporter.begin("channels")
-            packages = _package(plan, staged, prepared, options.workers, scratch)
+            packages = _package(plan, staged, prepared, options, scratch)
             reporter.done(f"{len(packages)} channels: {', '.join(p.channel for p in packages)}")
         reporter.begin("evidence")
         finish_version(
@@ -278,7 +278,7 @@ def _package(
     plan: Plan,
     staged: Sequence[TargetResult],
     prepared: PreparedBuild,
-    workers: int,
+    options: BuildOptions,
     scratch: Path,
 ) -> tuple[ChannelOutput, ...]:
     """Every channel's packages, written into the scratch version directory."""
@@ -294,7 +294,9 @@ def _package(
             prepared.epoch,
             prepared.memo,  # off for a release: every package and SBOM is produced afresh
             plan.templates,
+            release=options.release,
         )
         for t in staged
     }
-    return tuple(generate_all(plan.product.channels, inputs, scratch / "packaging", workers))
+    packaging = scratch / "packaging"
+    return tuple(generate_all(plan.product.channels, inputs, packaging, options.workers))

@@ -23,6 +23,7 @@ from ortbundle._core.fsio import atomic_write
 from ortbundle._core.repairs import Repair
 from ortbundle._core.version import __version__
 from ortbundle.channels import ChannelOutput
+from ortbundle.channels.packagers import development_compression
 from ortbundle.config.plan import (
     Plan,
 )
@@ -138,7 +139,7 @@ def summary_document(
             {"name": p.name, "seconds": round(p.seconds, 3), "detail": p.detail} for p in phases
         ],
         "targets": targets,
-        "packages": [_package(p, result.version_dir) for p in result.packages],
+        "packages": [_package(p, result.version_dir, release) for p in result.packages],
         "audit": audit_groups(result.audits),
         "signature": {
             "signed": signed,
@@ -174,9 +175,10 @@ def requirement_groups(externals: Iterable[ExternalLibrary]) -> list[dict[str, A
     ]
 
 
-def _package(package: Any, version_dir: Path) -> dict[str, Any]:
+def _package(package: ChannelOutput, version_dir: Path, release: bool) -> dict[str, Any]:
     """A channel's files where they were published (the channel wrote them in the scratch copy
-    of the version directory, which then took its place)."""
+    of the version directory, which then took its place), how long its packager took per
+    target, and a development build's faster compression where a release's differs."""
 
     directory = version_dir / "packaging" / package.channel
     files = []
@@ -191,6 +193,8 @@ def _package(package: Any, version_dir: Path) -> dict[str, Any]:
         "files": files,
         "bytes": sum(f["bytes"] for f in files),
         "notes": list(package.notes),
+        "times": [{"target": t.target, "seconds": round(t.seconds, 3)} for t in package.times],
+        "compression": None if release else development_compression(package.channel),
     }
 
 
