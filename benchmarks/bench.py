@@ -882,7 +882,7 @@ def report(scenarios: list[Scenario], notes: dict[str, Any]) -> str:
     if notes.get("by_hand_each"):
         each = notes["by_hand_each"].items()
         lines.append(
-            "packagers by hand, each: "
+            "packagers by hand, each (wall s, the tool's own peak): "
             + ", ".join(f"{name} {sec:.1f} s {peak} MiB" for name, (sec, peak) in each)
         )
     cold = by_name["cold build"]
@@ -890,7 +890,8 @@ def report(scenarios: list[Scenario], notes: dict[str, Any]) -> str:
         tools = max(x.tools_kib or 0 for x in cold.samples) / 1024
         lines.append(
             f"cold build peak per process: ortbundle {cold.ours_mib:.0f} MiB, the largest "
-            f"external tool {tools:.0f} MiB (whole tree {cold.peak_mib:.0f} MiB)"
+            f"child at most {tools:.0f} MiB (a child's count includes the build's resident set "
+            "until it execs; the tools' own peaks are the by-hand runs' above)"
         )
     lines += ["", "done when:", *done_when(scenarios)]
     return "\n".join(lines)

@@ -160,8 +160,9 @@ def summary_document(
 
 
 def _peaks() -> dict[str, float]:
-    """The build's peak memory so far: this process's, and the largest of the tools it ran
-    (Linux and macOS report ru_maxrss in KiB and bytes; Windows has no resource module)."""
+    """The build's peak memory so far: this process's, and a bound on the largest of the tools
+    it ran (a child's ru_maxrss includes the parent's resident set it shared until exec). Linux
+    and macOS report ru_maxrss in KiB and bytes; Windows has no resource module."""
     try:
         import resource
     except ImportError:  # Windows

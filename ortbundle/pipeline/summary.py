@@ -217,6 +217,6 @@ def package_time_lines(document: Mapping[str, Any]) -> list[str]:
     if memory := document.get("memory"):  # absent in a summary written before it was recorded
         lines.append(
             f"peak memory: ortbundle {memory['ortbundle_peak_mib']:.0f} MiB, the largest "
-            f"external tool {memory['tools_peak_mib']:.0f} MiB"
+            f"external tool at most {memory['tools_peak_mib']:.0f} MiB"
         )
     return lines
