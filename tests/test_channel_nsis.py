@@ -18,6 +18,7 @@ import pytest
 from ortbundle._core.errors import ConfigError, IntegrityError, PackagingError
 from ortbundle.channels import PackageInput
 from ortbundle.channels.nsis import NsisChannel, _version_quad, nsis_string
+from ortbundle.channels.packagers import compression
 from ortbundle.config.products import Addon
 from ortbundle.licensing.attribution import ShippedFile
 from ortbundle.stage.closure import ExternalLibrary
@@ -234,6 +235,27 @@ def test_missing_makensis_is_a_note_and_the_script_is_written(tmp_path: Path) ->
 
 
 @pytest.mark.usefixtures("no_makensis")
+def test_compressor_is_the_build_kinds_from_the_packagers_table(tmp_path: Path) -> None:
+    """A release compresses as data/packagers.toml says for a release (solid LZMA, the smallest
+    installer), a development build as it says for one (faster, bigger): one SetCompressor line
+    each, and nothing else in the script differs."""
+    scripts = {}
+    for release in (True, False):
+        package, out = _layout(tmp_path / str(release))
+        NsisChannel().generate(replace(package, release=release), out)
+        scripts[release] = _script(out).splitlines()
+    for release, script in scripts.items():
+        wanted = compression("nsis", release)["compressor"]
+        assert [line for line in script if line.startswith("SetCompressor")] == [
+            f"SetCompressor {wanted}"
+        ]
+    assert "SetCompressor /SOLID lzma" in scripts[True]
+    assert "SetCompressor /SOLID lzma" not in scripts[False]
+    differ = [(a, b) for a, b in zip(scripts[True], scripts[False], strict=True) if a != b]
+    assert len(differ) == 1
+
+
+@pytest.mark.usefixtures("no_makensis")
 def test_script_installs_every_stage_file_by_relative_path(tmp_path: Path) -> None:
     package, out = _layout(tmp_path)
     NsisChannel().generate(package, out)
@@ -243,7 +265,6 @@ def test_script_installs_every_stage_file_by_relative_path(tmp_path: Path) -> No
     assert str(tmp_path) not in script
     for line in (
         "Unicode true",
-        "SetCompressor /SOLID lzma",
         "SetDateSave off",
         "RequestExecutionLevel admin",
         'InstallDir "$PROGRAMFILES64\\demo-onnxruntime"',
@@ -653,7 +674,8 @@ def test_two_compiles_are_byte_identical(tmp_path: Path) -> None:
 @requires_makensis
 def test_injected_strings_compile_and_come_out_literally(tmp_path: Path) -> None:
     package, out = _layout(tmp_path, **INJECTED)
-    package = replace(package, settings=INJECTED_SETTINGS)
+    # a release's solid LZMA: the header is read back below
+    package = replace(package, settings=INJECTED_SETTINGS, release=True)
     result = NsisChannel().generate(package, out)  # -WX: an unknown $variable would fail it
     exe = next(p for p in result.files if p.suffix == ".exe")
     info = _version_info(exe)

@@ -101,6 +101,22 @@ def test_a_flipped_byte_breaks_the_signature(tmp_path: Path) -> None:
     assert any("code digest mismatch" in p for p in tree_problems(tmp_path))
 
 
+def test_the_signer_runs_outside_the_build_process(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """apple-codesign holds ~3 copies of what it signs: in the build process, beside the other
+    targets' staging, that took a cold build past 200 MiB. It signs in a child process, so a
+    signer that refuses to run here changes nothing."""
+
+    def refused(*args: object, **kwargs: object) -> None:
+        raise AssertionError("signed inside the build process")
+
+    monkeypatch.setattr(apple_platform, "sign", refused)
+    path = write_dylib(tmp_path / "libx.dylib", install_id=f"{CI}/libx.dylib")
+    fix_dylib(path, install_id="libx.dylib", label="libx.dylib", signer=CodeSigner())
+    assert signature_problems(path) == []
+
+
 def test_an_id_without_its_file_and_executable_path_are_found(tmp_path: Path) -> None:
     path = write_dylib(tmp_path / "libonnxruntime.1.32.0.dylib", install_id="@x")
     fix_dylib(path, install_id="libonnxruntime.1.dylib", label=path.name, signer=CodeSigner())

@@ -84,6 +84,18 @@ def test_verbose_adds_the_detail_tables(
     # the coverage lines too speak MiB, the one size unit
     coverage = [line for line in out.splitlines() if "100% attributed" in line]
     assert coverage and all(" MiB, " in line and "bytes" not in line for line in coverage)
+    # where the package phase's time went: every package of every channel, the longest first
+    document = json.loads(
+        (written.root / "dist" / "fakeproduct" / "1.2.3" / SUMMARY_NAME).read_text()
+    )
+    timed = re.findall(r"^  (\S+) (\S+): (\d+\.\d) s$", out, re.MULTILINE)
+    wanted = {(p["channel"], t["target"]) for p in document["packages"] for t in p["times"]}
+    assert {(c, t) for c, t, _ in timed} == wanted and wanted
+    seconds = [float(s) for _, _, s in timed]
+    assert seconds == sorted(seconds, reverse=True)
+    assert re.search(
+        r"^peak memory: ortbundle \d+ MiB, the largest external tool at most", out, re.M
+    )
 
 
 def test_an_unsigned_build_says_so(
@@ -105,6 +117,10 @@ def test_json_summary_validates_and_a_no_op_build_repeats_it(
         (written.root / "dist" / "fakeproduct" / "1.2.3" / SUMMARY_NAME).read_text()
     )
     assert stored == document
+    for package in document["packages"]:  # each target's packager, timed
+        built = [t for t in package["targets"] if t in document["plan"]["targets"]]
+        assert [t["target"] for t in package["times"]] == built, package["channel"]
+    assert 0 < document["memory"]["ortbundle_peak_mib"] < 1024
     requires = {r["group"]: r for t in document["targets"] for r in t["requires"]}
     assert requires["glibc"]["optional"] is False and "libc.so.6" in requires["glibc"]["names"]
     again, _ = _build(written, capsys, monkeypatch, as_json=True)

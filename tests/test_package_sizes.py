@@ -74,7 +74,7 @@ def test_the_summary_and_the_console_give_each_installer_its_own_size(tmp_path: 
     version_dir = _version_dir(tmp_path)
     scratch = tmp_path / "scratch" / "nsis"  # where the channel wrote them
     written = tuple(scratch / p.removeprefix("nsis/") for p in WRITTEN if p.startswith("nsis/"))
-    nsis = _package(ChannelOutput("nsis", scratch, written, ()), version_dir)
+    nsis = _package(ChannelOutput("nsis", scratch, written, ()), version_dir, release=False)
     assert [(f["path"], f["target"]) for f in nsis["files"]] == [
         ("packaging/nsis/installer.exe", "windows-x86_64"),
         ("packaging/nsis/installer.nsi", "windows-x86_64"),

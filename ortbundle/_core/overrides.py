@@ -46,6 +46,7 @@ _NSIS_VARIABLES = (
     *("optional", "log_name", "machine_test", "machine_message", "target"),
     *("required_intro", "required_outro"),
     *("optional_intro", "min_windows", "per_machine_text", "upgrade_detail", "upgrade_failed"),
+    "compressor",  # {"command": SetCompressor's argument, "dictionary_mib": None or MiB}
     *("in_use_checks", "in_use_message"),
 )
 _APK_VARIABLES = (

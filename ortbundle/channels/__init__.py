@@ -107,6 +107,17 @@ class PackageInput:
     # the OpenPGP key that signs the .deb, the .rpm and the Arch source (channels/openpgp.py);
     # None: they are unsigned
     openpgp: OpenPgpKey | None = None
+    # a release build: each packager compresses as data/packagers.toml says for a release
+    # (the smallest output); a development build may trade size for time
+    release: bool = False
+
+
+@dataclass(frozen=True)
+class PackageTime:
+    """How long one target's packager ran (wall time, seconds): where a build's time goes."""
+
+    target: str
+    seconds: float
 
 
 @dataclass(frozen=True)
@@ -118,6 +129,7 @@ class ChannelOutput:
     digests: Mapping[str, str] = field(default_factory=dict)  # file name -> SHA-256 if known
     # file name (as `digests`) -> who signed it: its certificate's "subject" and "sha256"
     signers: Mapping[str, Mapping[str, str]] = field(default_factory=dict)
+    times: tuple[PackageTime, ...] = ()  # per target, in the channel's target order
 
 
 class Channel(Protocol):

@@ -24,7 +24,13 @@ from typing import Any
 from ortbundle._core.errors import ConfigError, OrtbundleError
 from ortbundle._core.fsio import atomic_write
 from ortbundle._core.templating import render
-from ortbundle.channels import CHANNEL_TARGETS, ChannelOutput, PackageInput, render_dependency
+from ortbundle.channels import (
+    CHANNEL_TARGETS,
+    ChannelOutput,
+    PackageInput,
+    package_directory,
+    render_dependency,
+)
 from ortbundle.channels.openpgp import detach_sign
 from ortbundle.channels.tarball import write_stage_tarball
 from ortbundle.config.externals import constraints, snippet
@@ -107,7 +113,10 @@ class ArchChannel:
             lib_entries, addon_notes = _addon_entries(lib_entries, package.addon_of)
 
         out.mkdir(parents=True, exist_ok=True)
-        if any(out.iterdir()):
+        # the channel's further targets write their own subdirectories (package_directory), at
+        # the same time as this one: those are not in the way
+        theirs = {package_directory(self.name, t) for t in CHANNEL_TARGETS[self.name]} - {""}
+        if any(p.name not in theirs or not p.is_dir() for p in out.iterdir()):
             raise OrtbundleError(
                 "the Arch packaging directory is not empty",
                 component=_COMPONENT,

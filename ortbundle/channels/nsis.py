@@ -83,6 +83,7 @@ from ortbundle.channels.authenticode import (
     signed_by,
 )
 from ortbundle.channels.output_cache import input_key, memoized
+from ortbundle.channels.packagers import compression
 from ortbundle.config.targets import get_target
 from ortbundle.licensing.attribution import ShippedFile
 from ortbundle.stage.binaries.baseline import version_key, windows_name
@@ -346,6 +347,28 @@ def _check_finalize(makensis: str, version: str, package: PackageInput) -> None:
         )
 
 
+_COMPRESSOR = re.compile(r"(/SOLID )?(/FINAL )?(zlib|bzip2|lzma)")
+
+
+def _compressor(release: bool) -> dict[str, Any]:
+    """SetCompressor's argument (and LZMA's dictionary in MiB, if set) for this kind of build:
+    a release the smallest installer, a development build a faster one (the summary says so)."""
+    settings = compression("nsis", release)
+    compressor = settings.get("compressor", "/SOLID lzma")
+    dictionary = settings.get("dictionary_mib")
+    if not isinstance(compressor, str) or not _COMPRESSOR.fullmatch(compressor):
+        raise ConfigError(
+            f"nsis compressor {compressor!r} is not one makensis knows",
+            file="ortbundle/data/packagers.toml",
+        )
+    if dictionary is not None and (not isinstance(dictionary, int) or not 1 <= dictionary <= 1024):
+        raise ConfigError(
+            "nsis dictionary_mib must be a whole number of MiB, 1 to 1024",
+            file="ortbundle/data/packagers.toml",
+        )
+    return {"command": compressor, "dictionary_mib": dictionary}
+
+
 def _verify_stage(package: PackageInput) -> None:
     """Each listed file must still be the regular file of that size and SHA-256 the build staged."""
     for shipped in package.files:
@@ -404,6 +427,8 @@ def _context(package: PackageInput, out: Path) -> dict[str, Any]:
         "uninstaller": uninstaller,
         "addon": _addon(package, display_name),
         "estimated_kib": (sum(f.size for f in package.files) + 1023) // 1024,
+        # data/packagers.toml's, for this kind of build: constant words, never copied input
+        "compressor": _compressor(package.release),
         "directories": directories,
         "uninstall_files": [_win(p) for p in paths],
         "uninstall_dirs": [_win(PurePosixPath(d)) for d in uninstall_dirs],

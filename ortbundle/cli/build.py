@@ -78,13 +78,15 @@ def run_build(
             _print_up_to_date(result.up_to_date, verbose=verbose, as_json=as_json)
             return
         from ortbundle.pipeline.result import summary_document
-        from ortbundle.pipeline.summary import read_summary, summary_lines
+        from ortbundle.pipeline.summary import package_time_lines, read_summary, summary_lines
 
         document = read_summary(result.version_dir) or summary_document(
             result, reporter.phases, release=options.release
         )
         if verbose:
             print_details(reporter, result)
+            for line in package_time_lines(document):
+                reporter.line(line)
         for line in result.warnings:  # the build's own: a Python caller has them too
             reporter.line(line)
         for line in summary_lines(document):

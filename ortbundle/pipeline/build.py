@@ -202,7 +202,7 @@ def _build_locked(
         packages: tuple[ChannelOutput, ...] = ()
         if all(a.passed for a in audits) or not options.release:
             reporter.begin("channels")
-            packages = _package(plan, staged, prepared, options.workers, scratch, openpgp)
+            packages = _package(plan, staged, prepared, options, scratch, openpgp)
             reporter.done(
                 f"{plural(len(packages), 'channel')}: {', '.join(p.channel for p in packages)}"
             )
@@ -308,7 +308,7 @@ def _package(
     plan: Plan,
     staged: Sequence[TargetResult],
     prepared: PreparedBuild,
-    workers: int,
+    options: BuildOptions,
     scratch: Path,
     openpgp: OpenPgpKey | None = None,
 ) -> tuple[ChannelOutput, ...]:
@@ -327,10 +327,12 @@ def _package(
             prepared.memo,  # off for a release: every package and SBOM is produced afresh
             plan.templates,
             openpgp,
+            release=options.release,
         )
         for t in staged
     }
-    packages = tuple(generate_all(plan.product.channels, inputs, scratch / "packaging", workers))
+    packaging = scratch / "packaging"
+    packages = tuple(generate_all(plan.product.channels, inputs, packaging, options.workers))
     unsigned = [
         p.channel
         for p in packages

@@ -13,6 +13,7 @@ if TYPE_CHECKING:
     from ortbundle._core.progress import Phase
 
 import json
+import sys
 from collections import Counter
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
@@ -23,6 +24,7 @@ from ortbundle._core.fsio import atomic_write
 from ortbundle._core.repairs import Repair
 from ortbundle._core.version import __version__
 from ortbundle.channels import ChannelOutput
+from ortbundle.channels.packagers import development_compression
 from ortbundle.config.plan import (
     Plan,
 )
@@ -138,8 +140,9 @@ def summary_document(
         "phases": [
             {"name": p.name, "seconds": round(p.seconds, 3), "detail": p.detail} for p in phases
         ],
+        "memory": _peaks(),
         "targets": targets,
-        "packages": [_package(p, result.version_dir) for p in result.packages],
+        "packages": [_package(p, result.version_dir, release) for p in result.packages],
         "audit": audit_groups(result.audits),
         "signature": {
             "signed": signed,
@@ -154,6 +157,25 @@ def summary_document(
             "packaging": "packaging",
             "summary": SUMMARY_NAME,
         },
+    }
+
+
+def _peaks() -> dict[str, float]:
+    """The build's peak memory so far: this process's, and a bound on the largest of the tools
+    it ran (a child's ru_maxrss includes the parent's resident set it shared until exec). Linux
+    and macOS report ru_maxrss in KiB and bytes; Windows has no resource module."""
+    try:
+        import resource
+    except ImportError:  # Windows
+        return {"ortbundle_peak_mib": 0.0, "tools_peak_mib": 0.0}
+    unit = 1 if sys.platform == "darwin" else 1024
+
+    def peak(who: int) -> float:
+        return round(resource.getrusage(who).ru_maxrss * unit / (1 << 20), 1)
+
+    return {
+        "ortbundle_peak_mib": peak(resource.RUSAGE_SELF),
+        "tools_peak_mib": peak(resource.RUSAGE_CHILDREN),
     }
 
 
@@ -175,9 +197,10 @@ def requirement_groups(externals: Iterable[ExternalLibrary]) -> list[dict[str, A
     ]
 
 
-def _package(package: Any, version_dir: Path) -> dict[str, Any]:
+def _package(package: ChannelOutput, version_dir: Path, release: bool) -> dict[str, Any]:
     """A channel's files where they were published (the channel wrote them in the scratch copy
-    of the version directory, which then took its place)."""
+    of the version directory, which then took its place), how long its packager took per
+    target, and a development build's faster compression where a release's differs."""
 
     directory = version_dir / "packaging" / package.channel
     files = []
@@ -201,6 +224,8 @@ def _package(package: Any, version_dir: Path) -> dict[str, Any]:
         "files": files,
         "bytes": sum(f["bytes"] for f in files),
         "notes": list(package.notes),
+        "times": [{"target": t.target, "seconds": round(t.seconds, 3)} for t in package.times],
+        "compression": None if release else development_compression(package.channel),
     }
 
 

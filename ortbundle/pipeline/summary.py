@@ -105,6 +105,15 @@ def summary_lines(document: Mapping[str, Any], *, short: bool = False) -> list[s
         f"template {t['file']} replaced the built-in {t['template']}"
         for t in document.get("plan", {}).get("templates", [])
     ]
+    faster = [
+        f"{p['channel']} {p['compression']}" for p in document["packages"] if p.get("compression")
+    ]
+    if faster and not short:  # an older summary has no "compression": nothing to say
+        lines.append(
+            "development build: packages compressed for speed, not size ("
+            + "; ".join(faster)
+            + "); invoke build --release for the smallest"
+        )
     signature = document["signature"]
     if signature["signed"]:
         lines.append(
@@ -213,3 +222,24 @@ def _audit_lines(audit: Mapping[str, Any], product: str) -> list[str]:
 
 
 # --- the detail tables of --verbose -----------------------------------------------------------
+
+
+def package_time_lines(document: Mapping[str, Any]) -> list[str]:
+    """--verbose: where the package phase's time went, per channel and target, the longest
+    first (the packagers run side by side: the phase lasts about as long as the longest), and
+    the build's peak memory, ours beside the external tools'."""
+    times = [
+        (t["seconds"], p["channel"], t["target"])
+        for p in document["packages"]
+        for t in p.get("times", ())  # a summary written before the key existed has none
+    ]
+    lines = []
+    if times:
+        lines.append(f"package times ({len(times)} packages, longest first):")
+        lines += [f"  {c} {t}: {s:.1f} s" for s, c, t in sorted(times, key=lambda x: -x[0])]
+    if memory := document.get("memory"):  # absent in a summary written before it was recorded
+        lines.append(
+            f"peak memory: ortbundle {memory['ortbundle_peak_mib']:.0f} MiB, the largest "
+            f"external tool at most {memory['tools_peak_mib']:.0f} MiB"
+        )
+    return lines

@@ -11,12 +11,13 @@ is read back and refused unless it is what was asked for.
 
 from __future__ import annotations
 
-import io
 import os
 import struct
+import subprocess
+import sys
 from collections.abc import Iterable
 from pathlib import Path
-from typing import Any
+from typing import BinaryIO
 
 import apple_platform
 
@@ -28,13 +29,15 @@ from ortbundle.stage.binaries.info import BinaryInfo, sniff_format
 from ortbundle.stage.binaries.macho import (
     ARM64,
     DYLIBS,
+    FAT_HEADER_BYTES,
     HEADER_64,
     LC_ID_DYLIB,
     LC_RPATH,
+    Slice,
+    arm64_range,
     first_section_offset,
     inspect_macho,
     read_slice,
-    thin_arm64,
 )
 
 RPATH = "@rpath/"
@@ -42,15 +45,50 @@ LOADER_PATH = "@loader_path"
 EXECUTABLE_PATH = "@executable_path"
 # an ad-hoc signature has no CMS blob; apple-codesign's verifier reports its absence as this
 _NO_CMS = "CMS error: missing further values"
+_CHUNK = 1 << 20
 
 
-def _sign_options(signer: CodeSigner) -> dict[str, Any]:
-    """apple-codesign's arguments: none for ad-hoc; the .p12 identity, without a timestamp
-    server (a build does not talk to one; notarization stamps the submission)."""
-    if signer.p12 is None:
-        return {}
-    key = apple_platform.P12Key(path=str(signer.p12), password=signer.password)
-    return {"signer": apple_platform.Signer(p12=key), "timestamp_url": "none"}
+# The signer runs in a child process: apple-codesign holds about three copies of the file it
+# signs (a 35 MB core: ~105 MiB), which beside the other targets' staging threads took the build
+# past 200 MiB. The child is ours too, and stays far below that on its own.
+_SIGN_CHILD = r"""
+import os, sys
+import apple_platform
+path, identifier = sys.argv[1:3]
+options = {}
+p12 = os.environ.get("ORTBUNDLE_SIGN_CHILD_P12")
+if p12:  # no timestamp server: a build does not talk to one; notarization stamps it
+    key = apple_platform.P12Key(
+        path=p12, password=os.environ.get("ORTBUNDLE_SIGN_CHILD_PASSWORD", "")
+    )
+    options = {"signer": apple_platform.Signer(p12=key), "timestamp_url": "none"}
+try:
+    apple_platform.sign(path, binary_identifier=identifier, **options)
+except apple_platform.ApplePlatformError as exc:
+    print(exc, file=sys.stderr)
+    sys.exit(3)
+"""
+
+
+def _sign(path: Path, install_id: str, signer: CodeSigner) -> str | None:
+    """Sign `path` in place (ad-hoc, or with the .p12 identity) in a child process; what the
+    signer said when it refused, else None. The password goes by the environment, not argv."""
+    env = dict(os.environ)
+    if signer.p12 is not None:
+        env["ORTBUNDLE_SIGN_CHILD_P12"] = str(signer.p12)
+        env["ORTBUNDLE_SIGN_CHILD_PASSWORD"] = signer.password
+    done = subprocess.run(
+        [sys.executable, "-c", _SIGN_CHILD, str(path), install_id],
+        env=env,
+        capture_output=True,
+        text=True,
+        check=False,
+    )
+    if done.returncode == 0:
+        return None
+    return (
+        done.stderr.strip().splitlines()[-1] if done.stderr.strip() else f"exit {done.returncode}"
+    )
 
 
 def wanted_name(install_name: str) -> str:
@@ -65,23 +103,31 @@ def fix_dylib(path: Path, *, install_id: str, label: str, signer: CodeSigner) ->
     """Rewrite the dylib at `path` in place (arm64 slice; id `@rpath/<install_id>`; bundled
     dependencies `@rpath/<file>`; rpath `@loader_path`), sign it, and return what it now says
     of itself — refused unless that is exactly the layout asked for."""
-    data = path.read_bytes()
-    thin = thin_arm64(data)
-    if thin is not None:
-        data = thin
     try:
-        rewritten = _rewritten(data, install_id)
+        with path.open("rb") as source:
+            offset, size = _arm64_slice(source, path.stat().st_size)
+            image = read_slice(source, offset, size)
+            ncmds, sizeofcmds, header = _rewritten_header(image, install_id)
+            # streamed: the slice is copied in chunks and only its header is patched, so a
+            # 35 MB core is never held in memory (a build stays under 200 MiB)
+            with atomic_output(path, mode=0o644) as tmp, tmp.open("wb") as out:
+                source.seek(offset)
+                left = size
+                while left and (chunk := source.read(min(_CHUNK, left))):
+                    out.write(chunk)
+                    left -= len(chunk)
+                if left:
+                    raise ValueError("the slice runs past the end of the file")
+                out.seek(16)
+                out.write(struct.pack("<II", ncmds, sizeofcmds))
+                out.seek(HEADER_64.size)
+                out.write(header)
     except (ValueError, struct.error) as exc:  # a name that is not text, a count past the end
         raise _cannot(label, f"cannot be rewritten ({type(exc).__name__}: {exc})") from None
-    del data, thin  # a 35 MB core is held once at a time: a build stays under 200 MiB
-    with atomic_output(path, mode=0o644) as tmp:
-        tmp.write_bytes(rewritten)
-    del rewritten
-    try:  # in place: apple-codesign reads and writes the file, Python holds no copy
-        apple_platform.sign(path, binary_identifier=install_id, **_sign_options(signer))
-    except apple_platform.ApplePlatformError as exc:
+    refused = _sign(path, install_id, signer)  # in place, in a child (see _SIGN_CHILD)
+    if refused is not None:
         raise BinaryError(
-            f"{label} could not be signed {signer.describe}: {exc}",
+            f"{label} could not be signed {signer.describe}: {refused}",
             file=label,
             fix="check the identity's .p12 and password (ORTBUNDLE_CODESIGN_P12, "
             "ORTBUNDLE_CODESIGN_P12_PASSWORD), or unset them to sign ad-hoc",
@@ -102,11 +148,21 @@ def _lc_str(cmd: int, fixed: bytes, text: str) -> bytes:
     return struct.pack("<II", cmd, size) + fixed + raw + b"\0" * (size - head - len(raw))
 
 
-def _rewritten(data: bytes, install_id: str) -> bytearray:
-    """The thin dylib's bytes with its id, dependencies and rpaths rewritten in the load
-    commands' area, as install_name_tool does: nothing else moves. The area may grow into the
-    padding before the first section (ld64's -headerpad); a dylib without room is refused."""
-    image = read_slice(io.BytesIO(data), 0, len(data))
+def _arm64_slice(stream: BinaryIO, size: int) -> tuple[int, int]:
+    """(offset, size) of the arm64 slice a fat file holds, else of the whole file (what
+    thin_arm64 cuts out, found from the fat header alone)."""
+    head = stream.read(FAT_HEADER_BYTES)
+    thin = arm64_range(head, size)
+    return thin if thin is not None else (0, size)
+
+
+def _rewritten_header(image: Slice, install_id: str) -> tuple[int, int, bytes]:
+    """The thin dylib's new load-command count and size, and the bytes from the end of its
+    header on:
+    its id, dependencies and rpaths rewritten in the load commands' area, as install_name_tool
+    does: nothing else moves. The area may grow into the padding before the first section
+    (ld64's -headerpad); a dylib without room is refused. A shorter area is padded with zeros
+    over the old one's end."""
     if image.bits != 64:
         raise ValueError("not a 64-bit Mach-O image")
     commands: list[bytes] = []
@@ -132,11 +188,7 @@ def _rewritten(data: bytes, install_id: str) -> bytearray:
         raise ValueError(
             f"the rewritten load commands need {len(area)} bytes, the header has room for {room}"
         )
-    out = bytearray(data)
-    struct.pack_into("<II", out, 16, len(commands), len(area))  # ncmds, sizeofcmds
-    end = HEADER_64.size + max(len(area), old)
-    out[HEADER_64.size : end] = area + b"\0" * (end - HEADER_64.size - len(area))
-    return out
+    return len(commands), len(area), area + b"\0" * (max(len(area), old) - len(area))
 
 
 def _cannot(label: str, what: str) -> BinaryError:

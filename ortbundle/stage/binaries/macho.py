@@ -59,6 +59,7 @@ _N_EXT = 0x01
 _N_SECT = 0x0E
 _N_UNDF = 0x00
 _MAX_SLICES = 64
+FAT_HEADER_BYTES = 8 + _MAX_SLICES * _FAT_ARCH.size  # every slice entry a fat header may list
 _MAX_SYMBOLS = 1 << 22  # a real library has tens of thousands; a corrupt count must not spin
 
 
@@ -362,14 +363,22 @@ def imported_symbols(path: Path) -> tuple[tuple[str, ...], bytes]:
 def thin_arm64(data: bytes) -> bytes | None:
     """The arm64 slice of a fat file's bytes; None when `data` is not a fat file or has no
     arm64 slice. A slice is a complete Mach-O file: cutting it out is what `lipo -thin` does."""
-    if len(data) < 8 or struct.unpack_from(">I", data)[0] != _FAT_MAGIC:
+    found = arm64_range(data, len(data))
+    return None if found is None else data[found[0] : found[0] + found[1]]
+
+
+def arm64_range(head: bytes, total: int) -> tuple[int, int] | None:
+    """(offset, size) of the arm64 slice of a fat file of `total` bytes, from its first bytes
+    (`head`: FAT_HEADER_BYTES are enough); None when it is not a fat file or has no arm64 slice
+    inside the file."""
+    if len(head) < 8 or struct.unpack_from(">I", head)[0] != _FAT_MAGIC:
         return None
-    (count,) = struct.unpack_from(">I", data, 4)
+    (count,) = struct.unpack_from(">I", head, 4)
     for index in range(min(count, _MAX_SLICES)):
         at = 8 + index * _FAT_ARCH.size
-        if at + _FAT_ARCH.size > len(data):
+        if at + _FAT_ARCH.size > len(head):
             return None
-        cputype, _sub, offset, size, _align = _FAT_ARCH.unpack_from(data, at)
-        if cputype == _CPU_ARM64 and offset + size <= len(data):
-            return data[offset : offset + size]
+        cputype, _sub, offset, size, _align = _FAT_ARCH.unpack_from(head, at)
+        if cputype == _CPU_ARM64 and offset + size <= total:
+            return offset, size
     return None
