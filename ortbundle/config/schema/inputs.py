@@ -23,6 +23,29 @@ from ortbundle.config.schema.shared import (
 
 # --- sources ----------------------------------------------------------------------------------
 
+BUILD = Table(
+    "[sources.<id>.build]",
+    "A binary built from source: which of the recipe's sources are its corresponding source "
+    "(fetched and SHA-256-checked like any source, recorded in the manifest, the SBOM and the "
+    "provenance, and shipped under sources/ when its licence asks for it), and the build that "
+    "made it.",
+    (
+        texts(
+            "sources",
+            "ids of this recipe's [sources] that are the source archives it was built from",
+            True,
+            nonempty=True,
+            ref="sources",
+        ),
+        text("command", "the build command, as run (the CMake configure and build)", True),
+        text("toolchain", "the compiler and target it was built with", True),
+        text("ort_headers", "the ONNX Runtime header version it was compiled against"),
+    ),
+    example='[sources.ep-linux-aarch64.build]\nsources = ["ort-rocket", "rocket-userspace"]\n'
+    'command = "cmake -S ort-rocket -B build && cmake --build build"\n'
+    'toolchain = "aarch64-linux-gnu-gcc 14"\nort_headers = "1.24.4"',
+)
+
 SOURCE = Table(
     "[sources.<id>]",
     "One pinned upstream artifact.",
@@ -86,6 +109,12 @@ SOURCE = Table(
             default="[]",
         ),
         text("stale_record", "why the wheel's RECORD digests are not checked"),
+        table(
+            "build",
+            BUILD,
+            "this artifact was built from source (by the release engineer's CI): the pinned "
+            "source archives it was built from and how",
+        ),
     ),
     one_of=("pypi", "maven", "npm", "url", "path"),
     example='[sources.ort-linux]\npypi = { project = "onnxruntime", version = "1.32.0", '
