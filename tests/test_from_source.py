@@ -18,25 +18,7 @@ from ortbundle.evidence.names import MANIFEST_NAME, PROVENANCE_NAME, SBOM_NAME
 from ortbundle.pipeline.build import build
 from ortbundle.pipeline.result import BuildResult
 from tests.helpers.project import FakeProject
-from tests.helpers.source_archives import build_table, write_source_tarball
-
-ARCHIVES = {"ort-rocket": "third_party/ort-rocket.tar.gz", "userspace": "third_party/us.tar.gz"}
-
-
-def pin_sources(fake: FakeProject, archives: dict[str, str] = ARCHIVES) -> dict[str, str]:
-    """Write the source archives into the project and pin them as the linux wheel's sources."""
-    sha256 = {
-        sid: write_source_tarball(
-            fake.root / path, sid, {"CMakeLists.txt": f"project({sid})\n".encode()}
-        )
-        for sid, path in archives.items()
-    }
-    recipe = fake.root / "recipes" / "fake.toml"
-    text = recipe.read_text()
-    head, tail = text.split("[targets.linux-x86_64]", 1)
-    extra = build_table("linux", archives, sha256)
-    recipe.write_text(f"{head}{extra}[targets.linux-x86_64]{tail}")
-    return sha256
+from tests.helpers.source_archives import ARCHIVES, pin_sources
 
 
 @pytest.fixture

@@ -44,6 +44,7 @@ from ortbundle.evidence.signing import SecretKey, sign
 from ortbundle.licensing.attribution import TargetLicensing, licensing_to_json
 from ortbundle.licensing.audit import ChannelAudit, report_json
 from ortbundle.licensing.file_findings import ShippedEvidence
+from ortbundle.licensing.obligations import shipped_sources
 
 MANIFEST_SCHEMA = "ortbundle.manifest/1"
 # Files beside the manifest that it cannot list: itself, its signature, the provenance over it,
@@ -228,6 +229,7 @@ def cached_sbom_json(
     artifacts: Mapping[str, InputInfo],
     epoch: int,
     requirements: Mapping[str, Mapping[str, Any]] | None = None,
+    shipped_sources: Mapping[str, Sequence[tuple[str, str]]] | None = None,
 ) -> str:
     """sbom_json, kept under the build's `memo` by everything it is made from (and the tool's
     code): the CycloneDX library alone costs a warm build 60 ms to import."""
@@ -239,10 +241,12 @@ def cached_sbom_json(
         *(licensing_to_json(tl) for tl in licensing),
         *sorted(f"{sha}:{info.url}:{info.size}" for sha, info in artifacts.items()),
     ]
+    if shipped_sources:  # (absent: the key of a build without them is as it was)
+        parts.append(json.dumps(shipped_sources, sort_keys=True))
     return memo.remembered_text(
         "sbom",
         parts,
-        lambda: sbom_json(product, licensing, artifacts, epoch, requirements),
+        lambda: sbom_json(product, licensing, artifacts, epoch, requirements, shipped_sources),
         suffix=".json",
     )
 
@@ -613,6 +617,7 @@ def write_evidence(
             inputs,
             epoch,
             read_requirements_models(version_dir, licensing),
+            shipped_sources(version_dir, licensing),
         ),
         "utf-8",
     )

@@ -31,6 +31,7 @@ from ortbundle.config.schema import check_document, display_name
 from ortbundle.config.vocabulary import VERDICTS
 from ortbundle.licensing.attribution import ComponentUse, TargetLicensing
 from ortbundle.licensing.claims import Claims, judge_claims
+from ortbundle.licensing.obligations import is_model, obliging_ids
 from ortbundle.licensing.spdx import NotAnExpression, Tree, facts
 from ortbundle.licensing.waivers import CoveredFile, WaiverUse, use_of
 
@@ -54,6 +55,10 @@ class ChannelPolicy:
     # the product's [policy] overlay (config/policy_overlay.py), consulted before the lists
     # above; only this policy's own refusals come first
     first: tuple[tuple[Verdict, tuple[str, ...]], ...] = ()
+    # [obligations]: licences whose binaries ship with their corresponding source (the whole
+    # work's, or the covered files' only), on every channel
+    source: tuple[str, ...] = ()
+    source_files: tuple[str, ...] = ()
 
     def covers(self, target: str) -> bool:
         return any(fnmatch.fnmatchcase(target, glob) for glob in self.targets)
@@ -90,6 +95,8 @@ class Policy:
     path: Path
     channels: dict[str, ChannelPolicy]
     sets: dict[str, tuple[str, ...]] = field(default_factory=dict)  # expanded
+    source: tuple[str, ...] = ()  # [obligations]: as ChannelPolicy's, expanded
+    source_files: tuple[str, ...] = ()
 
     def channel(self, name: str) -> ChannelPolicy:
         if name not in self.channels:
@@ -128,6 +135,9 @@ def load_policy(path: Path) -> Policy:
                 out.append(value)
         return tuple(out)
 
+    obligations = data.get("obligations", {})
+    source = expand(obligations.get("source", []), "obligations.source")
+    source_files = expand(obligations.get("source_files", []), "obligations.source_files")
     channels: dict[str, ChannelPolicy] = {}
     for name, table in data.get("channels", {}).items():
         channels[name] = ChannelPolicy(
@@ -137,9 +147,13 @@ def load_policy(path: Path) -> Policy:
             review=expand(table.get("review", []), f"channels.{name}.review"),
             refuse=expand(table.get("refuse", []), f"channels.{name}.refuse"),
             unknown=table.get("unknown", "review"),
+            source=source,
+            source_files=source_files,
         )
     expanded = {name: expand(sets[name], f"sets.{name}", (name,)) for name in sets}
-    return Policy(path=path, channels=channels, sets=expanded)
+    return Policy(
+        path=path, channels=channels, sets=expanded, source=source, source_files=source_files
+    )
 
 
 @dataclass(frozen=True)
@@ -271,11 +285,15 @@ def _audit_component(
     own_files = [(t, f.path) for t, c in uses for f in c.files if f.link_to is None]
     text_present = all(c.has_text for _, c in uses)
     problems = _policy_problems(policy, expression, verdict, uses, text_present)
+    unsourced = _source_problem(policy, name, uses)
+    problems += unsourced
     claims = judge_claims(name, uses, lambda e: policy.evaluate(e, memo) == "allow", today)
     problems += claims.open
     waived = _match_waivers(relevant, own_files, expression, memo)
     problems += waived.problems
-    status = _status(verdict, problems, waived.covers(own_files), text_present)
+    # no waiver stands in for the corresponding source a licence asks to ship with the binary
+    covered = waived.covers(own_files) and not unsourced
+    status = _status(verdict, problems, covered, text_present)
     shipped = [
         CoveredFile(t, f.path, f.sha256) for t, c in uses for f in c.files if f.link_to is None
     ]
@@ -320,6 +338,23 @@ def _policy_problems(
     if verdict == "review":
         problems.append(f"licence {expression} needs review on the {policy.name} channel")
     return problems
+
+
+def _source_problem(policy: ChannelPolicy, name: str, uses: list[_Use]) -> list[str]:
+    """A component whose licence requires its source with the binary (GPL, LGPL, AGPL; MPL
+    for its own files) and whose recipe pins no source archives for what it ships."""
+    globs = (*policy.source, *policy.source_files)
+    obliged = [(t, c) for t, c in uses if not is_model(c) and obliging_ids(c.expression, globs)]
+    obliging = sorted({i for _, c in obliged for i in obliging_ids(c.expression, globs)})
+    unsourced = sorted({t for t, c in obliged if not any(s.build for s in c.sources)})
+    if not unsourced:
+        return []
+    rule = uses[0][1].rule or "its recipe"
+    return [
+        f"{name} is {', '.join(obliging)}, which requires its corresponding source with the "
+        f"binary, and no source is pinned for it ({', '.join(unsourced)}): add "
+        f"[sources.<id>.build] naming its source archives to {rule}"
+    ]
 
 
 @dataclass(frozen=True)

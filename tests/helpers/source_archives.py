@@ -7,8 +7,12 @@ import gzip
 import io
 import tarfile
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from tests.helpers.wheels import sha256_of
+
+if TYPE_CHECKING:
+    from tests.helpers.project import FakeProject
 
 
 def write_source_tarball(path: Path, top: str, files: dict[str, bytes]) -> str:
@@ -41,3 +45,22 @@ def build_table(source: str, archives: dict[str, str], sha256: dict[str, str]) -
     for sid, path in archives.items():
         lines += [f"[sources.{sid}]", f'path = "{path}"', f'sha256 = "{sha256[sid]}"', ""]
     return "\n".join(lines) + "\n"
+
+
+ARCHIVES = {"ort-rocket": "third_party/ort-rocket.tar.gz", "userspace": "third_party/us.tar.gz"}
+
+
+def pin_sources(fake: FakeProject, archives: dict[str, str] = ARCHIVES) -> dict[str, str]:
+    """Write the source archives into the project and pin them as the linux wheel's sources."""
+    sha256 = {
+        sid: write_source_tarball(
+            fake.root / path, sid, {"CMakeLists.txt": f"project({sid})\n".encode()}
+        )
+        for sid, path in archives.items()
+    }
+    recipe = fake.root / "recipes" / "fake.toml"
+    text = recipe.read_text()
+    head, tail = text.split("[targets.linux-x86_64]", 1)
+    extra = build_table("linux", archives, sha256)
+    recipe.write_text(f"{head}{extra}[targets.linux-x86_64]{tail}")
+    return sha256

@@ -60,12 +60,40 @@ POLICY_KEYS = (
     ),
 )
 
+OBLIGATIONS = table(
+    "obligations",
+    Table(
+        "[obligations]",
+        "What a licence asks of whoever ships its binaries, on every channel. A component "
+        "under one of these ships its corresponding source beside the packages "
+        "(dist/<product>/<version>/sources/), with a written offer in the NOTICE; a release "
+        "refuses one whose recipe pins no source archives ([sources.<id>.build]), and no "
+        "waiver stands in for them.",
+        (
+            texts(
+                "source",
+                "licence id globs (@set allowed) whose binaries ship with the whole work's "
+                "corresponding source (GPL, LGPL, AGPL)",
+                default="[]",
+            ),
+            texts(
+                "source_files",
+                "licence id globs whose binaries ship with the source of the covered files "
+                "(file-level copyleft: MPL)",
+                default="[]",
+            ),
+        ),
+    ),
+    "source obligations",
+    default="{}",
+)
+
 POLICY = FileSchema(
     "policy",
     "Licence policy",
     "licenses/policy.toml",
     "Per packaging channel, which licences ship, need review or are refused.",
-    Table("top level", "", POLICY_KEYS),
+    Table("top level", "", (*POLICY_KEYS, OBLIGATIONS)),
 )
 
 # --- product manifests ----------------------------------------------------------------------
