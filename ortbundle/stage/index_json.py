@@ -64,6 +64,13 @@ def plugin_entry(recipe: Recipe, staged: StagedRuntime) -> dict[str, Any]:
         "version": recipe.version,
         "providers": list(recipe.providers_for(staged.target)),
         "soc_families": list(recipe.soc_families),
+        # an NPU plugin's device and its sessions' options: only where the recipe states them
+        **({"device": recipe.device.as_json()} if recipe.device else {}),
+        **(
+            {"session_options": recipe.session_options.as_json()}
+            if recipe.session_options.as_json()
+            else {}
+        ),
     }
 
 

@@ -299,6 +299,50 @@ TARGET = Table(
     ),
 )
 
+DEVICE = Table(
+    "device = { … }",
+    "The device a plugin EP drives that the loader must find before it takes the EP's rung: "
+    "an NPU behind /dev/accel (kind accel) of a kernel driver, on the boards named. The "
+    "system requirement it states ('Linux with the <driver> accel driver') is in every output.",
+    (
+        text("kind", "what it is: accel (/dev/accel/accel*)", True, choices=C.DEVICE_KINDS),
+        text(
+            "driver",
+            "the kernel driver of its /dev/accel node (/sys/class/accel/accel*/device/driver)",
+            True,
+            pattern=LOWER,
+        ),
+        texts(
+            "compatible",
+            "device-tree compatible strings of the boards it runs on (any of them)",
+            default="[]",
+        ),
+    ),
+)
+
+SESSION_OPTIONS = Table(
+    "[component.session_options]",
+    "The session options the EP needs, carried in runtimes.json to the application with the "
+    "loader's choice.",
+    (
+        text(
+            "graph_optimization_level",
+            "the level its sessions must run at",
+            choices=C.GRAPH_OPTIMIZATION_LEVELS,
+        ),
+        table(
+            "config",
+            Table(
+                "config = { … }",
+                "Session configuration entries (AddSessionConfigEntry), key = value.",
+                entries=text("<key>", "its value"),
+            ),
+            'session configuration entries: "session.intra_op.allow_spinning" = "0"',
+            default="{}",
+        ),
+    ),
+)
+
 COMPONENT = Table(
     "[component]",
     "What the component is.",
@@ -338,6 +382,18 @@ COMPONENT = Table(
             "min_core",
             "the oldest ONNX Runtime core it registers with",
             True,
+            when=("kind", ("plugin-ep",)),
+        ),
+        table(
+            "device",
+            DEVICE,
+            "the NPU it drives (the loader's rung for it)",
+            when=("kind", ("plugin-ep",)),
+        ),
+        table(
+            "session_options",
+            SESSION_OPTIONS,
+            "the session options its sessions need",
             when=("kind", ("plugin-ep",)),
         ),
         text(
