@@ -106,6 +106,9 @@ class Product:
         default_factory=PolicyOverlay
     )  # [policy]: over licenses/policy.toml
     addon_of: Addon | None = None  # [product] addon_of: the main product it installs beside
+    # [product] license: the application's own licence (SPDX, or LicenseRef-Proprietary); the
+    # audit judges each copyleft component against it and against how it ships; None: unstated
+    license: str | None = None
     # [custom_ops.<name>]: a custom-op library recipe -> the runtimes whose sessions register it
     custom_ops: dict[str, tuple[str, ...]] = field(default_factory=dict)
     # [uses_core.<name>]: a library using a core (GenAI) -> the runtimes it is offered beside
@@ -189,6 +192,7 @@ def load_product(path: Path) -> Product:
         externals=read_externals(top),
         policy=read_policy(top),
         addon_of=_addon(product, name),
+        license=product.opt_text("license"),
     )
 
 

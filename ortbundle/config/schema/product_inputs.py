@@ -77,6 +77,14 @@ OBLIGATIONS = table(
                 default="[]",
             ),
             texts(
+                "combined",
+                "licence id globs whose code, loaded into the application's process from its "
+                "main package, makes one program with it (GPL, AGPL): a product whose licence "
+                "is a LicenseRef (proprietary) is refused such a component there, and may ship "
+                "it in an add-on's own optional package",
+                default="[]",
+            ),
+            texts(
                 "source_files",
                 "licence id globs whose binaries ship with the source of the covered files "
                 "(file-level copyleft: MPL)",
@@ -119,6 +127,14 @@ PRODUCT_TABLE = Table(
             "addon_of",
             "the main product this one is an add-on of (installs into its directory)",
             pattern=NAME,
+        ),
+        text(
+            "license",
+            "the application's own licence: an SPDX expression, or LicenseRef-Proprietary. The "
+            "audit judges each component under a licence the policy's [obligations] combined "
+            "names against it: in a main package (loaded into the application's process) a "
+            "proprietary product is refused it; an add-on's own optional package is an "
+            "aggregate",
         ),
     ),
 )
