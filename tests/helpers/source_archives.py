@@ -26,7 +26,7 @@ def write_source_tarball(path: Path, top: str, files: dict[str, bytes]) -> str:
             info.uname = info.gname = "root"
             tar.addfile(info, io.BytesIO(data))
     path.parent.mkdir(parents=True, exist_ok=True)
-    with path.open("wb") as out, gzip.GzipFile(fileobj=out, mode="wb", mtime=0) as gz:
+    with path.open("wb") as out, gzip.GzipFile(filename="", fileobj=out, mode="wb", mtime=0) as gz:
         gz.write(raw.getvalue())
     return sha256_of(path)
 
