@@ -8,7 +8,10 @@ from __future__ import annotations
 
 import hashlib
 import json
+import os
 import re
+import shutil
+import subprocess
 import tarfile
 from datetime import date, timedelta
 from pathlib import Path
@@ -22,6 +25,8 @@ from ortbundle.pipeline.build import BuildOptions, Project, build
 from ortbundle.pipeline.result import BuildResult
 from tests.helpers.rocket import binary_archive, source_archives
 from tests.helpers.synthetic_products import synthesize
+from tests.test_channel_arch import Makepkg, assert_ok, makepkg  # noqa: F401 (the fixture)
+from tests.test_channel_deb_rpm import lintian, need
 
 pytestmark = pytest.mark.tools
 PRODUCT = "darkroom-rk3588"
@@ -120,8 +125,6 @@ def test_the_index_carries_the_npu_device_and_session_options(root: Path) -> Non
 
 def variant(root: Path, name: str, change: dict[str, tuple[str, str]]) -> Path:
     """A copy of the project with `change` (file -> (old, new)) applied."""
-    import shutil
-
     copy = root / name
     if not copy.exists():
         shutil.copytree(root / "project", copy, symlinks=True)
@@ -188,3 +191,86 @@ def test_a_release_passes_with_the_review_signed_off(root: Path) -> None:
     except AuditFailed as failed:
         raise AssertionError([f for a in failed.audits for f in a.failures]) from None
     assert all(a.passed for a in result.audits)
+
+
+# --- the EP's own package: the udev rule, the system requirement, and the packagers' checks ---
+
+RULE = "usr/lib/udev/rules.d/60-darkroom-onnxruntime-ep-rocket-rocket.rules"
+REQUIREMENT = "Linux with the rocket accel driver, /dev/accel/accel*"
+
+
+@pytest.fixture(scope="module")
+def packaged(root: Path) -> BuildResult:
+    if shutil.which("nfpm") is None:
+        pytest.skip("nfpm is not installed")
+    return built(root, variant(root, "packaged", {}))
+
+
+def package_file(result: BuildResult, channel: str, suffix: str) -> Path:
+    """A channel's file where it was published."""
+    directory = result.version_dir / "packaging" / channel / "linux-aarch64"
+    return next(f for f in sorted(directory.iterdir()) if f.name.endswith(suffix))
+
+
+def test_the_deb_carries_the_rule_lintian_accepts_it(packaged: BuildResult, tmp_path: Path) -> None:
+    need("lintian", "dpkg-deb", packages="lintian dpkg")
+    deb = package_file(packaged, "deb", ".deb")
+    result = lintian(deb)
+    # the core here is tests/helpers' synthetic ELF (no stack section, no RELRO), not the
+    # wheel's: lintian's findings on it are the fixture's; everything else must pass
+    findings = [
+        line
+        for line in result.stdout.splitlines()
+        if re.match(r"[EW]: ", line) and "runtimes/stock-rk3588/" not in line
+    ]
+    assert findings == [], result.stdout
+    subprocess.run(["dpkg-deb", "-x", str(deb), str(tmp_path)], check=True)
+    rule = (tmp_path / RULE).read_text()
+    assert 'SUBSYSTEM=="accel", KERNEL=="accel*", DRIVERS=="rocket", GROUP="render"' in rule
+    info = subprocess.run(
+        ["dpkg-deb", "-f", str(deb), "Description"], capture_output=True, text=True, check=True
+    )
+    assert REQUIREMENT in " ".join(info.stdout.split())
+
+
+def test_the_rpm_carries_the_rule_rpmlint_finds_no_error(
+    packaged: BuildResult, tmp_path: Path
+) -> None:
+    need("rpm", "rpmlint", packages="rpm rpmlint")
+    rpm = package_file(packaged, "rpm", ".rpm")
+    (rpmlintrc,) = rpm.parent.glob("*.rpmlintrc")
+    result = subprocess.run(
+        ["rpmlint", "-r", str(rpmlintrc), str(rpm)], capture_output=True, text=True, check=False
+    )
+    assert " 0 errors," in result.stdout, result.stdout + result.stderr
+    if os.geteuid() != 0:
+        pytest.skip("rpm --root chroots, which needs root")
+    scratch = tmp_path / "root"
+    subprocess.run(["rpm", "--root", str(scratch), "--initdb"], check=True)
+    install = ["rpm", "--root", str(scratch), "-i", "--nodeps", "--ignorearch", str(rpm)]
+    subprocess.run(install, check=True, capture_output=True)
+    assert (scratch / RULE).is_file()
+
+
+def test_makepkg_builds_the_arch_package_with_the_rule(
+    packaged: BuildResult,
+    makepkg: Makepkg,  # noqa: F811 (tests/test_channel_arch.py's fixture, imported)
+) -> None:
+    pkgbuild = package_file(packaged, "arch", "PKGBUILD")
+    assert REQUIREMENT in pkgbuild.read_text()
+    startdir = makepkg.copy(pkgbuild.parent, "rk3588")
+    assert_ok(makepkg.run(startdir, "-f", "--nodeps", carch="aarch64"))
+    (package,) = (makepkg.root / "pkgdest").glob("darkroom-onnxruntime-ep-rocket-*.pkg.tar.*")
+    with tarfile.open(package) as tar:
+        member = tar.getmember(RULE)
+        assert (member.mode & 0o777, member.uid) == (0o644, 0)
+
+
+def test_every_output_states_the_system_requirement(packaged: BuildResult) -> None:
+    version = packaged.version_dir
+    assert REQUIREMENT in (version / "linux-aarch64" / "NOTICE").read_text()
+    fragment = next((version / "linux-aarch64").rglob("runtimes.d/*.json"))
+    (plugin,) = json.loads(fragment.read_text())["runtimes"][0]["plugin_eps"]
+    assert plugin["requires_system"] == REQUIREMENT
+    summary = json.loads((version / "build-summary.json").read_text())
+    assert REQUIREMENT in json.dumps(summary)

@@ -22,7 +22,7 @@ from pathlib import Path, PurePosixPath
 from typing import Any
 
 from ortbundle._core.errors import ConfigError, OrtbundleError
-from ortbundle._core.fsio import atomic_write
+from ortbundle._core.fsio import atomic_write, sha256_file
 from ortbundle._core.templating import render
 from ortbundle.channels import CHANNEL_TARGETS, ChannelOutput, PackageInput, render_dependency
 from ortbundle.channels.tarball import write_stage_tarball
@@ -97,6 +97,8 @@ class ArchChannel:
         pkgver, version_note = _pkgver(package.version)
         pkgrel = _pkgrel(package.settings.pkgrel)
         pkgdesc = _one_line(package.description, "description")
+        for device in package.devices:  # a kernel driver: no package relation can say it
+            pkgdesc += f" (needs {device.requirement()})"
         url = _url(package.url)
         licenses = _licenses(package.licenses)
         depends, optdepends, dep_notes = _dependencies(package)
@@ -118,6 +120,9 @@ class ArchChannel:
         tarball = out / f"{prefix}.tar.gz"
         digest = write_stage_tarball(package, tarball, prefix)
 
+        rules = package.udev_rules()
+        for name, text in rules.items():  # sources of their own, beside the tarball
+            atomic_write(out / name, text)
         scalars = {"pkgver": pkgver, "pkgrel": pkgrel, "pkgdesc": pkgdesc, "url": url}
         arrays: dict[str, Sequence[str]] = {
             "arch": (machine,),
@@ -125,8 +130,8 @@ class ArchChannel:
             "depends": depends,
             "optdepends": optdepends,
             "options": _OPTIONS,
-            "source": (tarball.name,),
-            "sha256sums": (digest,),
+            "source": (tarball.name, *rules),
+            "sha256sums": (digest, *(sha256_file(out / name) for name in rules)),
         }
         pkgbuild = render(
             "PKGBUILD.j2",
@@ -142,6 +147,7 @@ class ArchChannel:
                 "lib_entries": lib_entries,
                 "share_dirs": directories_of(e.dest for e in share_entries),
                 "share_entries": share_entries,
+                "udev_rules": sorted(rules),
             },
             {"bash": _bash_quote},
             memo=package.memo,
@@ -152,7 +158,10 @@ class ArchChannel:
         if extra is not None:
             scalars["install"] = extra.name
         atomic_write(out / ".SRCINFO", _srcinfo(pkgname, scalars, arrays))
-        extra_files = () if extra is None else (extra,)
+        extra_files = (
+            *(out / name for name in sorted(rules)),
+            *(() if extra is None else (extra,)),
+        )
         notes = (
             *version_note,
             *dep_notes,

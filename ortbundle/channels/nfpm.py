@@ -36,7 +36,7 @@ from urllib.parse import urlsplit
 
 from ortbundle._core.errors import ConfigError, OrtbundleError, PackagingError
 from ortbundle._core.fsio import atomic_write
-from ortbundle.channels import ChannelOutput, PackageInput, check_staged
+from ortbundle.channels import UDEV_RULES_DIR, ChannelOutput, PackageInput, check_staged
 from ortbundle.channels.arch import check_path, directories_of, resolve_link
 from ortbundle.channels.output_cache import input_key, memoized
 from ortbundle.config.externals import constraints, snippet
@@ -154,6 +154,7 @@ def generate(
         "contents": [
             *stage_contents(package, f"/usr/lib/{meta.name}", packager, out),
             *doc_contents(package, docs, roots),
+            *udev_contents(package, generated),
         ],
         **shape.tail,
     }
@@ -263,6 +264,11 @@ def long_description(package: PackageInput, packager: str) -> str:
         f"under /usr/lib/{name}/ with runtime_loader.py, which picks the one that fits the "
         "machine."
     )
+    for device in package.devices:  # a kernel driver: no package relation can say it
+        text += (
+            f" System requirement: {device.requirement()}; a udev rule gives the render group "
+            "access to its nodes, and without them the loader uses the CPU."
+        )
     return "\n".join(textwrap.wrap(text, _WIDTH, break_long_words=False, break_on_hyphens=False))
 
 
@@ -534,6 +540,22 @@ def doc_contents(
         if doc.kind:
             entry["type"] = doc.kind
         entries.append(entry)
+    return entries
+
+
+def udev_contents(package: PackageInput, generated: dict[str, bytes]) -> list[dict[str, Any]]:
+    """nfpm `contents` for the package's udev rules (written beside nfpm.yaml with the other
+    generated files): in udev's directory, which the package does not own."""
+    entries = []
+    for name, text in sorted(package.udev_rules().items()):
+        generated[name] = text.encode("utf-8")
+        entries.append(
+            {
+                "src": f"{GENERATED_DIR}/{name}",
+                "dst": f"{UDEV_RULES_DIR}/{name}",
+                "file_info": _info(package, 0o644),
+            }
+        )
     return entries
 
 

@@ -29,6 +29,7 @@ RPMLINT_FILTERS: tuple[tuple[str, str], ...] = (
     ("env-script-interpreter", "runtime_loader.py runs under whichever python3 the user has"),
     ("no-signature", "packages are signed when published (rpmsign), not when built"),
 )
+_LOADER = "runtime_loader.py"  # an add-on's stage has none (the main package's loader reads it)
 # Only when a shipped library keeps its symbol table (rpmlint errs on an unused filter: the
 # aarch64 wheels' libraries are stripped, the x86-64 ones are not).
 _UNSTRIPPED = ("unstripped-binary-or-object", "upstream's libraries ship byte for byte as built")
@@ -78,7 +79,13 @@ def _layout(package: PackageInput, out: Path, meta: nfpm.Metadata) -> nfpm.Layou
         note=f"{file_name}: the stage under /usr/lib/{name}/, licence texts (%license) under "
         f"{licenses}/, the SBOM under {doc}/; unsigned — sign it (rpmsign) before publishing;"
         f" run rpmlint with -r {rpmlintrc}",
-        beside={rpmlintrc: rpmlint_config(_duplicated_texts(package, docs), _unstripped(package))},
+        beside={
+            rpmlintrc: rpmlint_config(
+                _duplicated_texts(package, docs),
+                _unstripped(package),
+                loader=any(f.path == _LOADER for f in package.files),
+            )
+        },
     )
 
 
@@ -118,12 +125,13 @@ def _unstripped(package: PackageInput) -> bool:
     )
 
 
-def rpmlint_config(duplicated: bool, unstripped: bool) -> str:
-    """rpmlint's filters for this package, each with its reason (rpmlint -r <file>)."""
+def rpmlint_config(duplicated: bool, unstripped: bool, *, loader: bool = True) -> str:
+    """rpmlint's filters for this package, each with its reason (rpmlint -r <file>); the
+    loader's only where the package ships it (rpmlint errs on an unused filter)."""
     lines = ["# rpmlint filters for a bundle of upstream ONNX Runtime builds (ortbundle)."]
     wanted = (
         *((_UNSTRIPPED,) if unstripped else ()),
-        *RPMLINT_FILTERS,
+        *(f for f in RPMLINT_FILTERS if loader or f[0] != "env-script-interpreter"),
         *((_DUPLICATES,) if duplicated else ()),
     )
     for check, why in wanted:

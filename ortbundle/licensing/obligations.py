@@ -15,6 +15,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from ortbundle._core.fsio import atomic_write, sha256_file
+from ortbundle.config.recipes import Recipe
 from ortbundle.config.sources import BuildRecipe, Source
 from ortbundle.licensing.attribution import ComponentUse, TargetLicensing
 from ortbundle.licensing.spdx import NotAnExpression, Tree, facts
@@ -201,3 +202,18 @@ def offer_text(obligations: Sequence[SourceObligation], publisher: str, url: str
         "",
     ]
     return "\n".join(lines)
+
+
+def system_text(recipes: Sequence[Recipe]) -> str:
+    """What the NOTICE says the machine must provide that no package can depend on: the
+    kernel driver of the NPU a plugin EP drives ([component] device)."""
+    lines = [
+        f"  {r.label} ({r.name} {r.version}): {r.device.requirement()}; the package's udev "
+        "rule gives the render group access to its nodes, and without them the runtime "
+        "uses the CPU"
+        for r in recipes
+        if r.device is not None
+    ]
+    if not lines:
+        return ""
+    return "\n".join(["", "=" * 80, "System requirements", "", *lines, ""])

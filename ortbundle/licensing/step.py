@@ -30,6 +30,7 @@ from ortbundle.licensing.obligations import (
     SourceObligation,
     offer_text,
     source_obligations,
+    system_text,
 )
 from ortbundle.stage.staging import TEXT_MODE, staged_file
 from ortbundle.stage.step import TargetStage
@@ -116,6 +117,7 @@ def _attribute(
     text = notice_text(product.name, product.version, licensing, memo=memo, overrides=templates)
     obligations = source_obligations([licensing], obliging)
     text += offer_text(obligations, product.packaging.publisher, product.url)
+    text += system_text([r for r, _ in stage.runtimes])
     atomic_write(notice, text)
     notice.chmod(TEXT_MODE)
     licensing = with_tool_file(licensing, staged_file(stage.directory, NOTICE_NAME))
