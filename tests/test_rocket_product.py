@@ -274,3 +274,37 @@ def test_every_output_states_the_system_requirement(packaged: BuildResult) -> No
     assert plugin["requires_system"] == REQUIREMENT
     summary = json.loads((version / "build-summary.json").read_text())
     assert REQUIREMENT in json.dumps(summary)
+
+
+def test_the_main_package_suggests_the_ep_package_and_never_depends_on_it(root: Path) -> None:
+    need("dpkg-deb", packages="dpkg")
+    settings = BuildOptions(
+        product="darkroom",
+        targets=("linux-aarch64", "linux-x86_64"),
+        channels=("arch", "deb"),
+        offline=True,
+        cache_dir=root / "cache",
+        environ={"HOME": str(root / "home"), "SOURCE_DATE_EPOCH": "1700000000"},
+    )
+    project = Project.at(root / "project", root / "dist" / "darkroom")
+    main = build(project, settings, plain_reporter()).version_dir / "packaging"
+    ep = "darkroom-onnxruntime-ep-rocket"
+    (deb,) = (main / "deb" / "linux-aarch64").glob("*.deb")
+    fields = subprocess.run(
+        ["dpkg-deb", "-f", str(deb), "Suggests", "Depends", "Recommends"],
+        capture_output=True,
+        text=True,
+        check=True,
+    ).stdout
+    assert f"Suggests: {ep}" in fields
+    assert fields.count(ep) == 1  # suggested, not depended on nor recommended
+    pkgbuild = (main / "arch" / "linux-aarch64" / "PKGBUILD").read_text()
+    depends = pkgbuild.split("depends=(", 1)[1].split(")", 1)[0]
+    optdepends = pkgbuild.split("optdepends=(", 1)[1].split(")", 1)[0]
+    assert ep not in depends and f"'{ep}: DarkRoom" in optdepends
+    # the add-on is linux-aarch64 only: the x86_64 packages do not name it
+    (deb64,) = (main / "deb").glob("*.deb")  # the first target's, at the top
+    control = subprocess.run(
+        ["dpkg-deb", "-f", str(deb64)], capture_output=True, text=True, check=True
+    ).stdout
+    assert ep not in control

@@ -108,6 +108,9 @@ class PackageInput:
     # requirement no package can depend on (a kernel driver), said in the description, and a
     # udev rule giving the render group their nodes
     devices: tuple[AccelDevice, ...] = ()
+    # the add-on packages the main product suggests on this target (package, why): never a
+    # dependency (a GPL plugin's package, which the application must not require)
+    suggests: tuple[tuple[str, str], ...] = ()
 
     def udev_rules(self) -> dict[str, str]:
         """/usr/lib/udev/rules.d/<file> -> its text, one per accel driver."""

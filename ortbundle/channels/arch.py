@@ -102,6 +102,11 @@ class ArchChannel:
         url = _url(package.url)
         licenses = _licenses(package.licenses)
         depends, optdepends, dep_notes = _dependencies(package)
+        # the add-ons the product suggests: optional, never a dependency
+        optdepends = (
+            *optdepends,
+            *(f"{n}: {_one_line(why, 'add-on description')}" for n, why in package.suggests),
+        )
         lib_entries, share_entries = _layout(package.files)
         addon_notes: tuple[str, ...] = ()
         if package.addon_of is not None:

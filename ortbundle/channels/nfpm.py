@@ -26,7 +26,7 @@ import textwrap
 import tomllib
 import unicodedata
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from datetime import UTC, datetime
 from functools import cache
 from importlib import resources
@@ -177,14 +177,28 @@ def describe(package: PackageInput, packager: str) -> Metadata:
         maintainer=maintainer(package, packager),
         vendor=one_line(packager, package.settings.publisher, "publisher"),
         homepage=homepage(package, packager),
-        relations=render_dependencies(
-            package.externals,
-            packager,
-            package.target,
-            package.system,
-            packages=package.packages,
-            manifest=package.manifest,
+        relations=_with_addons(
+            render_dependencies(
+                package.externals,
+                packager,
+                package.target,
+                package.system,
+                packages=package.packages,
+                manifest=package.manifest,
+            ),
+            package,
         ),
+    )
+
+
+def _with_addons(relations: Relations, package: PackageInput) -> Relations:
+    """The add-on packages the product suggests, after the distribution's: never depended on."""
+    if not package.suggests:
+        return relations
+    names = tuple(n for n, _ in package.suggests if n not in relations.suggests)
+    notes = tuple(f"suggests the add-on {n} (optional: never a dependency)" for n in names)
+    return replace(
+        relations, suggests=(*relations.suggests, *names), notes=(*relations.notes, *notes)
     )
 
 

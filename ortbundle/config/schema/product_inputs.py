@@ -128,6 +128,13 @@ PRODUCT_TABLE = Table(
             "the main product this one is an add-on of (installs into its directory)",
             pattern=NAME,
         ),
+        Key(
+            "suggested",
+            "boolean",
+            "an add-on: the main product's packages (Arch optdepends, deb and rpm Suggests) "
+            "suggest this one's on its targets; never a dependency",
+            default="false",
+        ),
         text(
             "license",
             "the application's own licence: an SPDX expression, or LicenseRef-Proprietary. The "
