@@ -184,6 +184,10 @@ def test_copyleft_needs_review_and_a_release_refuses_it(
     assert failed.failures == (
         "fake: licence GPL-3.0-or-later needs review on the nsis channel "
         "(review — a release needs none)",
+        # and the GPL asks for the source with the binary, which the recipe does not pin
+        "fake: fake is GPL-3.0-or-later, which requires its corresponding source with the "
+        "binary, and no source is pinned for it (windows-x86_64): add [sources.<id>.build] "
+        "naming its source archives to recipes/fake.toml (review — a release needs none)",
     )
 
 

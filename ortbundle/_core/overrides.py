@@ -66,7 +66,7 @@ SPECS: dict[str, TemplateSpec] = {
                 *("pkgname", "lib_name", "pkgver", "pkgrel", "pkgdesc", "url", "arch"),
                 *("license", "depends", "optdepends", "options", "source", "sha256sums"),
                 "validpgpkeys",
-                *("prefix", "lib_dirs", "lib_entries", "share_dirs", "share_entries"),
+                *("prefix", "lib_dirs", "lib_entries", "share_dirs", "share_entries", "udev_rules"),
             ),
             ("bash",),
         ),

@@ -25,6 +25,7 @@ from ortbundle.config.products import Addon, SystemSpec
 # CHANNEL_TARGETS and PackagingSettings live with the data they describe (targets, product
 # manifests), so reading a product does not import the channels; re-exported here.
 from ortbundle.config.products import PackagingSettings as PackagingSettings
+from ortbundle.config.recipes import AccelDevice
 from ortbundle.config.targets import ChannelPackages, ExternalGroup
 from ortbundle.config.vocabulary import CHANNEL_TARGETS as CHANNEL_TARGETS
 from ortbundle.config.vocabulary import SHARED_PACKAGE_CHANNELS
@@ -110,6 +111,36 @@ class PackageInput:
     # a release build: each packager compresses as data/packagers.toml says for a release
     # (the smallest output); a development build may trade size for time
     release: bool = False
+
+    # the NPUs behind /dev/accel its plugin EPs drive ([component] device): a system
+    # requirement no package can depend on (a kernel driver), said in the description, and a
+    # udev rule giving the render group their nodes
+    devices: tuple[AccelDevice, ...] = ()
+    # the add-on packages the main product suggests on this target (package, why): never a
+    # dependency (a GPL plugin's package, which the application must not require)
+    suggests: tuple[tuple[str, str], ...] = ()
+
+    def udev_rules(self) -> dict[str, str]:
+        """/usr/lib/udev/rules.d/<file> -> its text, one per accel driver."""
+        return {
+            f"60-{self.settings.package_name}-{d.driver}.rules": udev_rule(
+                self.settings.package_name, d
+            )
+            for d in self.devices
+        }
+
+
+UDEV_RULES_DIR = "/usr/lib/udev/rules.d"  # where udev reads a package's rules
+
+
+def udev_rule(package: str, device: AccelDevice) -> str:
+    """The render group may open the driver's accel nodes: the application needs no sudo."""
+    return (
+        f"# {package}: {device.requirement()}. The {device.driver} driver's accel nodes\n"
+        "# belong to the render group, so an application run by its members needs no sudo.\n"
+        f'SUBSYSTEM=="accel", KERNEL=="accel*", DRIVERS=="{device.driver}", '
+        'GROUP="render", MODE="0660"\n'
+    )
 
 
 @dataclass(frozen=True)

@@ -22,7 +22,7 @@ from pathlib import Path, PurePosixPath
 from typing import Any
 
 from ortbundle._core.errors import ConfigError, OrtbundleError
-from ortbundle._core.fsio import atomic_write
+from ortbundle._core.fsio import atomic_write, sha256_file
 from ortbundle._core.templating import render
 from ortbundle.channels import (
     CHANNEL_TARGETS,
@@ -104,9 +104,16 @@ class ArchChannel:
         pkgver, version_note = _pkgver(package.version)
         pkgrel = _pkgrel(package.settings.pkgrel)
         pkgdesc = _one_line(package.description, "description")
+        for device in package.devices:  # a kernel driver: no package relation can say it
+            pkgdesc += f" (needs {device.requirement()})"
         url = _url(package.url)
         licenses = _licenses(package.licenses)
         depends, optdepends, dep_notes = _dependencies(package)
+        # the add-ons the product suggests: optional, never a dependency
+        optdepends = (
+            *optdepends,
+            *(f"{n}: {_one_line(why, 'add-on description')}" for n, why in package.suggests),
+        )
         lib_entries, share_entries = _layout(package.files)
         addon_notes: tuple[str, ...] = ()
         if package.addon_of is not None:
@@ -129,6 +136,9 @@ class ArchChannel:
         digest = write_stage_tarball(package, tarball, prefix)
         signed = _sign(package, tarball)
 
+        rules = package.udev_rules()
+        for name, text in rules.items():  # sources of their own, beside the tarball
+            atomic_write(out / name, text)
         scalars = {"pkgver": pkgver, "pkgrel": pkgrel, "pkgdesc": pkgdesc, "url": url}
         arrays: dict[str, Sequence[str]] = {
             "arch": (machine,),
@@ -136,9 +146,13 @@ class ArchChannel:
             "depends": depends,
             "optdepends": optdepends,
             "options": _OPTIONS,
-            "source": (tarball.name, *(p.name for p in signed[:1])),
+            "source": (tarball.name, *(p.name for p in signed[:1]), *rules),
             # a signature is checked by gpg against validpgpkeys, not by a digest
-            "sha256sums": (digest, *("SKIP" for _ in signed[:1])),
+            "sha256sums": (
+                digest,
+                *("SKIP" for _ in signed[:1]),
+                *(sha256_file(out / name) for name in rules),
+            ),
             "validpgpkeys": (package.openpgp.fingerprint,) if package.openpgp else (),
         }
         pkgbuild = render(
@@ -155,6 +169,7 @@ class ArchChannel:
                 "lib_entries": lib_entries,
                 "share_dirs": directories_of(e.dest for e in share_entries),
                 "share_entries": share_entries,
+                "udev_rules": sorted(rules),
             },
             {"bash": _bash_quote},
             memo=package.memo,
@@ -165,7 +180,11 @@ class ArchChannel:
         if extra is not None:
             scalars["install"] = extra.name
         atomic_write(out / ".SRCINFO", _srcinfo(pkgname, scalars, arrays))
-        extra_files = (*(() if extra is None else (extra,)), *signed)
+        extra_files = (
+            *(out / name for name in sorted(rules)),
+            *(() if extra is None else (extra,)),
+            *signed,
+        )
         notes = (
             *version_note,
             *dep_notes,

@@ -26,7 +26,7 @@ import textwrap
 import tomllib
 import unicodedata
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from datetime import UTC, datetime
 from functools import cache
 from importlib import resources
@@ -36,7 +36,13 @@ from urllib.parse import urlsplit
 
 from ortbundle._core.errors import ConfigError, OrtbundleError, PackagingError
 from ortbundle._core.fsio import atomic_write
-from ortbundle.channels import ChannelOutput, PackageInput, check_staged, openpgp
+from ortbundle.channels import (
+    UDEV_RULES_DIR,
+    ChannelOutput,
+    PackageInput,
+    check_staged,
+    openpgp,
+)
 from ortbundle.channels.arch import check_path, directories_of, resolve_link
 from ortbundle.channels.deb_releases import check_claimed_releases
 from ortbundle.channels.output_cache import input_key, memoized
@@ -156,6 +162,7 @@ def generate(
         "contents": [
             *stage_contents(package, f"/usr/lib/{meta.name}", packager, out),
             *doc_contents(package, docs, roots),
+            *udev_contents(package, generated),
         ],
         **shape.tail,
     }
@@ -189,14 +196,28 @@ def describe(package: PackageInput, packager: str) -> Metadata:
         maintainer=maintainer(package, packager),
         vendor=one_line(packager, package.settings.publisher, "publisher"),
         homepage=homepage(package, packager),
-        relations=render_dependencies(
-            package.externals,
-            packager,
-            package.target,
-            package.system,
-            packages=package.packages,
-            manifest=package.manifest,
+        relations=_with_addons(
+            render_dependencies(
+                package.externals,
+                packager,
+                package.target,
+                package.system,
+                packages=package.packages,
+                manifest=package.manifest,
+            ),
+            package,
         ),
+    )
+
+
+def _with_addons(relations: Relations, package: PackageInput) -> Relations:
+    """The add-on packages the product suggests, after the distribution's: never depended on."""
+    if not package.suggests:
+        return relations
+    names = tuple(n for n, _ in package.suggests if n not in relations.suggests)
+    notes = tuple(f"suggests the add-on {n} (optional: never a dependency)" for n in names)
+    return replace(
+        relations, suggests=(*relations.suggests, *names), notes=(*relations.notes, *notes)
     )
 
 
@@ -276,6 +297,11 @@ def long_description(package: PackageInput, packager: str) -> str:
         f"under /usr/lib/{name}/ with runtime_loader.py, which picks the one that fits the "
         "machine."
     )
+    for device in package.devices:  # a kernel driver: no package relation can say it
+        text += (
+            f" System requirement: {device.requirement()}; a udev rule gives the render group "
+            "access to its nodes, and without them the loader uses the CPU."
+        )
     return "\n".join(textwrap.wrap(text, _WIDTH, break_long_words=False, break_on_hyphens=False))
 
 
@@ -563,6 +589,22 @@ def doc_contents(
         if doc.kind:
             entry["type"] = doc.kind
         entries.append(entry)
+    return entries
+
+
+def udev_contents(package: PackageInput, generated: dict[str, bytes]) -> list[dict[str, Any]]:
+    """nfpm `contents` for the package's udev rules (written beside nfpm.yaml with the other
+    generated files): in udev's directory, which the package does not own."""
+    entries = []
+    for name, text in sorted(package.udev_rules().items()):
+        generated[name] = text.encode("utf-8")
+        entries.append(
+            {
+                "src": f"{GENERATED_DIR}/{name}",
+                "dst": f"{UDEV_RULES_DIR}/{name}",
+                "file_info": _info(package, 0o644),
+            }
+        )
     return entries
 
 

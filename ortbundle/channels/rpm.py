@@ -29,6 +29,7 @@ RPMLINT_FILTERS: tuple[tuple[str, str], ...] = (
     ("env-script-interpreter", "runtime_loader.py runs under whichever python3 the user has"),
     ("no-signature", "packages are signed when published (rpmsign), not when built"),
 )
+_LOADER = "runtime_loader.py"  # an add-on's stage has none (the main package's loader reads it)
 # Only when a shipped library keeps its symbol table (rpmlint errs on an unused filter: the
 # aarch64 wheels' libraries are stripped, the x86-64 ones are not).
 _UNSTRIPPED = ("unstripped-binary-or-object", "upstream's libraries ship byte for byte as built")
@@ -86,7 +87,10 @@ def _layout(package: PackageInput, out: Path, meta: nfpm.Metadata) -> nfpm.Layou
         f"{licenses}/, the SBOM under {doc}/; {signed}; run rpmlint with -r {rpmlintrc}",
         beside={
             rpmlintrc: rpmlint_config(
-                _duplicated_texts(package, docs), _unstripped(package), signed=key is not None
+                _duplicated_texts(package, docs),
+                _unstripped(package),
+                signed=key is not None,
+                loader=any(f.path == _LOADER for f in package.files),
             )
         },
     )
@@ -128,13 +132,21 @@ def _unstripped(package: PackageInput) -> bool:
     )
 
 
-def rpmlint_config(duplicated: bool, unstripped: bool, *, signed: bool = False) -> str:
+def rpmlint_config(
+    duplicated: bool, unstripped: bool, *, signed: bool = False, loader: bool = True
+) -> str:
     """rpmlint's filters for this package, each with its reason (rpmlint -r <file>); a signed
-    package has no `no-signature` finding to filter."""
+    package has no `no-signature` finding to filter, and the loader's filter is only where the
+    package ships it (rpmlint errs on an unused filter)."""
     lines = ["# rpmlint filters for a bundle of upstream ONNX Runtime builds (ortbundle)."]
     wanted = (
         *((_UNSTRIPPED,) if unstripped else ()),
-        *(f for f in RPMLINT_FILTERS if not (signed and f[0] == "no-signature")),
+        *(
+            f
+            for f in RPMLINT_FILTERS
+            if not (signed and f[0] == "no-signature")
+            and (loader or f[0] != "env-script-interpreter")
+        ),
         *((_DUPLICATES,) if duplicated else ()),
     )
     for check, why in wanted:

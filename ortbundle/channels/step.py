@@ -122,6 +122,10 @@ def package_input(
         ),
         manifest=str(product.path),
         addon_of=product.addon_of,
+        devices=tuple(dict.fromkeys(r.device for r, _ in runtimes if r.device is not None)),
+        suggests=tuple(
+            (s.package_name, s.description) for s in product.suggests if target in s.targets
+        ),
         # the module's manifest is shared by every ABI: every Android target's groups, overlaid
         android_groups=tuple(
             g for t in CHANNEL_TARGETS["apk"] for g in overlay.apply(get_target(t)).externals

@@ -75,6 +75,12 @@ class Plan:
         for target in self.targets:
             for recipe, ids in self.sources_for(target):
                 wanted.extend((recipe.name, recipe.sources[sid]) for sid in sorted(ids))
+                wanted.extend(  # a built binary's source archives: fetched and checked too
+                    (recipe.name, archive)
+                    for sid in sorted(ids)
+                    if (build := recipe.sources[sid].build) is not None
+                    for archive in build.sources
+                )
         for model in self.models.values():
             ids = self.model_sources(model)
             wanted.extend((model.name, model.sources[sid]) for sid in sorted(ids))

@@ -106,6 +106,12 @@ class Product:
         default_factory=PolicyOverlay
     )  # [policy]: over licenses/policy.toml
     addon_of: Addon | None = None  # [product] addon_of: the main product it installs beside
+    # [product] license: the application's own licence (SPDX, or LicenseRef-Proprietary); the
+    # audit judges each copyleft component against it and against how it ships; None: unstated
+    license: str | None = None
+    # the add-ons whose packages this (main) product's packages suggest ([product] suggested
+    # in their manifests beside this one): optional, never depended on
+    suggests: tuple[Suggested, ...] = ()
     # [custom_ops.<name>]: a custom-op library recipe -> the runtimes whose sessions register it
     custom_ops: dict[str, tuple[str, ...]] = field(default_factory=dict)
     # [uses_core.<name>]: a library using a core (GenAI) -> the runtimes it is offered beside
@@ -189,7 +195,43 @@ def load_product(path: Path) -> Product:
         externals=read_externals(top),
         policy=read_policy(top),
         addon_of=_addon(product, name),
+        license=product.opt_text("license"),
+        suggests=_suggested(path, name) if "addon_of" not in product.table else (),
     )
+
+
+@dataclass(frozen=True)
+class Suggested:
+    """An add-on the main product's packages suggest: its package, on its targets, and why."""
+
+    package_name: str
+    targets: tuple[str, ...]
+    description: str
+
+
+def _suggested(path: Path, main: str) -> tuple[Suggested, ...]:
+    """The manifests beside `path` that are add-ons of `main` and say `suggested = true`."""
+    found = []
+    for other in sorted(path.parent.glob("*.toml")):
+        if other == path:
+            continue
+        data, _ = load_toml(other)
+        table = data.get("product")
+        if not isinstance(table, dict) or table.get("addon_of") != main:
+            continue
+        if table.get("suggested") is not True:
+            continue
+        top = TableReader(other, "", data)
+        product = top.sub("product")
+        packaging = TableReader(other, "packaging", top.table.get("packaging", {}))
+        found.append(
+            Suggested(
+                _packaging(packaging, product.text("name")).package_name,
+                product.text_list("targets"),
+                product.text("description"),
+            )
+        )
+    return tuple(found)
 
 
 def _addon(product: TableReader, name: str) -> Addon | None:

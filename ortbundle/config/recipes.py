@@ -11,6 +11,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from datetime import date
 from pathlib import Path
+from typing import Any
 from urllib.parse import quote
 
 from ortbundle._core.errors import ConfigError
@@ -141,6 +142,39 @@ class TargetRecipe:
 
 
 @dataclass(frozen=True)
+class AccelDevice:
+    """[component] device: an NPU behind /dev/accel of `driver`, on the boards `compatible`
+    names (any; empty: any board)."""
+
+    driver: str
+    compatible: tuple[str, ...] = ()
+    kind: str = "accel"
+
+    def as_json(self) -> dict[str, Any]:
+        return {"kind": self.kind, "driver": self.driver, "compatible": list(self.compatible)}
+
+    def requirement(self) -> str:
+        """The system requirement it states, as every output words it."""
+        return f"Linux with the {self.driver} accel driver, /dev/accel/accel*"
+
+
+@dataclass(frozen=True)
+class SessionOptions:
+    """[component.session_options]: what the EP's sessions need, for the application."""
+
+    graph_optimization_level: str | None = None
+    config: tuple[tuple[str, str], ...] = ()
+
+    def as_json(self) -> dict[str, Any]:
+        found: dict[str, Any] = {}
+        if self.graph_optimization_level is not None:
+            found["graph_optimization_level"] = self.graph_optimization_level
+        if self.config:
+            found["config"] = dict(self.config)
+        return found
+
+
+@dataclass(frozen=True)
 class Recipe:
     name: str
     kind: str
@@ -160,6 +194,8 @@ class Recipe:
     core_versions: str | None = None
     soc_families: tuple[str, ...] = ()  # the SoC vendors it needs ("qualcomm"); empty: any
     externals: tuple[ExternalSpec, ...] = ()  # [[externals]]: what the component itself needs
+    device: AccelDevice | None = None  # plugin-ep: the NPU it drives
+    session_options: SessionOptions = SessionOptions()  # plugin-ep: what its sessions need
 
     @property
     def directory(self) -> str:
@@ -375,6 +411,26 @@ def load_recipe(path: Path) -> Recipe:
         core_versions=core_versions,
         soc_families=component.text_list("soc_families", required=False),
         externals=read_externals(top),
+        device=_device(component.sub("device")) if "device" in component.table else None,
+        session_options=_session_options(component.sub("session_options"))
+        if "session_options" in component.table
+        else SessionOptions(),
+    )
+
+
+def _device(reader: TableReader) -> AccelDevice:
+    return AccelDevice(
+        driver=reader.text("driver"),
+        compatible=reader.text_list("compatible", required=False),
+        kind=reader.text("kind"),
+    )
+
+
+def _session_options(reader: TableReader) -> SessionOptions:
+    config = reader.table.get("config", {})
+    return SessionOptions(
+        graph_optimization_level=reader.opt_text("graph_optimization_level"),
+        config=tuple(sorted((str(k), str(v)) for k, v in config.items())),
     )
 
 

@@ -5,7 +5,7 @@ form (build records, the manifest)."""
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 from urllib.parse import quote, unquote, urlsplit
@@ -163,6 +163,29 @@ MAX_NESTING = 2  # tarball → zip → AAR at most; deeper nesting is refused as
 
 
 @dataclass(frozen=True)
+class BuildRecipe:
+    """How a binary the release engineer's CI built from source was made: the pinned source
+    archives (its corresponding source) and the build, so the manifest, the SBOM and the
+    provenance can say which sources made which bytes."""
+
+    sources: tuple[Source, ...]  # the recipe's sources it was built from, in the recipe's order
+    command: str  # the build command, as run
+    toolchain: str  # the compiler and target
+    ort_headers: str | None = None  # the ONNX Runtime header version compiled against
+
+    def as_json(self) -> dict[str, Any]:
+        """What the manifest and the build records say of the build (the sources by id)."""
+        document: dict[str, Any] = {
+            "sources": [s.id for s in self.sources],
+            "command": self.command,
+            "toolchain": self.toolchain,
+        }
+        if self.ort_headers is not None:
+            document["ort_headers"] = self.ort_headers
+        return document
+
+
+@dataclass(frozen=True)
 class Source:
     """One pinned upstream artifact, and the archive inside it that the recipe reads."""
 
@@ -174,6 +197,7 @@ class Source:
     nested: tuple[NestedMember, ...] = ()  # outermost first
     # why the wheel's RECORD digests are not checked (files signed after RECORD was written)
     stale_record: str | None = None
+    build: BuildRecipe | None = None  # built from source: the source archives and the build
 
     @property
     def pypi(self) -> PypiCoordinates:
@@ -298,12 +322,40 @@ def _source(reader: TableReader, source_id: str, *, pinned: bool = True) -> Sour
 
 
 def read_sources(top: TableReader, *, pinned: bool = True) -> dict[str, Source]:
-    """[sources.<id>]: an id names scratch files (pin), so it is one plain word."""
+    """[sources.<id>]: an id names scratch files (pin), so it is one plain word. A source's
+    `build` names other sources of the recipe, read first: its source archives."""
     table = top.sub("sources")
     for sid in table.table:
         if not PATH_WORD.match(sid):
             raise table.fail(f"source id {sid!r}: use letters, digits, . _ + -")
-    return {sid: _source(table.sub(sid), sid, pinned=pinned) for sid in table.table}
+    sources = {sid: _source(table.sub(sid), sid, pinned=pinned) for sid in table.table}
+    for sid in table.table:
+        if "build" in table.sub(sid).table:
+            build = _build(table.sub(sid).sub("build"), sid, sources, table.table)
+            sources[sid] = replace(sources[sid], build=build)
+    return sources
+
+
+def _build(
+    reader: TableReader, built: str, sources: dict[str, Source], raw: dict[str, Any]
+) -> BuildRecipe:
+    """`[sources.<id>.build]`: the ids it names are source archives, not built ones."""
+    ids = reader.text_list("sources")
+    for sid in ids:
+        if sid not in sources:
+            raise reader.fail(f"unknown source {sid!r}: name a [sources.<id>] of this recipe")
+        if sid == built:
+            raise reader.fail(f"source {sid!r} cannot be built from itself")
+        if isinstance(raw[sid], dict) and "build" in raw[sid]:
+            raise reader.fail(f"source {sid!r} is itself built: name its source archives")
+    if len(set(ids)) != len(ids):
+        raise reader.fail("each source archive is named once")
+    return BuildRecipe(
+        sources=tuple(sources[sid] for sid in ids),
+        command=reader.text("command"),
+        toolchain=reader.text("toolchain"),
+        ort_headers=reader.opt_text("ort_headers"),
+    )
 
 
 _UNPINNED = frozenset({"sha256", "size"})  # pin --check reports these itself
@@ -335,7 +387,13 @@ def source_to_json(source: Source) -> dict[str, Any]:
         "sha256": source.sha256,
         "size": source.size,
         "nested": [{"member": n.member, "sha256": n.sha256} for n in source.nested],
+        **({"build": _build_to_json(source.build)} if source.build else {}),
     }
+
+
+def _build_to_json(build: BuildRecipe) -> dict[str, Any]:
+    """The build with its source archives whole (a record is read back without the recipe)."""
+    return {**build.as_json(), "sources": [source_to_json(s) for s in build.sources]}
 
 
 def source_from_json(data: dict[str, Any]) -> Source:
@@ -367,4 +425,14 @@ def source_from_json(data: dict[str, Any]) -> Source:
         sha256=data["sha256"],
         size=data["size"],
         nested=tuple(NestedMember(n["member"], n["sha256"]) for n in data.get("nested", [])),
+        build=_build_from_json(data["build"]) if "build" in data else None,
+    )
+
+
+def _build_from_json(data: dict[str, Any]) -> BuildRecipe:
+    return BuildRecipe(
+        sources=tuple(source_from_json(s) for s in data["sources"]),
+        command=data["command"],
+        toolchain=data["toolchain"],
+        ort_headers=data.get("ort_headers"),
     )

@@ -88,3 +88,18 @@ PURL = re.compile(r"^pkg:[a-z][a-z0-9.+-]*/\S+$")  # a package URL: pkg:type/nam
 # a product's template directory ([packaging] templates): templates/ or a directory in it, so
 # that the quick no-op record, which watches templates/, sees every edit
 TEMPLATES_DIR = re.compile(r"^templates(/[A-Za-z0-9_+-][A-Za-z0-9._+-]*)*$")
+
+
+# What a plugin EP's device can be ([component] device kind): an NPU behind the kernel's DRM
+# accel subsystem, /dev/accel/accel* (the loader's NPU rung, payload/loader/hardware.py).
+DEVICE_KINDS = ("accel",)
+
+# ONNX Runtime's graph optimisation levels, as GraphOptimizationLevel names them: a plugin EP's
+# required session options say one ([component.session_options]).
+GRAPH_OPTIMIZATION_LEVELS = (
+    "ORT_DISABLE_ALL",
+    "ORT_ENABLE_BASIC",
+    "ORT_ENABLE_EXTENDED",
+    "ORT_ENABLE_LAYOUT",
+    "ORT_ENABLE_ALL",
+)

@@ -39,6 +39,13 @@ SHAPE: dict[str, Any] = {
             "size": "integer",
             "sha256": "sha256",
             "nested?": [_NESTED],
+            # built from source: the ids of its source archives (inputs too) and the build
+            "build?": {
+                "sources": ["string"],
+                "command": "string",
+                "toolchain": "string",
+                "ort_headers?": "string",
+            },
         }
     ],
     "outputs": [

@@ -101,6 +101,12 @@ def _dependencies(document: Mapping[str, Any]) -> list[dict[str, Any]]:
         entry: dict[str, Any] = {"name": name, "digest": {"sha256": item["sha256"]}}
         if item.get("url"):
             entry["uri"] = item["url"]
+        if "build" in item:  # built from source: which inputs are its source archives, and how
+            build = item["build"]
+            entry["annotations"] = {
+                "built_from": [f"{item['component']}:{sid}" for sid in build["sources"]],
+                "build": {k: v for k, v in build.items() if k != "sources"},
+            }
         deps.append(entry)
         deps += [
             {"name": f"{name}!{n['member']}", "digest": {"sha256": n["sha256"]}}

@@ -25,7 +25,13 @@ from ortbundle.config.model_recipes import ModelRecipe
 from ortbundle.config.plan import source_date_epoch as source_date_epoch  # re-exported
 from ortbundle.config.products import Product
 from ortbundle.config.recipes import Recipe
-from ortbundle.config.sources import origin_to_json
+from ortbundle.config.sources import (
+    BuildRecipe,
+    LocalCoordinates,
+    Source,
+    UrlCoordinates,
+    origin_to_json,
+)
 from ortbundle.evidence.names import (
     AUDIT_NAME,
     MANIFEST_NAME,
@@ -40,6 +46,7 @@ from ortbundle.evidence.signing import SecretKey, sign
 from ortbundle.licensing.attribution import TargetLicensing, licensing_to_json
 from ortbundle.licensing.audit import ChannelAudit, report_json
 from ortbundle.licensing.file_findings import ShippedEvidence
+from ortbundle.licensing.obligations import shipped_sources
 
 MANIFEST_SCHEMA = "ortbundle.manifest/1"
 # Files beside the manifest that it cannot list: itself, its signature, the provenance over it,
@@ -182,6 +189,7 @@ def manifest_json(
                     "source": sid,
                     **origin_to_json(source.origin),
                     "nested": [{"member": n.member, "sha256": n.sha256} for n in source.nested],
+                    **({"build": source.build.as_json()} if source.build else {}),
                     "url": artifact.url or None,  # None: imported without provenance
                     "size": artifact.size,
                     "sha256": source.sha256,
@@ -251,6 +259,7 @@ def cached_sbom_json(
     artifacts: Mapping[str, InputInfo],
     epoch: int,
     requirements: Mapping[str, Mapping[str, Any]] | None = None,
+    shipped_sources: Mapping[str, Sequence[tuple[str, str]]] | None = None,
 ) -> str:
     """sbom_json, kept under the build's `memo` by everything it is made from (and the tool's
     code): the CycloneDX library alone costs a warm build 60 ms to import."""
@@ -262,10 +271,12 @@ def cached_sbom_json(
         *(licensing_to_json(tl) for tl in licensing),
         *sorted(f"{sha}:{info.url}:{info.size}" for sha, info in artifacts.items()),
     ]
+    if shipped_sources:  # (absent: the key of a build without them is as it was)
+        parts.append(json.dumps(shipped_sources, sort_keys=True))
     return memo.remembered_text(
         "sbom",
         parts,
-        lambda: sbom_json(product, licensing, artifacts, epoch, requirements),
+        lambda: sbom_json(product, licensing, artifacts, epoch, requirements, shipped_sources),
         suffix=".json",
     )
 
@@ -276,12 +287,14 @@ def sbom_json(
     artifacts: Mapping[str, InputInfo],
     epoch: int,
     requirements: Mapping[str, Mapping[str, Any]] | None = None,
+    shipped_sources: Mapping[str, Sequence[tuple[str, str]]] | None = None,
 ) -> str:
     """CycloneDX 1.6: one component per licensed component, with the files it contributes; and
     what the user's machine must provide, rendered from each target's requirements model
     (`requirements`: target -> TargetRequirements.as_json()): per runtime component the oldest
     system it runs on and the libraries it needs, per target the same for the whole package
-    on the product's component."""
+    on the product's component. `shipped_sources`: per component, the archives of its
+    corresponding source under sources/ (path, SHA-256)."""
     import uuid  # (with cyclonedx: only when the SBOM is not the memoised one)
 
     from cyclonedx.model import HashAlgorithm, HashType, Property
@@ -343,6 +356,7 @@ def sbom_json(
             for t, c in uses
             for key in c.guessed
         ]
+        builds = [s.build for s in sorted(sources.values(), key=lambda s: s.filename) if s.build]
         components.append(
             Component(
                 type=ComponentType.LIBRARY,
@@ -356,6 +370,7 @@ def sbom_json(
                 hashes=hashes,
                 components=files,
                 properties=properties,
+                **_from_source(builds, (shipped_sources or {}).get(name, ())),
             )
         )
     identity.update(f"{product.name}\n{product.version}\n".encode())
@@ -384,6 +399,76 @@ def sbom_json(
         bom.register_dependency(bom.metadata.component, [component])  # type: ignore[arg-type]
     text = JsonV1Dot6(bom).output_as_string(indent=2)
     return json.dumps(json.loads(text), indent=2, sort_keys=True) + "\n"
+
+
+def _from_source(
+    builds: Sequence[BuildRecipe], shipped: Sequence[tuple[str, str]]
+) -> dict[str, Any]:
+    """A component built from source, on its SBOM entry: each source archive as an external
+    reference of type source-distribution (where it was fetched, its SHA-256), the archive of
+    its corresponding source shipped under sources/ as another, and a pedigree whose ancestors
+    are the source archives and whose notes say how the binary was built."""
+    if not builds and not shipped:
+        return {}
+    from cyclonedx.model import (
+        ExternalReference,
+        ExternalReferenceType,
+        HashAlgorithm,
+        HashType,
+        XsUri,
+    )
+    from cyclonedx.model.component import Component, ComponentType, Pedigree
+    from packageurl import PackageURL
+
+    archives = {s.sha256: s for b in builds for s in b.sources}
+    references = [
+        ExternalReference(
+            type=ExternalReferenceType.SOURCE_DISTRIBUTION,
+            url=XsUri(_source_location(s)),
+            comment=f"source archive {s.id} the binary was built from",
+            hashes=[HashType(alg=HashAlgorithm.SHA_256, content=s.sha256)],
+        )
+        for s in sorted(archives.values(), key=lambda s: s.id)
+    ]
+    references += [
+        ExternalReference(
+            type=ExternalReferenceType.SOURCE_DISTRIBUTION,
+            url=XsUri(path),
+            comment="the corresponding source, shipped beside the packages",
+            hashes=[HashType(alg=HashAlgorithm.SHA_256, content=sha256)],
+        )
+        for path, sha256 in sorted(shipped)
+    ]
+    found: dict[str, Any] = {"external_references": references}
+    if builds:
+        ancestors = [
+            Component(
+                type=ComponentType.FILE,
+                name=s.filename,
+                bom_ref=f"source:{s.sha256}",
+                purl=PackageURL.from_string(s.origin.purl()),
+                hashes=[HashType(alg=HashAlgorithm.SHA_256, content=s.sha256)],
+            )
+            for s in sorted(archives.values(), key=lambda s: s.id)
+        ]
+        notes = "\n".join(_build_notes(b) for b in builds)
+        found["pedigree"] = Pedigree(ancestors=ancestors, notes=notes)
+    return found
+
+
+def _source_location(source: Source) -> str:
+    """Where a source archive came from: its URL, or its path in the project."""
+    if isinstance(source.origin, UrlCoordinates):
+        return source.origin.url
+    if isinstance(source.origin, LocalCoordinates):
+        return source.origin.path
+    return source.origin.purl()
+
+
+def _build_notes(build: BuildRecipe) -> str:
+    headers = f"; ONNX Runtime headers {build.ort_headers}" if build.ort_headers else ""
+    archives = ", ".join(s.id for s in build.sources)
+    return f"built from {archives} with {build.toolchain}{headers}: {build.command}"
 
 
 def _file_evidence(target: str, evidence: ShippedEvidence | None) -> dict[str, Any]:
@@ -565,6 +650,7 @@ def write_evidence(
             inputs,
             epoch,
             read_requirements_models(version_dir, licensing),
+            shipped_sources(version_dir, licensing),
         ),
         "utf-8",
     )

@@ -32,6 +32,7 @@ from ortbundle.config.schema import check_document, display_name
 from ortbundle.config.vocabulary import VERDICTS
 from ortbundle.licensing.attribution import ComponentUse, TargetLicensing
 from ortbundle.licensing.claims import Claims, judge_claims
+from ortbundle.licensing.obligations import is_model, obliging_ids
 from ortbundle.licensing.spdx import NotAnExpression, Tree, facts
 from ortbundle.licensing.waivers import CoveredFile, WaiverUse, use_of
 
@@ -55,6 +56,11 @@ class ChannelPolicy:
     # the product's [policy] overlay (config/policy_overlay.py), consulted before the lists
     # above; only this policy's own refusals come first
     first: tuple[tuple[Verdict, tuple[str, ...]], ...] = ()
+    # [obligations]: licences whose binaries ship with their corresponding source (the whole
+    # work's, or the covered files' only), on every channel
+    source: tuple[str, ...] = ()
+    source_files: tuple[str, ...] = ()
+    combined: tuple[str, ...] = ()  # [obligations] combined: one program with the application
 
     def covers(self, target: str) -> bool:
         return any(fnmatch.fnmatchcase(target, glob) for glob in self.targets)
@@ -91,6 +97,9 @@ class Policy:
     path: Path
     channels: dict[str, ChannelPolicy]
     sets: dict[str, tuple[str, ...]] = field(default_factory=dict)  # expanded
+    source: tuple[str, ...] = ()  # [obligations]: as ChannelPolicy's, expanded
+    source_files: tuple[str, ...] = ()
+    combined: tuple[str, ...] = ()
 
     def channel(self, name: str) -> ChannelPolicy:
         if name not in self.channels:
@@ -129,6 +138,10 @@ def load_policy(path: Path) -> Policy:
                 out.append(value)
         return tuple(out)
 
+    obligations = data.get("obligations", {})
+    source = expand(obligations.get("source", []), "obligations.source")
+    source_files = expand(obligations.get("source_files", []), "obligations.source_files")
+    combined = expand(obligations.get("combined", []), "obligations.combined")
     channels: dict[str, ChannelPolicy] = {}
     for name, table in data.get("channels", {}).items():
         channels[name] = ChannelPolicy(
@@ -138,9 +151,19 @@ def load_policy(path: Path) -> Policy:
             review=expand(table.get("review", []), f"channels.{name}.review"),
             refuse=expand(table.get("refuse", []), f"channels.{name}.refuse"),
             unknown=table.get("unknown", "review"),
+            source=source,
+            source_files=source_files,
+            combined=combined,
         )
     expanded = {name: expand(sets[name], f"sets.{name}", (name,)) for name in sets}
-    return Policy(path=path, channels=channels, sets=expanded)
+    return Policy(
+        path=path,
+        channels=channels,
+        sets=expanded,
+        source=source,
+        source_files=source_files,
+        combined=combined,
+    )
 
 
 @dataclass(frozen=True)
@@ -159,6 +182,9 @@ class ComponentAudit:
     problems: tuple[str, ...]
     waiver_uses: tuple[WaiverUse, ...] = ()  # the waivers relied on, with their sign-off state
     claims: Claims = field(default_factory=Claims)  # its files' evidence against its rules
+    # how it is combined with the application, and why that is (or is not) allowed; "" when
+    # its licence does not bind what it is combined with
+    combination: str = ""
 
     @property
     def said(self) -> tuple[str, ...]:
@@ -261,6 +287,22 @@ class ChannelAudit:
         return "passed"
 
 
+@dataclass(frozen=True)
+class Shipping:
+    """How the product ships its components: the application's licence, and whether its
+    packages are the application's main package or an add-on's own optional one."""
+
+    product: str
+    license: str | None  # [product] license; None: not stated (nothing is judged)
+    package: str  # the package its files ship in
+    addon_of: str | None = None  # the main product, for an add-on
+
+    @property
+    def proprietary(self) -> bool:
+        """A licence no SPDX id names (LicenseRef-Proprietary): the application's own terms."""
+        return self.license is not None and self.license.startswith("LicenseRef-")
+
+
 def audit_channel(
     policy: ChannelPolicy,
     licensing: Sequence[TargetLicensing],
@@ -269,16 +311,19 @@ def audit_channel(
     release: bool,
     today: date | None = None,
     memo: Memo = NO_MEMO,
+    shipping: Shipping | None = None,
 ) -> ChannelAudit:
     """`today` decides which waivers have expired (default: today's date, UTC); `memo` is the
-    build's, where each licence expression's facts are kept."""
+    build's, where each licence expression's facts are kept; `shipping`: the product's licence
+    and package, against which a component the policy's [obligations] combined names is
+    judged (None: not judged)."""
     today = today or datetime.now(UTC).date()
     targets = tuple(t for t in licensing if policy.covers(t.target))
     relevant = _relevant_waivers(policy, waivers, targets)
     components: list[ComponentAudit] = []
     used: set[int] = set()  # indices into `relevant` of the waivers a shipped file matches
     for (name, version), uses in sorted(_uses_by_component(targets).items()):
-        audit, hit = _audit_component(policy, name, version, uses, relevant, today, memo)
+        audit, hit = _audit_component(policy, name, version, uses, relevant, today, memo, shipping)
         components.append(audit)
         used |= hit
     return ChannelAudit(
@@ -325,6 +370,7 @@ def _audit_component(
     relevant: list[Waiver],
     today: date,
     memo: Memo,
+    shipping: Shipping | None = None,
 ) -> tuple[ComponentAudit, frozenset[int]]:
     """One component's row: the policy's verdict on its licence, its texts, and the waivers
     covering its files; with the indices of the waivers any of its files matches."""
@@ -334,11 +380,18 @@ def _audit_component(
     own_files = [(t, f.path) for t, c in uses for f in c.files if f.link_to is None]
     text_present = all(c.has_text for _, c in uses)
     problems = _policy_problems(policy, expression, verdict, uses, text_present)
+    unsourced = _source_problem(policy, name, uses)
+    problems += unsourced
+    combination, combined_refused = _combination(policy, name, uses, shipping)
+    if combined_refused:
+        problems.insert(0, combination)
     claims = judge_claims(name, uses, lambda e: policy.evaluate(e, memo) == "allow", today)
     problems += claims.open
     waived = _match_waivers(relevant, own_files, expression, memo)
     problems += waived.problems
-    status = _status(verdict, problems, waived.covers(own_files), text_present)
+    # no waiver stands in for the corresponding source a licence asks to ship with the binary
+    covered = waived.covers(own_files) and not unsourced
+    status = "fail" if combined_refused else _status(verdict, problems, covered, text_present)
     shipped = [
         CoveredFile(t, f.path, f.sha256) for t, c in uses for f in c.files if f.link_to is None
     ]
@@ -359,6 +412,7 @@ def _audit_component(
         if status == "waived"
         else (),
         claims=claims,
+        combination=combination,
     )
     return audit, waived.used
 
@@ -383,6 +437,63 @@ def _policy_problems(
     if verdict == "review":
         problems.append(f"licence {expression} needs review on the {policy.name} channel")
     return problems
+
+
+def _combination(
+    policy: ChannelPolicy, name: str, uses: list[_Use], shipping: Shipping | None
+) -> tuple[str, bool]:
+    """How a component under a licence [obligations] combined names (GPL, AGPL) is combined
+    with the application, and whether that is refused: loaded into the application's process
+    from its main package it makes one program with it, which a proprietary application may
+    not be (refused whatever the waivers); in an add-on's own optional package, which the
+    application does not require, the distribution is an aggregate (allowed: its source ships
+    beside it). ("", False) when its licence binds nothing it is combined with."""
+    obliging = sorted(
+        {i for _, c in uses if not is_model(c) for i in obliging_ids(c.expression, policy.combined)}
+    )
+    if not obliging or shipping is None or shipping.license is None:
+        return "", False
+    ids = " AND ".join(obliging)
+    if shipping.addon_of is not None:
+        return (
+            f"aggregate: {name} ({ids}) ships in {shipping.package}, the add-on's own optional "
+            f"package, which {shipping.addon_of} does not require (its packages only suggest "
+            f"it); the {shipping.license} application is not conveyed combined with it, and "
+            f"its corresponding source ships beside it",
+            False,
+        )
+    if shipping.proprietary:
+        return (
+            f"{name} is {ids}, and {shipping.product}'s main package {shipping.package} loads "
+            f"it into the {shipping.license} application's process: one combined program, "
+            f"which {ids} requires to be under its terms (the FSF's GPL FAQ on plugins that "
+            f"share the process and its data structures); ship it in an add-on's own optional "
+            f'package (a product with addon_of = "{shipping.product}") instead',
+            True,
+        )
+    return (
+        f"combined: {name} ({ids}) is loaded into the {shipping.license} application's "
+        f"process from {shipping.package}; the application is not proprietary, so the "
+        f"combination is conveyed under {ids} (a person confirms the licences are compatible)",
+        False,
+    )
+
+
+def _source_problem(policy: ChannelPolicy, name: str, uses: list[_Use]) -> list[str]:
+    """A component whose licence requires its source with the binary (GPL, LGPL, AGPL; MPL
+    for its own files) and whose recipe pins no source archives for what it ships."""
+    globs = (*policy.source, *policy.source_files)
+    obliged = [(t, c) for t, c in uses if not is_model(c) and obliging_ids(c.expression, globs)]
+    obliging = sorted({i for _, c in obliged for i in obliging_ids(c.expression, globs)})
+    unsourced = sorted({t for t, c in obliged if not any(s.build for s in c.sources)})
+    if not unsourced:
+        return []
+    rule = uses[0][1].rule or "its recipe"
+    return [
+        f"{name} is {', '.join(obliging)}, which requires its corresponding source with the "
+        f"binary, and no source is pinned for it ({', '.join(unsourced)}): add "
+        f"[sources.<id>.build] naming its source archives to {rule}"
+    ]
 
 
 @dataclass(frozen=True)
@@ -520,6 +631,12 @@ def print_report(console: Console, audits: Sequence[ChannelAudit]) -> None:
                     highlight=False,
                 )
         for c in audit.components:
+            if c.combination and c.status != "fail":  # (a refusal is among the FAIL lines)
+                console.print(
+                    f"COMBINATION {audit.channel}: {c.name}: {escape(c.combination)}",
+                    highlight=False,
+                )
+        for c in audit.components:
             if c.status == "review":
                 for p in c.said:
                     console.print(
@@ -637,6 +754,7 @@ def report_json(
                         "policy": c.verdict,
                         "status": c.status,
                         "problems": list(c.problems),
+                        **({"combination": c.combination} if c.combination else {}),
                         "waivers": [use(u) for u in c.waiver_uses],
                         **c.claims.to_json(),
                     }
@@ -691,13 +809,26 @@ def audit_targets(
     named in `channels`, those channels whatever they carry); `release` is strict; `memo`: the
     build's (off for a release: every expression is parsed again)."""
     policy = with_overlay(load_policy(project.licenses / POLICY_NAME), product.policy)
+    shipping = Shipping(
+        product.name,
+        product.license,
+        product.packaging.package_name,
+        product.addon_of.name if product.addon_of else None,
+    )
     built = {tl.target for tl in licensing}
     audits = []
     for name in channels or product.channels:
         channel = policy.channel(name)
         if channels or any(channel.covers(t) for t in built):
             audits.append(
-                audit_channel(channel, licensing, product.waivers, release=release, memo=memo)
+                audit_channel(
+                    channel,
+                    licensing,
+                    product.waivers,
+                    release=release,
+                    memo=memo,
+                    shipping=shipping,
+                )
             )
     # a target no package carries (windows-arm64 today) is still published under dist/: it is
     # audited as what it is, the stage, so no built byte goes unaudited
@@ -719,6 +850,7 @@ def audit_targets(
                 product.waivers,
                 release=release,
                 memo=memo,
+                shipping=shipping,
             )
         )
     return tuple(audits)

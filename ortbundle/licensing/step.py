@@ -14,7 +14,7 @@ from ortbundle._core.fsio import atomic_write
 from ortbundle._core.memo import Memo
 from ortbundle._core.overrides import Overrides
 from ortbundle._core.version import __version__
-from ortbundle.config.plan import Project
+from ortbundle.config.plan import POLICY_NAME, Project
 from ortbundle.config.products import Product
 from ortbundle.licensing.attribution import (
     NOTICE_NAME,
@@ -25,7 +25,13 @@ from ortbundle.licensing.attribution import (
     notice_text,
     with_tool_file,
 )
-from ortbundle.licensing.audit import ChannelAudit, audit_targets
+from ortbundle.licensing.audit import ChannelAudit, audit_targets, load_policy
+from ortbundle.licensing.obligations import (
+    SourceObligation,
+    offer_text,
+    source_obligations,
+    system_text,
+)
 from ortbundle.stage.staging import TEXT_MODE, staged_file
 from ortbundle.stage.step import TargetStage
 
@@ -45,6 +51,9 @@ class TargetLicensed:
 class Licensed:
     targets: tuple[TargetLicensed, ...]  # in the order of the stages
     audits: tuple[ChannelAudit, ...]
+    # the components whose licence asks for their source with the binary (the policy's
+    # [obligations]), across the targets
+    obligations: tuple[SourceObligation, ...] = ()
 
     @property
     def licensing(self) -> list[TargetLicensing]:
@@ -68,8 +77,11 @@ def license_targets(
     each expression's facts are kept (off for a release, which reads them again);
     `audit_channels`: audit these channels rather than the product's packaging channels."""
 
+    policy = load_policy(project.licenses / POLICY_NAME)
+    obliging = (*policy.source, *policy.source_files)
+
     def attribute(stage: TargetStage) -> TargetLicensed:
-        return _attribute(product, stage, templates, memo)
+        return _attribute(product, stage, templates, memo, obliging)
 
     with ThreadPoolExecutor(max_workers=max(1, min(workers, len(stages)))) as pool:
         targets = tuple(pool.map(attribute, stages))
@@ -77,14 +89,19 @@ def license_targets(
     audits = audit_targets(
         project, product, licensing, channels=audit_channels, release=release, memo=memo
     )
-    return Licensed(targets, audits)
+    return Licensed(targets, audits, source_obligations(licensing, obliging))
 
 
 def _attribute(
-    product: Product, stage: TargetStage, templates: Overrides, memo: Memo
+    product: Product,
+    stage: TargetStage,
+    templates: Overrides,
+    memo: Memo,
+    obliging: tuple[str, ...],
 ) -> TargetLicensed:
     """One target's attribution, then NOTICE, written from it and so attributed after it, to
-    the tool."""
+    the tool; with the written offer for the components whose licence (`obliging`: the
+    policy's [obligations] globs) asks for their source with the binary."""
     licensing = attribute_target(
         stage.target,
         stage.directory,
@@ -98,6 +115,9 @@ def _attribute(
     )
     notice = stage.directory / NOTICE_NAME
     text = notice_text(product.name, product.version, licensing, memo=memo, overrides=templates)
+    obligations = source_obligations([licensing], obliging)
+    text += offer_text(obligations, product.packaging.publisher, product.url)
+    text += system_text([r for r, _ in stage.runtimes])
     atomic_write(notice, text)
     notice.chmod(TEXT_MODE)
     licensing = with_tool_file(licensing, staged_file(stage.directory, NOTICE_NAME))

@@ -43,6 +43,7 @@ from ortbundle.evidence.verify import verify_tree
 from ortbundle.fetch.artifacts import Artifact
 from ortbundle.fetch.step import FetchSettings, fetch_line, fetch_sources
 from ortbundle.licensing.audit import AuditFailed, ChannelAudit, audit_summary
+from ortbundle.licensing.obligations import write_sources
 from ortbundle.licensing.step import Licensed, license_targets
 from ortbundle.pipeline.incremental import PreparedBuild, prepare_build, record_build
 from ortbundle.pipeline.preflight import preflight
@@ -199,6 +200,13 @@ def _build_locked(
             return BuildResult(plan, artifacts, staged, audits, version_dir)
         # for report.html and the SBOM: the closures, and the requirements model they render
         write_closures(scratch, [(t.target, t.runtimes, t.requirements) for t in staged])
+        # the corresponding source of each component whose licence asks for it
+        write_sources(
+            scratch,
+            licensed.obligations,
+            {sha: a.path for sha, a in artifacts.items()},
+            prepared.epoch,
+        )
         packages: tuple[ChannelOutput, ...] = ()
         if all(a.passed for a in audits) or not options.release:
             reporter.begin("channels")

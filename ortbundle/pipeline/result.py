@@ -101,6 +101,8 @@ def summary_document(
                 "requires": requirement_groups(requirements.externals),
                 "runs_on": requirements.runs_on,
                 "warnings": [*requirements.warnings, *idle, *guesses],
+                # what no package can depend on (a kernel driver): only where a plugin says so
+                **({"system": system} if (system := _system_lines(result, target)) else {}),
             }
         )
     signed = result.signed_by is not None
@@ -177,6 +179,12 @@ def _peaks() -> dict[str, float]:
         "ortbundle_peak_mib": peak(resource.RUSAGE_SELF),
         "tools_peak_mib": peak(resource.RUSAGE_CHILDREN),
     }
+
+
+def _system_lines(result: BuildResult, target: TargetResult) -> list[str]:
+    """The system requirements the target's plugin EPs state ([component] device)."""
+    recipes = [result.plan.recipes.get(staged.runtime) for staged in target.runtimes]
+    return sorted({r.device.requirement() for r in recipes if r is not None and r.device})
 
 
 def requirement_groups(externals: Iterable[ExternalLibrary]) -> list[dict[str, Any]]:

@@ -64,6 +64,17 @@ def plugin_entry(recipe: Recipe, staged: StagedRuntime) -> dict[str, Any]:
         "version": recipe.version,
         "providers": list(recipe.providers_for(staged.target)),
         "soc_families": list(recipe.soc_families),
+        # an NPU plugin's device and its sessions' options: only where the recipe states them
+        **(
+            {"device": recipe.device.as_json(), "requires_system": recipe.device.requirement()}
+            if recipe.device
+            else {}
+        ),
+        **(
+            {"session_options": recipe.session_options.as_json()}
+            if recipe.session_options.as_json()
+            else {}
+        ),
     }
 
 

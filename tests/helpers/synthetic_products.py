@@ -153,6 +153,13 @@ def _library_members(
                     else b"synthetic " + member.encode()
                 )
                 _archive(archives, recipe.sources[payload.source]).members[member] = data
+        for source_id in {t.source for t in section.takes}:
+            build = recipe.sources[source_id].build
+            for archive in build.sources if build is not None else ():
+                # a from-source binary's source archives: each stands for itself
+                _archive(archives, archive).members[f"{archive.id}/README"] = (
+                    f"Synthetic source of {archive.id}\n".encode()
+                )
         for rule in section.licenses:
             for text in rule.texts:
                 if text.source and text.member:

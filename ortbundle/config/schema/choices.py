@@ -52,3 +52,11 @@ RELATIONS = Choices(
     "package relation", f"{_VOCABULARY} `PACKAGE_RELATIONS`", lambda: vocabulary.PACKAGE_RELATIONS
 )
 GUESSABLE = Choices("licence rule key", f"{_VOCABULARY} `GUESSABLE`", lambda: vocabulary.GUESSABLE)
+DEVICE_KINDS = Choices(
+    "device kind", f"{_VOCABULARY} `DEVICE_KINDS`", lambda: vocabulary.DEVICE_KINDS
+)
+GRAPH_OPTIMIZATION_LEVELS = Choices(
+    "graph optimisation level",
+    f"{_VOCABULARY} `GRAPH_OPTIMIZATION_LEVELS`",
+    lambda: vocabulary.GRAPH_OPTIMIZATION_LEVELS,
+)

@@ -23,6 +23,29 @@ from ortbundle.config.schema.shared import (
 
 # --- sources ----------------------------------------------------------------------------------
 
+BUILD = Table(
+    "[sources.<id>.build]",
+    "A binary built from source: which of the recipe's sources are its corresponding source "
+    "(fetched and SHA-256-checked like any source, recorded in the manifest, the SBOM and the "
+    "provenance, and shipped under sources/ when its licence asks for it), and the build that "
+    "made it.",
+    (
+        texts(
+            "sources",
+            "ids of this recipe's [sources] that are the source archives it was built from",
+            True,
+            nonempty=True,
+            ref="sources",
+        ),
+        text("command", "the build command, as run (the CMake configure and build)", True),
+        text("toolchain", "the compiler and target it was built with", True),
+        text("ort_headers", "the ONNX Runtime header version it was compiled against"),
+    ),
+    example='[sources.ep-linux-aarch64.build]\nsources = ["ort-rocket", "rocket-userspace"]\n'
+    'command = "cmake -S ort-rocket -B build && cmake --build build"\n'
+    'toolchain = "aarch64-linux-gnu-gcc 14"\nort_headers = "1.24.4"',
+)
+
 SOURCE = Table(
     "[sources.<id>]",
     "One pinned upstream artifact.",
@@ -86,6 +109,12 @@ SOURCE = Table(
             default="[]",
         ),
         text("stale_record", "why the wheel's RECORD digests are not checked"),
+        table(
+            "build",
+            BUILD,
+            "this artifact was built from source (by the release engineer's CI): the pinned "
+            "source archives it was built from and how",
+        ),
     ),
     one_of=("pypi", "maven", "npm", "url", "path"),
     example='[sources.ort-linux]\npypi = { project = "onnxruntime", version = "1.32.0", '
@@ -284,6 +313,50 @@ TARGET = Table(
     ),
 )
 
+DEVICE = Table(
+    "device = { … }",
+    "The device a plugin EP drives that the loader must find before it takes the EP's rung: "
+    "an NPU behind /dev/accel (kind accel) of a kernel driver, on the boards named. The "
+    "system requirement it states ('Linux with the <driver> accel driver') is in every output.",
+    (
+        text("kind", "what it is: accel (/dev/accel/accel*)", True, choices=C.DEVICE_KINDS),
+        text(
+            "driver",
+            "the kernel driver of its /dev/accel node (/sys/class/accel/accel*/device/driver)",
+            True,
+            pattern=LOWER,
+        ),
+        texts(
+            "compatible",
+            "device-tree compatible strings of the boards it runs on (any of them)",
+            default="[]",
+        ),
+    ),
+)
+
+SESSION_OPTIONS = Table(
+    "[component.session_options]",
+    "The session options the EP needs, carried in runtimes.json to the application with the "
+    "loader's choice.",
+    (
+        text(
+            "graph_optimization_level",
+            "the level its sessions must run at",
+            choices=C.GRAPH_OPTIMIZATION_LEVELS,
+        ),
+        table(
+            "config",
+            Table(
+                "config = { … }",
+                "Session configuration entries (AddSessionConfigEntry), key = value.",
+                entries=text("<key>", "its value"),
+            ),
+            'session configuration entries: "session.intra_op.allow_spinning" = "0"',
+            default="{}",
+        ),
+    ),
+)
+
 COMPONENT = Table(
     "[component]",
     "What the component is.",
@@ -323,6 +396,18 @@ COMPONENT = Table(
             "min_core",
             "the oldest ONNX Runtime core it registers with",
             True,
+            when=("kind", ("plugin-ep",)),
+        ),
+        table(
+            "device",
+            DEVICE,
+            "the NPU it drives (the loader's rung for it)",
+            when=("kind", ("plugin-ep",)),
+        ),
+        table(
+            "session_options",
+            SESSION_OPTIONS,
+            "the session options its sessions need",
             when=("kind", ("plugin-ep",)),
         ),
         text(

@@ -60,12 +60,48 @@ POLICY_KEYS = (
     ),
 )
 
+OBLIGATIONS = table(
+    "obligations",
+    Table(
+        "[obligations]",
+        "What a licence asks of whoever ships its binaries, on every channel. A component "
+        "under one of these ships its corresponding source beside the packages "
+        "(dist/<product>/<version>/sources/), with a written offer in the NOTICE; a release "
+        "refuses one whose recipe pins no source archives ([sources.<id>.build]), and no "
+        "waiver stands in for them.",
+        (
+            texts(
+                "source",
+                "licence id globs (@set allowed) whose binaries ship with the whole work's "
+                "corresponding source (GPL, LGPL, AGPL)",
+                default="[]",
+            ),
+            texts(
+                "combined",
+                "licence id globs whose code, loaded into the application's process from its "
+                "main package, makes one program with it (GPL, AGPL): a product whose licence "
+                "is a LicenseRef (proprietary) is refused such a component there, and may ship "
+                "it in an add-on's own optional package",
+                default="[]",
+            ),
+            texts(
+                "source_files",
+                "licence id globs whose binaries ship with the source of the covered files "
+                "(file-level copyleft: MPL)",
+                default="[]",
+            ),
+        ),
+    ),
+    "source obligations",
+    default="{}",
+)
+
 POLICY = FileSchema(
     "policy",
     "Licence policy",
     "licenses/policy.toml",
     "Per packaging channel, which licences ship, need review or are refused.",
-    Table("top level", "", POLICY_KEYS),
+    Table("top level", "", (*POLICY_KEYS, OBLIGATIONS)),
 )
 
 # --- product manifests ----------------------------------------------------------------------
@@ -91,6 +127,21 @@ PRODUCT_TABLE = Table(
             "addon_of",
             "the main product this one is an add-on of (installs into its directory)",
             pattern=NAME,
+        ),
+        Key(
+            "suggested",
+            "boolean",
+            "an add-on: the main product's packages (Arch optdepends, deb and rpm Suggests) "
+            "suggest this one's on its targets; never a dependency",
+            default="false",
+        ),
+        text(
+            "license",
+            "the application's own licence: an SPDX expression, or LicenseRef-Proprietary. The "
+            "audit judges each component under a licence the policy's [obligations] combined "
+            "names against it: in a main package (loaded into the application's process) a "
+            "proprietary product is refused it; an add-on's own optional package is an "
+            "aggregate",
         ),
     ),
 )

@@ -20,8 +20,10 @@ if TYPE_CHECKING:
     from ortbundle.payload.loader.command import main as main
     from ortbundle.payload.loader.command import wrong_system as wrong_system
     from ortbundle.payload.loader.hardware import VENDORS as VENDORS
+    from ortbundle.payload.loader.hardware import Accel as Accel
     from ortbundle.payload.loader.hardware import Gpu as Gpu
     from ortbundle.payload.loader.hardware import Hardware as Hardware
+    from ortbundle.payload.loader.hardware import accel_problem as accel_problem
     from ortbundle.payload.loader.hardware import detect as detect
     from ortbundle.payload.loader.hardware import machine_name as machine_name
     from ortbundle.payload.loader.hardware import too_old as too_old
@@ -53,8 +55,10 @@ if TYPE_CHECKING:
     from ortbundle.payload.loader.scoring import VENDOR_LABEL as VENDOR_LABEL
     from ortbundle.payload.loader.scoring import Candidate as Candidate
     from ortbundle.payload.loader.scoring import Decision as Decision
+    from ortbundle.payload.loader.scoring import Device as Device
     from ortbundle.payload.loader.scoring import best_possible as best_possible
     from ortbundle.payload.loader.scoring import choose as choose
+    from ortbundle.payload.loader.scoring import device_rung as device_rung
     from ortbundle.payload.loader.scoring import score as score
     from ortbundle.payload.loader.search import Libraries as Libraries
     from ortbundle.payload.loader.search import missing_libraries as missing_libraries
@@ -74,8 +78,10 @@ EXPORTS: dict[str, tuple[str, ...]] = {
     "vendors": ("GPU_VENDORS", "Vendor"),
     "hardware": (
         "VENDORS",
+        "Accel",
         "Gpu",
         "Hardware",
+        "accel_problem",
         "detect",
         "machine_name",
         "too_old",
@@ -91,8 +97,10 @@ EXPORTS: dict[str, tuple[str, ...]] = {
         "VENDOR_LABEL",
         "Candidate",
         "Decision",
+        "Device",
         "best_possible",
         "choose",
+        "device_rung",
         "score",
     ),
     "ortapi": (

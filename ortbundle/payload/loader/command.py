@@ -44,7 +44,7 @@ from ortbundle.payload.loader.ortapi import (
     open_best,
     register_plugins,
 )
-from ortbundle.payload.loader.scoring import choose
+from ortbundle.payload.loader.scoring import choose, device_rung
 from ortbundle.payload.loader.search import system_libraries
 
 # 128 + SIGPIPE: what a shell reports for a writer whose reader went away (`--json | head`)
@@ -126,6 +126,8 @@ def _command(argv: list[str] | None) -> int:
             )
         if args.open:
             plugins = register_plugins(args.stage, decision.runtime, hardware)
+            if decision.device is not None:  # the NPU rung, now that the plugin has registered
+                decision.device = device_rung(decision.runtime, hardware, plugins)
             beside = companions(args.stage, decision.runtime, load=True)
     except LoaderError as exc:
         print(f"runtime_loader: {exc}", file=sys.stderr)
@@ -143,6 +145,7 @@ def _command(argv: list[str] | None) -> int:
             "loaded_version": version,
             "plugins": [asdict(p) for p in plugins],
             **({"companions": [asdict(c) for c in beside]} if beside else {}),
+            **({"device": asdict(decision.device)} if decision.device else {}),
             "hardware": asdict(hardware),
             "candidates": [asdict(c) for c in decision.candidates],
             "problems": decision.problems,
@@ -150,6 +153,10 @@ def _command(argv: list[str] | None) -> int:
         print(json.dumps(out, indent=2, sort_keys=True))
         return 0
     print(decision.line())
+    if decision.device is not None:
+        print(f"  {decision.device.why}")
+        for key, value in sorted(decision.device.session_options.items()):
+            print(f"    session option {key} = {json.dumps(value, sort_keys=True)}")
     if args.explain:
         for c in decision.candidates:
             if c.score == 0:

@@ -31,6 +31,16 @@ class Gpu:
 
 
 @dataclass(frozen=True)
+class Accel:
+    """A compute accelerator behind the kernel's DRM accel subsystem (/dev/accel/accel*)."""
+
+    name: str  # accel0
+    driver: str  # its kernel driver (/sys/class/accel/<name>/device/driver): "rocket"
+    node: str  # /dev/accel/<name>, under the root read
+    unopenable: str = ""  # why this process cannot open the node; "": it can
+
+
+@dataclass(frozen=True)
 class Hardware:
     gpus: tuple[Gpu, ...] = ()
     kfd: bool = False  # /dev/kfd: the AMD ROCm compute driver
@@ -41,6 +51,8 @@ class Hardware:
     android_api: int | None = None  # ro.build.version.sdk (Android)
     macos_version: str | None = None  # "14.5": SystemVersion.plist's ProductVersion (macOS)
     machine: str | None = None  # the CPU this process runs as ("x86_64", "aarch64"); None: unknown
+    accel: tuple[Accel, ...] = ()  # NPUs behind /dev/accel (Linux)
+    compatible: tuple[str, ...] = ()  # the device tree's root `compatible` (Arm boards)
 
     def vendors(self) -> set[str]:
         """The GPUs' vendors, and a SoC vendor named in the SoC's description."""
@@ -164,6 +176,65 @@ def _windows_gpus() -> list[Gpu]:  # pragma: no cover - exercised on Windows onl
     return gpus
 
 
+def _accel(root: Path) -> tuple[Accel, ...]:
+    """Each /sys/class/accel/accel* with its driver's name and whether its node opens."""
+    found = []
+    for device in sorted((root / "sys/class/accel").glob("accel*")):
+        try:
+            driver = (device / "device" / "driver").readlink().name
+        except OSError:
+            driver = ""
+        node = root / "dev/accel" / device.name
+        why = ""
+        try:
+            os.close(os.open(node, os.O_RDWR | getattr(os, "O_CLOEXEC", 0)))
+        except OSError as exc:
+            why = exc.strerror or str(exc)
+        found.append(Accel(device.name, driver, str(node), why))
+    return tuple(found)
+
+
+_COMPATIBLE = ("proc/device-tree/compatible", "sys/firmware/devicetree/base/compatible")
+
+
+def _compatible(root: Path) -> tuple[str, ...]:
+    """The board's device-tree `compatible` strings (NUL-separated), most specific first."""
+    for name in _COMPATIBLE:
+        try:
+            raw = (root / name).read_bytes()
+        except OSError:
+            continue
+        return tuple(p.decode("ascii", errors="replace") for p in raw.split(b"\0") if p)
+    return ()
+
+
+def accel_problem(device: dict[str, Any], hardware: Hardware) -> str | None:
+    """Why the NPU a plugin EP's `device` describes (kind accel: its kernel driver, the boards
+    it runs on) cannot be used here, in one clause; None when it can: a node of that driver,
+    on such a board, that this process can open."""
+    driver = str(device.get("driver", ""))
+    nodes = [a for a in hardware.accel if a.driver == driver]
+    if not nodes:
+        others = ", ".join(f"{a.name} ({a.driver or 'no driver'})" for a in hardware.accel)
+        seen = f"; /dev/accel has {others}" if others else ""
+        return (
+            f"no /dev/accel device of the {driver} driver (/sys/class/accel/accel*/device/driver)"
+            f"{seen}: it needs Linux with the {driver} accel driver loaded"
+        )
+    boards = [str(b) for b in device.get("compatible") or []]
+    if boards and not any(b in hardware.compatible for b in boards):
+        said = hardware.compatible[0] if hardware.compatible else "no device-tree compatible"
+        return f"the board is not {' or '.join(boards)} ({said})"
+    usable = [a for a in nodes if not a.unopenable]
+    if not usable:
+        node = nodes[0]
+        return (
+            f"{node.node} cannot be opened ({node.unopenable}): the package's udev rule gives "
+            f"the render group access; add this user to it"
+        )
+    return None
+
+
 _LIBRARY_DIRS = ("lib/*-linux-gnu", "usr/lib/*-linux-gnu", "lib64", "usr/lib64", "lib", "usr/lib")
 
 
@@ -257,6 +328,8 @@ def detect(root: Path = Path("/"), *, windows: bool | None = None) -> Hardware:
         library_dirs=library_dirs,
         android_api=_android_api(root),
         machine=_process_machine(root, library_dirs),
+        accel=_accel(root),
+        compatible=_compatible(root),
     )
 
 

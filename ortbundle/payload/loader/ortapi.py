@@ -13,7 +13,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from ortbundle.payload.loader.hardware import Hardware
+from ortbundle.payload.loader.hardware import Hardware, accel_problem
 from ortbundle.payload.loader.index import LoaderError
 from ortbundle.payload.loader.scoring import SCORE_CPU, Candidate, Decision, choose
 from ortbundle.payload.loader.search import Libraries
@@ -180,6 +180,11 @@ def register_plugins(
         if families and hardware is not None and not any(f in (soc or "") for f in families):
             why = f"needs a {' or '.join(families)} SoC; this machine has {soc or 'none known'}"
             registered.append(Registered(name, ep_name, plugin["library"], 0, "skipped", why))
+            continue
+        device = plugin.get("device") or {}
+        absent = accel_problem(device, hardware) if device and hardware is not None else None
+        if absent is not None:  # an NPU this machine lacks: the plugin is not loaded
+            registered.append(Registered(name, ep_name, plugin["library"], 0, "skipped", absent))
             continue
         library = (stage / plugin["library"]).resolve()
         if sys.platform == "win32":  # pragma: no cover - Windows only

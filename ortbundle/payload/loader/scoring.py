@@ -11,7 +11,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from ortbundle.payload.loader.hardware import Hardware, too_old, wrong_machine
+from ortbundle.payload.loader.hardware import Hardware, accel_problem, too_old, wrong_machine
 from ortbundle.payload.loader.index import LoaderError
 from ortbundle.payload.loader.search import Libraries, missing_libraries
 from ortbundle.payload.loader.vendors import GPU_VENDORS
@@ -37,6 +37,48 @@ class Candidate:
 
 
 @dataclass
+class Device:
+    """Where the chosen runtime's sessions run, for a runtime with a plugin EP for an NPU behind
+    /dev/accel: that EP and the session options it needs (graph optimisation off, intra-op
+    spinning off, the environment it reads), or the CPU and, in one line, why not the NPU."""
+
+    ep_name: str | None  # the plugin EP to put first in a session; None: the CPU
+    plugin: str  # its registration name
+    why: str  # "NPU: …" or "CPU: …", one line
+    session_options: dict[str, Any] = field(default_factory=dict)  # empty for the CPU
+
+
+def device_rung(
+    runtime: dict[str, Any], hardware: Hardware, registered: list[Any] | None = None
+) -> Device | None:
+    """The NPU rung of `runtime`'s first plugin EP with a `device` (None: it has none): taken
+    when the device is here (its driver's /dev/accel node, the board, the node opens) and,
+    once `registered` (ortapi.Registered) says so, the plugin registered and reports a device."""
+    for plugin in runtime.get("plugin_eps") or []:
+        device = plugin.get("device")
+        if not device:
+            continue
+        name, ep_name = (
+            plugin["registration_name"],
+            plugin.get("ep_name") or plugin["registration_name"],
+        )
+        problem = accel_problem(device, hardware)
+        if problem is None and registered is not None:
+            mine = next((r for r in registered if r.name == name), None)
+            if mine is None or mine.status != "registered":
+                problem = f"the plugin EP was not registered ({mine.why if mine else 'not tried'})"
+            elif mine.devices == 0:
+                problem = f"the plugin EP registered but reports no {ep_name} device"
+        if problem is not None:
+            return Device(None, name, f"CPU: {ep_name} NPU not used: {problem}")
+        node = next(a for a in hardware.accel if a.driver == device.get("driver"))
+        board = hardware.compatible[0] if hardware.compatible else "this board"
+        why = f"NPU: {ep_name} on {board} ({node.node}, driver {node.driver})"
+        return Device(ep_name, name, why, dict(plugin.get("session_options") or {}))
+    return None
+
+
+@dataclass
 class Decision:
     runtime: dict[str, Any]
     score: int
@@ -44,6 +86,7 @@ class Decision:
     overridden: bool
     candidates: list[Candidate] = field(default_factory=list)
     problems: list[str] = field(default_factory=list)  # bad fragments, never fatal
+    device: Device | None = None  # the NPU rung of a runtime with an accel plugin EP
 
     def line(self) -> str:
         """The settings row: 'Intel GPU · OpenVINO 1.24.1 · runtimes/openvino'."""
@@ -138,4 +181,5 @@ def choose(
         raise LoaderError("runtimes.json lists no runtime")
     best.candidates = candidates
     best.problems = problems
+    best.device = device_rung(best.runtime, hardware)
     return best
