@@ -299,9 +299,10 @@ def signed_by(path: Path, identity: AuthenticodeIdentity) -> PeSignature:
     return signature
 
 
+# one part of the build's one line about its unsigned outputs (pipeline/build.py)
 UNSIGNED_NOTE = (
-    "WARNING: the Windows installers are unsigned (no Authenticode identity): SmartScreen "
-    f"warns and enterprise policies may block them. {_FIX_UNSET}"
+    f"the Windows installers are unsigned (SmartScreen warns): set {ENV_PFX}, "
+    f"{ENV_PKCS11_MODULE} or {ENV_COMMAND} (docs/signing.md)"
 )
 
 

@@ -250,8 +250,7 @@ def _build_locked(
         repairs=tuple(repairs),
         warnings=(
             *stage_warnings(stages),
-            *_unsigned(packages, os.environ),
-            *(unsigned_warning([p.channel for p in packages]) if openpgp is None else ()),
+            *_unsigned(packages, os.environ, openpgp),
         ),
     )
     with contextlib.suppress(OSError):  # published all the same; the next one cannot be a no-op
@@ -270,11 +269,16 @@ def _build_locked(
     return result
 
 
-def _unsigned(packages: Sequence[ChannelOutput], environ: Mapping[str, str]) -> tuple[str, ...]:
-    """Said once for the whole build: its Windows installers are unsigned. (The Authenticode
-    identity is the process's environment's, as makensis runs the signer in it.)"""
+def _unsigned(
+    packages: Sequence[ChannelOutput], environ: Mapping[str, str], openpgp: OpenPgpKey | None
+) -> tuple[str, ...]:
+    """Said once for the whole build, in one line: which of its outputs are unsigned. (The
+    Authenticode identity is the process's environment's, as makensis runs the signer in it.)"""
     built = any(p.channel == "nsis" and any(f.suffix == ".exe" for f in p.files) for p in packages)
-    return (UNSIGNED_NOTE,) if built and authenticode_identity(environ) is None else ()
+    parts = [UNSIGNED_NOTE] if built and authenticode_identity(environ) is None else []
+    if openpgp is None:
+        parts += unsigned_warning([p.channel for p in packages])
+    return ("; ".join(parts),) if parts else ()
 
 
 def _stage_all(inputs: Sequence[StageInput], workers: int, plan: Plan) -> list[TargetStage]:
