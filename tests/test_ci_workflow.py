@@ -186,4 +186,29 @@ def test_the_windows_build_jobs_get_the_authenticode_identity_as_environment_sec
             )
             assert "osslsigncode" in text
         else:
-            assert "environment" not in job and "AUTHENTICODE" not in text, target
+            assert "AUTHENTICODE" not in text, target
+
+
+def test_the_linux_build_jobs_get_the_openpgp_key_as_environment_secrets() -> None:
+    """The .deb, the .rpm and the Arch source are signed where they are built (#46): the Linux
+    jobs run in the protected environment, write the armoured key where only they see it and
+    pass its passphrase; the jobs of other systems see neither."""
+    jobs = yaml.safe_load(COMMITTED.read_text())["jobs"]
+    product = load_product(ROOT / "manifests" / "darkroom.toml")
+    linux = [t for t in product.targets if t.startswith("linux-")]
+    assert linux and {"deb", "rpm", "arch"} <= set(product.channels)
+    for target in product.targets:
+        job = jobs[f"build-{target}"]
+        text = yaml.safe_dump(job)
+        if target in linux:
+            assert job["environment"] == "release", target
+            key = next(s for s in job["steps"] if "OPENPGP_KEY" in s.get("env", {}))
+            assert key["env"]["OPENPGP_KEY"] == "${{ secrets.ORTBUNDLE_OPENPGP_KEY_ARMORED }}"
+            assert "ORTBUNDLE_OPENPGP_KEY=" in key["run"] and "$GITHUB_ENV" in key["run"]
+            build = next(s for s in job["steps"] if s.get("run", "").startswith("invoke build"))
+            assert build["env"]["ORTBUNDLE_OPENPGP_PASSPHRASE"] == (
+                "${{ secrets.ORTBUNDLE_OPENPGP_PASSPHRASE }}"
+            )
+        else:
+            assert "OPENPGP" not in text, target
+            assert ("environment" in job) == target.startswith("windows-"), target

@@ -16,8 +16,11 @@ from importlib import resources
 
 from ortbundle._core.errors import ConfigError
 from ortbundle._core.templating import render
+from ortbundle.channels.openpgp import signed_channels
 from ortbundle.config.products import Product
 from ortbundle.config.schema import check_document
+from ortbundle.config.targets import get_target
+from ortbundle.config.vocabulary import CHANNEL_TARGETS
 from ortbundle.evidence.names import (
     AUDIT_NAME,
     MANIFEST_NAME,
@@ -116,6 +119,13 @@ def workflow_yaml(product: Product, pins: dict[str, ActionPin] | None = None) ->
             "targets": list(product.targets),
             "apt_packages": {t: list(BUILD_PACKAGES.get(t, ())) for t in product.targets},
             "signed_targets": [t for t in product.targets if t in SIGNED_TARGETS],
+            # Linux targets whose packages the OpenPGP key signs (channels/openpgp.py)
+            "openpgp_targets": [
+                t
+                for t in product.targets
+                if get_target(t).os == "linux"
+                and any(t in CHANNEL_TARGETS[c] for c in signed_channels(product.channels))
+            ],
             "evidence": list(EVIDENCE),
         },
         {"q": _quoted, "id": _job_id, "action": action},
