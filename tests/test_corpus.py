@@ -194,6 +194,69 @@ def _oldest(values: Iterable[Any], target: str) -> str:
     return f"{family} {newest}"
 
 
+def _dated() -> dict[str, Any]:
+    """The documented dates the truth's Windows facts are held to: which Windows first has an
+    API set, a function, a DLL, a machine (ortbundle/data, each entry with its source)."""
+    data = ROOT / "ortbundle/data"
+    baselines = tomllib.loads((data / "baselines.toml").read_text("utf-8"))["windows"]
+    apisets = tomllib.loads((data / "windows-apisets.toml").read_text("utf-8"))["apisets"]
+    return {
+        "apisets": {name: str(v["since"]) for name, v in apisets.items()},
+        "functions": {
+            f"{dll.lower()}!{fn}": str(since)
+            for dll, names in baselines["functions"].items()
+            for fn, since in names.items()
+        },
+        "dlls": {k.lower(): str(v) for k, v in baselines.get("dlls", {}).items()},
+        "machines": {k: str(v) for k, v in baselines.get("machines", {}).items()},
+    }
+
+
+_DATED = _dated()
+_CONTRACT = re.compile(r"^(.*-l\d+-\d+-)(\d+)$")
+
+
+def _apiset_since(name: str, dated: Mapping[str, str]) -> str | None:
+    """When an API set came: its own date, else its contract's highest lower revision's (a
+    higher revision has all a lower one has)."""
+    if name in dated:
+        return dated[name]
+    match = _CONTRACT.match(name)
+    if match is None:
+        return None
+    lower = [
+        (int(m.group(2)), since)
+        for other, since in dated.items()
+        if (m := _CONTRACT.match(other))
+        and m.group(1) == match.group(1)
+        and int(m.group(2)) < int(match.group(2))
+    ]
+    return max(lower)[1] if lower else None
+
+
+def _pe_floor(lib: Mapping[str, Any]) -> Any:
+    """A file's oldest system: for a PE file, the newest of its header's OS version and what
+    its API sets, dated functions, DLLs and machine need (the truth's facts, the documented
+    dates); for the others, the truth's value as it is."""
+    value = _value(lib["oldest_os"])
+    if not isinstance(value, dict) or "api_sets" not in value:
+        return value
+    dated = _DATED
+    found = [value["os_version"]]
+    found += [
+        s
+        for n in value["api_sets"]
+        if (s := _apiset_since(n.removesuffix(".dll"), dated["apisets"]))
+    ]
+    found += [dated["functions"][f] for f in value.get("functions", []) if f in dated["functions"]]
+    found += [
+        dated["dlls"][n.lower()] for n in _value(lib["required"]) if n.lower() in dated["dlls"]
+    ]
+    machine = _value(lib.get("machine", {"value": ""}))
+    found += [dated["machines"][m] for m in dated["machines"] if m in str(machine).upper()]
+    return max(found, key=lambda v: tuple(int(p) for p in re.findall(r"\d+", v)) or (0,))
+
+
 def truth_facts(case: Case, staged: set[str] | None) -> Facts:
     """What the independent readers say, over the files ortbundle staged (all the wheel's
     files of the package's kind when nothing was staged)."""
@@ -237,7 +300,7 @@ def truth_facts(case: Case, staged: set[str] | None) -> Facts:
         embedded=tuple(sorted({_norm(e["name"]) for lib in ours for e in lib["embedded"]})),
         required=tuple(sorted(required, key=str.lower)),
         optional=tuple(sorted(optional, key=str.lower)),
-        oldest_os=_oldest((_value(lib["oldest_os"]) for lib in ours), case.target),
+        oldest_os=_oldest((_pe_floor(lib) for lib in ours), case.target),
     )
 
 
@@ -385,6 +448,8 @@ def run_case(case: Case, tmp: Path) -> Verdict:
     recipe_path = root / "recipes" / f"{case.package}.toml"
     if not recipe_path.is_file() or any(s.code not in (0, 8) for s in steps):
         return Verdict(case, tuple(steps), _unreachable(case, steps))
+    if steps[-1].code == 8 and _CHOICE in recipe_path.read_text("utf-8"):
+        steps.append(make_the_choice(recipe_path))
     recipe = tomllib.loads(recipe_path.read_text("utf-8"))
     options = BuildOptions(product=PRODUCT, targets=(case.target,), audit_only=True)
     line = f"invoke audit -p {PRODUCT}"  # the scaffolded product holds this target only
@@ -407,6 +472,35 @@ def run_case(case: Case, tmp: Path) -> Verdict:
     staged = {_basename(k.name) for r in result.targets[0].runtimes for k in r.closure.kept}
     truth = truth_facts(case, staged)
     return Verdict(case, tuple(steps), tuple(compare(case, truth, found, _append(case, staged))))
+
+
+_CHOICE = "# [[externals]]"
+_CHOSEN = {
+    'group = "FILL-IN"': 'group = "vendor-stack"',
+    'install = "FILL-IN"': 'install = "the vendor\'s stack"',
+}
+
+
+def make_the_choice(recipe: Path) -> Step:
+    """What the person the scaffold left a choice to does, the plainest way: the commented
+    [[externals]] block it wrote for what nothing provides is uncommented as a required group
+    of the vendor's stack (the CUDA toolkit, CANN, NVML), so the build goes on."""
+    lines = recipe.read_text("utf-8").splitlines()
+    start = lines.index(_CHOICE)
+    for at in range(start, len(lines)):
+        if not lines[at].startswith("# "):
+            break
+        line = lines[at][2:]
+        for blank, chosen in _CHOSEN.items():
+            line = line.replace(blank, chosen)
+        lines[at] = line
+    recipe.write_text("\n".join(lines) + "\n", "utf-8")
+    return Step(
+        f"(the choice: {recipe.name}'s [[externals]] block uncommented as group vendor-stack)",
+        0,
+        "",
+        "",
+    )
 
 
 def _append(case: Case, staged: set[str] | None) -> tuple[str, ...]:

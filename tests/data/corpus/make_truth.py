@@ -136,7 +136,16 @@ NOTICE_NAMES = {
 
 # What no reader can tell: whether the runtime still works without a library one of its files
 # links. Each judgement names the package, the library, and the evidence a person read.
+_OPENCL_FOR_THE_GPU_PLUGIN: dict[str, Any] = {
+    "optional": True,
+    "why": "only libopenvino_intel_gpu_plugin.so links it; no shipped file links that "
+    "plugin (readelf -d: no DT_NEEDED names it): OpenVINO opens a device's plugin when an "
+    "application asks for that device, and the CPU and NPU plugins do not need OpenCL",
+    "source": "OpenVINO documentation, 'Inference Devices and Modes' and 'GPU Device' "
+    "(the GPU plugin needs an OpenCL driver; devices are plugins loaded on demand)",
+}
 JUDGEMENTS: dict[tuple[str, str], dict[str, Any]] = {
+    ("onnxruntime-ep-openvino", "libOpenCL.so.1"): _OPENCL_FOR_THE_GPU_PLUGIN,
     ("onnxruntime-openvino", "libOpenCL.so.1"): {
         "optional": True,
         "why": "only libopenvino_intel_gpu_plugin.so links it; no shipped file links that "
@@ -146,6 +155,18 @@ JUDGEMENTS: dict[tuple[str, str], dict[str, Any]] = {
         "(the GPU plugin needs an OpenCL driver; devices are plugins loaded on demand)",
     },
 }
+
+
+# The Windows functions a documented table dates (Microsoft Learn's "Minimum supported client"
+# of each): the data file ortbundle reads, which names its sources; the truth reads the imports
+# with llvm-readobj, not with ortbundle's reader.
+DATED_FUNCTIONS = frozenset(
+    f"{dll.lower()}!{name}"
+    for dll, names in tomllib.loads(
+        (HERE.parents[2] / "ortbundle/data/baselines.toml").read_text("utf-8")
+    )["windows"]["functions"].items()
+    for name in names
+)
 
 
 def run(cmd: list[str]) -> str:
@@ -241,6 +262,33 @@ def rodata_strings(path: Path) -> list[str]:
         return run(["strings", "-a", "-n", "6", str(out)]).splitlines()
 
 
+RDATA_STRINGS = (
+    "python3 -c 'pefile: the .rdata section of {f}' > R; strings -a -n 6 -t d R (those after a "
+    "NUL); strings -a -n 6 -el R"
+)
+
+
+def rdata_strings(path: Path) -> list[str]:
+    """The strings of a PE file's .rdata alone (ASCII and UTF-16), cut out with pefile: a name a
+    DLL passes to LoadLibrary is a constant there, never in its version resource or code."""
+    pe = pefile.PE(str(path), fast_load=True)
+    try:
+        data = b"".join(s.get_data() for s in pe.sections if s.Name.rstrip(b"\0") == b".rdata")
+    finally:
+        pe.close()
+    with tempfile.TemporaryDirectory() as tmp:
+        out = Path(tmp) / "rdata"
+        out.write_bytes(data)
+        # a C string constant begins after the NUL that ends the one before it (or padding):
+        # a run of letters after binary bytes is part of a table, not a string of its own
+        lines = []
+        for line in run(["strings", "-a", "-n", "6", "-t", "d", str(out)]).splitlines():
+            offset, _, text = line.strip().partition(" ")
+            if int(offset) == 0 or data[int(offset) - 1] == 0:
+                lines.append(text)
+        return lines + strings_of.__wrapped__(out, True)
+
+
 def all_strings(path: Path, fmt: str) -> tuple[list[str], str]:
     lines = list(strings_of(path, False))
     how = f"{STRINGS} {{f}}"
@@ -300,14 +348,18 @@ def pe_links(path: Path) -> dict[str, Any]:
     out = run(["llvm-readobj", "--coff-imports", str(path)])
     required: list[str] = []
     delayed: list[str] = []
-    section = ""
+    functions: list[str] = []  # "kernel32.dll!CreateFile2": the imported functions, by DLL
+    section, dll = "", ""
     for line in out.splitlines():
         s = line.strip()
         if s in ("Import {", "DelayImport {"):
             section = s
         elif s.startswith("Name: ") and section:
-            (required if section == "Import {" else delayed).append(s[6:])
+            dll = s[6:]
+            (required if section == "Import {" else delayed).append(dll)
             section = ""
+        elif s.startswith("Symbol: ") and dll:
+            functions.append(f"{dll.lower()}!{s[8:].split(' ', 1)[0]}")
     hdr = run(["llvm-readobj", "--file-headers", str(path)])
 
     def h(key: str) -> str:
@@ -324,9 +376,16 @@ def pe_links(path: Path) -> dict[str, Any]:
             machine.group(1) if machine else "?", "llvm-readobj --file-headers {f} | grep Machine"
         ),
         "oldest_os": fact(
-            {"os_version": osv, "subsystem_version": subv, "api_sets": api_sets},
+            {
+                "os_version": osv,
+                "subsystem_version": subv,
+                "api_sets": api_sets,
+                # only the functions the dated table names (ortbundle/data/baselines.toml
+                # [windows.functions], each with its documentation): the rest date nothing
+                "functions": sorted(f for f in set(functions) if f in DATED_FUNCTIONS),
+            },
             "llvm-readobj --file-headers {f} | grep -E 'OperatingSystemVersion|SubsystemVersion'; "
-            "llvm-readobj --coff-imports {f} | grep -E 'Name: (api|ext)-ms-'",
+            "llvm-readobj --coff-imports {f} | grep -E 'Name: (api|ext)-ms-|Symbol: '",
         ),
         "_delayed": delayed,
         "_delayed_how": "llvm-readobj --coff-imports {f}  (DelayImport blocks)",
@@ -527,9 +586,11 @@ def library(root: Path, rel: str, fmt: str, meta: dict[str, Any]) -> dict[str, A
 
     # a name a library passes to dlopen is a constant in its read-only data: on ELF, strings
     # elsewhere (a version-needs name patchelf left behind, debug info) name nothing it opens
-    load_lines, load_how = (
-        (rodata_strings(path), RODATA_STRINGS) if fmt == "ELF" else (lines, str_how)
-    )
+    reader, load_how = {
+        "ELF": (rodata_strings, RODATA_STRINGS),
+        "PE": (rdata_strings, RDATA_STRINGS),
+    }.get(fmt, (lambda _path: lines, str_how))
+    load_lines = reader(path)
     load_names = grep(load_lines, LOAD_NAME_RE[fmt])
     req_lower = {n.lower() for n in required} | {n.rsplit("/", 1)[-1].lower() for n in required}
     own = rel.rsplit("/", 1)[-1].lower()
@@ -741,6 +802,19 @@ def render_docs(tables: dict[str, dict[str, Any]]) -> str:
         "produced it). Do not edit by hand. Kinds: core exports `OrtGetApiBase`, plugin-ep exports",
         "`CreateEpFactories`, custom-ops exports `RegisterCustomOps`, uses-core links or names the",
         "core library; other is anything else (Python bindings, provider libraries, vendor libraries).",
+        "",
+        "How the comparison reads some facts (tests/test_corpus.py):",
+        "",
+        "- Libraries a file opens by name: names in its read-only data alone (ELF `.rodata` cut out",
+        "  with `llvm-objcopy`, PE `.rdata` with pefile); a UTF-16 string whose first letter ends an ASCII string before",
+        "  it (`Create\\0` then `Lonnxruntime_providers_qnn.dll`) loses that letter.",
+        "- The oldest Windows: the newest of the header's OS version and what the file's API sets,",
+        "  dated functions, DLLs and machine need, dated by `ortbundle/data/windows-apisets.toml` and",
+        "  `baselines.toml` (documented facts, each with its source; the imports are read here with",
+        "  llvm-readobj). The column below shows the header alone.",
+        "- Judgements: whether a runtime works without a library one of its files links is no",
+        "  reader's to tell; each such call is a `judgement` in the table, with its evidence and",
+        "  source (OpenCL, needed only by OpenVINO's GPU device plugin, is optional).",
         "",
         "| package | version | target | library | kind | entry | providers / EP names | oldest OS |",
         "|---|---|---|---|---|---|---|---|",
