@@ -31,7 +31,7 @@ from ortbundle.stage.binaries.info import (
 from ortbundle.stage.binaries.providers import CPU
 from ortbundle.stage.closure import KeptLibrary
 from ortbundle.stage.plugins import refuse_bundled_core
-from ortbundle.stage.probe.names import NamesRead, read_providers
+from ortbundle.stage.probe.names import NamesRead, read_plugin_names, read_providers
 from ortbundle.stage.staging import StagedRuntime
 
 _ROLE_OF_KIND = {
@@ -223,6 +223,52 @@ def read_offered(
     library = stage / staged.directory / entry.name
     static = _static_table(staged)
     return read_providers(library, entry.sha256, staged.target, static, memo, mode=mode)
+
+
+def read_plugin_ep_names(
+    recipe: Recipe,
+    staged: StagedRuntime,
+    core: StagedRuntime,
+    stage: Path,
+    memo: Memo,
+    mode: str = "native",
+) -> NamesRead | None:
+    """The EP names a plugin EP's factories give, read by registering its entry with the
+    staged `core` it pairs with where this machine can run them (probe/names.py), else what
+    its bytes and package state; None when either has no entry library."""
+    entry, core_entry = _entry(staged), _entry(core)
+    if entry is None or core_entry is None:
+        return None
+    static = (recipe.ep_name,) if recipe.ep_name else tuple(entry.info.ep_names)
+    return read_plugin_names(
+        stage / staged.directory / entry.name,
+        entry.sha256,
+        stage / core.directory / core_entry.name,
+        core_entry.sha256,
+        staged.target,
+        static,
+        memo,
+        mode=mode,
+    )
+
+
+def check_plugin_name(recipe: Recipe, read: NamesRead, core: str) -> None:
+    """A plugin EP whose factories, run, named their devices' EP: its ep_name is one of
+    them, or the recipe is refused with the nearest (ONNX Runtime appends a plugin's EP by
+    that name; another finds nothing)."""
+    if not read.ran or recipe.ep_name in read.names:
+        return
+    names = ", ".join(read.names)
+    near = nearest(str(recipe.ep_name), read.names) or read.names[0]
+    raise ConfigError(
+        f"ep_name {_with_nearest(str(recipe.ep_name), read.names)} is not what the plugin's "
+        f"factories name: registered with the {core} core it gave its devices {names} "
+        f"({read.how})",
+        component=recipe.name,
+        target=read.target,
+        file=str(recipe.path),
+        fix=f'set ep_name = "{near}" in [component]',
+    )
 
 
 def check_names(recipe: Recipe, staged: StagedRuntime, target: str) -> None:

@@ -28,7 +28,13 @@ from ortbundle.stage.binaries.loads import warning_lines as load_warnings
 from ortbundle.stage.binaries.soname import patchelf_version
 from ortbundle.stage.closure_report import raise_collected
 from ortbundle.stage.index_json import index_files, write_index
-from ortbundle.stage.kinds import check_component, provider_warnings, read_offered
+from ortbundle.stage.kinds import (
+    check_component,
+    check_plugin_name,
+    provider_warnings,
+    read_offered,
+    read_plugin_ep_names,
+)
 from ortbundle.stage.models import StagedModel, models_index, stage_model, write_models_index
 from ortbundle.stage.plugins import refuse_bundled_core
 from ortbundle.stage.reachable import warning_lines as never_chosen
@@ -191,7 +197,28 @@ def _stage_runtimes(
             runtimes.append((recipe, staged))
     raise_if_any(globs)
     raise_collected(problems, str(work.plan.product.path))
-    return runtimes, texts
+    return _with_plugin_names(work, runtimes), texts
+
+
+def _with_plugin_names(
+    work: StageInput, runtimes: list[tuple[Recipe, StagedRuntime]]
+) -> list[tuple[Recipe, StagedRuntime]]:
+    """Each plugin EP with the EP names its factories give when registered with a core it
+    pairs with on this target (run where this machine can), its ep_name held to them."""
+    cores = {r.name: s for r, s in runtimes if r.kind == "runtime"}
+    paired = work.plan.product.plugins
+    out = []
+    for recipe, staged in runtimes:
+        core = next((n for n in paired.get(recipe.name, ()) if n in cores), None)
+        if recipe.kind == "plugin-ep" and core is not None:
+            read = read_plugin_ep_names(
+                recipe, staged, cores[core], work.directory, work.memo, work.probe
+            )
+            if read is not None:
+                check_plugin_name(recipe, read, core)
+                staged = replace(staged, offered=read)
+        out.append((recipe, staged))
+    return out
 
 
 def _stage_one_runtime(

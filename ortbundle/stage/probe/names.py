@@ -24,7 +24,7 @@ from typing import Any
 
 from ortbundle._core.errors import ConfigError, OrtbundleError
 from ortbundle._core.memo import Memo
-from ortbundle.stage.probe import build_probe, parse_probe
+from ortbundle.stage.probe import ProbeResult, build_probe, parse_probe
 from ortbundle.stage.probe.process import run_captured
 from ortbundle.stage.probe.qemu import missing_qemu, qemu_sysroot
 from ortbundle.stage.probe.wine import missing_wine, wine_session
@@ -38,6 +38,7 @@ __all__ = [
     "NamesRead",
     "how_to_run",
     "probe_mode",
+    "read_plugin_names",
     "read_providers",
 ]
 
@@ -46,6 +47,7 @@ RAN_UNDER_WINE = "ran under wine"
 RAN_UNDER_QEMU = "ran under qemu"
 READ_STATICALLY = "read statically"
 _FORMAT = "offered-names/1"  # of a memo entry
+_PLUGIN_FORMAT = "plugin-ep-names/1"
 _TIMEOUT = 120  # seconds: loading a core and listing its providers takes well under one
 
 
@@ -139,25 +141,94 @@ def read_providers(
 
 def _run(library: Path, target: str, how: str) -> tuple[tuple[str, ...], str]:
     """The providers the probe printed, or () and why it printed none."""
+    result, problem = _execute(library, target, how)
+    if result is None:
+        return (), problem
+    if result.providers:
+        return result.providers, ""
+    return (), f"the probe did not list its providers ({how}): {problem}"
+
+
+_REGISTERED = "probe"  # the registration name the probe gives a plugin EP library
+
+
+def _execute(
+    core: Path, target: str, how: str, plugin: Path | None = None
+) -> tuple[ProbeResult | None, str]:
+    """Run the probe on `core` (registering `plugin` as an EP library when given): its result
+    and what it said last, or None and why it did not run."""
     with tempfile.TemporaryDirectory(prefix="ortbundle-probe-") as scratch:
         work = Path(scratch)
         try:
             exe = _built_probe(target)
         except OrtbundleError as problem:
-            return (), f"the probe could not be built: {problem}"
+            return None, f"the probe could not be built: {problem}"
+
+        def command(path: Callable[[Path], str]) -> list[str]:
+            extra = ["--plugin", f"{_REGISTERED}={path(plugin)}"] if plugin is not None else []
+            return [str(exe), "--lib", path(core), *extra]
+
         if how == RAN_UNDER_WINE:
             with wine_session(work / "prefix") as wine:
-                done = wine.run([str(exe), "--lib", wine.path(library)], timeout=_TIMEOUT)
+                done = wine.run(command(wine.path), timeout=_TIMEOUT)
         elif how == RAN_UNDER_QEMU:
             qemu = qemu_sysroot(work / "sysroot")
-            done = qemu.run([str(exe), "--lib", str(library)], timeout=_TIMEOUT)
+            done = qemu.run(command(str), timeout=_TIMEOUT)
         else:
-            done = run_captured([str(exe), "--lib", str(library)], timeout=_TIMEOUT)
+            done = run_captured(command(str), timeout=_TIMEOUT)
     result = parse_probe(done.returncode, done.stdout, done.stderr)
-    if result.providers:
-        return result.providers, ""
     said = result.error or done.stderr.strip()[-300:] or f"exit {done.returncode}"
-    return (), f"the probe did not list its providers ({how}): {said}"
+    return result, said
+
+
+def read_plugin_names(
+    plugin: Path,
+    plugin_sha256: str,
+    core: Path,
+    core_sha256: str,
+    target: str,
+    static: tuple[str, ...],
+    memo: Memo,
+    *,
+    mode: str = "native",
+    runner: Callable[[str, str], tuple[str, str]] = how_to_run,
+) -> NamesRead:
+    """The EP names a plugin EP library's factories give its devices, read by registering it
+    with the staged `core` it pairs with (the probe's `--plugin`) where `runner` says `mode`
+    can; `static` (the names its bytes and package state) where it cannot, or where it
+    registered but reported no device on this machine (a GPU plugin on a machine without
+    one): then nothing was learnt and the static reading stands, with the reason."""
+    how, why = runner(target, mode)
+
+    def compute() -> NamesRead:
+        if how == READ_STATICALLY:
+            return NamesRead(target, static, how, why)
+        result, said = _execute(core, target, how, plugin)
+        if result is None:
+            return NamesRead(target, static, READ_STATICALLY, said)
+        ok, detail = result.plugins.get(_REGISTERED, (False, said))
+        if not ok:
+            return NamesRead(
+                target, static, READ_STATICALLY, f"the core did not register it ({how}): {detail}"
+            )
+        core_names = set(result.providers)
+        names = tuple(dict.fromkeys(n for n in detail.split() if n not in core_names))
+        if not names:
+            return NamesRead(
+                target,
+                static,
+                READ_STATICALLY,
+                f"it registered and reported no device of its own on this machine ({how})",
+            )
+        return NamesRead(target, names, how)
+
+    return memo.remembered(
+        "offered-names",
+        [_PLUGIN_FORMAT, plugin_sha256, core_sha256, target, how],
+        compute,
+        _to,
+        _from,
+    )
 
 
 @functools.cache
