@@ -19,14 +19,8 @@ from rich.table import Table
 
 from ortbundle.config.recipes import Confirmation
 from ortbundle.licensing.attribution import TargetLicensing
-from ortbundle.licensing.audit import (
-    AUDIT_SCHEMA,
-    ChannelAudit,
-    audit_summary,
-    coverage_lines,
-    print_report,
-    report_json,
-)
+from ortbundle.licensing.audit import AUDIT_SCHEMA, ChannelAudit, report_json
+from ortbundle.licensing.audit_print import audit_summary, coverage_lines, print_report
 from ortbundle.licensing.file_findings import Mention, ShippedEvidence
 from ortbundle.stage.file_facts import Embedded, FileEvidence
 from ortbundle.stage.staging import StagedText

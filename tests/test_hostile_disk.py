@@ -122,7 +122,7 @@ def test_preflight_counts_the_old_tree_beside_the_new_one(
 ) -> None:
     """dist/ keeps the old tree until the new one is swapped in: both must fit."""
     fake.write()
-    with tmpfs(tmp_path / "small", 600) as small:  # one tree (~400 KiB) fits, two do not
+    with tmpfs(tmp_path / "small", 1100) as small:  # one tree (~700 KiB) fits, two do not
         dist = small / "dist"
         build(fake.project.__class__.at(fake.root, dist), fake.options(), reporter)
         old = snapshot(version_dir(fake, dist))

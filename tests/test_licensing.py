@@ -14,7 +14,8 @@ from ortbundle._core.progress import Reporter
 from ortbundle.cli.build import run_audit
 from ortbundle.cli.common import CommandFailed
 from ortbundle.licensing.attribution import copyright_lines, normalize_expression
-from ortbundle.licensing.audit import ChannelPolicy, load_policy, print_report
+from ortbundle.licensing.audit import ChannelPolicy, load_policy
+from ortbundle.licensing.audit_print import print_report
 from ortbundle.pipeline.build import AuditFailed, build
 from tests.helpers.project import REPO_POLICY, FakeProject
 from tests.helpers.toml_edit import edit_toml

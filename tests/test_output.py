@@ -120,7 +120,10 @@ def test_json_summary_validates_and_a_no_op_build_repeats_it(
     for package in document["packages"]:  # each target's packager, timed
         built = [t for t in package["targets"] if t in document["plan"]["targets"]]
         assert [t["target"] for t in package["times"]] == built, package["channel"]
-    assert 0 < document["memory"]["ortbundle_peak_mib"] < 1024
+    # MiB, not KiB or bytes: this process is the whole test session's, so no bound on the
+    # build's own peak here (the bench measures that in a process of its own)
+    peak = document["memory"]["ortbundle_peak_mib"]
+    assert 0 < peak < 16384 and peak * (1 << 20) <= _max_rss_bytes() * 1.01
     requires = {r["group"]: r for t in document["targets"] for r in t["requires"]}
     assert requires["glibc"]["optional"] is False and "libc.so.6" in requires["glibc"]["names"]
     again, _ = _build(written, capsys, monkeypatch, as_json=True)
@@ -246,3 +249,12 @@ def test_a_terminal_shows_the_running_phase_live_and_keeps_its_line() -> None:
     assert re.search(r"package\s+1 channel \(\d+\.\d s\)", drawn)
     assert [p.name for p in reporter.phases] == ["package"]
     status("after the reporter closed: goes nowhere")  # no reporter in use: no error
+
+
+def _max_rss_bytes() -> int:
+    """This process's peak resident set in bytes (Linux reports KiB, macOS bytes)."""
+    import resource
+    import sys
+
+    unit = 1 if sys.platform == "darwin" else 1024
+    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * unit

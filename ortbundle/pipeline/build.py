@@ -42,7 +42,8 @@ from ortbundle.evidence.step import finish_version
 from ortbundle.evidence.verify import verify_tree
 from ortbundle.fetch.artifacts import Artifact
 from ortbundle.fetch.step import FetchSettings, fetch_line, fetch_sources
-from ortbundle.licensing.audit import AuditFailed, ChannelAudit, audit_summary
+from ortbundle.licensing.audit import AuditFailed, ChannelAudit
+from ortbundle.licensing.audit_print import audit_summary
 from ortbundle.licensing.obligations import write_sources
 from ortbundle.licensing.step import Licensed, license_targets
 from ortbundle.pipeline.incremental import PreparedBuild, prepare_build, record_build

@@ -12,7 +12,8 @@ from ortbundle._core.progress import Reporter
 from ortbundle.config.plan import Project, with_models
 from ortbundle.fetch.cache import Cache
 from ortbundle.licensing.attribution import TargetLicensing
-from ortbundle.licensing.audit import ChannelAudit, coverage_lines, print_report, report_json
+from ortbundle.licensing.audit import ChannelAudit, report_json
+from ortbundle.licensing.audit_print import coverage_lines, print_report
 from ortbundle.pipeline.incremental import PreparedBuild
 from ortbundle.pipeline.result import BuildResult, audit_groups, externals_lines, size_table
 from ortbundle.pipeline.summary import plan_line

@@ -97,8 +97,10 @@ class FileEvidence:
     def own_copyrights(self) -> tuple[str, ...]:
         """Its copyright lines but those of the code it carries (libpng's, in a library that
         links libpng, are libpng's, not the library's)."""
-        theirs = {line for e in self.embedded for line in e.copyrights}
-        return tuple(line for line in self.copyrights if line not in theirs)
+        # compared as one printable line each: a notice read with a control byte in it is
+        # the same notice as the embedded code's own reading of it
+        theirs = {_clean(line) for e in self.embedded for line in e.copyrights}
+        return tuple(line for line in self.copyrights if _clean(line) not in theirs)
 
     @property
     def holders(self) -> tuple[str, ...]:
@@ -186,7 +188,10 @@ def notice_strings(data: bytes) -> tuple[tuple[str, ...], tuple[str, ...]]:
     for match in _NOTICE_HIT.finditer(data):
         start = data.rfind(b"\0", 0, match.start()) + 1
         end = data.find(b"\0", match.end())
-        text = _clean(data[start : end if end != -1 else len(data)].decode("utf-8", "replace"))
+        raw = data[start : end if end != -1 else len(data)].decode("utf-8", "replace")
+        if "\ufffd" in raw:  # bytes that are no text (a compressed blob holding a ©) say nothing
+            continue
+        text = _clean(raw)
         if _COPYRIGHT_SAYS.search(text) and "%" not in text:
             copyrights.setdefault(text, None)
         elif _LICENCE_SAYS.search(text) and "%" not in text:
