@@ -188,13 +188,11 @@ def _minos(image: Slice) -> str:
     return ""
 
 
-def _symbols(stream: BinaryIO, image: Slice) -> tuple[tuple[str, ...], tuple[str, ...]]:
-    """(exported, imported) C names: the symbol table's external definitions and undefined
-    externals, without the underscore the C compiler adds."""
-    exported: set[str] = set()
-    imported: set[str] = set()
+def _nlist(stream: BinaryIO, image: Slice) -> Iterator[tuple[int, int, bytes]]:
+    """(n_type, string index, name bytes) of each symbol of a 64-bit image's symbol tables that
+    is no debugging (stab) entry and whose name lies inside its string table."""
     if image.bits != 64:  # another nlist layout; such a file is refused by its machine anyway
-        return (), ()
+        return
     for command in image.of(LC_SYMTAB):
         symoff, nsyms, stroff, strsize = struct.unpack_from("<IIII", command.raw, 8)
         if nsyms > _MAX_SYMBOLS:
@@ -202,17 +200,25 @@ def _symbols(stream: BinaryIO, image: Slice) -> tuple[tuple[str, ...], tuple[str
         table = _read(stream, image.offset + symoff, nsyms * _NLIST_64.size)
         strings = _read(stream, image.offset + stroff, strsize)
         for strx, kind, _sect, _desc, _value in _NLIST_64.iter_unpack(table):
-            if kind & _N_STAB or not kind & _N_EXT or strx >= len(strings):
+            if kind & _N_STAB or strx >= len(strings):
                 continue
             end = strings.find(b"\0", strx)
-            raw = strings[strx : end if end >= 0 else len(strings)]
-            if not raw.startswith(b"_"):
-                continue
-            name = raw[1:].decode("utf-8", errors="replace")
-            if kind & _N_TYPE == _N_SECT:
-                exported.add(name)
-            elif kind & _N_TYPE == _N_UNDF:
-                imported.add(name)
+            yield kind, strx, strings[strx : end if end >= 0 else len(strings)]
+
+
+def _symbols(stream: BinaryIO, image: Slice) -> tuple[tuple[str, ...], tuple[str, ...]]:
+    """(exported, imported) C names: the symbol table's external definitions and undefined
+    externals, without the underscore the C compiler adds."""
+    exported: set[str] = set()
+    imported: set[str] = set()
+    for kind, _strx, raw in _nlist(stream, image):
+        if not kind & _N_EXT or not raw.startswith(b"_"):
+            continue
+        name = raw[1:].decode("utf-8", errors="replace")
+        if kind & _N_TYPE == _N_SECT:
+            exported.add(name)
+        elif kind & _N_TYPE == _N_UNDF:
+            imported.add(name)
     return tuple(sorted(exported)), tuple(sorted(imported))
 
 
@@ -245,21 +251,9 @@ def _defined_names(stream: BinaryIO, image: Slice) -> bytes:
     """The names of the symbols the image defines, local ones included (a dylib keeps them
     unless stripped), NUL-joined: a header-only library compiled in (Eigen) may leave only its
     namespace in the mangled names of the code it became."""
-    if image.bits != 64:
-        return b""
-    found: list[bytes] = []
-    for command in image.of(LC_SYMTAB):
-        symoff, nsyms, stroff, strsize = struct.unpack_from("<IIII", command.raw, 8)
-        if nsyms > _MAX_SYMBOLS:
-            raise ValueError(f"a symbol table of {nsyms} entries")
-        table = _read(stream, image.offset + symoff, nsyms * _NLIST_64.size)
-        strings = _read(stream, image.offset + stroff, strsize)
-        for strx, kind, _sect, _desc, _value in _NLIST_64.iter_unpack(table):
-            if kind & _N_STAB or kind & _N_TYPE != _N_SECT or not 0 < strx < len(strings):
-                continue
-            end = strings.find(b"\0", strx)
-            found.append(strings[strx : end if end >= 0 else len(strings)])
-    return b"\0".join(found)
+    return b"\0".join(
+        raw for kind, strx, raw in _nlist(stream, image) if kind & _N_TYPE == _N_SECT and strx
+    )
 
 
 def data_bytes(path: Path, label: str) -> bytes:
