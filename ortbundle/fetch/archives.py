@@ -28,6 +28,7 @@ from ortbundle._core.errors import ArchiveError, DiskError, IntegrityError
 from ortbundle._core.fsio import check_member_name
 from ortbundle._core.oserrors import FILESYSTEM_ERRNOS, disk_error, writing
 from ortbundle._core.progress import notice_once
+from ortbundle.fetch.pe_unsigned import unsigned_sha256s
 
 CHUNK = 1 << 20
 MAX_MEMBER_SIZE = 4 << 30  # 4 GiB: far above any runtime library
@@ -185,6 +186,7 @@ class ZipArchive:
         # hashes (some vendors publish such), is said once and read under its pin alone.
         self.is_wheel = False
         self.record_note: str | None = None
+        self.signed_after_record: list[str] = []  # members signed after RECORD was written
         record_names = [n for n in self.members if n.endswith(".dist-info/RECORD")]
         if record_names and check_record:
             self.is_wheel = self._apply_record(record_names)
@@ -198,6 +200,17 @@ class ZipArchive:
                 f"warning: {label}: {self.record_note}; the wheel's pinned SHA-256 vouches "
                 "for every member",
             )
+
+    def _signed_after_record(self, name: str) -> None:
+        """A member that is its recorded file with an Authenticode signature appended: the
+        vendor signed it after writing RECORD. It ships as signed (its own sha256 is what the
+        manifest records); said once per archive."""
+        self.signed_after_record.append(name)
+        notice_once(
+            f"signed {self.path}",
+            f"note: {self.label}: {name!r} and any like it were Authenticode-signed after the "
+            "wheel's RECORD was written; with the signature removed each is the recorded file",
+        )
 
     def _refuse(self, member: str, why: str) -> NoReturn:
         raise ArchiveError(
@@ -319,6 +332,9 @@ class ZipArchive:
             dest.unlink(missing_ok=True)
             raise
         if member.record_sha256 is not None and actual != member.record_sha256:
+            if member.record_sha256 in unsigned_sha256s(dest):
+                self._signed_after_record(name)
+                return Extracted(path=dest, size=written, sha256=actual)
             dest.unlink(missing_ok=True)
             raise IntegrityError(
                 f"{self.label}: member {name!r} has sha256 {actual}, its RECORD says "
