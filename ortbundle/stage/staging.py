@@ -160,6 +160,8 @@ def stage_runtime(
         os.replace(lib.path, final)
     if plan.renames:
         closure = _apply_renames(recipe.name, target, plan.renames, closure, runtime_dir)
+    if target.format == "elf":
+        closure = _flatten_runpaths(recipe.name, target, closure, runtime_dir)
     if target.format == "macho":
         closure = _fix_macho(recipe.name, target, closure, runtime_dir, signer or CodeSigner())
     if target.page_align:
@@ -270,6 +272,56 @@ def _apply_renames(
         links=links,
         entry=new_names.get(closure.entry, closure.entry),
     )
+
+
+def flat_runpath(runpath: tuple[str, ...]) -> tuple[str, ...] | None:
+    """The RUNPATH a library needs once staged flat beside its dependencies: each entry
+    relative to `$ORIGIN` (an auditwheel layout, `$ORIGIN/../../pkg.libs`) becomes `$ORIGIN`
+    itself; an absolute entry (a vendor stack's install place) stays. None when nothing
+    changes."""
+    flat: list[str] = []
+    for entry in runpath:
+        relative = entry.startswith(("$ORIGIN", "${ORIGIN}"))
+        entry = "$ORIGIN" if relative else entry
+        if entry not in flat:
+            flat.append(entry)
+    return None if tuple(flat) == runpath else tuple(flat)
+
+
+def _flatten_runpaths(
+    component: str, target: Target, closure: Closure, runtime_dir: Path
+) -> Closure:
+    """A kept ELF library finds its kept dependencies where staging put them: beside it. A
+    wheel's RUNPATH names the wheel's directories (`$ORIGIN/../../onnxruntime_ggml.libs`, where
+    auditwheel put libgomp), which the flat runtime directory does not have: the plugin would
+    not load on the user's machine. Rewritten with patchelf, read back, and said in `why`."""
+    kept = []
+    for lib in closure.kept:
+        runpath = flat_runpath(lib.info.runpath) if lib.info.format == "elf" else None
+        if runpath is None:
+            kept.append(lib)
+            continue
+        path = runtime_dir / lib.name
+        try:
+            info = rename_library(
+                path, runpath=runpath, page_size=target.page_align or None,
+                label=f"{component}:{lib.member}",
+            )  # fmt: skip
+        except BinaryError as exc:
+            exc.component = exc.component or component
+            exc.target = exc.target or target.name
+            raise
+        was = ":".join(lib.info.runpath)
+        kept.append(
+            dataclasses.replace(
+                lib,
+                info=info,
+                size=path.stat().st_size,
+                sha256=sha256_file(path),
+                why=f"{lib.why}; RUNPATH {was} set to {':'.join(runpath)} (staged flat)",
+            )
+        )
+    return dataclasses.replace(closure, kept=tuple(kept))
 
 
 def _fix_macho(

@@ -61,10 +61,12 @@ def rename_library(
     *,
     soname: str | None = None,
     replace_needed: Mapping[str, str] = _NO_RENAMES,
+    runpath: tuple[str, ...] | None = None,
     page_size: int | None = None,
     label: str,
 ) -> BinaryInfo:
-    """Set `path`'s SONAME and rename its DT_NEEDED entries in place, atomically.
+    """Set `path`'s SONAME, rename its DT_NEEDED entries and set its RUNPATH, in place,
+    atomically.
 
     `page_size` (16384 for Android) is passed to patchelf, which otherwise aligns the segment
     it appends to its own idea of a page, and is then checked on every PT_LOAD. Returns the
@@ -94,7 +96,7 @@ def rename_library(
             file=label,
             fix=f"use a build linked with -Wl,-z,max-page-size={page_size}",
         )
-    if soname is None and not replace_needed:
+    if soname is None and not replace_needed and runpath is None:
         return before
 
     args = ["--page-size", str(page_size)] if page_size is not None else []
@@ -102,6 +104,8 @@ def rename_library(
         args += ["--set-soname", soname]
     for old, new in replace_needed.items():
         args += ["--replace-needed", old, new]
+    if runpath is not None:
+        args += ["--set-rpath", ":".join(runpath)]
 
     with atomic_output(path, tag="patchelf") as scratch:  # replaces path only if all holds
         shutil.copyfile(path, scratch)
@@ -109,6 +113,13 @@ def rename_library(
         _run_patchelf([*args, str(scratch)], label)
         after = inspect(scratch, name=label)
         _verify(before, after, soname, replace_needed, page_size, label)
+        if runpath is not None and after.runpath != runpath:
+            raise BinaryError(
+                f"{label}: after patchelf its RUNPATH reads {':'.join(after.runpath)!r}, not "
+                f"{':'.join(runpath)!r}",
+                file=label,
+                fix="patchelf wrote something other than what was asked; report it",
+            )
         if page_size is not None:  # an Android library: what bionic checks before mapping it
             check_loadable(scratch, page_size=page_size, label=label, fix=_LOADABLE_FIX)
     return after
