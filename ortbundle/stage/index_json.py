@@ -21,6 +21,7 @@ from ortbundle.config.targets import Target, get_target
 from ortbundle.payload.loader import loader_source
 from ortbundle.stage.closure import ExternalLibrary
 from ortbundle.stage.kinds import uses_core
+from ortbundle.stage.probe.names import READ_STATICALLY, NamesRead
 from ortbundle.stage.requirements import TargetRequirements, offered_json, resolve
 from ortbundle.stage.staging import StagedRuntime
 
@@ -80,11 +81,17 @@ def plugin_entry(recipe: Recipe, staged: StagedRuntime) -> dict[str, Any]:
 
 def custom_op_entry(recipe: Recipe, staged: StagedRuntime) -> dict[str, Any]:
     """A custom-operator library a session of the runtime registers (RegisterCustomOpsLibrary,
-    SessionOptions.register_custom_ops_library): where it is, from the stage root."""
+    SessionOptions.register_custom_ops_library): where it is, from the stage root, and the
+    operator domains it registers, as the library said when run against the core (`domains_read`
+    says how, `domains_unread` why none are known)."""
+    read = staged.offered or NamesRead(staged.target, (), READ_STATICALLY, "not run")
     return {
         "name": recipe.name,
         "library": f"{staged.directory}/{staged.closure.entry}",
         "version": recipe.version,
+        "domains": list(read.names),
+        "domains_read": read.how,
+        **({"domains_unread": read.why} if read.why else {}),
     }
 
 

@@ -31,7 +31,12 @@ from ortbundle.stage.binaries.info import (
 from ortbundle.stage.binaries.providers import CPU
 from ortbundle.stage.closure import KeptLibrary
 from ortbundle.stage.plugins import refuse_bundled_core
-from ortbundle.stage.probe.names import NamesRead, read_plugin_names, read_providers
+from ortbundle.stage.probe.names import (
+    NamesRead,
+    read_custom_op_domains,
+    read_plugin_names,
+    read_providers,
+)
 from ortbundle.stage.staging import StagedRuntime
 
 _ROLE_OF_KIND = {
@@ -247,6 +252,26 @@ def read_plugin_ep_names(
         core_entry.sha256,
         staged.target,
         static,
+        memo,
+        mode=mode,
+    )
+
+
+def read_domains(
+    staged: StagedRuntime, core: StagedRuntime, stage: Path, memo: Memo, mode: str = "native"
+) -> NamesRead | None:
+    """The operator domains a custom-op library registers, read by running it against the
+    staged `core` it pairs with where this machine can (probe/names.py); None when either has
+    no entry library."""
+    entry, core_entry = _entry(staged), _entry(core)
+    if entry is None or core_entry is None:
+        return None
+    return read_custom_op_domains(
+        stage / staged.directory / entry.name,
+        entry.sha256,
+        stage / core.directory / core_entry.name,
+        core_entry.sha256,
+        staged.target,
         memo,
         mode=mode,
     )

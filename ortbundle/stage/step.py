@@ -32,6 +32,7 @@ from ortbundle.stage.kinds import (
     check_component,
     check_plugin_name,
     provider_warnings,
+    read_domains,
     read_offered,
     read_plugin_ep_names,
 )
@@ -204,11 +205,13 @@ def _with_plugin_names(
     work: StageInput, runtimes: list[tuple[Recipe, StagedRuntime]]
 ) -> list[tuple[Recipe, StagedRuntime]]:
     """Each plugin EP with the EP names its factories give when registered with a core it
-    pairs with on this target (run where this machine can), its ep_name held to them."""
+    pairs with on this target (run where this machine can), its ep_name held to them; each
+    custom-op library with the operator domains it registers with that core."""
     cores = {r.name: s for r, s in runtimes if r.kind == "runtime"}
-    paired = work.plan.product.plugins
+    product = work.plan.product
     out = []
     for recipe, staged in runtimes:
+        paired = product.custom_ops if recipe.kind == "custom-ops" else product.plugins
         core = next((n for n in paired.get(recipe.name, ()) if n in cores), None)
         if recipe.kind == "plugin-ep" and core is not None:
             read = read_plugin_ep_names(
@@ -217,6 +220,9 @@ def _with_plugin_names(
             if read is not None:
                 check_plugin_name(recipe, read, core)
                 staged = replace(staged, offered=read)
+        elif recipe.kind == "custom-ops" and core is not None:
+            domains = read_domains(staged, cores[core], work.directory, work.memo, work.probe)
+            staged = replace(staged, offered=domains) if domains is not None else staged
         out.append((recipe, staged))
     return out
 

@@ -71,6 +71,8 @@ class ProbeResult:
     loaded: frozenset[str] = frozenset()
     error: str = ""
     stderr: str = ""
+    # a custom-op library run against the core: name -> ok, its "domain:op" pairs or why not
+    custom_ops: Mapping[str, tuple[bool, str]] = field(default_factory=dict)
 
 
 def input_values(count: int) -> list[float]:
@@ -112,6 +114,7 @@ def probe_command(
     core: str,
     *,
     plugins: Sequence[tuple[str, str]] = (),
+    custom_ops: Sequence[tuple[str, str]] = (),
     eps: Sequence[str] = (),
     models: Sequence[str] = (),
     loads: Sequence[str] = (),
@@ -121,6 +124,8 @@ def probe_command(
     command = [str(exe), "--lib", core]
     for name, path in plugins:
         command += ["--plugin", f"{name}={path}"]
+    for name, path in custom_ops:
+        command += ["--custom-ops", f"{name}={path}"]
     for spec in eps:
         command += ["--ep", spec]
     for model in models:
@@ -137,6 +142,7 @@ def parse_probe(exit_code: int, stdout: str, stderr: str = "") -> ProbeResult:
     version, api, error = "", 0, ""
     providers: tuple[str, ...] = ()
     plugins: dict[str, tuple[bool, str]] = {}
+    custom_ops: dict[str, tuple[bool, str]] = {}
     eps: dict[str, tuple[bool, str]] = {}
     models: dict[str, tuple[bool, str]] = {}
     inputs: dict[str, list[tuple[str, str]]] = {}
@@ -152,10 +158,11 @@ def parse_probe(exit_code: int, stdout: str, stderr: str = "") -> ProbeResult:
             version = rest
         elif word == "providers":
             providers = tuple(rest.split())
-        elif word in ("plugin", "ep"):  # a name without spaces, then ok/failed and details
+        elif word in ("plugin", "ep", "customops"):  # a name, then ok/failed and details
             name, _, tail = rest.partition(" ")
             status, _, detail = tail.partition(" ")
-            (plugins if word == "plugin" else eps)[name] = (status == "ok", detail)
+            table = {"plugin": plugins, "ep": eps, "customops": custom_ops}[word]
+            table[name] = (status == "ok", detail)
         elif word in ("model", "load"):  # a path (spaces and all), then ok or failed …
             table = models if word == "model" else loads
             if rest.endswith(" ok"):
@@ -195,4 +202,5 @@ def parse_probe(exit_code: int, stdout: str, stderr: str = "") -> ProbeResult:
         frozenset(loaded),
         error,
         stderr,
+        custom_ops,
     )

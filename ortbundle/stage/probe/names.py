@@ -38,6 +38,7 @@ __all__ = [
     "NamesRead",
     "how_to_run",
     "probe_mode",
+    "read_custom_op_domains",
     "read_plugin_names",
     "read_providers",
 ]
@@ -48,6 +49,7 @@ RAN_UNDER_QEMU = "ran under qemu"
 READ_STATICALLY = "read statically"
 _FORMAT = "offered-names/1"  # of a memo entry
 _PLUGIN_FORMAT = "plugin-ep-names/1"
+_CUSTOM_OPS_FORMAT = "custom-op-domains/1"
 _TIMEOUT = 120  # seconds: loading a core and listing its providers takes well under one
 
 
@@ -153,10 +155,11 @@ _REGISTERED = "probe"  # the registration name the probe gives a plugin EP libra
 
 
 def _execute(
-    core: Path, target: str, how: str, plugin: Path | None = None
+    core: Path, target: str, how: str, plugin: Path | None = None, *, custom_ops: bool = False
 ) -> tuple[ProbeResult | None, str]:
-    """Run the probe on `core` (registering `plugin` as an EP library when given): its result
-    and what it said last, or None and why it did not run."""
+    """Run the probe on `core` (registering `plugin` as an EP library when given, or running
+    its RegisterCustomOps with `custom_ops`): its result and what it said last, or None and
+    why it did not run."""
     with tempfile.TemporaryDirectory(prefix="ortbundle-probe-") as scratch:
         work = Path(scratch)
         try:
@@ -165,7 +168,8 @@ def _execute(
             return None, f"the probe could not be built: {problem}"
 
         def command(path: Callable[[Path], str]) -> list[str]:
-            extra = ["--plugin", f"{_REGISTERED}={path(plugin)}"] if plugin is not None else []
+            flag = "--custom-ops" if custom_ops else "--plugin"
+            extra = [flag, f"{_REGISTERED}={path(plugin)}"] if plugin is not None else []
             return [str(exe), "--lib", path(core), *extra]
 
         if how == RAN_UNDER_WINE:
@@ -225,6 +229,46 @@ def read_plugin_names(
     return memo.remembered(
         "offered-names",
         [_PLUGIN_FORMAT, plugin_sha256, core_sha256, target, how],
+        compute,
+        _to,
+        _from,
+    )
+
+
+def read_custom_op_domains(
+    library: Path,
+    library_sha256: str,
+    core: Path,
+    core_sha256: str,
+    target: str,
+    memo: Memo,
+    *,
+    mode: str = "native",
+    runner: Callable[[str, str], tuple[str, str]] = how_to_run,
+) -> NamesRead:
+    """The operator domains a custom-op library registers, read by running its
+    RegisterCustomOps against the staged `core` it pairs with (the probe's `--custom-ops`)
+    where `runner` says `mode` can. Its bytes give no reliable reading, so where it cannot run,
+    or does not load or register (a Python extension module needs the interpreter's symbols),
+    no domain is known and `why` says so. `names` are the domains, each once, in the order
+    created; a domain the library created and added no operator to is not one."""
+    how, why = runner(target, mode)
+
+    def compute() -> NamesRead:
+        if how == READ_STATICALLY:
+            return NamesRead(target, (), how, why)
+        result, said = _execute(core, target, how, library, custom_ops=True)
+        if result is None:
+            return NamesRead(target, (), READ_STATICALLY, said)
+        ok, detail = result.custom_ops.get(_REGISTERED, (False, said))
+        if not ok:
+            return NamesRead(target, (), READ_STATICALLY, f"it did not register ({how}): {detail}")
+        domains = tuple(dict.fromkeys(pair.rpartition(":")[0] for pair in detail.split()))
+        return NamesRead(target, domains, how)
+
+    return memo.remembered(
+        "offered-names",
+        [_CUSTOM_OPS_FORMAT, library_sha256, core_sha256, target, how],
         compute,
         _to,
         _from,

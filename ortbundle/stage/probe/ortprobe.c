@@ -5,14 +5,17 @@
  * Windows) and with gcc for Linux. It needs no ONNX Runtime header: the few C API entries it
  * calls are declared below (the OrtApi table's indices are fixed once published).
  *
- *   ortprobe --lib DIR/onnxruntime.dll [--plugin NAME=PATH]... [--ep NAME[:KEY=VALUE,...]]...
- *            [--model PATH]... [--load PATH]... [--hold SECONDS]
+ *   ortprobe --lib DIR/onnxruntime.dll [--plugin NAME=PATH]... [--custom-ops NAME=PATH]...
+ *            [--ep NAME[:KEY=VALUE,...]]... [--model PATH]... [--load PATH]... [--hold SECONDS]
  *
  * Output lines (the caller, ortbundle/tools/smoke/probe/__init__.py, parses them):
  *   api N                          the newest OrtApi version the core offers
  *   version X.Y.Z                  OrtGetApiBase()->GetVersionString()
  *   providers A B ...              GetAvailableProviders()
  *   plugin NAME ok EP_NAME... | plugin NAME failed MESSAGE
+ *   customops NAME ok DOMAIN:OP... | customops NAME failed MESSAGE
+ *                                  the library's RegisterCustomOps run against the core, the
+ *                                  domains it created and the operators it added to each
  *   ep NAME ok | ep NAME failed MESSAGE      a session with that provider appended
  *   model PATH ok | model PATH failed MESSAGE
  *   input NAME float D0xD1...      the fixed input it was given: x[i] = ((i % 11) - 5) * 0.5
@@ -60,6 +63,7 @@
 #ifdef ORTPROBE_CHECK_HEADER
 #include "onnxruntime_c_api.h"
 typedef OrtApi ort_table;
+typedef const OrtApi *ort_api_ptr;
 #define ORT_ENTRY(name, index, ret, params)                                                      \
     _Static_assert(offsetof(OrtApi, name) == (index) * sizeof(void *), #name " is not entry " #index);
 #define ORT_CONSTANT(name, value) _Static_assert((name) == (value), #name " is not " #value);
@@ -83,6 +87,14 @@ typedef struct OrtStatus OrtStatus;
 typedef struct OrtTensorTypeAndShapeInfo OrtTensorTypeAndShapeInfo;
 typedef struct OrtTypeInfo OrtTypeInfo;
 typedef struct OrtValue OrtValue;
+typedef struct OrtCustomOpDomain OrtCustomOpDomain;
+/* OrtCustomOp's first members (the header's order; the rest is never read here) */
+typedef struct OrtCustomOp {
+    uint32_t version;
+    void *(ORT_API_CALL *CreateKernel)(const struct OrtCustomOp *op, const void *api,
+                                       const void *info);
+    const char *(ORT_API_CALL *GetName)(const struct OrtCustomOp *op);
+} OrtCustomOp;
 /* the header's enums: int-sized in both ABIs, their few values below */
 typedef int OrtLoggingLevel;
 typedef int OrtAllocatorType;
@@ -92,6 +104,7 @@ typedef struct OrtApiBase {
     const void *(ORT_API_CALL *GetApi)(uint32_t version); /* const OrtApi * */
     const char *(ORT_API_CALL *GetVersionString)(void);
 } OrtApiBase;
+typedef const void *ort_api_ptr;
 typedef void (*ort_table)(void); /* one entry of OrtApi, cast to its type by ORT() */
 #define ORT_ENTRY(name, index, ret, params)                                                      \
     typedef ret(ORT_API_CALL *name##_fn) params;                                                  \
@@ -117,6 +130,9 @@ ORT_ENTRY(Run, 9, OrtStatus *,
            const OrtValue *const *inputs, size_t input_len, const char *const *output_names,
            size_t output_names_len, OrtValue **outputs))
 ORT_ENTRY(CreateSessionOptions, 10, OrtStatus *, (OrtSessionOptions **options))
+ORT_ENTRY(CreateCustomOpDomain, 26, OrtStatus *, (const char *domain, OrtCustomOpDomain **out))
+ORT_ENTRY(CustomOpDomain_Add, 27, OrtStatus *,
+          (OrtCustomOpDomain *custom_op_domain, const OrtCustomOp *op))
 ORT_ENTRY(SessionGetInputCount, 30, OrtStatus *, (const OrtSession *session, size_t *out))
 ORT_ENTRY(SessionGetOutputCount, 31, OrtStatus *, (const OrtSession *session, size_t *out))
 ORT_ENTRY(SessionGetInputTypeInfo, 33, OrtStatus *,
@@ -365,6 +381,123 @@ static void register_plugin(OrtEnv *env, const char *spec) {
     printf("\n");
 }
 
+/* --custom-ops: a custom-operator library's RegisterCustomOps(options, api_base) is run with an
+ * OrtApiBase of the probe's own, whose OrtApi is the core's table with two entries wrapped:
+ * CreateCustomOpDomain and CustomOpDomain_Add record each domain and operator, then call the
+ * core's. ONNX Runtime offers no call that lists a session's custom domains, so this is how the
+ * library itself says what it registers. The table is copied as far as it can be read (it ends
+ * where the core's OrtApi ends, unknown here; a library reads no further than its own). */
+#define SHIM_SLOTS 1024
+#define MAX_DOMAINS 64
+static void *shim_slots[SHIM_SLOTS];
+static const OrtApiBase *real_base;
+static OrtApiBase shim_base;
+static const OrtCustomOpDomain *domain_handles[MAX_DOMAINS];
+static char domain_names[MAX_DOMAINS][160];
+static size_t n_domains;
+static char registered_ops[16384];
+
+static size_t readable_slots(const void *start, size_t want) {
+    size_t n = 0;
+#ifdef _WIN32
+    MEMORY_BASIC_INFORMATION info;
+    const char *at = (const char *)start;
+    while (n < want && VirtualQuery(at + n * sizeof(void *), &info, sizeof info) != 0 &&
+           info.State == MEM_COMMIT && !(info.Protect & (PAGE_NOACCESS | PAGE_GUARD))) {
+        size_t end = (size_t)((const char *)info.BaseAddress + info.RegionSize - at);
+        n = end / sizeof(void *);
+    }
+#else
+    int fds[2];
+    char sink[sizeof(void *)];
+    if (pipe(fds) != 0) return 0;
+    /* write() reads the memory for us: EFAULT, not a crash, where it is not mapped */
+    for (n = 0; n < want; n++) {
+        if (write(fds[1], (const char *)start + n * sizeof(void *), sizeof(void *)) !=
+            (ssize_t)sizeof(void *))
+            break;
+        if (read(fds[0], sink, sizeof sink) != (ssize_t)sizeof sink) break;
+    }
+    close(fds[0]);
+    close(fds[1]);
+#endif
+    return n < want ? n : want;
+}
+
+static OrtStatus *ORT_API_CALL hook_create_domain(const char *domain, OrtCustomOpDomain **out) {
+    OrtStatus *status = ORT(CreateCustomOpDomain)(domain, out);
+    if (status == NULL && out != NULL && *out != NULL && n_domains < MAX_DOMAINS) {
+        domain_handles[n_domains] = *out;
+        snprintf(domain_names[n_domains], sizeof domain_names[0], "%s",
+                 domain != NULL && domain[0] ? domain : "ai.onnx");
+        n_domains++;
+    }
+    return status;
+}
+
+static OrtStatus *ORT_API_CALL hook_domain_add(OrtCustomOpDomain *domain, const OrtCustomOp *op) {
+    OrtStatus *status = ORT(CustomOpDomain_Add)(domain, op);
+    const char *name = "?", *where = "?";
+    size_t i, used = strlen(registered_ops);
+    if (status != NULL) return status;
+    for (i = 0; i < n_domains; i++)
+        if (domain_handles[i] == domain) where = domain_names[i];
+    if (op != NULL && op->GetName != NULL && op->GetName(op) != NULL) name = op->GetName(op);
+    snprintf(registered_ops + used, sizeof registered_ops - used, " %s:%s", where, name);
+    return NULL;
+}
+
+static ort_api_ptr ORT_API_CALL shim_get_api(uint32_t version) {
+    const void *real = (const void *)real_base->GetApi(version);
+    OrtStatus *(ORT_API_CALL * create)(const char *, OrtCustomOpDomain **) = hook_create_domain;
+    OrtStatus *(ORT_API_CALL * add)(OrtCustomOpDomain *, const OrtCustomOp *) = hook_domain_add;
+    size_t slots;
+    if (real == NULL) return NULL;
+    slots = readable_slots(real, SHIM_SLOTS);
+    memset(shim_slots, 0, sizeof shim_slots);
+    memcpy(shim_slots, real, slots * sizeof(void *));
+    memcpy(&shim_slots[26], &create, sizeof create); /* CreateCustomOpDomain */
+    memcpy(&shim_slots[27], &add, sizeof add);       /* CustomOpDomain_Add */
+    return (ort_api_ptr)(const void *)shim_slots;
+}
+
+static void register_custom_ops(const OrtApiBase *base, const char *spec) {
+    char name[256];
+    const char *equals = strchr(spec, '=');
+    unsigned long code = 0;
+    void *library;
+    OrtStatus *(ORT_API_CALL * entry)(OrtSessionOptions *, const OrtApiBase *);
+    OrtSessionOptions *options = NULL;
+    OrtStatus *status;
+    if (equals == NULL || (size_t)(equals - spec) >= sizeof name)
+        fail("--custom-ops wants NAME=PATH");
+    memcpy(name, spec, (size_t)(equals - spec));
+    name[equals - spec] = 0;
+    library = open_library(equals + 1, &code);
+    if (library == NULL) {
+        printf("customops %s failed cannot load it (code %lu): %s\n", name, code, load_error);
+        return;
+    }
+    *(void **)&entry = symbol(library, "RegisterCustomOps");
+    if (entry == NULL) {
+        printf("customops %s failed it exports no RegisterCustomOps\n", name);
+        return;
+    }
+    real_base = base;
+    shim_base.GetApi = shim_get_api;
+    shim_base.GetVersionString = base->GetVersionString;
+    n_domains = 0;
+    registered_ops[0] = 0;
+    check(ORT(CreateSessionOptions)(&options), "CreateSessionOptions");
+    status = entry(options, &shim_base);
+    if (status != NULL) {
+        printf("customops %s failed %s\n", name, message_of(status));
+        return;
+    }
+    printf("customops %s ok%s\n", name, registered_ops);
+    /* the options own the domains now; the process ends soon, so neither is released */
+}
+
 /* "OpenVINO:device_type=GPU,precision=FP32" -> a session with that provider appended. */
 static void try_provider(OrtEnv *env, const char *spec, const char *model) {
     char buffer[1024], *keys[16], *values[16], *cursor, *colon;
@@ -508,8 +641,8 @@ static int run_model(OrtEnv *env, const char *model) {
 
 static int probe(int argc, char **argv) {
     const char *lib = NULL, *plugins[MAX_ITEMS], *eps[MAX_ITEMS], *models[MAX_ITEMS];
-    const char *loads[MAX_ITEMS];
-    size_t n_plugins = 0, n_eps = 0, n_models = 0, n_loads = 0, i, cut;
+    const char *loads[MAX_ITEMS], *custom_ops[MAX_ITEMS];
+    size_t n_plugins = 0, n_eps = 0, n_models = 0, n_loads = 0, n_custom = 0, i, cut;
     int hold = 0;
     char directory[4096];
     void *core;
@@ -524,6 +657,8 @@ static int probe(int argc, char **argv) {
         const char *flag = argv[a], *value = argv[a + 1];
         if (strcmp(flag, "--lib") == 0) lib = value;
         else if (strcmp(flag, "--plugin") == 0 && n_plugins < MAX_ITEMS) plugins[n_plugins++] = value;
+        else if (strcmp(flag, "--custom-ops") == 0 && n_custom < MAX_ITEMS)
+            custom_ops[n_custom++] = value;
         else if (strcmp(flag, "--ep") == 0 && n_eps < MAX_ITEMS) eps[n_eps++] = value;
         else if (strcmp(flag, "--model") == 0 && n_models < MAX_ITEMS) models[n_models++] = value;
         else if (strcmp(flag, "--load") == 0 && n_loads < MAX_ITEMS) loads[n_loads++] = value;
@@ -571,6 +706,7 @@ static int probe(int argc, char **argv) {
     print_providers();
     check(ORT(CreateEnv)(ORT_LOGGING_LEVEL_ERROR, "ortprobe", &env), "CreateEnv");
     for (i = 0; i < n_plugins; i++) register_plugin(env, plugins[i]);
+    for (i = 0; i < n_custom; i++) register_custom_ops(base, custom_ops[i]);
     for (i = 0; i < n_eps; i++) try_provider(env, eps[i], n_models ? models[0] : NULL);
     for (i = 0; i < n_models; i++) ok &= run_model(env, models[i]);
     if (directory[0]) print_loaded(directory); /* what the core and its providers loaded */
