@@ -146,6 +146,13 @@ _OPENCL_FOR_THE_GPU_PLUGIN: dict[str, Any] = {
 }
 JUDGEMENTS: dict[tuple[str, str], dict[str, Any]] = {
     ("onnxruntime-ep-openvino", "libOpenCL.so.1"): _OPENCL_FOR_THE_GPU_PLUGIN,
+    ("onnxruntime-ep-openvino", "OpenCL.dll"): {
+        **_OPENCL_FOR_THE_GPU_PLUGIN,
+        "why": "only openvino_intel_gpu_plugin.dll imports it; no shipped file imports that "
+        "plugin (llvm-readobj --coff-imports: no import names it): OpenVINO opens a device's "
+        "plugin when an application asks for that device, and the CPU and NPU plugins do not "
+        "need OpenCL",
+    },
     ("onnxruntime-openvino", "libOpenCL.so.1"): {
         "optional": True,
         "why": "only libopenvino_intel_gpu_plugin.so links it; no shipped file links that "
