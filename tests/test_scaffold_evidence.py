@@ -189,9 +189,16 @@ def test_directml_is_proposed_as_microsofts_own_terms_not_the_wheels_mit(
     status = {c.name: c.status for c in nsis.components}
     assert status["directml-redistributable-library"] == "fail"  # no text: not fit to ship
     assert status["onnxruntime-directml"] == "review"  # "All rights reserved" under MIT
-    with pytest.raises(AuditFailed):
+    with pytest.raises(AuditFailed) as refused:
         strict = build_options(tmp_path, "dml", index_url=wheels.url, audit_only=True, release=True)
         build(project, strict, reporter)
+    # the refusal says, once, what waits in which recipe: the guesses and the tables to paste
+    # (one per rule: the wheel's own DLLs and DirectML.dll)
+    assert refused.value.fix.startswith(
+        "in recipes/onnxruntime-directml.toml: 5 keys the scaffold guessed (check each, then "
+        "remove it from its rule's `guessed`) and 2 [confirmed] tables printed above to paste "
+        "once a person has reviewed its files; for anything else, add the missing texts"
+    ), refused.value.fix
 
 
 def test_nvidias_files_are_nvidias_terms_and_cudart_is_cuda_13_4_46(
