@@ -148,7 +148,9 @@ def test_directml_under_the_wheels_mit_is_review_not_allow(
         if row.startswith("REVIEW nsis: onnxruntime-fake: ")
     ]
     assert problem.split(" — ")[0] in line and unsigned.split(" — ")[0] in line
-    assert "for each of these 2 files" in line and line.count("confirm it there") == 1
+    # two findings of one file: the fix is for "this file", as the table holds one sha256
+    assert "— for this file: compare the evidence" in line and "these 2 files" not in line
+    assert line.count("confirm it there") == 1
     # and the table that confirms it, each file's SHA-256 in it, ready to paste once reviewed
     (snippet,) = fake_row.claims.tables
     assert snippet in printed.getvalue()

@@ -15,8 +15,10 @@ import pytest
 
 from ortbundle._core.progress import Reporter
 from ortbundle.config.plan import Project
+from ortbundle.fetch.archives import ZipArchive
 from ortbundle.pipeline.build import AuditFailed, build
 from ortbundle.tools.scaffold import new_recipe
+from ortbundle.tools.scaffold.propose import licence
 from tests.helpers.index_server import IndexServer
 from tests.helpers.pe import make_pe
 from tests.helpers.project import CORE_EXPORTS, PLUGIN_EXPORTS
@@ -163,7 +165,8 @@ def test_directml_is_proposed_as_microsofts_own_terms_not_the_wheels_mit(
         "onnxruntime.dll",
         "onnxruntime_providers_shared.dll",
     ]
-    assert own["guessed"] == ["expression", "files", "texts"]  # the guesses are data
+    # the guesses are data; the classifier's MIT is no guess: the wheel's LICENSE is MIT's text
+    assert own["guessed"] == ["files", "texts"]
     (dml,) = [r for name, r in rules.items() if name != "onnxruntime-directml"]
     assert dml["component"] == "directml-redistributable-library"
     assert dml["files"] == ["DirectML.dll"] and dml["version"] == "1.15.4"
@@ -173,6 +176,7 @@ def test_directml_is_proposed_as_microsofts_own_terms_not_the_wheels_mit(
     text = result.recipe.read_text()
     assert "DirectML.dll says '© Microsoft Corporation. All rights reserved.'" in text
     assert "no notice in the archive names them" in text
+    assert "# the classifier 'MIT License' and the text of onnxruntime/LICENSE agree" in text
     assert any("DirectML.dll say they are another's" in note for note in result.notes)
 
     # the build warns once per guess, and its evidence is no longer false
@@ -180,14 +184,21 @@ def test_directml_is_proposed_as_microsofts_own_terms_not_the_wheels_mit(
     summary = json.loads((built.version_dir / "build-summary.json").read_text())
     (windows,) = summary["targets"]
     guesses = [w for w in windows["warnings"] if "the scaffold's guess" in w]
-    assert len(guesses) == 6  # 3 keys of one rule, 3 of the other
+    assert len(guesses) == 5  # 2 keys of the wheel's own rule, 3 of DirectML's
     nsis = next(a for a in built.audits if a.channel == "nsis")
     status = {c.name: c.status for c in nsis.components}
     assert status["directml-redistributable-library"] == "fail"  # no text: not fit to ship
     assert status["onnxruntime-directml"] == "review"  # "All rights reserved" under MIT
-    with pytest.raises(AuditFailed):
+    with pytest.raises(AuditFailed) as refused:
         strict = build_options(tmp_path, "dml", index_url=wheels.url, audit_only=True, release=True)
         build(project, strict, reporter)
+    # the refusal says, once, what waits in which recipe: the guesses and the tables to paste
+    # (one per rule: the wheel's own DLLs and DirectML.dll)
+    assert (refused.value.fix or "").startswith(
+        "in recipes/onnxruntime-directml.toml: 5 keys the scaffold guessed (check each, then "
+        "remove it from its rule's `guessed`) and 2 [confirmed] tables printed above to paste "
+        "once a person has reviewed its files; for anything else, add the missing texts"
+    ), refused.value.fix
 
 
 def test_nvidias_files_are_nvidias_terms_and_cudart_is_cuda_13_4_46(
@@ -226,3 +237,53 @@ def test_nvidias_files_are_nvidias_terms_and_cudart_is_cuda_13_4_46(
         "onnxruntime_ep_nv_tensorrt_rtx/TRTRTX_README.txt",
     ]
     assert "say(s) LicenseRef-NvidiaProprietary" in result.recipe.read_text()
+
+
+APACHE = b"Apache License\nVersion 2.0, January 2004\nhttp://www.apache.org/licenses/\n"
+
+
+@pytest.mark.parametrize(
+    ("members", "metadata", "why"),
+    [
+        # the classifier and the archive's own LICENSE agree: read from the bytes, no guess
+        (
+            {"pkg/LICENSE": MICROSOFT_MIT},
+            "Classifier: License :: OSI Approved :: MIT License\n",
+            "the classifier 'MIT License' and the text of pkg/LICENSE agree",
+        ),
+        (
+            {"pkg/LICENSE.txt": MICROSOFT_MIT},
+            "License: MIT\n",
+            "the wheel's License field and the text of pkg/LICENSE.txt agree",
+        ),
+        # the LICENSE says another licence: the classifier stays a guess
+        (
+            {"pkg/LICENSE": APACHE},
+            "Classifier: License :: OSI Approved :: MIT License\n",
+            "guessed: the classifier 'MIT License'",
+        ),
+        # only a third-party notice opens with MIT's words (another's text): still a guess
+        (
+            {"pkg/ThirdPartyNotices.txt": MICROSOFT_MIT},
+            "Classifier: License :: OSI Approved :: MIT License\n",
+            "guessed: the classifier 'MIT License'",
+        ),
+        # a classifier's "BSD" is three licences: the text decides, and it must agree
+        (
+            {
+                "pkg/COPYING": b"Redistribution and use in source and binary forms ... endorse or promote"
+            },
+            "Classifier: License :: OSI Approved :: BSD License\n",
+            "the classifier 'BSD License' and the text of pkg/COPYING agree",
+        ),
+    ],
+)
+def test_a_declared_licence_the_archives_own_text_bears_out_is_read_not_guessed(
+    tmp_path: Path, members: dict[str, bytes], metadata: str, why: str
+) -> None:
+    wheel = make_wheel(tmp_path / f"pkg-1.0-{TAG}.whl", "pkg", "1.0", members, metadata=metadata)
+    scratch = tmp_path / "scratch"
+    scratch.mkdir()
+    found = licence(ZipArchive(wheel, label=wheel.name, component="pkg"), scratch, "pkg")
+    assert found.why == why
+    assert found.guessed == why.startswith("guessed")

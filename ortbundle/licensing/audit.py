@@ -649,14 +649,55 @@ class AuditFailed(AuditError):
         self, product: Product, audits: tuple[ChannelAudit, ...], licensing: list[TargetLicensing]
     ) -> None:
         channels = ", ".join(a.channel for a in audits if not a.passed)
+        generic = (
+            "add the missing texts or policy entries; a release accepts a waiver only when "
+            "a person has signed it off (reviewer, sha256, reviewed, expires: see each FAIL line)"
+        )
+        where = _recipe_fixes(audits, licensing)
         super().__init__(
             f"the licence audit failed for: {channels}",
-            fix="add the missing texts or policy entries; a release accepts a waiver only when "
-            "a person has signed it off (reviewer, sha256, reviewed, expires: see each FAIL line)",
+            fix=f"{where}; for anything else, {generic}" if where else generic,
         )
         self.product = product
         self.audits = audits
         self.licensing = licensing
+
+
+def _recipe_fixes(audits: Sequence[ChannelAudit], licensing: Sequence[TargetLicensing]) -> str:
+    """What waits in each recipe, said once for the whole build (each FAIL line repeats per
+    channel): the scaffold's guesses a release refuses, and the [confirmed] tables printed
+    above for files a person must review ("" when neither)."""
+    failed = [a for a in audits if not a.passed]
+    release_targets = {t for a in failed if a.release for t in a.targets}
+    guesses: dict[str, set[tuple[str, str, str]]] = {}
+    for target in licensing:
+        if target.target not in release_targets:
+            continue
+        for c in target.components:
+            keys = {(target.target, c.name, key) for key in c.guessed}
+            if keys:
+                guesses.setdefault(c.rule or "the recipe", set()).update(keys)
+    tables: dict[str, set[str]] = {}
+    for a in failed:
+        for row in a.components:
+            for table in row.claims.tables:
+                rule = table.split("\n", 1)[0].removeprefix("# ").split(": after ", 1)[0]
+                tables.setdefault(rule, set()).add(table)
+    said = []
+    for rule in sorted(guesses.keys() | tables.keys()):
+        parts = []
+        if n := len(guesses.get(rule, ())):
+            parts.append(
+                f"{n} key{'s' if n > 1 else ''} the scaffold guessed (check each, then remove "
+                "it from its rule's `guessed`)"
+            )
+        if n := len(tables.get(rule, ())):
+            parts.append(
+                f"{n} [confirmed] table{'s' if n > 1 else ''} printed above to paste once a "
+                "person has reviewed its files"
+            )
+        said.append(f"in {rule}: {' and '.join(parts)}")
+    return "; ".join(said)
 
 
 def audit_targets(

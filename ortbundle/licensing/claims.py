@@ -35,8 +35,9 @@ class Claims:
 
     evidence: tuple[tuple[str, ShippedEvidence], ...] = ()  # (target, the file's)
     findings: tuple[tuple[Finding, bool], ...] = ()  # (finding, answered by a confirmation)
-    # each unanswered finding: (what the file says against the rule, what a person does)
-    open_fixes: tuple[tuple[str, str], ...] = ()
+    # each unanswered finding: (what the file says against the rule, what a person does, the
+    # file: "<target>/<path>")
+    open_fixes: tuple[tuple[str, str, str], ...] = ()
     confirmations: tuple[ConfirmationUse, ...] = ()
     guesses: tuple[str, ...] = ()  # one line per key the scaffold guessed
     # per unanswered rule, the [confirmed] table a person pastes after reviewing its files
@@ -45,21 +46,24 @@ class Claims:
     @property
     def open(self) -> tuple[str, ...]:
         """The problem each unanswered finding is, with its fix."""
-        return tuple(f"{says} — {fix}" for says, fix in self.open_fixes)
+        return tuple(f"{says} — {fix}" for says, fix, _ in self.open_fixes)
 
     @property
     def open_once(self) -> tuple[str, ...]:
         """The unanswered findings as a person reads them: a fix several files share is said
         once, after the files (issue #43: one long fix was printed four times)."""
-        by_fix: dict[str, list[str]] = {}
-        for says, fix in self.open_fixes:
-            by_fix.setdefault(fix, []).append(says)
-        return tuple(
-            f"{says[0]} — {fix}"
-            if len(says) == 1
-            else f"{'; '.join(says)} — for each of these {len(says)} files: {fix}"
-            for fix, says in by_fix.items()
-        )
+        by_fix: dict[str, list[tuple[str, str]]] = {}
+        for says, fix, file in self.open_fixes:
+            by_fix.setdefault(fix, []).append((says, file))
+        out = []
+        for fix, said in by_fix.items():
+            # a file may say two things against its rule (its "All rights reserved" and its
+            # signature): the count is of files, as the confirmation's sha256 list is
+            files = len({file for _, file in said})
+            each = "this file" if files == 1 else f"each of these {files} files"
+            says = "; ".join(s for s, _ in said)
+            out.append(f"{says} — {fix}" if len(said) == 1 else f"{says} — for {each}: {fix}")
+        return tuple(out)
 
     @property
     def embedded(self) -> tuple[tuple[str, str, str, tuple[str, ...]], ...]:
@@ -185,7 +189,7 @@ def judge_claims(
     """Each target's rule against its files' evidence. `allowed_unread(expression)`: the
     channel's policy allows it without a person (a permissive claim)."""
     found: list[tuple[Finding, bool]] = []
-    open_: list[tuple[str, str]] = []
+    open_: list[tuple[str, str, str]] = []
     confirmations: list[ConfirmationUse] = []
     tables: list[str] = []
     for target, c in uses:
@@ -205,7 +209,7 @@ def judge_claims(
             fix = fix_for(name, target, c.rule)
             found += [(f, False) for f in against]
             open_ += [
-                (f.says, embedded_fix(name, target, c.rule, f.code) if f.code else fix)
+                (f.says, embedded_fix(name, target, c.rule, f.code) if f.code else fix, f.file)
                 for f in against
             ]
             tables.append(confirmation_table(name, target, c.rule, against, today))

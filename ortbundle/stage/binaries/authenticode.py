@@ -12,6 +12,12 @@ signify imports oscrypto, whose release 1.3.0 cannot parse an OpenSSL version wi
 two-digit patch number ("3.0.19": wbond/oscrypto#78, fixed upstream but not released) and
 then refuses to load at all. `_import_signify` loads oscrypto's two version readers with the
 upstream fix applied when, and only when, that exact failure happens.
+
+signify is not safe to use from two threads at once: its trusted root store is one shared set
+of asn1crypto certificates, parsed lazily on first use, and two verifications of timestamped
+signatures racing through it read half-parsed certificates ("No field numbered 1 is present in
+this asn1crypto.x509.NameTypeAndValue") — a valid Microsoft signature then reads as broken.
+Targets are attributed in threads, so every reading holds `_VERIFYING`.
 """
 
 from __future__ import annotations
@@ -79,6 +85,11 @@ def read_signature(path: Path, *, roots: Sequence[Path] = ()) -> PeSignature:
     Without them the chain must end in a root of Microsoft's program, as Windows requires.
     """
     signify = _import_signify()
+    with _VERIFYING:
+        return _read_signature(signify, path, roots)
+
+
+def _read_signature(signify: ModuleType, path: Path, roots: Sequence[Path]) -> PeSignature:
     from signify.authenticode import AuthenticodeVerificationResult
     from signify.authenticode.signed_file.pe import SignedPEFile
 
@@ -141,6 +152,7 @@ _FIXED = b"'\\\\b(\\\\d\\\\.\\\\d\\\\.\\\\d+[a-z]*)\\\\b'"
 
 
 _IMPORTING = threading.Lock()  # targets are attributed in threads: one of them loads signify
+_VERIFYING = threading.Lock()  # and one at a time reads signify's shared, lazily parsed roots
 
 
 def _import_signify() -> ModuleType:

@@ -92,9 +92,11 @@ def propose_rules(
                 files=("*",) if not split else _globs(main_libs),
                 files_why=_main_why(split),
                 texts=licence.texts,
-                guessed=("expression", "files", "texts")
-                if licence.texts
-                else ("expression", "files"),
+                guessed=(
+                    *(("expression",) if licence.guessed else ()),
+                    "files",
+                    *(("texts",) if licence.texts else ()),
+                ),
                 left_out=licence.left_out,
             )
         )

@@ -11,7 +11,7 @@ import ast
 import fnmatch
 import json
 import re
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, replace
 from email.parser import HeaderParser
 from pathlib import Path, PurePosixPath
@@ -58,6 +58,12 @@ class Licence:
     why: str  # where the expression came from ("guessed …" when it is a guess)
     texts: tuple[str, ...]  # archive members
     left_out: tuple[str, ...] = ()  # texts whose file name another text already has
+
+    @property
+    def guessed(self) -> bool:
+        """The expression is a guess a person checks (not the archive's own declaration, nor a
+        declaration its own licence text bears out)."""
+        return self.why.startswith(("guessed", "unknown"))
 
 
 @dataclass(frozen=True)
@@ -600,12 +606,41 @@ def _from_text(text: str) -> str | None:
     return None
 
 
+_LICENCE_FILE = re.compile(r"^(licen[cs]e|copying)([-_.].*)?$", re.IGNORECASE)
+
+
+def _declared(
+    expression: str,
+    said: str,
+    readings: Sequence[tuple[str, str]],
+    texts: tuple[str, ...],
+    left_out: Sequence[str],
+) -> Licence:
+    """A licence the metadata declares in a field that is no SPDX expression: read, when the
+    archive's own licence text is that licence's (onnxruntime's classifier 'MIT License' and its
+    LICENSE, the MIT text); a guess otherwise (a classifier says "BSD" of three licences)."""
+    # a licence file, not a notice: a third-party notice may open with another's MIT text
+    agree = [
+        text
+        for text, read in readings
+        if read == expression and _LICENCE_FILE.match(PurePosixPath(text).name)
+    ]
+    if agree:
+        return Licence(expression, f"{said} and the text of {agree[0]} agree", texts, (*left_out,))
+    return Licence(expression, f"guessed: {said}", texts, (*left_out,))
+
+
 def licence(archive: ZipArchive, scratch: Path, component: str) -> Licence:
     """The texts the archive carries and the best-founded expression: the wheel's
     License-Expression, else its License field or classifier, else package.json's licence,
     else what the first text reads like; else a LicenseRef the user must replace."""
     found, left_out = _text_members(archive)
     texts = tuple(found)
+    # what each licence text reads as, where it reads as one: the bytes that bear out (or not)
+    # what the metadata declares
+    readings = [
+        (text, read) for text in texts if (read := _from_text(read_text(archive, text, scratch)))
+    ]
     metadata = sorted(n for n in archive.members if n.endswith(".dist-info/METADATA"))
     if metadata:
         headers = HeaderParser().parsestr(read_text(archive, metadata[0], scratch))
@@ -618,13 +653,12 @@ def licence(archive: ZipArchive, scratch: Path, component: str) -> Licence:
             )
         field = str(headers.get("License") or "").strip()
         if field and re.match(r"^[A-Za-z0-9.+-]+$", field) and len(field) < 40:
-            return Licence(field, "guessed: the wheel's License field", texts, tuple(left_out))
+            return _declared(field, "the wheel's License field", readings, texts, left_out)
         for classifier in headers.get_all("Classifier") or []:
             tail = str(classifier).rsplit("::", 1)[-1].strip()
             if tail in _CLASSIFIERS:
-                return Licence(
-                    _CLASSIFIERS[tail], f"guessed: the classifier {tail!r}", texts, tuple(left_out)
-                )
+                said = f"the classifier {tail!r}"
+                return _declared(_CLASSIFIERS[tail], said, readings, texts, left_out)
     package = [n for n in archive.members if n.endswith("package.json")]
     if package:
         try:
@@ -632,11 +666,9 @@ def licence(archive: ZipArchive, scratch: Path, component: str) -> Licence:
         except (ValueError, AttributeError):
             declared = None
         if isinstance(declared, str) and declared:
-            return Licence(declared, "guessed: package.json's license", texts, tuple(left_out))
-    for text in texts:
-        read = _from_text(read_text(archive, text, scratch))
-        if read:
-            return Licence(read, f"guessed from the text of {text}", texts, tuple(left_out))
+            return _declared(declared, "package.json's license", readings, texts, left_out)
+    for text, read in readings:
+        return Licence(read, f"guessed from the text of {text}", texts, tuple(left_out))
     unknown = f"LicenseRef-{component}-unknown"
     return Licence(
         unknown, "unknown: the archive declares none; replace it", texts, tuple(left_out)
