@@ -80,3 +80,15 @@ def test_an_ep_name_the_factories_did_not_give_is_refused_with_theirs() -> None:
     assert 'set ep_name = "ggml"' in text and "recipes/ep-ggml.toml" in text
     static = probe_names.NamesRead("linux-x86_64", ("other",), READ_STATICALLY, "no gcc")
     check_plugin_name(_Recipe(), static, "stock")  # type: ignore[arg-type]  # unjudged
+
+
+def test_a_factory_that_takes_the_registration_name_leaves_the_static_reading(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """onnxruntime-ggml 0.2.0: registered as "probe", its device's EP is "probe"; the name an
+    application appends is the one it registers it under, which the probe cannot hold ep_name
+    to."""
+    echo = ProbeResult(0, providers=(CPU,), plugins={"probe": (True, f"{CPU} probe")})
+    read = _read(tmp_path, monkeypatch, echo)
+    assert (read.names, read.how) == (("ggml",), READ_STATICALLY)
+    assert "name the EP after the name it is registered under" in read.why

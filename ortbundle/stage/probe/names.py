@@ -217,6 +217,14 @@ def read_plugin_names(
             )
         core_names = set(result.providers)
         names = tuple(dict.fromkeys(n for n in detail.split() if n not in core_names))
+        if names == (_REGISTERED,):  # onnxruntime-ggml's factory takes the name it is given
+            return NamesRead(
+                target,
+                static,
+                READ_STATICALLY,
+                f"its factories name the EP after the name it is registered under ({how}: "
+                f"registered as {_REGISTERED!r}, it named {_REGISTERED!r})",
+            )
         if not names:
             return NamesRead(
                 target,
