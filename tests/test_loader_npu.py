@@ -15,6 +15,8 @@ import pytest
 
 from ortbundle.payload.loader import (
     SCHEMA,
+    SCORE_CPU,
+    SCORE_NPU,
     Hardware,
     choose,
     detect,
@@ -22,41 +24,16 @@ from ortbundle.payload.loader import (
     main,
     open_runtime,
     register_plugins,
+    unused_npu,
 )
 from ortbundle.payload.loader.ortapi import Registered
+from tests.helpers.rocket import board
 from tests.test_loader_plugins import FAKE_CORE
 
 SESSION = {
     "graph_optimization_level": "ORT_DISABLE_ALL",
     "config": {"session.intra_op.allow_spinning": "0"},
 }
-RK3588 = b"radxa,rock-5b\0rockchip,rk3588\0"
-
-
-def board(
-    root: Path,
-    *,
-    driver: str | None = "rocket",
-    compatible: bytes | None = RK3588,
-    node: bool = True,
-) -> Path:
-    """A machine root: /sys/class/accel/accel0 bound to `driver`, its /dev node, the device tree."""
-    if driver is not None:
-        drivers = root / "sys/bus/platform/drivers" / driver
-        drivers.mkdir(parents=True)
-        device = root / "sys/devices/platform/fdab0000.npu"
-        device.mkdir(parents=True)
-        (device / "driver").symlink_to(drivers)
-        accel = root / "sys/class/accel/accel0"
-        accel.mkdir(parents=True)
-        (accel / "device").symlink_to(device)
-        if node:
-            (root / "dev/accel").mkdir(parents=True)
-            (root / "dev/accel/accel0").write_bytes(b"")
-    if compatible is not None:
-        (root / "proc/device-tree").mkdir(parents=True)
-        (root / "proc/device-tree/compatible").write_bytes(compatible)
-    return root
 
 
 def rocket(**extra: Any) -> dict[str, Any]:
@@ -165,6 +142,46 @@ def test_the_npu_rung_needs_the_plugin_registered_with_a_device(tmp_path: Path) 
     assert rung is not None and rung.ep_name is None and "cannot load it" in rung.why
     rung = device_rung(runtime, hardware, [Registered("ep-rocket", "rocket", lib, 1)])
     assert rung is not None and rung.ep_name == "rocket"
+
+
+def with_addon(main_plugins: list[dict[str, Any]] | None = None) -> dict[str, Any]:
+    """The main package's CPU runtime first, then an add-on's runtime carrying the NPU plugin
+    (darkroom with darkroom-rk3588 installed beside it): equal as CPU runtimes."""
+    (main,) = index(main_plugins or [])["runtimes"]
+    (addon,) = index([rocket()])["runtimes"]
+    addon |= {"name": "stock-rk3588", "directory": "runtimes/stock-rk3588", "addon": "rk3588"}
+    return {"runtimes": [main, addon]}
+
+
+def test_the_addons_npu_runtime_outranks_the_main_cpu_runtime_where_its_npu_is(
+    tmp_path: Path,
+) -> None:
+    decision = choose(with_addon(), detect(board(tmp_path)), stage=tmp_path)
+    assert (decision.runtime["name"], decision.score, decision.why) == (
+        "stock-rk3588",
+        SCORE_NPU,
+        "rocket NPU",
+    )
+    assert decision.device is not None and decision.device.ep_name == "rocket"
+    assert [(c.name, c.score) for c in decision.candidates] == [
+        ("stock", SCORE_CPU),
+        ("stock-rk3588", SCORE_NPU),
+    ]
+
+
+def test_without_the_npu_the_main_runtime_is_chosen_and_says_why_not_the_npu(
+    tmp_path: Path,
+) -> None:
+    decision = choose(with_addon(), detect(board(tmp_path, driver=None)), stage=tmp_path)
+    assert decision.runtime["name"] == "stock"
+    assert decision.device is not None and decision.device.ep_name is None
+    assert decision.device.why.startswith(
+        "CPU: rocket NPU not used: no /dev/accel device of the rocket driver"
+    )
+    # the NPU is here, but a runtime ranked above it (a vendor GPU's) is chosen: no NPU line
+    nvidia = index([])["runtimes"][0] | {"fits": {"gpu_vendors": ["nvidia"]}}
+    rung = unused_npu(with_addon()["runtimes"], nvidia, detect(board(tmp_path / "npu")))
+    assert rung is None
 
 
 def test_a_runtime_without_an_npu_plugin_has_no_rung(tmp_path: Path) -> None:

@@ -231,7 +231,7 @@ def test_explain_says_which_runtime_was_skipped_and_what_to_install(
     assert main(["--stage", str(stage), "--root", str(root), "--explain"]) == 0
     assert capsys.readouterr().out.splitlines() == [
         "NVIDIA GPU · CUDA 1.0 · runtimes/cuda",
-        "  runtimes/cuda: score 4 (NVIDIA GPU)",
+        "  runtimes/cuda: score 5 (NVIDIA GPU)",
         "    optional libcufft.so.12 not found — Install NVIDIA cuFFT 12",
     ]
 
@@ -508,7 +508,7 @@ def test_an_add_on_runtime_is_chosen_when_its_requirements_are_present(
     assert capsys.readouterr().out.splitlines() == [
         "NVIDIA GPU · CUDA 1.24.1 · runtimes/cuda",
         "  runtimes/cpu: score 1 (CPU)",
-        "  runtimes/cuda: score 4 (NVIDIA GPU)",
+        "  runtimes/cuda: score 5 (NVIDIA GPU)",
     ]
     # the main package's override variable reaches the add-on's runtime too
     decision = choose(

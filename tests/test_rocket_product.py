@@ -24,27 +24,14 @@ from ortbundle.licensing.audit import AuditFailed
 from ortbundle.pipeline.build import BuildOptions, Project, build
 from ortbundle.pipeline.result import BuildResult
 from tests.helpers.makepkg import Makepkg
-from tests.helpers.rocket import binary_archive, source_archives
+from tests.helpers.rocket import RECIPE, binary_archive, repin, source_archives
 from tests.helpers.synthetic_products import synthesize
 from tests.test_channel_arch import assert_ok, makepkg  # noqa: F401 (the fixture)
 from tests.test_channel_deb_rpm import lintian, need
 
 pytestmark = pytest.mark.tools
 PRODUCT = "darkroom-rk3588"
-RECIPE = "recipes/ep-rocket.toml"
 SHIPPED = ("sources/ort-rocket-0.1.0-source.tar.gz", "sources/rocket-userspace-0.1.0-source.tar.gz")
-
-
-def repin(project: Path) -> None:
-    """Each `path` source of the rocket recipe pinned to the file the stand-in wrote."""
-    recipe = project / RECIPE
-    text = recipe.read_text()
-
-    def pin(match: re.Match[str]) -> str:
-        digest = hashlib.sha256((project / match[1]).read_bytes()).hexdigest()
-        return f'path = "{match[1]}"\nsha256 = "{digest}"'
-
-    recipe.write_text(re.sub(r'path = "([^"]+)"\nsha256 = "[0-9a-f]{64}"', pin, text))
 
 
 @pytest.fixture(scope="module")

@@ -51,6 +51,7 @@ if TYPE_CHECKING:
     from ortbundle.payload.loader.scoring import SCORE_CPU as SCORE_CPU
     from ortbundle.payload.loader.scoring import SCORE_GENERIC as SCORE_GENERIC
     from ortbundle.payload.loader.scoring import SCORE_INTEL as SCORE_INTEL
+    from ortbundle.payload.loader.scoring import SCORE_NPU as SCORE_NPU
     from ortbundle.payload.loader.scoring import SCORE_VENDOR as SCORE_VENDOR
     from ortbundle.payload.loader.scoring import VENDOR_LABEL as VENDOR_LABEL
     from ortbundle.payload.loader.scoring import Candidate as Candidate
@@ -60,6 +61,7 @@ if TYPE_CHECKING:
     from ortbundle.payload.loader.scoring import choose as choose
     from ortbundle.payload.loader.scoring import device_rung as device_rung
     from ortbundle.payload.loader.scoring import score as score
+    from ortbundle.payload.loader.scoring import unused_npu as unused_npu
     from ortbundle.payload.loader.search import Libraries as Libraries
     from ortbundle.payload.loader.search import missing_libraries as missing_libraries
     from ortbundle.payload.loader.search import read_ld_cache as read_ld_cache
@@ -93,6 +95,7 @@ EXPORTS: dict[str, tuple[str, ...]] = {
         "SCORE_CPU",
         "SCORE_GENERIC",
         "SCORE_INTEL",
+        "SCORE_NPU",
         "SCORE_VENDOR",
         "VENDOR_LABEL",
         "Candidate",
@@ -102,6 +105,7 @@ EXPORTS: dict[str, tuple[str, ...]] = {
         "choose",
         "device_rung",
         "score",
+        "unused_npu",
     ),
     "ortapi": (
         "_CORES",

@@ -10,7 +10,8 @@ Shipped in every package as `runtime_loader.py`, beside `runtimes.json`. Standar
                                           custom-op libraries to register with each session
 
 Rules: a vendor runtime on its own vendor's GPU beats OpenVINO on an Intel GPU, which beats a
-generic (WebGPU) runtime on any GPU, which beats a CPU-only runtime. Equal scores keep the
+runtime whose plugin EP's NPU is here (/dev/accel), which beats a generic (WebGPU) runtime on any
+GPU, which beats a CPU-only runtime. Equal scores keep the
 index's order; a perfect fit ends the search; the override variable named in the index wins
 outright. Hardware is read from files (sysfs, /dev/kfd, /proc) under a root directory that tests
 can point at a fake machine; on Windows the display adapters come from SetupAPI. A runtime the
@@ -126,8 +127,10 @@ def _command(argv: list[str] | None) -> int:
             )
         if args.open:
             plugins = register_plugins(args.stage, decision.runtime, hardware)
-            if decision.device is not None:  # the NPU rung, now that the plugin has registered
-                decision.device = device_rung(decision.runtime, hardware, plugins)
+            # the chosen runtime's NPU rung, now that its plugin has registered (a rung of
+            # another runtime, one not chosen, stands as choose() said it)
+            rung = device_rung(decision.runtime, hardware, plugins)
+            decision.device = rung if rung is not None else decision.device
             beside = companions(args.stage, decision.runtime, load=True)
     except LoaderError as exc:
         print(f"runtime_loader: {exc}", file=sys.stderr)

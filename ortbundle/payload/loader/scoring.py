@@ -1,8 +1,10 @@
 """Scoring and choosing: a vendor runtime on its own vendor's GPU beats OpenVINO on an Intel GPU,
+which beats a runtime whose plugin EP's NPU is here (ort-rocket on an RK3588's /dev/accel node),
 which beats a generic (WebGPU) runtime on any GPU, which beats a CPU-only runtime. Equal scores
 keep the index's order, a perfect fit ends the search, the index's override variable wins
 outright; a runtime the system is too old for, or whose required libraries are absent, is
-skipped with the reason."""
+skipped with the reason. When the runtime chosen has no NPU rung and another of the package
+has (an add-on's), the decision says in one line why that NPU is not used."""
 
 from __future__ import annotations
 
@@ -17,7 +19,7 @@ from ortbundle.payload.loader.search import Libraries, missing_libraries
 from ortbundle.payload.loader.vendors import GPU_VENDORS
 
 VENDOR_LABEL = {name: v.label for name, v in GPU_VENDORS.items()}
-SCORE_VENDOR, SCORE_INTEL, SCORE_GENERIC, SCORE_CPU = 4, 3, 2, 1
+SCORE_VENDOR, SCORE_INTEL, SCORE_NPU, SCORE_GENERIC, SCORE_CPU = 5, 4, 3, 2, 1
 _VENDOR_SCORES = {"vendor": SCORE_VENDOR, "intel": SCORE_INTEL}  # a vendor's `score`
 
 
@@ -95,6 +97,12 @@ class Decision:
 
 
 def score(runtime: dict[str, Any], hardware: Hardware) -> tuple[int, str]:
+    points, why = _gpu_score(runtime, hardware)
+    npu = _usable_npu(runtime, hardware)
+    return (SCORE_NPU, npu) if npu is not None and points < SCORE_NPU else (points, why)
+
+
+def _gpu_score(runtime: dict[str, Any], hardware: Hardware) -> tuple[int, str]:
     fits = runtime.get("fits", {})
     for vendor in fits.get("gpu_vendors", []):
         if hardware.usable_vendor(vendor):
@@ -107,11 +115,39 @@ def score(runtime: dict[str, Any], hardware: Hardware) -> tuple[int, str]:
     return SCORE_CPU, "CPU"
 
 
+def _usable_npu(runtime: dict[str, Any], hardware: Hardware) -> str | None:
+    """'rocket NPU' when a plugin EP of `runtime` has its NPU here (its driver's node, the
+    board, the node opens); None otherwise. Whether the plugin then reports a device is known
+    only once it registers (--open): the rung says so."""
+    for plugin in runtime.get("plugin_eps") or []:
+        device = plugin.get("device")
+        if device and accel_problem(device, hardware) is None:
+            return f"{plugin.get('ep_name') or plugin['registration_name']} NPU"
+    return None
+
+
 def best_possible(hardware: Hardware) -> int:
     usable = [_VENDOR_SCORES[v.score] for n, v in GPU_VENDORS.items() if hardware.usable_vendor(n)]
     if usable:
         return max(usable)
-    return SCORE_GENERIC if hardware.gpus else SCORE_CPU
+    floor = SCORE_GENERIC if hardware.gpus else SCORE_CPU
+    # an accel node: a runtime further down may have the plugin EP for it
+    return max(floor, SCORE_NPU) if hardware.accel else floor
+
+
+def unused_npu(
+    runtimes: list[dict[str, Any]], chosen: dict[str, Any], hardware: Hardware
+) -> Device | None:
+    """For a chosen runtime without an NPU rung: the first other runtime's rung that is not
+    taken here (its NPU absent, with why); None when there is none, or when that NPU is here
+    and a GPU runtime ranked above it (the candidates say so)."""
+    for runtime in runtimes:
+        if runtime["name"] == chosen["name"]:
+            continue
+        rung = device_rung(runtime, hardware)
+        if rung is not None:
+            return rung if rung.ep_name is None else None
+    return None
 
 
 def choose(
@@ -181,5 +217,7 @@ def choose(
         raise LoaderError("runtimes.json lists no runtime")
     best.candidates = candidates
     best.problems = problems
-    best.device = device_rung(best.runtime, hardware)
+    best.device = device_rung(best.runtime, hardware) or unused_npu(
+        index["runtimes"], best.runtime, hardware
+    )
     return best

@@ -652,6 +652,12 @@ static int probe(int argc, char **argv) {
     const char *version;
     OrtEnv *env = NULL;
     int ok = 1, a;
+#ifndef _WIN32
+    /* each line out as it is said: a core that crashes keeps what came before (a pipe would
+     * otherwise hold it in a buffer the crash throws away; Windows' C runtime has no line
+     * buffering) */
+    setvbuf(stdout, NULL, _IOLBF, BUFSIZ);
+#endif
 
     for (a = 1; a + 1 < argc; a += 2) {
         const char *flag = argv[a], *value = argv[a + 1];

@@ -34,6 +34,7 @@ from pathlib import Path, PurePosixPath
 from typing import Any
 
 from ortbundle._core.errors import OrtbundleError
+from ortbundle.payload.loader.index import load_index
 from ortbundle.payload.loader.search import Libraries, missing_libraries, system_libraries
 from ortbundle.stage.binaries import inspect
 from ortbundle.stage.probe import (
@@ -131,8 +132,10 @@ def _provider_name(name: str) -> str | None:
 
 
 def check_tree(root: Path, runner: ProbeRunner, *, target: str, where: str) -> list[RuntimeCheck]:
-    """Probe every runtime `root/runtimes.json` lists; one RuntimeCheck each."""
-    index: dict[str, Any] = json.loads((root / "runtimes.json").read_text(encoding="utf-8"))
+    """Probe every runtime the shipped loader sees in `root`: those of runtimes.json and of each
+    add-on installed beside them (runtimes.d/*.json); one RuntimeCheck each, and a FAIL for an
+    add-on's fragment the loader would leave out."""
+    index = load_index(root)
     models_path = root / "models.json"
     models: list[dict[str, Any]] = []
     if models_path.is_file():
@@ -159,6 +162,8 @@ def check_tree(root: Path, runner: ProbeRunner, *, target: str, where: str) -> l
             else:  # opened at run time only: everything loads, the rung it serves is idle
                 check = replace(check, detail=f"{check.detail}; {_missing([need])}")
         checks += [check, *parts]
+    for problem in index["problems"]:
+        checks.append(RuntimeCheck(target, where, "add-on", "FAIL", f"left out: {problem}"))
     return checks
 
 
