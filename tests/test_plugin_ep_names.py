@@ -10,12 +10,22 @@ import pytest
 
 from ortbundle._core.errors import ConfigError
 from ortbundle._core.memo import Memo
+from ortbundle.config.recipes import load_recipe
+from ortbundle.stage.closure import Closure
+from ortbundle.stage.index_json import plugin_entry
 from ortbundle.stage.kinds import check_plugin_name
 from ortbundle.stage.probe import ProbeResult
 from ortbundle.stage.probe import names as probe_names
-from ortbundle.stage.probe.names import RAN_NATIVELY, READ_STATICALLY, read_plugin_names
+from ortbundle.stage.probe.names import (
+    RAN_NATIVELY,
+    READ_STATICALLY,
+    NamesRead,
+    read_plugin_names,
+)
+from ortbundle.stage.staging import StagedRuntime
 
 CPU = "CPUExecutionProvider"
+ROOT = Path(__file__).resolve().parents[1]
 
 
 def _read(
@@ -82,13 +92,25 @@ def test_an_ep_name_the_factories_did_not_give_is_refused_with_theirs() -> None:
     check_plugin_name(_Recipe(), static, "stock")  # type: ignore[arg-type]  # unjudged
 
 
-def test_a_factory_that_takes_the_registration_name_leaves_the_static_reading(
+def test_a_factory_that_takes_the_registration_name_is_registered_under_its_ep_name(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    """onnxruntime-ggml 0.2.0: registered as "probe", its device's EP is "probe"; the name an
-    application appends is the one it registers it under, which the probe cannot hold ep_name
-    to."""
+    """onnxruntime-ggml 0.2.0: registered as "probe", its device's EP is "probe". The name is
+    the one it is registered under, so the index registers it under its ep_name."""
     echo = ProbeResult(0, providers=(CPU,), plugins={"probe": (True, f"{CPU} probe")})
     read = _read(tmp_path, monkeypatch, echo)
-    assert (read.names, read.how) == (("ggml",), READ_STATICALLY)
-    assert "name the EP after the name it is registered under" in read.why
+    assert (read.names, read.how, read.registration_named) == (("ggml",), RAN_NATIVELY, True)
+    # kept as it was read: what a warm build's memo gives back says the same
+    assert probe_names._from(probe_names._to(read)) == read
+
+
+@pytest.mark.parametrize("named", [True, False])
+def test_the_index_registers_such_a_plugin_under_its_ep_name(named: bool) -> None:
+    recipe = load_recipe(ROOT / "recipes/ep-webgpu.toml")
+    closure = Closure((), (), (), (), "libonnxruntime_providers_webgpu.so", ())
+    read = NamesRead("linux-x86_64", ("WebGpuExecutionProvider",), RAN_NATIVELY, "", named)
+    staged = StagedRuntime("ep-webgpu", "linux-x86_64", "plugins/ep-webgpu", closure, (), 0, read)
+    entry = plugin_entry(recipe, staged)
+    assert entry["ep_name"] == "WebGpuExecutionProvider"
+    # registered as "ep-webgpu", a factory that takes that name would give an EP of that name
+    assert entry["registration_name"] == ("WebGpuExecutionProvider" if named else "ep-webgpu")

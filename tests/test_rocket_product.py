@@ -200,6 +200,16 @@ def package_file(result: BuildResult, channel: str, suffix: str) -> Path:
     return next(f for f in sorted(directory.iterdir()) if f.name.endswith(suffix))
 
 
+def assert_beside_the_main_package(root: Path) -> None:
+    """The add-on's runtimes and index fragment land in darkroom's own directory, where its
+    loader reads runtimes.d/; nothing in a directory of the add-on's name, which no loader reads."""
+    main = root / "usr/lib/darkroom-onnxruntime"
+    assert (main / "runtimes.d/darkroom-rk3588.json").is_file()
+    assert any((main / "plugins").rglob("libonnxruntime_rocket.so*"))
+    assert not (root / "usr/lib/darkroom-onnxruntime-ep-rocket").exists()
+    assert not (main / "runtimes.json").exists()  # the main package's, not the add-on's
+
+
 def test_the_deb_carries_the_rule_lintian_accepts_it(packaged: BuildResult, tmp_path: Path) -> None:
     need("lintian", "dpkg-deb", packages="lintian dpkg")
     deb = package_file(packaged, "deb", ".deb")
@@ -213,6 +223,7 @@ def test_the_deb_carries_the_rule_lintian_accepts_it(packaged: BuildResult, tmp_
     ]
     assert findings == [], result.stdout
     subprocess.run(["dpkg-deb", "-x", str(deb), str(tmp_path)], check=True)
+    assert_beside_the_main_package(tmp_path)
     rule = (tmp_path / RULE).read_text()
     assert 'SUBSYSTEM=="accel", KERNEL=="accel*", DRIVERS=="rocket", GROUP="render"' in rule
     info = subprocess.run(
@@ -238,6 +249,7 @@ def test_the_rpm_carries_the_rule_rpmlint_finds_no_error(
     install = ["rpm", "--root", str(scratch), "-i", "--nodeps", "--ignorearch", str(rpm)]
     subprocess.run(install, check=True, capture_output=True)
     assert (scratch / RULE).is_file()
+    assert_beside_the_main_package(scratch)
 
 
 def test_makepkg_builds_the_arch_package_with_the_rule(

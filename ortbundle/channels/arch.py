@@ -509,12 +509,12 @@ def _layout(files: Sequence[ShippedFile]) -> tuple[list[_Entry], list[_Entry]]:
 # What an add-on installs into the main package's directory: its runtimes and its index
 # fragment. Its NOTICE and licence texts go to /usr/share/licenses/<add-on>/ only; anything
 # else at the top of the stage (runtimes.json, the loader) is the main package's.
-_ADDON_DIRS = ("runtimes/", "plugins/", "custom_ops/", "libraries/", "runtimes.d/")
+ADDON_DIRS = ("runtimes/", "plugins/", "custom_ops/", "libraries/", "runtimes.d/")
 
 
 def _addon_entries(entries: list[_Entry], main: Addon) -> tuple[list[_Entry], tuple[str, ...]]:
-    kept = [e for e in entries if e.dest.startswith(_ADDON_DIRS)]
-    left = sorted(e.dest for e in entries if not e.dest.startswith(_ADDON_DIRS))
+    kept = [e for e in entries if e.dest.startswith(ADDON_DIRS)]
+    left = sorted(e.dest for e in entries if not e.dest.startswith(ADDON_DIRS))
     notes = [
         f"add-on of {main.name}: installs into /usr/lib/{main.package_name}/ beside the main "
         f"package, which it depends on"

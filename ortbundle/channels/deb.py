@@ -39,12 +39,12 @@ _FORMAT = "https://www.debian.org/doc/packaging-manuals/copyright-format/1.0/"
 LINTIAN_OVERRIDES: tuple[tuple[str, str, str], ...] = (
     (
         "unstripped-binary-or-object",
-        "[usr/lib/{name}/*]",
+        "[usr/lib/{lib}/*]",
         "upstream's libraries ship byte for byte as the signed build manifest records them",
     ),
     (
         "embedded-library",
-        "* [usr/lib/{name}/*]",
+        "* [usr/lib/{lib}/*]",
         "upstream links some libraries in statically (the aarch64 ONNX Runtime: curl, Mbed "
         "TLS); they ship byte for byte, attributed in NOTICE and debian/copyright",
     ),
@@ -55,7 +55,7 @@ LINTIAN_OVERRIDES: tuple[tuple[str, str, str], ...] = (
     ),
     (
         "python3-script-but-no-python3-dep",
-        "* [usr/lib/{name}/runtime_loader.py]",
+        "* [usr/lib/{lib}/runtime_loader.py]",
         "the optional reference loader; applications load the runtimes with their own loader",
     ),
     (
@@ -88,13 +88,13 @@ def _layout(package: PackageInput, out: Path, meta: nfpm.Metadata) -> nfpm.Layou
     """Debian's part: DEP-5 copyright, changelog and lintian overrides with the licence texts
     under /usr/share/doc/<package>/, the synopsis as the description's first line."""
     name, version, release, arch = meta.name, meta.version, meta.release, meta.arch
-    doc = f"/usr/share/doc/{name}"
+    doc, lib = f"/usr/share/doc/{name}", nfpm.lib_name(package, name)
     generated = {
-        "copyright": copyright_text(package, name, doc).encode("utf-8"),
+        "copyright": copyright_text(package, lib, doc).encode("utf-8"),
         "changelog.Debian.gz": _changelog(package, name, f"{version}-{release}", meta.maintainer),
-        "lintian-overrides": _overrides(name, (SIGNED_OVERRIDE,) if package.openpgp else ()).encode(
-            "utf-8"
-        ),
+        "lintian-overrides": _overrides(
+            name, lib, (SIGNED_OVERRIDE,) if package.openpgp else ()
+        ).encode("utf-8"),
     }
     docs = [
         nfpm.Doc(f"{doc}/copyright", f"{nfpm.GENERATED_DIR}/copyright"),
@@ -125,15 +125,16 @@ def _layout(package: PackageInput, out: Path, meta: nfpm.Metadata) -> nfpm.Layou
         ),
         head={"section": "libs", "priority": "optional"},
         tail={"deb": {"compression": "gzip"}},
-        note=f"{file_name}: the stage under /usr/lib/{name}/, licence texts, copyright (DEP-5) "
+        note=f"{file_name}: the stage under /usr/lib/{lib}/, licence texts, copyright (DEP-5) "
         f"and SBOM under {doc}/; {signed}",
         beside=beside,
     )
 
 
-def copyright_text(package: PackageInput, name: str, doc: str) -> str:
-    """debian/copyright in DEP-5, one Files paragraph per attributed component."""
-    files = [_files_paragraph(a, name) for a in package.attribution]
+def copyright_text(package: PackageInput, lib: str, doc: str) -> str:
+    """debian/copyright in DEP-5, one Files paragraph per attributed component (its files
+    under /usr/lib/<lib>/, the directory the stage installs into)."""
+    files = [_files_paragraph(a, lib) for a in package.attribution]
     licenses = []
     for spdx in sorted({i for a in package.attribution for i in _ids(a.expression)}):
         texts = sorted(
@@ -162,10 +163,10 @@ def copyright_text(package: PackageInput, name: str, doc: str) -> str:
     )
 
 
-def _files_paragraph(attribution: Attribution, name: str) -> dict[str, str]:
-    files = " ".join(f"usr/lib/{name}/{_dep5_pattern(f)}" for f in attribution.files)
+def _files_paragraph(attribution: Attribution, lib: str) -> dict[str, str]:
+    files = " ".join(f"usr/lib/{lib}/{_dep5_pattern(f)}" for f in attribution.files)
     return {
-        "files": files or f"usr/lib/{name}/NOTICE",
+        "files": files or f"usr/lib/{lib}/NOTICE",
         "copyright": "\n".join(attribution.copyrights) or "unknown (see the licence texts)",
         "license": _dep5_expression(attribution.expression),
         "comment": f"{attribution.component} {attribution.version}",
@@ -231,8 +232,8 @@ def _words(text: str) -> str:
     return " ".join(text.split())
 
 
-def _overrides(name: str, extra: Sequence[tuple[str, str, str]] = ()) -> str:
+def _overrides(name: str, lib: str, extra: Sequence[tuple[str, str, str]] = ()) -> str:
     lines = []
     for tag, context, why in (*LINTIAN_OVERRIDES, *extra):
-        lines += [f"# {why}", f"{name}: {tag} {context.format(name=name)}".rstrip()]
+        lines += [f"# {why}", f"{name}: {tag} {context.format(name=name, lib=lib)}".rstrip()]
     return "\n".join(lines) + "\n"

@@ -43,7 +43,7 @@ from ortbundle.channels import (
     check_staged,
     openpgp,
 )
-from ortbundle.channels.arch import check_path, directories_of, resolve_link
+from ortbundle.channels.arch import ADDON_DIRS, check_path, directories_of, resolve_link
 from ortbundle.channels.deb_releases import check_claimed_releases
 from ortbundle.channels.output_cache import input_key, memoized
 from ortbundle.config.externals import constraints, snippet
@@ -156,11 +156,15 @@ def generate(
         sbom_dir = posixpath.dirname(shape.sbom.dest)
         if sbom_dir not in roots:
             roots.append(sbom_dir)
+    # an add-on installs its runtimes and index fragment into the main package's directory,
+    # where that package's loader reads runtimes.d/ (as the Arch package and the installer do)
+    addon = package.addon_of
+    prefix = f"/usr/lib/{lib_name(package, meta.name)}"
     fields: dict[str, Any] = {
         **meta.fields(package, shape.description),
         **shape.head,
         "contents": [
-            *stage_contents(package, f"/usr/lib/{meta.name}", packager, out),
+            *stage_contents(package, prefix, packager, out, only=ADDON_DIRS if addon else None),
             *doc_contents(package, docs, roots),
             *udev_contents(package, generated),
         ],
@@ -182,6 +186,11 @@ def generate(
         atomic_write(out / name, text)
         files.append(out / name)
     notes = (shape.note, *meta.relations.notes)
+    if addon is not None:
+        notes += (
+            f"add-on of {addon.name}: its runtimes and index fragment install into "
+            f"/usr/lib/{addon.package_name}/ beside the main package's",
+        )
     return ChannelOutput(
         packager, out, tuple(sorted(files)), notes, {shape.file_name: digest}, signers
     )
@@ -219,6 +228,12 @@ def _with_addons(relations: Relations, package: PackageInput) -> Relations:
     return replace(
         relations, suggests=(*relations.suggests, *names), notes=(*relations.notes, *notes)
     )
+
+
+def lib_name(package: PackageInput, name: str) -> str:
+    """The directory under /usr/lib/ the stage installs into: the package's own, or for an
+    add-on the main package's, where that package's loader reads runtimes.d/."""
+    return package.addon_of.package_name if package.addon_of is not None else name
 
 
 def component(packager: str) -> str:
@@ -515,15 +530,22 @@ def _clauses(
 
 
 def stage_contents(
-    package: PackageInput, prefix: str, packager: str, out: Path
+    package: PackageInput,
+    prefix: str,
+    packager: str,
+    out: Path,
+    *,
+    only: tuple[str, ...] | None = None,
 ) -> list[dict[str, Any]]:
-    """nfpm `contents` for the stage under `prefix`: directories, files and symlinks as staged.
+    """nfpm `contents` for the stage under `prefix`: directories, files and symlinks as staged
+    (with `only`, those under these directories: an add-on's).
 
     Sources are relative to `out`, where nfpm runs, so nfpm.yaml holds no host path."""
-    by_path = {f.path: f for f in package.files}
+    files = [f for f in package.files if only is None or f.path.startswith(only)]
+    by_path = {f.path: f for f in files}
     entries: list[dict[str, Any]] = [_directory(prefix, package)]
     entries += [_directory(f"{prefix}/{d}", package) for d in directories_of(by_path)]
-    for shipped in package.files:  # sorted by path
+    for shipped in files:  # sorted by path
         check_path(shipped.path)
         dest = f"{prefix}/{shipped.path}"
         if shipped.link_to is not None:

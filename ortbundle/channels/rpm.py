@@ -83,7 +83,8 @@ def _layout(package: PackageInput, out: Path, meta: nfpm.Metadata) -> nfpm.Layou
         description=description,
         head={"changelog": f"{nfpm.GENERATED_DIR}/changelog.yaml"},
         tail={"rpm": rpm},
-        note=f"{file_name}: the stage under /usr/lib/{name}/, licence texts (%license) under "
+        note=f"{file_name}: the stage under /usr/lib/{nfpm.lib_name(package, name)}/, licence "
+        "texts (%license) under "
         f"{licenses}/, the SBOM under {doc}/; {signed}; run rpmlint with -r {rpmlintrc}",
         beside={
             rpmlintrc: rpmlint_config(

@@ -56,9 +56,12 @@ _DESKTOP_ONLY_RUNTIME = ("directory",)
 
 
 def plugin_entry(recipe: Recipe, staged: StagedRuntime) -> dict[str, Any]:
-    """What a loader needs to register a plugin EP with the core it chose."""
+    """What a loader needs to register a plugin EP with the core it chose. A plugin whose
+    factories name the EP after its registration name (onnxruntime-ggml, read by the probe) is
+    registered under its ep_name, or an application appending that name would find nothing."""
+    named = staged.offered is not None and staged.offered.registration_named
     return {
-        "registration_name": recipe.name,
+        "registration_name": recipe.ep_name if named and recipe.ep_name else recipe.name,
         "ep_name": recipe.ep_name,
         "library": f"{staged.directory}/{staged.closure.entry}",
         "min_core": recipe.min_core,

@@ -48,7 +48,7 @@ RAN_UNDER_WINE = "ran under wine"
 RAN_UNDER_QEMU = "ran under qemu"
 READ_STATICALLY = "read statically"
 _FORMAT = "offered-names/1"  # of a memo entry
-_PLUGIN_FORMAT = "plugin-ep-names/1"
+_PLUGIN_FORMAT = "plugin-ep-names/2"
 _CUSTOM_OPS_FORMAT = "custom-op-domains/1"
 _TIMEOUT = 120  # seconds: loading a core and listing its providers takes well under one
 
@@ -63,6 +63,9 @@ class NamesRead:
     names: tuple[str, ...]
     how: str
     why: str = ""
+    # a plugin EP whose factories name the EP after the name it is registered under
+    # (onnxruntime-ggml): a loader must register it under its ep_name
+    registration_named: bool = False
 
     @property
     def ran(self) -> bool:
@@ -218,13 +221,7 @@ def read_plugin_names(
         core_names = set(result.providers)
         names = tuple(dict.fromkeys(n for n in detail.split() if n not in core_names))
         if names == (_REGISTERED,):  # onnxruntime-ggml's factory takes the name it is given
-            return NamesRead(
-                target,
-                static,
-                READ_STATICALLY,
-                f"its factories name the EP after the name it is registered under ({how}: "
-                f"registered as {_REGISTERED!r}, it named {_REGISTERED!r})",
-            )
+            return NamesRead(target, static, how, registration_named=True)
         if not names:
             return NamesRead(
                 target,
@@ -293,11 +290,23 @@ def _built_probe(target: str) -> Path:
 
 
 def _to(read: NamesRead) -> dict[str, Any]:
-    return {"target": read.target, "names": list(read.names), "how": read.how, "why": read.why}
+    return {
+        "target": read.target,
+        "names": list(read.names),
+        "how": read.how,
+        "why": read.why,
+        "registration_named": read.registration_named,
+    }
 
 
 def _from(data: Any) -> NamesRead:
     names = data["names"]
     if not isinstance(names, list) or not all(isinstance(n, str) for n in names):
         raise ValueError("names")
-    return NamesRead(str(data["target"]), tuple(names), str(data["how"]), str(data["why"]))
+    return NamesRead(
+        str(data["target"]),
+        tuple(names),
+        str(data["how"]),
+        str(data["why"]),
+        data.get("registration_named") is True,
+    )
