@@ -31,6 +31,7 @@ from ortbundle.config.schema import check_document, display_name
 from ortbundle.config.vocabulary import VERDICTS
 from ortbundle.licensing.attribution import ComponentUse, TargetLicensing
 from ortbundle.licensing.claims import Claims, judge_claims
+from ortbundle.licensing.incompatible import Incompatible, incompatible_pairs
 from ortbundle.licensing.obligations import is_model, obliging_ids
 from ortbundle.licensing.spdx import NotAnExpression, Tree, facts
 from ortbundle.licensing.waivers import CoveredFile, WaiverUse, use_of
@@ -99,6 +100,7 @@ class Policy:
     source: tuple[str, ...] = ()  # [obligations]: as ChannelPolicy's, expanded
     source_files: tuple[str, ...] = ()
     combined: tuple[str, ...] = ()
+    incompatible: tuple[Incompatible, ...] = ()  # [[incompatible]] (compatibility.py)
 
     def channel(self, name: str) -> ChannelPolicy:
         if name not in self.channels:
@@ -162,6 +164,7 @@ def load_policy(path: Path) -> Policy:
         source=source,
         source_files=source_files,
         combined=combined,
+        incompatible=incompatible_pairs(data.get("incompatible", []), expand),
     )
 
 

@@ -26,6 +26,7 @@ from ortbundle.licensing.attribution import (
     with_tool_file,
 )
 from ortbundle.licensing.audit import ChannelAudit, audit_targets, load_policy
+from ortbundle.licensing.compatibility import clashes, with_clashes
 from ortbundle.licensing.obligations import (
     SourceObligation,
     offer_text,
@@ -89,6 +90,7 @@ def license_targets(
     audits = audit_targets(
         project, product, licensing, channels=audit_channels, release=release, memo=memo
     )
+    audits = with_clashes(audits, clashes(policy.incompatible, product, licensing))
     return Licensed(targets, audits, source_obligations(licensing, obliging))
 
 

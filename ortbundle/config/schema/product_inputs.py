@@ -96,12 +96,31 @@ OBLIGATIONS = table(
     default="{}",
 )
 
+INCOMPATIBLE = tables(
+    "incompatible",
+    Table(
+        "[[incompatible]]",
+        "Licences no one program may carry together: a component under `first` and one under "
+        "`second` (or the application, when its [product] license is an SPDX id) loaded into "
+        "one process (a runtime and what pairs with it) fail the audit on every channel "
+        "carrying that target, whatever the packaging; no waiver stands in.",
+        (
+            texts("first", "licence id globs (@set allowed) on one side", True, nonempty=True),
+            texts("second", "licence id globs (@set allowed) on the other", True, nonempty=True),
+            text("why", "why the two cannot be combined, as the report says it", True),
+            text("source", "who says so (a licence text's section, the FSF's list)", True),
+        ),
+    ),
+    "licence pairs refused in one process",
+    default="[]",
+)
+
 POLICY = FileSchema(
     "policy",
     "Licence policy",
     "licenses/policy.toml",
     "Per packaging channel, which licences ship, need review or are refused.",
-    Table("top level", "", (*POLICY_KEYS, OBLIGATIONS)),
+    Table("top level", "", (*POLICY_KEYS, OBLIGATIONS, INCOMPATIBLE)),
 )
 
 # --- product manifests ----------------------------------------------------------------------
