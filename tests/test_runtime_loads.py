@@ -20,7 +20,7 @@ from ortbundle.channels.step import package_input
 from ortbundle.cli.build import run_build
 from ortbundle.config.recipes import IgnoreRule
 from ortbundle.config.targets import get_target
-from ortbundle.pipeline.build import build
+from ortbundle.pipeline.build import AuditFailed, build
 from ortbundle.pipeline.summary import read_summary, summary_lines
 from ortbundle.stage import staging
 from ortbundle.stage.binaries import loads
@@ -361,6 +361,25 @@ def test_release_refuses_undeclared_loads(opening: FakeProject, reporter: Report
     problems = getattr(error, "problems", (error,))
     assert problems and all(p.component == "fake" and p.file is not None for p in problems)
     assert "loads" in (error.fix or "") and "ignore_loads" in (error.fix or "")
+    assert not (opening.root / "dist" / "fakeproduct" / "1.2.3").exists()
+
+
+def test_a_release_says_the_undeclared_loads_with_the_audit_s_failures(
+    opening: FakeProject, reporter: Reporter
+) -> None:
+    """One build reports every problem of a new product: a licence the audit fails does not
+    hide the loads to declare until the next build, nor the loads the audit."""
+    recipe = opening.root / "recipes" / "fake.toml"
+    recipe.write_text(
+        recipe.read_text().replace('expression = "MIT"', 'expression = "GPL-3.0-only"')
+    )
+    with pytest.raises(AuditFailed) as raised:
+        build(opening.project, opening.options(release=True), reporter)
+    error = raised.value
+    assert error.exit_code == 10
+    assert not all(a.passed for a in error.audits)
+    assert "\nand: undeclared run-time loads: libopener.so opens" in error.message
+    assert "ignore_loads" in error.message  # each load's own fix, where it goes
     assert not (opening.root / "dist" / "fakeproduct" / "1.2.3").exists()
 
 

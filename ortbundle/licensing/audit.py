@@ -22,7 +22,7 @@ from datetime import UTC, date, datetime
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal
 
-from ortbundle._core.errors import AuditError, ConfigError
+from ortbundle._core.errors import AuditError, ConfigError, OrtbundleError
 from ortbundle._core.memo import NO_MEMO, Memo
 from ortbundle.config.plan import POLICY_NAME, Project
 from ortbundle.config.policy_overlay import PolicyOverlay, expand_sets
@@ -649,7 +649,11 @@ class AuditFailed(AuditError):
     """The gate refused: carries the audits so the report is printed before the exit."""
 
     def __init__(
-        self, product: Product, audits: tuple[ChannelAudit, ...], licensing: list[TargetLicensing]
+        self,
+        product: Product,
+        audits: tuple[ChannelAudit, ...],
+        licensing: list[TargetLicensing],
+        also: Sequence[OrtbundleError] = (),  # the build's other refusals, said after it
     ) -> None:
         channels = ", ".join(a.channel for a in audits if not a.passed)
         generic = (
@@ -657,8 +661,9 @@ class AuditFailed(AuditError):
             "a person has signed it off (reviewer, sha256, reviewed, expires: see each FAIL line)"
         )
         where = _recipe_fixes(audits, licensing)
+        others = "".join(f"\nand: {e.message} [{e.file}] — fix: {e.fix}" for e in also)
         super().__init__(
-            f"the licence audit failed for: {channels}",
+            f"the licence audit failed for: {channels}{others}",
             fix=f"{where}; for anything else, {generic}" if where else generic,
         )
         self.product = product

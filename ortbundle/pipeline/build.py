@@ -52,7 +52,13 @@ from ortbundle.pipeline.result import BuildResult, TargetResult, write_summary
 from ortbundle.stage.closure_report import raise_collected
 from ortbundle.stage.probe.names import probe_mode
 from ortbundle.stage.staging import discard, scratch_dir
-from ortbundle.stage.step import StageInput, TargetStage, stage_target, stage_warnings
+from ortbundle.stage.step import (
+    StageInput,
+    TargetStage,
+    stage_target,
+    stage_warnings,
+    undeclared_loads,
+)
 
 __all__ = [
     "DEFAULT_PRODUCT",
@@ -194,6 +200,12 @@ def _build_locked(
         audits = licensed.audits
         staged = _target_results(stages, licensed)
         reporter.done(f"{plural(len(audits), 'channel')}, {_verdicts(audits)}")
+        # a release's undeclared run-time loads, said with the audit's failures: one build
+        # reports every problem of a new product
+        if options.release and (loads := undeclared_loads(stages)):
+            if not all(a.passed for a in audits):
+                raise AuditFailed(plan.product, audits, licensed.licensing, also=loads)
+            raise_collected(loads, str(plan.product.path))
         if options.audit_only:
             if not all(a.passed for a in audits):
                 raise AuditFailed(plan.product, audits, licensed.licensing)

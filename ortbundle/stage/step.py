@@ -55,7 +55,7 @@ from ortbundle.stage.staging import (
     staged_file,
 )
 
-__all__ = ["StageInput", "TargetStage", "stage_target", "stage_warnings"]
+__all__ = ["StageInput", "TargetStage", "stage_target", "stage_warnings", "undeclared_loads"]
 
 
 @dataclass(frozen=True)
@@ -308,17 +308,26 @@ def _runtime_key(
 def _with_checked_loads(
     work: StageInput, recipe: Recipe, target: Target, staged: StagedRuntime
 ) -> StagedRuntime:
-    """The runtime with the libraries it opens by name, declared and found; a release refuses
-    one that opens a library its recipe does not declare."""
-    staged = with_runtime_loads(staged, recipe, target)
-    if work.release and staged.closure.load_findings:
-        raise refuse_undeclared(
+    """The runtime with the libraries it opens by name, declared and found (a release refuses
+    one that opens a library its recipe does not declare: `undeclared_loads`, after the licence
+    audit, so that one build reports both)."""
+    return with_runtime_loads(staged, recipe, target)
+
+
+def undeclared_loads(stages: Sequence[TargetStage]) -> list[ClosureError]:
+    """`--release`: each runtime that opens a library its recipe does not declare, as the
+    refusal naming its recipe."""
+    return [
+        refuse_undeclared(
             staged.closure.load_findings,
             component=recipe.name,
-            target=work.target,
+            target=stage.target,
             file=str(recipe.path),
         )
-    return staged
+        for stage in stages
+        for recipe, staged in stage.runtimes
+        if staged.closure.load_findings
+    ]
 
 
 def _write_tool_files(
