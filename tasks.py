@@ -459,6 +459,23 @@ def ci_workflow(c: Context, product: str = DEFAULT_PRODUCT, out: str | None = No
 
 
 @task(
+    name="build-source",
+    help={
+        "component": "the recipe whose built archive to make again (recipes/<name>.toml)",
+        "source": "which [sources.<id>] (default: its only one with a build table)",
+    },
+)
+def build_source(c: Context, component: str, source: str | None = None) -> None:
+    """Build a from-source component's archive from its pinned sources; hold it to the pin."""
+    from ortbundle.cli.ci import run_build_source
+
+    try:
+        run_build_source(component, source)
+    except CommandFailed as exc:
+        raise Exit(str(exc), code=exc.code) from None
+
+
+@task(
     name="templates",
     help={
         "list": "list each template, where it comes from (built-in or the project's) and "

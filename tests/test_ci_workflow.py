@@ -15,8 +15,10 @@ import pytest
 import yaml
 
 from ortbundle._core.errors import ConfigError
+from ortbundle.config.plan import load_plan
 from ortbundle.config.products import load_product
-from ortbundle.tools.ci_workflow import load_action_pins, workflow_yaml
+from ortbundle.config.project import BuildOptions, Project
+from ortbundle.tools.ci_workflow import load_action_pins, source_jobs, workflow_yaml
 
 ROOT = Path(__file__).resolve().parent.parent
 COMMITTED = ROOT / "ci" / "darkroom-github-actions.yml"
@@ -212,3 +214,32 @@ def test_the_linux_build_jobs_get_the_openpgp_key_as_environment_secrets() -> No
         else:
             assert "OPENPGP" not in text, target
             assert ("environment" in job) == target.startswith("windows-"), target
+
+
+def test_a_from_source_component_is_built_by_its_own_job_first(tmp_path: Path) -> None:
+    """darkroom-rk3588: ort-rocket's archive is built from its pinned sources on an Arm runner
+    (invoke build-source), and the linux-aarch64 job waits for it and takes it into place."""
+    plan = load_plan(Project.at(ROOT), BuildOptions(product="darkroom-rk3588"))
+    jobs = source_jobs(plan.product, plan.recipes)
+    path = tmp_path / "rk3588.yml"
+    path.write_text(workflow_yaml(plan.product, built=jobs))
+    workflow = yaml.safe_load(path.read_text())
+    job = workflow["jobs"]["source-ep-rocket-ep-linux-aarch64"]
+    assert job["runs-on"] == "ubuntu-24.04-arm"
+    runs = [step.get("run", "") for step in job["steps"]]
+    assert 'invoke build-source --component "ep-rocket" --source "ep-linux-aarch64"' in runs
+    assert any("gcc-aarch64-linux-gnu" in run for run in runs)
+    uploaded = next(s for s in job["steps"] if "upload-artifact" in s.get("uses", ""))
+    assert uploaded["with"]["path"] == "third_party/ort-rocket/ort-rocket-linux-aarch64.zip"
+    target = workflow["jobs"]["build-linux-aarch64"]
+    assert target["needs"] == ["source-ep-rocket-ep-linux-aarch64"]
+    steps = [s.get("uses", "") + s.get("run", "") for s in target["steps"]]
+    fetched = next(i for i, s in enumerate(steps) if "download-artifact" in s)
+    assert fetched < next(i for i, s in enumerate(steps) if "invoke build " in s)
+    assert target["steps"][fetched]["with"]["path"] == "third_party/ort-rocket"
+    assert findings_of(path) == []
+
+
+def findings_of(path: Path) -> list[str]:
+    """zizmor's findings on a workflow, as ident (severity), every persona."""
+    return [f"{f['ident']} ({f['determinations']['severity']})" for f in zizmor_findings(path)]

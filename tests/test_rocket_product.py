@@ -18,11 +18,13 @@ from pathlib import Path
 
 import pytest
 
+from ortbundle._core.errors import IntegrityError
 from ortbundle._core.progress import plain_reporter
 from ortbundle.evidence.names import MANIFEST_NAME, SBOM_NAME
 from ortbundle.licensing.audit import AuditFailed
 from ortbundle.pipeline.build import BuildOptions, Project, build
 from ortbundle.pipeline.result import BuildResult
+from ortbundle.tools.build_source import build_source
 from tests.helpers.makepkg import Makepkg
 from tests.helpers.rocket import RECIPE, binary_archive, repin, source_archives
 from tests.helpers.synthetic_products import synthesize
@@ -146,7 +148,13 @@ def test_without_its_source_pin_a_release_refuses_it_naming_it(root: Path) -> No
     )
     text = (unpinned / RECIPE).read_text()
     (unpinned / RECIPE).write_text(
-        re.sub(r"\[sources\.ep-linux-aarch64\.was-built\]\n(?:[a-z_]+ = .*\n)+", "", text)
+        # the build table, its comments and its outputs: up to the next source
+        re.sub(
+            r"\[sources\.ep-linux-aarch64\.was-built\]\n.*?(?=\[sources\.ort-rocket\])",
+            "",
+            text,
+            flags=re.S,
+        )
     )
     with pytest.raises(AuditFailed) as caught:
         built(root, unpinned, audit_only=True, release=True)
@@ -308,3 +316,34 @@ def test_the_main_package_suggests_the_ep_package_and_never_depends_on_it(root: 
         ["dpkg-deb", "-f", str(deb64)], capture_output=True, text=True, check=True
     ).stdout
     assert ep not in control
+
+
+def test_build_source_makes_the_pinned_archive_again_from_its_sources(root: Path) -> None:
+    """`invoke build-source -c ep-rocket`, the CI job's command: the two pinned source archives
+    unpacked, the recipe's command run, its outputs packed: the pinned bytes again."""
+    archive = root / "project" / "third_party" / "ort-rocket" / "ort-rocket-linux-aarch64.zip"
+    pinned = archive.read_bytes()
+    done = build_source(
+        Project.at(root / "project"), "ep-rocket", None, plain_reporter(), cache_dir=root / "cache"
+    )
+    assert (done.reproduced, done.path) == (True, archive)
+    assert archive.read_bytes() == pinned
+    assert done.sha256 == hashlib.sha256(pinned).hexdigest()
+
+
+def test_a_build_that_makes_other_bytes_is_refused_and_the_pinned_file_kept(
+    root: Path, tmp_path: Path
+) -> None:
+    project = tmp_path / "project"
+    shutil.copytree(root / "project", project, symlinks=True)
+    recipe = project / RECIPE
+    archive = project / "third_party" / "ort-rocket" / "ort-rocket-linux-aarch64.zip"
+    digest = hashlib.sha256(archive.read_bytes()).hexdigest()
+    recipe.write_text(recipe.read_text().replace("-O2 ", "-O1 ", 1))  # another build command
+    with pytest.raises(IntegrityError) as refused:
+        build_source(
+            Project.at(project), "ep-rocket", None, plain_reporter(), cache_dir=root / "cache"
+        )
+    assert f"the recipe pins {digest}" in refused.value.message
+    assert hashlib.sha256(archive.read_bytes()).hexdigest() == digest  # left as it was
+    assert archive.with_name(archive.name + ".rebuilt").is_file()  # what it made, to compare

@@ -172,6 +172,9 @@ class BuildRecipe:
     command: str  # the build command, as run
     toolchain: str  # the compiler and target
     ort_headers: str | None = None  # the ONNX Runtime header version compiled against
+    # what `invoke build-source` packs: archive member -> file of the build directory
+    outputs: tuple[tuple[str, str], ...] = ()
+    packages: tuple[str, ...] = ()  # Debian packages a fresh runner needs for the build
 
     def as_json(self) -> dict[str, Any]:
         """What the manifest and the build records say of the build (the sources by id)."""
@@ -182,6 +185,10 @@ class BuildRecipe:
         }
         if self.ort_headers is not None:
             document["ort_headers"] = self.ort_headers
+        if self.outputs:
+            document["outputs"] = dict(self.outputs)
+        if self.packages:
+            document["packages"] = list(self.packages)
         return document
 
 
@@ -350,11 +357,22 @@ def _build(
             raise reader.fail(f"source {sid!r} is itself built: name its source archives")
     if len(set(ids)) != len(ids):
         raise reader.fail("each source archive is named once")
+    outputs = tuple(
+        sorted((str(k), str(v)) for k, v in raw[built]["build"].get("outputs", {}).items())
+    )
+    for member, file in outputs:
+        for name in (member, file):
+            if problem := check_member_name(name):
+                raise reader.fail(f"outputs: {name!r} {problem}: a path inside the build")
     return BuildRecipe(
         sources=tuple(sources[sid] for sid in ids),
         command=reader.text("command"),
         toolchain=reader.text("toolchain"),
         ort_headers=reader.opt_text("ort_headers"),
+        outputs=tuple(
+            sorted((str(k), str(v)) for k, v in raw[built]["build"].get("outputs", {}).items())
+        ),
+        packages=tuple(raw[built]["build"].get("packages", [])),
     )
 
 
@@ -435,4 +453,6 @@ def _build_from_json(data: dict[str, Any]) -> BuildRecipe:
         command=data["command"],
         toolchain=data["toolchain"],
         ort_headers=data.get("ort_headers"),
+        outputs=tuple(sorted(data.get("outputs", {}).items())),
+        packages=tuple(data.get("packages", [])),
     )

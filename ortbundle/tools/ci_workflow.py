@@ -11,6 +11,7 @@ from __future__ import annotations
 import json
 import re
 import tomllib
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from importlib import resources
 
@@ -18,7 +19,9 @@ from ortbundle._core.errors import ConfigError
 from ortbundle._core.templating import render
 from ortbundle.channels.openpgp import signed_channels
 from ortbundle.config.products import Product
+from ortbundle.config.recipes import Recipe
 from ortbundle.config.schema import check_document
+from ortbundle.config.sources import LocalCoordinates
 from ortbundle.config.targets import get_target
 from ortbundle.config.vocabulary import CHANNEL_TARGETS
 from ortbundle.evidence.names import (
@@ -100,7 +103,70 @@ def _job_id(value: str) -> str:
     return value
 
 
-def workflow_yaml(product: Product, pins: dict[str, ActionPin] | None = None) -> str:
+# The runner a from-source build job runs on, by the target's machine: GitHub's hosted Linux
+# runners for x86-64 and for Arm (what the binary is built for is what it is built on).
+SOURCE_RUNNERS = {"EM_X86_64": "ubuntu-24.04", "EM_AARCH64": "ubuntu-24.04-arm"}
+
+
+@dataclass(frozen=True)
+class SourceJob:
+    """A job that builds a from-source component's archive from its pinned sources (`invoke
+    build-source`) before the target jobs that ship it: the archive travels to them as an
+    artifact, into its place in the checkout (a project file the recipe pins by `path`)."""
+
+    component: str
+    source: str
+    runner: str
+    packages: tuple[str, ...]
+    path: str  # the pinned file's path in the project; "" for a URL (the job checks it only)
+    targets: tuple[str, ...]  # the product's targets whose runtimes take it
+
+    @property
+    def id(self) -> str:
+        return f"source-{self.component}-{self.source}"
+
+    @property
+    def directory(self) -> str:
+        return self.path.rpartition("/")[0] or "."
+
+
+def source_jobs(product: Product, recipes: Mapping[str, Recipe]) -> list[SourceJob]:
+    """One job per source of the product's recipes built from source, for the targets that
+    take it."""
+    jobs = []
+    for name, recipe in sorted(recipes.items()):
+        for sid, source in sorted(recipe.sources.items()):
+            if source.build is None:
+                continue
+            targets = tuple(
+                t
+                for t in product.targets
+                if t in recipe.targets and any(k.source == sid for k in recipe.for_target(t).takes)
+            )
+            if not targets:
+                continue
+            machine = get_target(targets[0]).machine
+            origin = source.origin
+            jobs.append(
+                SourceJob(
+                    component=name,
+                    source=sid,
+                    runner=SOURCE_RUNNERS.get(machine, "ubuntu-24.04"),
+                    packages=source.build.packages,
+                    path=origin.path if isinstance(origin, LocalCoordinates) else "",
+                    targets=targets,
+                )
+            )
+    return jobs
+
+
+def workflow_yaml(
+    product: Product,
+    pins: dict[str, ActionPin] | None = None,
+    built: Sequence[SourceJob] = (),
+) -> str:
+    """The workflow; `built`: its from-source jobs (source_jobs), which the target jobs that
+    ship their archives wait for."""
     pins = load_action_pins() if pins is None else pins
 
     def action(name: str) -> str:
@@ -127,6 +193,8 @@ def workflow_yaml(product: Product, pins: dict[str, ActionPin] | None = None) ->
                 and any(t in CHANNEL_TARGETS[c] for c in signed_channels(product.channels))
             ],
             "evidence": list(EVIDENCE),
+            "source_jobs": list(built),
+            "needs_sources": {t: [j for j in built if t in j.targets] for t in product.targets},
         },
         {"q": _quoted, "id": _job_id, "action": action},
     )

@@ -10,21 +10,24 @@ looks for them (third_party/ort-rocket/) and prints their SHA-256 values for `in
 from __future__ import annotations
 
 import hashlib
+import os
 import re
 import shutil
 import subprocess
 import sys
-import tempfile
-import zipfile
 from pathlib import Path
 from typing import Any
 
+from ortbundle.config.recipes import load_recipe
 from ortbundle.payload.loader.ortapi import Registered
 from ortbundle.stage.probe import ProbeResult
+from ortbundle.tools.build_source import build_archive
 from tests.helpers.source_archives import write_source_tarball
 from tests.helpers.wheels import sha256_of
 
-SOURCES = Path(__file__).resolve().parents[1] / "data" / "rocket"
+ROOT = Path(__file__).resolve().parents[2]
+SOURCES = ROOT / "tests" / "data" / "rocket"
+EPOCH = 315532800  # what `invoke build-source` packs with when SOURCE_DATE_EPOCH is unset
 COMPILER = "aarch64-linux-gnu-gcc"
 # the licence both projects carry (a stand-in header: the tests need its words, not all of it)
 COPYING = (
@@ -74,24 +77,19 @@ def compile_standin(out: Path, sources: Path = SOURCES) -> Path:
 
 
 def binary_archive(directory: Path) -> Path:
-    """libonnxruntime_rocket.so linked to librocketnpu.so.1, both for aarch64, in a zip (as a
-    CI job's artifact) beside COPYING; FileNotFoundError without the cross compiler."""
-    with tempfile.TemporaryDirectory() as scratch:
-        plugin = compile_standin(Path(scratch))
-        members = {
-            plugin.name: plugin.read_bytes(),
-            "librocketnpu.so.1": (plugin.parent / "librocketnpu.so.1").read_bytes(),
-            "COPYING": COPYING,
-            # the CI job packs the driver library's licence from its sources beside it
-            "rocket-userspace/COPYING": COPYING,
-        }
+    """The archive a CI job builds from the two source archives (written beside it first),
+    made as `invoke build-source` makes it: the recipe's own build table (command, outputs)
+    run by ortbundle/tools/build_source.py; FileNotFoundError without the cross compiler."""
+    if shutil.which(COMPILER) is None:
+        raise FileNotFoundError(f"{COMPILER} is not installed (Debian: gcc-aarch64-linux-gnu)")
+    sources = source_archives(directory)
+    recipe = load_recipe(ROOT / RECIPE)
+    build = recipe.sources["ep-linux-aarch64"].build
+    assert build is not None  # the recipe says how it is built
+    data = build_archive(build, sources, recipe.name, RECIPE, EPOCH, os.environ)
     path = directory / ARCHIVES["binary"]
     path.parent.mkdir(parents=True, exist_ok=True)
-    with zipfile.ZipFile(path, "w", zipfile.ZIP_DEFLATED) as archive:
-        for name, data in sorted(members.items()):
-            info = zipfile.ZipInfo(f"ep-rocket/{name}", (2023, 11, 14, 0, 0, 0))
-            info.external_attr = 0o755 << 16
-            archive.writestr(info, data, zipfile.ZIP_DEFLATED)
+    path.write_bytes(data)
     return path
 
 

@@ -40,10 +40,30 @@ BUILD = Table(
         text("command", "the build command, as run (the CMake configure and build)", True),
         text("toolchain", "the compiler and target it was built with", True),
         text("ort_headers", "the ONNX Runtime header version it was compiled against"),
+        table(
+            "outputs",
+            Table(
+                "outputs = { … }",
+                "The archive `invoke build-source` packs from the build: each member, from a "
+                "file of the build directory (where each source archive is unpacked under its "
+                "id and the command runs).",
+                entries=text("<member>", "the file it is packed from"),
+            ),
+            'the built archive\'s members: "ep-rocket/libonnxruntime_rocket.so" = '
+            '"build/libonnxruntime_rocket.so"; without it the CI job cannot rebuild it',
+            default="{}",
+        ),
+        texts(
+            "packages",
+            "Debian packages the build needs on a fresh runner (cmake, a cross compiler)",
+            default="[]",
+        ),
     ),
     example='[sources.ep-linux-aarch64.build]\nsources = ["ort-rocket", "rocket-userspace"]\n'
     'command = "cmake -S ort-rocket -B build && cmake --build build"\n'
-    'toolchain = "aarch64-linux-gnu-gcc 14"\nort_headers = "1.24.4"',
+    'toolchain = "aarch64-linux-gnu-gcc 14"\nort_headers = "1.24.4"\n'
+    'outputs = { "ep-rocket/libonnxruntime_rocket.so" = "build/libonnxruntime_rocket.so" }\n'
+    'packages = ["cmake"]',
 )
 
 SOURCE = Table(
