@@ -85,24 +85,30 @@ def test_an_input_touched_and_put_back_is_checked_in_full(
     assert "up to date" in printed and not planned  # remembered by the full check
 
 
-def test_another_dist_linking_the_same_memoised_packages_leaves_this_one_up_to_date(
+def test_another_dist_built_and_removed_leaves_this_ones_packages_untouched(
     written: FakeProject, reporter: Reporter
 ) -> None:
-    """A memoised package is a hard link to the cache's copy: a build into another dist/ links
-    it again, which moves this dist's file's ctime with its link count. That is no edit; an
-    edit in place with the mtime put back (the count kept) still is."""
+    """A memoised package is a hard link to the cache's copy. Were another dist/ to link the
+    same inode, building it (or deleting it) would move this dist's file's ctime, and the no-op
+    would have to hash it: so the other build links a spare copy, and this package's stat
+    does not move at all. An edit in place with the mtime put back still moves it, and is
+    caught."""
     build(written.project, written.options(), reporter)
     packages = sorted((written.root / "dist").rglob("packaging/**/*.deb"))
     assert packages and packages[0].stat().st_nlink > 1  # linked from the memo
     before = packages[0].stat()
     other = Project.at(written.root, written.root / "other-dist")
     build(other, written.options(), reporter)
-    assert packages[0].stat().st_nlink == before.st_nlink + 1
-    assert packages[0].stat().st_ctime_ns != before.st_ctime_ns
-    printed, planned = _probe(written)
-    assert "up to date" in printed and not planned
-    shutil.rmtree(other.dist)  # the count back where it was, the ctime moved again
-    assert packages[0].stat().st_nlink == before.st_nlink
+    (theirs,) = other.dist.rglob(f"packaging/**/{packages[0].name}")
+    assert theirs.read_bytes() == packages[0].read_bytes()
+    spare = theirs.stat().st_ino
+    assert spare != before.st_ino  # a spare of the memo's, not this inode
+    shutil.rmtree(other.dist)
+    after = packages[0].stat()
+    assert (after.st_nlink, after.st_ctime_ns) == (before.st_nlink, before.st_ctime_ns)
+    build(other, written.options(), reporter)  # the spare is free again: linked, not copied
+    (again,) = other.dist.rglob(f"packaging/**/{packages[0].name}")
+    assert again.stat().st_ino == spare
     printed, planned = _probe(written)
     assert "up to date" in printed and not planned
     info = packages[0].stat()

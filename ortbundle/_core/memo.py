@@ -132,6 +132,10 @@ class Memo:
     the build and passed down, so no module holds a memo directory of its own."""
 
     outputs: Path | None
+    # the trees this build writes and replaces (its scratch version directory, the published
+    # one): a memoised output linked there is its own, one linked anywhere else another
+    # dist's, which the build leaves untouched (channels/output_cache.py)
+    own: tuple[Path, ...] = ()
 
     @classmethod
     def off(cls) -> Memo:

@@ -337,7 +337,8 @@ def _package(
             [(plan.recipes[r.runtime], r) for r in t.runtimes],
             t.requirements,
             prepared.epoch,
-            prepared.memo,  # off for a release: every package and SBOM is produced afresh
+            # off for a release: every package and SBOM is produced afresh
+            dataclasses.replace(prepared.memo, own=(scratch, prepared.version_dir)),
             plan.templates,
             openpgp,
             release=options.release,
