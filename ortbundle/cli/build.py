@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import errno
+import functools
 import shutil
 import sys
 from pathlib import Path
@@ -50,7 +51,7 @@ def run_build(
     from ortbundle.pipeline.noop import quick_previous
 
     project = Project.at(root, dist)
-    places = write_places_of(project, options)
+    places = functools.partial(write_places_of, project, options)  # asked only on an OS error
     # nothing moved since the last build: said without planning (ortbundle/pipeline/noop.py)
     previous = guard(lambda: quick_previous(project, options), places)
     if previous is not None:
