@@ -57,12 +57,27 @@ def run_build(
     if previous is not None:
         _print_up_to_date(previous, verbose=verbose, as_json=as_json)
         return
+    # the same build published elsewhere and kept: put in place, unplanned (pipeline/replay.py)
+    replayed = guard(lambda: _replay_unplanned(project, options), places)
+    if replayed is not None:
+        _print_replayed(replayed, as_json=as_json)
+        return
     from ortbundle.pipeline.incremental import prepare_build
 
     prepared = guard(lambda: prepare_build(project, options), places)
     if prepared.previous is not None and not options.release:  # a release checks dist/ first
         _print_up_to_date(prepared.previous, verbose=verbose, as_json=as_json)
         return
+    if prepared.memo.on and not options.audit_only and options.compare is None:
+        from ortbundle.pipeline.replay import replay_build
+
+        replayed = guard(
+            lambda: replay_build(prepared.cache, prepared.key, prepared.version_dir), places
+        )
+        if replayed is not None:
+            prepared.remember(project, options)  # the next no-op need not plan
+            _print_replayed(replayed, as_json=as_json)
+            return
     from ortbundle._core.progress import Reporter
     from ortbundle._core.repairs import watching
 
@@ -106,6 +121,51 @@ def run_build(
 
         sys.stdout.write(summary_json(document))
     _published_but_unsaid(result.version_dir)
+
+
+def _replay_unplanned(project: Project, options: BuildOptions) -> dict[str, object] | None:
+    """A kept build's tree put in place, its key found from the quick record; else None."""
+    from ortbundle.pipeline.noop import quick_key, remember_quick
+
+    found = quick_key(project, options) if options.compare is None else None
+    if found is None:
+        return None
+    from ortbundle._core.locations import default_cache_dir
+    from ortbundle.pipeline.replay import replay_build
+
+    cache = options.cache_dir or default_cache_dir()
+    replayed = replay_build(cache, found.key, found.version_dir)
+    if replayed is not None:
+        remember_quick(
+            cache,
+            project,
+            options,
+            product=found.product,
+            version_dir=found.version_dir,
+            key=found.key,
+            inputs=found.inputs,
+            facts=found.facts,
+        )
+    return replayed
+
+
+def _print_replayed(document: dict[str, object], *, as_json: bool) -> None:
+    """A replayed build: said so, then the kept build's warnings and summary, as this run's."""
+    from ortbundle.pipeline.summary import summary_json, summary_lines
+
+    warnings = document.pop("warnings", [])
+    out = sys.stderr if as_json else sys.stdout
+    print(
+        "replayed: an identical build's tree (the same inputs, code and options), put in place "
+        "from the cache; nothing was staged or packaged again",
+        file=out,
+    )
+    for line in warnings if isinstance(warnings, list) else []:
+        print(line, file=out)
+    for line in summary_lines(document):
+        print(line, file=out)
+    if as_json:
+        sys.stdout.write(summary_json(document))
 
 
 def _published_but_unsaid(version_dir: Path) -> None:

@@ -341,6 +341,14 @@ def _quick_file(cache: Path, project: Project, options: BuildOptions) -> Path:
     return cache / "state" / "quick" / f"{where}.json"
 
 
+def _key_file(cache: Path, project: Project, options: BuildOptions) -> Path:
+    """Where the quick record is kept again without its dist/: what key a build asked for this
+    way had, into whatever dist/ (a kept build is found by it: pipeline/replay.py)."""
+    asked = [str(project.root.resolve()), *(repr(getattr(options, name)) for name in ASKED)]
+    where = hashlib.sha256("\0".join(asked).encode()).hexdigest()
+    return cache / "state" / "keys" / f"{where}.json"
+
+
 def remember_quick(
     cache: Path,
     project: Project,
@@ -364,11 +372,15 @@ def remember_quick(
         "facts": facts.lines(),
         "git": facts.git,
     }
-    path = _quick_file(cache, project, options)
+    anywhere = {**document, "version_dir": version_dir.relative_to(project.dist).as_posix()}
     try:
-        path.parent.mkdir(parents=True, exist_ok=True)
-        atomic_write(path, json.dumps(document, sort_keys=True))
-    except OSError:
+        for path, text in (
+            (_quick_file(cache, project, options), document),
+            (_key_file(cache, project, options), anywhere),
+        ):
+            path.parent.mkdir(parents=True, exist_ok=True)
+            atomic_write(path, json.dumps(text, sort_keys=True))
+    except (OSError, ValueError):
         pass
 
 
@@ -397,6 +409,42 @@ def quick_previous(project: Project, options: BuildOptions) -> dict[str, Any] | 
         return None  # refused by the build itself, with its message
     previous = unchanged_build(cache, version_dir, key)
     return None if previous is None else {**previous, "version_dir": str(version_dir)}
+
+
+def quick_key(project: Project, options: BuildOptions) -> QuickKey | None:
+    """The key this build would have, with its version directory and environment, when no
+    input and no fact moved since a build asked for the same way recorded it (into any dist/):
+    found without planning, as `quick_previous` finds a no-op. None otherwise."""
+    if options.audit_only or options.release:
+        return None
+    cache = options.cache_dir or default_cache_dir()
+    try:
+        document = json.loads(_key_file(cache, project, options).read_text("utf-8"))
+        if document["format"] != _QUICK_FORMAT:
+            return None
+        product, key = str(document["product"]), str(document["key"])
+        relative = Path(str(document["version_dir"]))
+    except (OSError, ValueError, KeyError, TypeError):
+        return None
+    if relative.is_absolute() or ".." in relative.parts:
+        return None
+    if document.get("inputs") != input_stats(project):
+        return None
+    facts = environment_facts(project, product, options, document)
+    if document.get("facts") != facts.lines():
+        return None
+    return QuickKey(key, product, project.dist / relative, facts, document["inputs"])
+
+
+@dataclass(frozen=True)
+class QuickKey:
+    """A build's key found from the quick record, with what `remember_quick` keeps again."""
+
+    key: str
+    product: str
+    version_dir: Path
+    facts: Environment
+    inputs: dict[str, dict[str, int]]
 
 
 def compare_identity(path: Path | None) -> str:
