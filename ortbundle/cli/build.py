@@ -125,13 +125,13 @@ def run_build(
 
 def _replay_unplanned(project: Project, options: BuildOptions) -> dict[str, object] | None:
     """A kept build's tree put in place, its key found from the quick record; else None."""
-    from ortbundle.pipeline.noop import quick_key, remember_quick
+    from ortbundle.pipeline.noop import remember_quick
+    from ortbundle.pipeline.replay import quick_key, replay_build
 
-    found = quick_key(project, options) if options.compare is None else None
+    found = quick_key(project, options)
     if found is None:
         return None
     from ortbundle._core.locations import default_cache_dir
-    from ortbundle.pipeline.replay import replay_build
 
     cache = options.cache_dir or default_cache_dir()
     replayed = replay_build(cache, found.key, found.version_dir)

@@ -36,7 +36,7 @@ from ortbundle.config.project import (
 )
 from ortbundle.evidence.names import MANIFEST_NAME
 
-_QUICK_FORMAT = "ortbundle-quick/1"
+QUICK_FORMAT = "ortbundle-quick/1"
 
 
 def stat_tree(top: Path) -> dict[str, list[int]]:
@@ -341,7 +341,7 @@ def _quick_file(cache: Path, project: Project, options: BuildOptions) -> Path:
     return cache / "state" / "quick" / f"{where}.json"
 
 
-def _key_file(cache: Path, project: Project, options: BuildOptions) -> Path:
+def key_file(cache: Path, project: Project, options: BuildOptions) -> Path:
     """Where the quick record is kept again without its dist/: what key a build asked for this
     way had, into whatever dist/ (a kept build is found by it: pipeline/replay.py)."""
     asked = [str(project.root.resolve()), *(repr(getattr(options, name)) for name in ASKED)]
@@ -364,7 +364,7 @@ def remember_quick(
     made of (`inputs` taken before the plan read them), in the form a stat or a cheap call
     checks again. A record that cannot be written costs only the next no-op its speed."""
     document = {
-        "format": _QUICK_FORMAT,
+        "format": QUICK_FORMAT,
         "product": product,
         "version_dir": str(version_dir),
         "key": key,
@@ -376,7 +376,7 @@ def remember_quick(
     try:
         for path, text in (
             (_quick_file(cache, project, options), document),
-            (_key_file(cache, project, options), anywhere),
+            (key_file(cache, project, options), anywhere),
         ):
             path.parent.mkdir(parents=True, exist_ok=True)
             atomic_write(path, json.dumps(text, sort_keys=True))
@@ -394,7 +394,7 @@ def quick_previous(project: Project, options: BuildOptions) -> dict[str, Any] | 
     cache = options.cache_dir or default_cache_dir()
     try:
         document = json.loads(_quick_file(cache, project, options).read_text("utf-8"))
-        if document["format"] != _QUICK_FORMAT:
+        if document["format"] != QUICK_FORMAT:
             return None
         product, key = str(document["product"]), str(document["key"])
         version_dir = Path(document["version_dir"])
@@ -409,42 +409,6 @@ def quick_previous(project: Project, options: BuildOptions) -> dict[str, Any] | 
         return None  # refused by the build itself, with its message
     previous = unchanged_build(cache, version_dir, key)
     return None if previous is None else {**previous, "version_dir": str(version_dir)}
-
-
-def quick_key(project: Project, options: BuildOptions) -> QuickKey | None:
-    """The key this build would have, with its version directory and environment, when no
-    input and no fact moved since a build asked for the same way recorded it (into any dist/):
-    found without planning, as `quick_previous` finds a no-op. None otherwise."""
-    if options.audit_only or options.release:
-        return None
-    cache = options.cache_dir or default_cache_dir()
-    try:
-        document = json.loads(_key_file(cache, project, options).read_text("utf-8"))
-        if document["format"] != _QUICK_FORMAT:
-            return None
-        product, key = str(document["product"]), str(document["key"])
-        relative = Path(str(document["version_dir"]))
-    except (OSError, ValueError, KeyError, TypeError):
-        return None
-    if relative.is_absolute() or ".." in relative.parts:
-        return None
-    if document.get("inputs") != input_stats(project):
-        return None
-    facts = environment_facts(project, product, options, document)
-    if document.get("facts") != facts.lines():
-        return None
-    return QuickKey(key, product, project.dist / relative, facts, document["inputs"])
-
-
-@dataclass(frozen=True)
-class QuickKey:
-    """A build's key found from the quick record, with what `remember_quick` keeps again."""
-
-    key: str
-    product: str
-    version_dir: Path
-    facts: Environment
-    inputs: dict[str, dict[str, int]]
 
 
 def compare_identity(path: Path | None) -> str:

@@ -24,6 +24,7 @@ import shutil
 import sys
 import time
 from collections.abc import Mapping
+from dataclasses import dataclass
 from pathlib import Path
 from stat import S_IMODE, S_ISDIR, S_ISLNK
 from typing import Any
@@ -37,15 +38,60 @@ from ortbundle._core.fsio import (
     stat_record,
 )
 from ortbundle._core.linked import place_kept
+from ortbundle._core.locations import default_cache_dir
 from ortbundle._core.memo import OUTPUTS, digest_of
 from ortbundle._core.publish import publish, recover, sweep_set_aside
+from ortbundle.config.project import BuildOptions, Project
 from ortbundle.evidence.names import SUMMARY_NAME
-from ortbundle.pipeline.noop import record_build
+from ortbundle.pipeline.noop import (
+    QUICK_FORMAT,
+    Environment,
+    environment_facts,
+    input_stats,
+    key_file,
+    record_build,
+)
 from ortbundle.pipeline.summary import summary_json
 
 _FORMAT = "ortbundle-replay/1"
 KIND = "build"  # under <cache>/outputs/
 KEEP = 4  # kept trees: the newest builds' (each as large as its version directory)
+
+
+def quick_key(project: Project, options: BuildOptions) -> QuickKey | None:
+    """The key this build would have, with its version directory and environment, when no
+    input and no fact moved since a build asked for the same way recorded it (into any dist/):
+    found without planning, as `quick_previous` finds a no-op. None otherwise."""
+    if options.audit_only or options.release or options.compare is not None:
+        return None
+    cache = options.cache_dir or default_cache_dir()
+    try:
+        document = json.loads(key_file(cache, project, options).read_text("utf-8"))
+        if document["format"] != QUICK_FORMAT:
+            return None
+        product, key = str(document["product"]), str(document["key"])
+        relative = Path(str(document["version_dir"]))
+    except (OSError, ValueError, KeyError, TypeError):
+        return None
+    if relative.is_absolute() or ".." in relative.parts:
+        return None
+    if document.get("inputs") != input_stats(project):
+        return None
+    facts = environment_facts(project, product, options, document)
+    if document.get("facts") != facts.lines():
+        return None
+    return QuickKey(key, product, project.dist / relative, facts, document["inputs"])
+
+
+@dataclass(frozen=True)
+class QuickKey:
+    """A build's key found from the quick record, with what `remember_quick` keeps again."""
+
+    key: str
+    product: str
+    version_dir: Path
+    facts: Environment
+    inputs: dict[str, dict[str, int]]
 
 
 def _entry(cache: Path, key: str) -> Path:
