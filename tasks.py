@@ -18,24 +18,21 @@ from invoke.tasks import Task
 from invoke.tasks import task as invoke_task
 
 from ortbundle._core.locations import keep_bytecode_in_cache
-from ortbundle._core.progress import (
+
+# first: the modules imported below, and by the tasks, then load compiled from the cache
+# (ortbundle/__init__ imports nothing, so only it and locations.py are compiled each run).
+# The other tasks import the command they run: a no-op build loads no other command's module.
+keep_bytecode_in_cache()
+
+from ortbundle._core.progress import (  # noqa: E402
     OUTPUT_EXIT,
     PIPE_EXIT,
     command_output,
     output_failed_message,
     output_failure,
 )
-
-keep_bytecode_in_cache()  # before the imports below: they are most of a warm build's start-up
-
 from ortbundle.cli.build import run_audit, run_build, run_clean, run_fetch  # noqa: E402
-from ortbundle.cli.cache import run_cache_transfer, run_cache_verify  # noqa: E402
-from ortbundle.cli.ci import run_ci_workflow  # noqa: E402
 from ortbundle.cli.common import USAGE_EXIT, CommandFailed, interrupted  # noqa: E402
-from ortbundle.cli.keygen import run_keygen  # noqa: E402
-from ortbundle.cli.pin import run_pin  # noqa: E402
-from ortbundle.cli.release import run_release  # noqa: E402
-from ortbundle.cli.verify import run_verify  # noqa: E402
 from ortbundle.config.project import DEFAULT_PRODUCT, BuildOptions  # noqa: E402
 
 # One short flag per option name, the same in every task: -p is always --product, and no task
@@ -301,6 +298,8 @@ def verify(
 ) -> None:
     """Re-hash a tree against its build manifest: modified, missing, unexpected files; the
     signature too when there is one (a release), or when --signed asks for it."""
+    from ortbundle.cli.verify import run_verify
+
     try:
         run_verify(
             Path(path) if path else None,
@@ -331,6 +330,8 @@ def keygen(
     force: bool = False,
 ) -> None:
     """Create the Ed25519 (minisign) key pair that signs a product's build manifests."""
+    from ortbundle.cli.keygen import run_keygen
+
     try:
         run_keygen(
             product,
@@ -368,6 +369,8 @@ def pin(
     json: str | None = None,
 ) -> None:
     """Pin a component to a published version, keeping its recipe's layout; print what changed."""
+    from ortbundle.cli.pin import run_pin
+
     try:
         run_pin(
             component,
@@ -404,6 +407,8 @@ def release(
     runner_manifest: list[str] | None = None,
 ) -> None:
     """Merge per-target builds from separate runners into one checked, signed release."""
+    from ortbundle.cli.release import run_release
+
     try:
         run_release(
             BuildOptions(product=product, release=release),
@@ -420,6 +425,8 @@ def release(
 @task(help={"path": "the directory to export to (required)"})
 def cache_export(c: Context, path: str | None = None) -> None:
     """Copy every verified download into a plain directory (for CI caches, object stores)."""
+    from ortbundle.cli.cache import run_cache_transfer
+
     try:
         run_cache_transfer("export", path)
     except CommandFailed as exc:
@@ -429,6 +436,8 @@ def cache_export(c: Context, path: str | None = None) -> None:
 @task(help={"path": "a directory written by cache-export (required)"})
 def cache_import(c: Context, path: str | None = None) -> None:
     """Seed the download cache from a directory, re-hashing every entry."""
+    from ortbundle.cli.cache import run_cache_transfer
+
     try:
         run_cache_transfer("import", path)
     except CommandFailed as exc:
@@ -438,6 +447,8 @@ def cache_import(c: Context, path: str | None = None) -> None:
 @task
 def cache_verify(c: Context) -> None:
     """Re-hash every cached download; name and remove each corrupt one (exit 4 if any)."""
+    from ortbundle.cli.cache import run_cache_verify
+
     try:
         run_cache_verify()
     except CommandFailed as exc:
@@ -452,6 +463,8 @@ def cache_verify(c: Context) -> None:
 )
 def ci_workflow(c: Context, product: str = DEFAULT_PRODUCT, out: str | None = None) -> None:
     """Write the GitHub Actions workflow: a job per target, then merge, sign and verify."""
+    from ortbundle.cli.ci import run_ci_workflow
+
     try:
         run_ci_workflow(product, Path(out) if out else None)
     except CommandFailed as exc:

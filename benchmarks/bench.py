@@ -10,10 +10,15 @@ that child's os.wait4 rusage, i.e. the largest resident set of any one process i
                   Linux equivalent to time here, so the baseline counts only their extraction
                   and the ratios err against ortbundle, which rewrites and signs them)
   warm build      invoke build, cache warm, into an empty dist/          (target ≤ 0.30 x baseline)
+                  (the probe's build kept its tree: each run replays it, pipeline/replay.py)
   no-op build     invoke build again into the dist/ it has just built    (target ≤ 0.05 x baseline)
+                  (after the warm build's: it links spares of the memoised packages, so this
+                  dist/'s stat records hold, and nothing is hashed again)
   pair baseline   the unzip baseline of only linux-x86_64 and windows-x86_64
   pair warm       invoke build --target linux-x86_64 --target windows-x86_64, cache warm,
                   empty dist/                                    (target ≤ 0.30 x pair baseline)
+                  (the first run builds the pair and keeps its tree, the others replay it: the
+                  max is the first)
   by hand         the same artifacts fetched with the ecosystems' own tools, no tool cache:
                   pip download --no-deps of exactly the pinned wheels, npm pack of the pinned
                   npm packages, and tar -x of the archive a recipe reads inside one (the AAR)

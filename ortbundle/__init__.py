@@ -11,25 +11,24 @@ from __future__ import annotations
 import importlib
 from typing import TYPE_CHECKING, Any
 
-from ortbundle._core.errors import (
-    ArchiveError,
-    AuditError,
-    BinaryError,
-    ClosureError,
-    ConfigError,
-    DiskError,
-    FetchError,
-    IntegrityError,
-    LicenseError,
-    OfflineError,
-    OrtbundleError,
-    PackagingError,
-    SmokeError,
-)
-from ortbundle._core.version import __version__
-from ortbundle.config.project import BuildOptions, Project
-
 if TYPE_CHECKING:
+    from ortbundle._core.errors import (
+        ArchiveError,
+        AuditError,
+        BinaryError,
+        ClosureError,
+        ConfigError,
+        DiskError,
+        FetchError,
+        IntegrityError,
+        LicenseError,
+        OfflineError,
+        OrtbundleError,
+        PackagingError,
+        SmokeError,
+    )
+    from ortbundle._core.version import __version__
+    from ortbundle.config.project import BuildOptions, Project
     from ortbundle.evidence.verify import verify_tree
     from ortbundle.pipeline.build import AuditFailed, build
     from ortbundle.pipeline.release import ReleaseResult, release
@@ -60,8 +59,29 @@ __all__ = [
     "verify_tree",
 ]
 
-# where each lazily resolved name lives
+_ERRORS = (
+    "ArchiveError",
+    "AuditError",
+    "BinaryError",
+    "ClosureError",
+    "ConfigError",
+    "DiskError",
+    "FetchError",
+    "IntegrityError",
+    "LicenseError",
+    "OfflineError",
+    "OrtbundleError",
+    "PackagingError",
+    "SmokeError",
+)
+
+# where each lazily resolved name lives: nothing is imported with the package, whose first
+# import (`ortbundle._core.locations`, by tasks.py) comes before the bytecode cache is set up
 _LAZY = {
+    **dict.fromkeys(_ERRORS, "ortbundle._core.errors"),
+    "__version__": "ortbundle._core.version",
+    "BuildOptions": "ortbundle.config.project",
+    "Project": "ortbundle.config.project",
     "AuditFailed": "ortbundle.pipeline.build",
     "BuildResult": "ortbundle.pipeline.build",
     "build": "ortbundle.pipeline.build",
@@ -72,7 +92,7 @@ _LAZY = {
 
 
 def __getattr__(name: str) -> Any:
-    """The pipeline's entry points, imported when first asked for (PEP 562)."""
+    """Each public name, imported when first asked for (PEP 562)."""
     module = _LAZY.get(name)
     if module is None:
         raise AttributeError(f"module 'ortbundle' has no attribute {name!r}")

@@ -6,6 +6,7 @@ from __future__ import annotations
 import json
 import os
 import shutil
+import subprocess
 import sys
 from collections.abc import Callable
 from dataclasses import fields, replace
@@ -19,7 +20,7 @@ from ortbundle._core.progress import Reporter
 from ortbundle.cli.build import run_build
 from ortbundle.config.project import BuildOptions, Project
 from ortbundle.pipeline.build import build
-from ortbundle.pipeline.noop import ASKED, NOT_ASKED, input_stats, same_tree
+from ortbundle.pipeline.noop import ASKED, NOT_ASKED, git_state, input_stats, same_tree
 from tests.helpers.probe import REPO, run_python
 from tests.helpers.project import FakeProject
 from tests.helpers.toml_edit import set_key
@@ -85,24 +86,30 @@ def test_an_input_touched_and_put_back_is_checked_in_full(
     assert "up to date" in printed and not planned  # remembered by the full check
 
 
-def test_another_dist_linking_the_same_memoised_packages_leaves_this_one_up_to_date(
+def test_another_dist_built_and_removed_leaves_this_ones_packages_untouched(
     written: FakeProject, reporter: Reporter
 ) -> None:
-    """A memoised package is a hard link to the cache's copy: a build into another dist/ links
-    it again, which moves this dist's file's ctime with its link count. That is no edit; an
-    edit in place with the mtime put back (the count kept) still is."""
+    """A memoised package is a hard link to the cache's copy. Were another dist/ to link the
+    same inode, building it (or deleting it) would move this dist's file's ctime, and the no-op
+    would have to hash it: so the other build links a spare copy, and this package's stat
+    does not move at all. An edit in place with the mtime put back still moves it, and is
+    caught."""
     build(written.project, written.options(), reporter)
     packages = sorted((written.root / "dist").rglob("packaging/**/*.deb"))
     assert packages and packages[0].stat().st_nlink > 1  # linked from the memo
     before = packages[0].stat()
     other = Project.at(written.root, written.root / "other-dist")
     build(other, written.options(), reporter)
-    assert packages[0].stat().st_nlink == before.st_nlink + 1
-    assert packages[0].stat().st_ctime_ns != before.st_ctime_ns
-    printed, planned = _probe(written)
-    assert "up to date" in printed and not planned
-    shutil.rmtree(other.dist)  # the count back where it was, the ctime moved again
-    assert packages[0].stat().st_nlink == before.st_nlink
+    (theirs,) = other.dist.rglob(f"packaging/**/{packages[0].name}")
+    assert theirs.read_bytes() == packages[0].read_bytes()
+    spare = theirs.stat().st_ino
+    assert spare != before.st_ino  # a spare of the memo's, not this inode
+    shutil.rmtree(other.dist)
+    after = packages[0].stat()
+    assert (after.st_nlink, after.st_ctime_ns) == (before.st_nlink, before.st_ctime_ns)
+    build(other, written.options(), reporter)  # the spare is free again: linked, not copied
+    (again,) = other.dist.rglob(f"packaging/**/{packages[0].name}")
+    assert again.stat().st_ino == spare
     printed, planned = _probe(written)
     assert "up to date" in printed and not planned
     info = packages[0].stat()
@@ -265,3 +272,107 @@ def test_the_code_digest_is_kept_by_stat_and_sees_an_edit_put_back(tmp_path: Pat
     assert _tree_digest(tree, memo) == edited
     (tree / "sub" / "c.j2").write_text("{{ x }}\n")
     assert _tree_digest(tree, memo) != edited
+
+
+def _git(root: Path, *args: str, date: str = "2024-01-02T03:04:05Z") -> str:
+    environ = {
+        "HOME": str(root),
+        "GIT_CONFIG_NOSYSTEM": "1",
+        "GIT_AUTHOR_NAME": "t",
+        "GIT_AUTHOR_EMAIL": "t@example.org",
+        "GIT_COMMITTER_NAME": "t",
+        "GIT_COMMITTER_EMAIL": "t@example.org",
+        "GIT_AUTHOR_DATE": date,
+        "GIT_COMMITTER_DATE": date,
+        "PATH": os.environ["PATH"],
+    }
+    done = subprocess.run(
+        ["git", *args], cwd=root, env=environ, capture_output=True, text=True, check=True
+    )
+    return done.stdout.strip()
+
+
+def test_the_git_state_follows_head_and_gives_up_on_what_it_cannot_read(tmp_path: Path) -> None:
+    """The quick record's stand-in for `git log`: HEAD's commit as git resolves it (a loose
+    ref, a packed one, a linked worktree's), None wherever git would have to be asked."""
+    repo = tmp_path / "repo"
+    (repo / "recipes").mkdir(parents=True)
+    (repo / "recipes" / "a.toml").write_text("a = 1\n")
+    _git(repo, "init", "-q", "-b", "main")
+    _git(repo, "add", ".")
+    _git(repo, "commit", "-q", "-m", "one")
+    environ = {"HOME": str(tmp_path)}
+    first = git_state(repo / "recipes", environ)
+    assert first is not None and first.split()[0] == _git(repo, "rev-parse", "HEAD")
+    assert git_state(repo, environ) == first
+    _git(repo, "pack-refs", "--all")  # the ref now in packed-refs only
+    assert not (repo / ".git" / "refs" / "heads" / "main").exists()
+    assert git_state(repo, environ) == first
+    _git(repo, "commit", "-q", "--allow-empty", "-m", "two")
+    second = git_state(repo, environ)
+    assert second is not None and second != first
+    _git(repo, "commit", "-q", "--amend", "--allow-empty", "-m", "two", date="2025-01-01T00:00:00Z")
+    assert git_state(repo, environ) not in (None, second)  # the same tree, another commit
+    _git(repo, "worktree", "add", "-q", str(tmp_path / "linked"), "HEAD~1")
+    linked = git_state(tmp_path / "linked", environ)  # HEAD in the worktree's own git dir
+    assert linked is not None and linked.split()[0] == first.split()[0]
+    _git(repo, "config", "log.showSignature", "false")  # a config git reads, changed
+    assert git_state(repo, environ) not in (None, second)
+    assert git_state(repo, {**environ, "GIT_DIR": str(repo / ".git")}) is None
+    assert git_state(repo, {**environ, "GIT_SSL_CAINFO": "/x"}) is not None
+    _git(repo, "replace", _git(repo, "rev-parse", "HEAD"), _git(repo, "rev-parse", "HEAD~1"))
+    assert git_state(repo, environ) is None
+    assert git_state(tmp_path / "elsewhere", environ) is None
+
+
+# run_build in a fresh process, as _PROBE, and whether it ran git
+_GIT_PROBE = """
+import json, sys
+from pathlib import Path
+ran = []
+sys.addaudithook(lambda event, args: ran.append(str(args[0])) if event == "subprocess.Popen" else None)
+from ortbundle.cli import run_build
+from ortbundle.config.project import BuildOptions
+root, cache, index, environ = sys.argv[1:5]
+options = BuildOptions(
+    product="fakeproduct", index_url=index, cache_dir=Path(cache), environ=json.loads(environ)
+)
+run_build(options, root=Path(root))
+print(json.dumps(ran))
+"""
+
+
+def test_the_epoch_from_git_is_taken_again_without_git_while_head_stays(
+    written: FakeProject,
+) -> None:
+    """Without SOURCE_DATE_EPOCH the epoch is the last commit's time of the inputs: a no-op
+    does not run git while HEAD is where it was; a commit rewritten with another date (the
+    same files, the same stat) is seen, and rebuilt with the new epoch."""
+    _git(written.root, "init", "-q", "-b", "main")
+    _git(written.root, "add", "recipes", "manifests", "licenses")
+    _git(written.root, "commit", "-q", "-m", "inputs")
+    environ = {k: v for k, v in written.environ.items() if k != "SOURCE_DATE_EPOCH"}
+
+    def probe() -> tuple[str, list[str]]:
+        out = run_python(
+            _GIT_PROBE,
+            str(written.root),
+            str(written.root / "cache"),
+            written.server.url,
+            json.dumps(environ),
+        )
+        *printed, ran = out.strip().splitlines()
+        return "\n".join(printed), [Path(c).name for c in json.loads(ran)]
+
+    printed, ran = probe()
+    assert "up to date" not in printed and "git" in ran
+    manifest = written.root / "dist" / "fakeproduct" / "1.2.3" / "manifest.json"
+    first = manifest.read_bytes()
+    printed, ran = probe()
+    assert "up to date" in printed and ran == []
+    _git(written.root, "commit", "-q", "--amend", "-m", "inputs", date="2025-01-01T00:00:00Z")
+    printed, ran = probe()
+    assert "up to date" not in printed and "git" in ran
+    assert manifest.read_bytes() != first  # the new epoch is recorded
+    printed, ran = probe()
+    assert "up to date" in printed and ran == []

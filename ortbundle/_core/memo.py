@@ -13,7 +13,7 @@ import json
 import os
 from collections.abc import Callable, Iterable
 from contextlib import suppress
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Final, TypeVar
 
@@ -132,6 +132,13 @@ class Memo:
     the build and passed down, so no module holds a memo directory of its own."""
 
     outputs: Path | None
+    # the trees this build writes and replaces (its scratch version directory, the published
+    # one): a memoised output linked there is its own, one linked anywhere else another
+    # dist's, which the build leaves untouched (channels/output_cache.py)
+    own: tuple[Path, ...] = ()
+    # each memoised output this build placed, by its path, with the cache's copy it is linked
+    # to: what a kept build (pipeline/replay.py) links again instead of copying
+    placed: dict[Path, Path] = field(default_factory=dict, compare=False, repr=False)
 
     @classmethod
     def off(cls) -> Memo:

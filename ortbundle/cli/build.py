@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import errno
+import functools
 import shutil
 import sys
 from pathlib import Path
@@ -50,11 +51,16 @@ def run_build(
     from ortbundle.pipeline.noop import quick_previous
 
     project = Project.at(root, dist)
-    places = write_places_of(project, options)
+    places = functools.partial(write_places_of, project, options)  # asked only on an OS error
     # nothing moved since the last build: said without planning (ortbundle/pipeline/noop.py)
     previous = guard(lambda: quick_previous(project, options), places)
     if previous is not None:
         _print_up_to_date(previous, verbose=verbose, as_json=as_json)
+        return
+    # the same build published elsewhere and kept: put in place, unplanned (pipeline/replay.py)
+    replayed = guard(lambda: _replay_unplanned(project, options), places)
+    if replayed is not None:
+        _print_replayed(replayed, as_json=as_json)
         return
     from ortbundle.pipeline.incremental import prepare_build
 
@@ -62,6 +68,16 @@ def run_build(
     if prepared.previous is not None and not options.release:  # a release checks dist/ first
         _print_up_to_date(prepared.previous, verbose=verbose, as_json=as_json)
         return
+    if prepared.memo.on and not options.audit_only and options.compare is None:
+        from ortbundle.pipeline.replay import replay_build
+
+        replayed = guard(
+            lambda: replay_build(prepared.cache, prepared.key, prepared.version_dir), places
+        )
+        if replayed is not None:
+            prepared.remember(project, options)  # the next no-op need not plan
+            _print_replayed(replayed, as_json=as_json)
+            return
     from ortbundle._core.progress import Reporter
     from ortbundle._core.repairs import watching
 
@@ -105,6 +121,51 @@ def run_build(
 
         sys.stdout.write(summary_json(document))
     _published_but_unsaid(result.version_dir)
+
+
+def _replay_unplanned(project: Project, options: BuildOptions) -> dict[str, object] | None:
+    """A kept build's tree put in place, its key found from the quick record; else None."""
+    from ortbundle.pipeline.noop import remember_quick
+    from ortbundle.pipeline.replay import quick_key, replay_build
+
+    found = quick_key(project, options)
+    if found is None:
+        return None
+    from ortbundle._core.locations import default_cache_dir
+
+    cache = options.cache_dir or default_cache_dir()
+    replayed = replay_build(cache, found.key, found.version_dir)
+    if replayed is not None:
+        remember_quick(
+            cache,
+            project,
+            options,
+            product=found.product,
+            version_dir=found.version_dir,
+            key=found.key,
+            inputs=found.inputs,
+            facts=found.facts,
+        )
+    return replayed
+
+
+def _print_replayed(document: dict[str, object], *, as_json: bool) -> None:
+    """A replayed build: said so, then the kept build's warnings and summary, as this run's."""
+    from ortbundle.pipeline.summary import summary_json, summary_lines
+
+    warnings = document.pop("warnings", [])
+    out = sys.stderr if as_json else sys.stdout
+    print(
+        "replayed: an identical build's tree (the same inputs, code and options), put in place "
+        "from the cache; nothing was staged or packaged again",
+        file=out,
+    )
+    for line in warnings if isinstance(warnings, list) else []:
+        print(line, file=out)
+    for line in summary_lines(document):
+        print(line, file=out)
+    if as_json:
+        sys.stdout.write(summary_json(document))
 
 
 def _published_but_unsaid(version_dir: Path) -> None:

@@ -83,11 +83,15 @@ def interrupted(number: int) -> CommandFailed:
     )
 
 
-def guard(action: Callable[[], T], places: Mapping[Path, str] | None = None) -> T:
+Places = Mapping[Path, str] | Callable[[], Mapping[Path, str]]
+
+
+def guard(action: Callable[[], T], places: Places | None = None) -> T:
     """Run a command's work: a typed failure, or an OS error on a path it writes (named from
     `places`, see ortbundle/_core/oserrors.py), becomes one message and its exit code; so does
     an interruption (SIGINT, SIGTERM, SIGHUP: exit 130, 143, 129), after the work's own
-    cleanup ran."""
+    cleanup ran. `places` may be a function, asked only on such an error (finding the
+    temporary directory writes a file: a no-op need not)."""
     try:
         with _terminable():
             return action()
@@ -102,7 +106,7 @@ def guard(action: Callable[[], T], places: Mapping[Path, str] | None = None) -> 
 
         if not is_disk_error(exc):
             raise
-        error = from_oserror(exc, places or {})
+        error = from_oserror(exc, (places() if callable(places) else places) or {})
         raise CommandFailed(headline(error), error.exit_code) from None
 
 

@@ -48,6 +48,7 @@ from ortbundle.licensing.obligations import write_sources
 from ortbundle.licensing.step import Licensed, license_targets
 from ortbundle.pipeline.incremental import PreparedBuild, prepare_build, record_build
 from ortbundle.pipeline.preflight import preflight
+from ortbundle.pipeline.replay import keep_build
 from ortbundle.pipeline.result import BuildResult, TargetResult, write_summary
 from ortbundle.stage.closure_report import raise_collected
 from ortbundle.stage.probe.names import probe_mode
@@ -269,16 +270,23 @@ def _build_locked(
     with contextlib.suppress(OSError):  # published all the same; the next one cannot be a no-op
         # build-summary.json, before the record
         write_summary(result, reporter.phases, release=options.release)
-        record_build(
-            prepared.cache,
-            version_dir,
-            prepared.key,
-            {
-                "signed_by": key.public_key().key_id_hex if key else None,
-                "audit": audit_summary(audits),
-            },
-        )
+        record = {
+            "signed_by": key.public_key().key_id_hex if key else None,
+            "audit": audit_summary(audits),
+        }
+        record_build(prepared.cache, version_dir, prepared.key, record)
         prepared.remember(project, options)  # the next no-op need not plan
+        if prepared.memo.on and options.compare is None:  # for the next such build elsewhere
+            placed = {
+                dest.relative_to(scratch): copy
+                for dest, copy in prepared.memo.placed.items()
+                if dest.is_relative_to(scratch)
+            }
+            downloads = [a.path for a in artifacts.values()]
+            warnings = list(result.warnings)
+            keep_build(
+                prepared.cache, prepared.key, version_dir, placed, record, warnings, downloads
+            )
     return result
 
 
@@ -349,7 +357,8 @@ def _package(
             [(plan.recipes[r.runtime], r) for r in t.runtimes],
             t.requirements,
             prepared.epoch,
-            prepared.memo,  # off for a release: every package and SBOM is produced afresh
+            # off for a release: every package and SBOM is produced afresh
+            dataclasses.replace(prepared.memo, own=(scratch, prepared.version_dir)),
             plan.templates,
             openpgp,
             release=options.release,

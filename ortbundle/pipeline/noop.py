@@ -36,7 +36,7 @@ from ortbundle.config.project import (
 )
 from ortbundle.evidence.names import MANIFEST_NAME
 
-_QUICK_FORMAT = "ortbundle-quick/1"
+QUICK_FORMAT = "ortbundle-quick/1"
 
 
 def stat_tree(top: Path) -> dict[str, list[int]]:
@@ -181,14 +181,18 @@ def _stat_into(stats: dict[str, dict[str, int]], path: str, seen: set[tuple[int,
 @dataclass(frozen=True)
 class Environment:
     """The part of a build key that does not come from the project's files. Each is cheap to
-    find again: the tool's code (kept by stat), the epoch (SOURCE_DATE_EPOCH or one git call),
-    which key signs (a digest of its bytes), what --compare names, and which makensis runs."""
+    find again: the tool's code (kept by stat), the epoch (SOURCE_DATE_EPOCH, or one git call
+    unless the repository's HEAD is where it was: `git_state`), which key signs (a digest of
+    its bytes), what --compare names, and which makensis runs."""
 
     code: str
     epoch: int
     signing: str  # "unsigned", or the SHA-256 of the key
     compare: str
     makensis: str
+    # where the epoch came from, for the quick record only (not a line of the key: a commit
+    # that touches no input moves HEAD, not the epoch): `git_state`, or None
+    git: str | None = None
 
     def lines(self) -> list[str]:
         return [
@@ -200,16 +204,125 @@ class Environment:
         ]
 
 
-def environment_facts(project: Project, product: str, options: BuildOptions) -> Environment:
-
+def environment_facts(
+    project: Project, product: str, options: BuildOptions, known: Mapping[str, Any] | None = None
+) -> Environment:
+    """The facts as they are now. `known`: a quick record, whose epoch is taken again without
+    running git when it came from git with the repository in the very state it is now in."""
     environ = os.environ if options.environ is None else options.environ
+    git = None if environ.get("SOURCE_DATE_EPOCH", "").strip() else git_state(project.root, environ)
+    epoch = _known_epoch(known, git)
     return Environment(
         code=code_digest(),
-        epoch=source_date_epoch(project.root, environ),
+        epoch=source_date_epoch(project.root, environ) if epoch is None else epoch,
         signing=signing_key_identity(product, options, environ),
         compare=compare_identity(options.compare),
         makensis=shutil.which("makensis") or "none",
+        git=git,
     )
+
+
+def _known_epoch(known: Mapping[str, Any] | None, git: str | None) -> int | None:
+    if known is None or git is None or known.get("git") != git:
+        return None
+    facts = known.get("facts")
+    for line in facts if isinstance(facts, list) else []:
+        if (
+            isinstance(line, str)
+            and line.startswith("epoch ")
+            and line[6:].isascii()
+            and line[6:].isdigit()
+        ):
+            return int(line[6:])
+    return None
+
+
+# git's variables for the network, credentials, editors and identities: none changes which
+# commits `git log` reads (GIT_DIR, GIT_CONFIG_*, GIT_REPLACE_REF_BASE, … do)
+_GIT_HARMLESS: tuple[str, ...] = ("GIT_SSL_", "GIT_SSH", "GIT_HTTP_", "GIT_PROXY_", "GIT_CURL_")
+_GIT_HARMLESS += ("GIT_ASKPASS", "GIT_TERMINAL_PROMPT", "GIT_EDITOR", "GIT_SEQUENCE_EDITOR")
+_GIT_HARMLESS += ("GIT_PAGER", "GIT_AUTHOR_", "GIT_COMMITTER_", "GIT_TRACE", "GIT_FLUSH")
+
+
+def git_state(root: Path, environ: Mapping[str, str]) -> str | None:
+    """What `git log -1 -- recipes manifests licenses` (the epoch) answers from, read from the
+    repository's files as git finds them: HEAD's commit, the shallow boundary, and the stat of
+    every config git reads. None where that is not plain: a GIT_* variable set that may bear
+    on which repository or history git reads, no repository above `root`, a ref not found,
+    replace refs or grafts (then git itself is asked)."""
+    if any(name.startswith("GIT_") and not name.startswith(_GIT_HARMLESS) for name in environ):
+        return None
+    try:
+        gitdir = _git_dir(root.resolve())
+        if gitdir is None:
+            return None
+        common = gitdir
+        if (gitdir / "commondir").is_file():
+            common = (gitdir / (gitdir / "commondir").read_text("utf-8").strip()).resolve()
+        head = (gitdir / "HEAD").read_text("utf-8").strip()
+        packed = common / "packed-refs"
+        packed_text = packed.read_text("utf-8") if packed.is_file() else ""
+        replaced = common / "refs" / "replace"
+        if (common / "info" / "grafts").exists() or " refs/replace/" in packed_text:
+            return None
+        if replaced.is_dir() and any(replaced.iterdir()):
+            return None
+        commit = _resolve(head, common, packed_text)
+        if commit is None:
+            return None
+        shallow = common / "shallow"
+        boundary = shallow.read_bytes() if shallow.is_file() else b""
+    except (OSError, UnicodeDecodeError):
+        return None
+    home = Path(environ.get("HOME", "~")).expanduser()
+    xdg = Path(environ.get("XDG_CONFIG_HOME") or home / ".config")
+    configs = [common / "config", gitdir / "config.worktree", home / ".gitconfig"]
+    configs += [xdg / "git" / "config", Path("/etc/gitconfig")]
+    stats = []
+    for config in configs:
+        try:
+            stats.append(stat_record(config.stat()))
+        except OSError:
+            stats.append({})
+    digest = hashlib.sha256(json.dumps([str(gitdir), boundary.hex(), stats]).encode())
+    return f"{commit} {digest.hexdigest()[:32]}"
+
+
+def _git_dir(top: Path) -> Path | None:
+    """The repository directory git would find from `top`: `.git` in it or above (a file
+    `gitdir: …` in a linked worktree)."""
+    for directory in (top, *top.parents):
+        dot_git = directory / ".git"
+        if dot_git.is_dir():
+            return dot_git
+        if dot_git.is_file():
+            text = dot_git.read_text("utf-8").strip()
+            if not text.startswith("gitdir: "):
+                return None
+            return (directory / text[len("gitdir: ") :]).resolve()
+    return None
+
+
+def _resolve(head: str, common: Path, packed: str) -> str | None:
+    """HEAD's commit id: detached, a loose ref, or a packed one; None otherwise (unborn)."""
+    if not head.startswith("ref: "):
+        return head if _is_object_id(head) else None
+    ref = head[len("ref: ") :]
+    if not ref.startswith("refs/heads/") or ".." in ref:
+        return None
+    loose = common / ref
+    if loose.is_file():
+        commit = loose.read_text("utf-8").strip()
+        return commit if _is_object_id(commit) else None
+    for line in packed.splitlines():
+        commit, _, name = line.partition(" ")
+        if name == ref and _is_object_id(commit):
+            return commit
+    return None
+
+
+def _is_object_id(text: str) -> bool:
+    return len(text) in (40, 64) and all(c in "0123456789abcdef" for c in text)
 
 
 # BuildOptions fields that shape what a build publishes: the quick record is found by these (and
@@ -228,6 +341,14 @@ def _quick_file(cache: Path, project: Project, options: BuildOptions) -> Path:
     return cache / "state" / "quick" / f"{where}.json"
 
 
+def key_file(cache: Path, project: Project, options: BuildOptions) -> Path:
+    """Where the quick record is kept again without its dist/: what key a build asked for this
+    way had, into whatever dist/ (a kept build is found by it: pipeline/replay.py)."""
+    asked = [str(project.root.resolve()), *(repr(getattr(options, name)) for name in ASKED)]
+    where = hashlib.sha256("\0".join(asked).encode()).hexdigest()
+    return cache / "state" / "keys" / f"{where}.json"
+
+
 def remember_quick(
     cache: Path,
     project: Project,
@@ -243,18 +364,23 @@ def remember_quick(
     made of (`inputs` taken before the plan read them), in the form a stat or a cheap call
     checks again. A record that cannot be written costs only the next no-op its speed."""
     document = {
-        "format": _QUICK_FORMAT,
+        "format": QUICK_FORMAT,
         "product": product,
         "version_dir": str(version_dir),
         "key": key,
         "inputs": inputs,
         "facts": facts.lines(),
+        "git": facts.git,
     }
-    path = _quick_file(cache, project, options)
+    anywhere = {**document, "version_dir": version_dir.relative_to(project.dist).as_posix()}
     try:
-        path.parent.mkdir(parents=True, exist_ok=True)
-        atomic_write(path, json.dumps(document, sort_keys=True))
-    except OSError:
+        for path, text in (
+            (_quick_file(cache, project, options), document),
+            (key_file(cache, project, options), anywhere),
+        ):
+            path.parent.mkdir(parents=True, exist_ok=True)
+            atomic_write(path, json.dumps(text, sort_keys=True))
+    except (OSError, ValueError):
         pass
 
 
@@ -268,7 +394,7 @@ def quick_previous(project: Project, options: BuildOptions) -> dict[str, Any] | 
     cache = options.cache_dir or default_cache_dir()
     try:
         document = json.loads(_quick_file(cache, project, options).read_text("utf-8"))
-        if document["format"] != _QUICK_FORMAT:
+        if document["format"] != QUICK_FORMAT:
             return None
         product, key = str(document["product"]), str(document["key"])
         version_dir = Path(document["version_dir"])
@@ -276,7 +402,7 @@ def quick_previous(project: Project, options: BuildOptions) -> dict[str, Any] | 
         return None
     if document.get("inputs") != input_stats(project):
         return None
-    facts = environment_facts(project, product, options)
+    facts = environment_facts(project, product, options, document)
     if document.get("facts") != facts.lines():
         return None
     if options.release and facts.signing == "unsigned":
