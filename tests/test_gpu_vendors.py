@@ -114,5 +114,8 @@ def test_the_loader_ranks_by_its_copy_of_the_table(monkeypatch: pytest.MonkeyPat
     no_driver = hardware.Hardware(soc="acme a1")
     assert scoring.score(runtime, no_driver) == (scoring.SCORE_CPU, "CPU")
     nvidia = hardware.Hardware(gpus=(hardware.Gpu("nvidia", 0x10DE, 0, "x"),), nvidia_driver=True)
-    assert scoring.score({"fits": {"gpu_vendors": ["nvidia"]}}, nvidia) == (4, "NVIDIA GPU")
+    assert scoring.score({"fits": {"gpu_vendors": ["nvidia"]}}, nvidia) == (
+        scoring.SCORE_VENDOR,
+        "NVIDIA GPU",
+    )
     assert scoring.best_possible(nvidia) == scoring.SCORE_VENDOR

@@ -12,8 +12,9 @@ from ortbundle.licensing.audit import ComponentAudit
 from ortbundle.pipeline.build import build
 from ortbundle.pipeline.result import BuildResult
 from tests.helpers.project import FakeProject
+from tests.helpers.source_archives import pin_sources
 from tests.test_combination import MAIN
-from tests.test_source_obligations import LINUX, pin_sources
+from tests.test_source_obligations import LINUX
 
 GPL2 = b"GNU GENERAL PUBLIC LICENSE\nVersion 2, June 1991\n\nCopyright (C) Fake Corp\n"
 

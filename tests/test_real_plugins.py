@@ -18,7 +18,6 @@ import jsonschema
 import pefile
 import pytest
 
-from ortbundle._core.errors import IntegrityError
 from ortbundle.fetch.archives import ZipArchive
 from ortbundle.pipeline.result import BuildResult
 from ortbundle.stage.binaries import inspect
@@ -273,17 +272,19 @@ def test_openvino_runtime_manifest_ships_verbatim_beside_the_dlls(
         image.close()
 
 
-def test_the_windows_plugin_wheels_stale_record_is_declared_not_ignored(
+def test_the_windows_plugin_wheels_dlls_signed_after_record_are_read_with_record_checked(
     plugins_build: BuildResult, tmp_path: Path
 ) -> None:
+    """The vendor signed every DLL after writing RECORD: the check reads each as its recorded
+    file with the signature appended, so the recipe declares no stale RECORD."""
     source = plugins_build.plan.recipes["ep-openvino"].sources["ep-windows"]
-    assert source.stale_record and "Authenticode" in source.stale_record
+    assert source.stale_record is None
     path = plugins_build.artifacts[source.sha256].path
+    member = "onnxruntime_ep_openvino/openvino.dll"
     with ZipArchive(path, label=source.filename, check_record=True) as wheel:
-        with pytest.raises(IntegrityError, match="its RECORD says"):
-            # (never os.devnull: a refused member's destination is deleted)
-            wheel.extract("onnxruntime_ep_openvino/openvino.dll", tmp_path / "openvino.dll")
-    assert not (tmp_path / "openvino.dll").exists()
+        got = wheel.extract(member, tmp_path / "openvino.dll")
+        assert wheel.signed_after_record == [member]
+        assert got.sha256 != wheel.members[member].record_sha256  # it is signed, as shipped
 
 
 def test_plugin_openvino_and_onetbb_texts_come_from_the_openvino_wheel(
