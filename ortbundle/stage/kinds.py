@@ -241,20 +241,12 @@ def read_plugin_ep_names(
     """The EP names a plugin EP's factories give, read by registering its entry with the
     staged `core` it pairs with where this machine can run them (probe/names.py), else what
     its bytes and package state; None when either has no entry library."""
-    entry, core_entry = _entry(staged), _entry(core)
-    if entry is None or core_entry is None:
+    pair = _paired_entries(staged, core, stage)
+    if pair is None:
         return None
-    static = (recipe.ep_name,) if recipe.ep_name else tuple(entry.info.ep_names)
-    return read_plugin_names(
-        stage / staged.directory / entry.name,
-        entry.sha256,
-        stage / core.directory / core_entry.name,
-        core_entry.sha256,
-        staged.target,
-        static,
-        memo,
-        mode=mode,
-    )
+    entry = _entry(staged)
+    static = (recipe.ep_name,) if recipe.ep_name else tuple(entry.info.ep_names if entry else ())
+    return read_plugin_names(*pair, staged.target, static, memo, mode=mode)
 
 
 def read_domains(
@@ -263,17 +255,25 @@ def read_domains(
     """The operator domains a custom-op library registers, read by running it against the
     staged `core` it pairs with where this machine can (probe/names.py); None when either has
     no entry library."""
+    pair = _paired_entries(staged, core, stage)
+    if pair is None:
+        return None
+    return read_custom_op_domains(*pair, staged.target, memo, mode=mode)
+
+
+def _paired_entries(
+    staged: StagedRuntime, core: StagedRuntime, stage: Path
+) -> tuple[Path, str, Path, str] | None:
+    """A component's entry library and its core's, each with its SHA-256, as the probe runs
+    them; None when either has no entry."""
     entry, core_entry = _entry(staged), _entry(core)
     if entry is None or core_entry is None:
         return None
-    return read_custom_op_domains(
+    return (
         stage / staged.directory / entry.name,
         entry.sha256,
         stage / core.directory / core_entry.name,
         core_entry.sha256,
-        staged.target,
-        memo,
-        mode=mode,
     )
 
 

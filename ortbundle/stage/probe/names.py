@@ -141,7 +141,7 @@ def read_providers(
             return NamesRead(target, ran, how)
         return NamesRead(target, static, READ_STATICALLY, problem)
 
-    return memo.remembered("offered-names", [_FORMAT, sha256, target, how], compute, _to, _from)
+    return _remembered(memo, [_FORMAT, sha256, target, how], compute)
 
 
 def _run(library: Path, target: str, how: str) -> tuple[tuple[str, ...], str]:
@@ -231,13 +231,7 @@ def read_plugin_names(
             )
         return NamesRead(target, names, how)
 
-    return memo.remembered(
-        "offered-names",
-        [_PLUGIN_FORMAT, plugin_sha256, core_sha256, target, how],
-        compute,
-        _to,
-        _from,
-    )
+    return _remembered(memo, [_PLUGIN_FORMAT, plugin_sha256, core_sha256, target, how], compute)
 
 
 def read_custom_op_domains(
@@ -271,13 +265,15 @@ def read_custom_op_domains(
         domains = tuple(dict.fromkeys(pair.rpartition(":")[0] for pair in detail.split()))
         return NamesRead(target, domains, how)
 
-    return memo.remembered(
-        "offered-names",
-        [_CUSTOM_OPS_FORMAT, library_sha256, core_sha256, target, how],
-        compute,
-        _to,
-        _from,
+    return _remembered(
+        memo, [_CUSTOM_OPS_FORMAT, library_sha256, core_sha256, target, how], compute
     )
+
+
+def _remembered(memo: Memo, keys: list[str], compute: Callable[[], NamesRead]) -> NamesRead:
+    """A reading kept by what it depends on (the libraries' SHA-256, target, how): a warm
+    build runs nothing."""
+    return memo.remembered("offered-names", keys, compute, _to, _from)
 
 
 @functools.cache
