@@ -21,7 +21,6 @@ from __future__ import annotations
 import json
 import os
 import shutil
-import sys
 import time
 from collections.abc import Mapping
 from dataclasses import dataclass
@@ -40,6 +39,7 @@ from ortbundle._core.fsio import (
 from ortbundle._core.linked import place_kept
 from ortbundle._core.locations import default_cache_dir
 from ortbundle._core.memo import OUTPUTS, digest_of
+from ortbundle._core.peaks import memory_peaks
 from ortbundle._core.publish import publish, recover, sweep_set_aside
 from ortbundle.config.project import BuildOptions, Project
 from ortbundle.evidence.names import SUMMARY_NAME
@@ -343,22 +343,5 @@ def _summary(kept: Mapping[str, Any], version_dir: Path, seconds: float) -> dict
         "artifacts": artifacts,
         "phases": [phase],
         "paths": paths,
-        "memory": _peaks(),
-    }
-
-
-def _peaks() -> dict[str, float]:
-    """As pipeline/result.py's: this process's peak, and that of any tool it ran (none)."""
-    try:
-        import resource
-    except ImportError:  # Windows
-        return {"ortbundle_peak_mib": 0.0, "tools_peak_mib": 0.0}
-    unit = 1 if sys.platform == "darwin" else 1024
-
-    def peak(who: int) -> float:
-        return round(resource.getrusage(who).ru_maxrss * unit / (1 << 20), 1)
-
-    return {
-        "ortbundle_peak_mib": peak(resource.RUSAGE_SELF),
-        "tools_peak_mib": peak(resource.RUSAGE_CHILDREN),
+        "memory": memory_peaks(),
     }

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
+from ortbundle._core.peaks import memory_peaks
 from ortbundle.pipeline.summary import SUMMARY_SCHEMA, mib_figure, summary_json
 
 if TYPE_CHECKING:
@@ -13,7 +14,6 @@ if TYPE_CHECKING:
     from ortbundle._core.progress import Phase
 
 import json
-import sys
 from collections import Counter
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
@@ -142,7 +142,7 @@ def summary_document(
         "phases": [
             {"name": p.name, "seconds": round(p.seconds, 3), "detail": p.detail} for p in phases
         ],
-        "memory": _peaks(),
+        "memory": memory_peaks(),
         "targets": targets,
         "packages": [_package(p, result.version_dir, release) for p in result.packages],
         "audit": audit_groups(result.audits),
@@ -159,25 +159,6 @@ def summary_document(
             "packaging": "packaging",
             "summary": SUMMARY_NAME,
         },
-    }
-
-
-def _peaks() -> dict[str, float]:
-    """The build's peak memory so far: this process's, and a bound on the largest of the tools
-    it ran (a child's ru_maxrss includes the parent's resident set it shared until exec). Linux
-    and macOS report ru_maxrss in KiB and bytes; Windows has no resource module."""
-    try:
-        import resource
-    except ImportError:  # Windows
-        return {"ortbundle_peak_mib": 0.0, "tools_peak_mib": 0.0}
-    unit = 1 if sys.platform == "darwin" else 1024
-
-    def peak(who: int) -> float:
-        return round(resource.getrusage(who).ru_maxrss * unit / (1 << 20), 1)
-
-    return {
-        "ortbundle_peak_mib": peak(resource.RUSAGE_SELF),
-        "tools_peak_mib": peak(resource.RUSAGE_CHILDREN),
     }
 
 
