@@ -478,10 +478,16 @@ def ci_workflow(c: Context, product: str = DEFAULT_PRODUCT, out: str | None = No
         "source": "which [sources.<id>] (default: its only one with a build table)",
     },
 )
-def build_source(c: Context, component: str, source: str | None = None) -> None:
+def build_source(c: Context, component: str | None = None, source: str | None = None) -> None:
     """Build a from-source component's archive from its pinned sources; hold it to the pin."""
     from ortbundle.cli.ci import run_build_source
 
+    if not component:
+        raise Exit(
+            "ortbundle: usage error: name the component (--component NAME, a recipe with a "
+            "[sources.<id>.build] table)",
+            code=USAGE_EXIT,
+        )
     try:
         run_build_source(component, source)
     except CommandFailed as exc:

@@ -31,7 +31,7 @@ from ortbundle.config.schema import check_document, display_name
 from ortbundle.config.vocabulary import VERDICTS
 from ortbundle.licensing.attribution import ComponentUse, TargetLicensing
 from ortbundle.licensing.claims import Claims, judge_claims
-from ortbundle.licensing.incompatible import Incompatible, incompatible_pairs
+from ortbundle.licensing.combining import Incompatible, Shipping, combination_of, incompatible_pairs
 from ortbundle.licensing.obligations import is_model, obliging_ids
 from ortbundle.licensing.spdx import NotAnExpression, Tree, facts
 from ortbundle.licensing.waivers import CoveredFile, WaiverUse, use_of
@@ -289,22 +289,6 @@ class ChannelAudit:
         return "passed"
 
 
-@dataclass(frozen=True)
-class Shipping:
-    """How the product ships its components: the application's licence, and whether its
-    packages are the application's main package or an add-on's own optional one."""
-
-    product: str
-    license: str | None  # [product] license; None: not stated (nothing is judged)
-    package: str  # the package its files ship in
-    addon_of: str | None = None  # the main product, for an add-on
-
-    @property
-    def proprietary(self) -> bool:
-        """A licence no SPDX id names (LicenseRef-Proprietary): the application's own terms."""
-        return self.license is not None and self.license.startswith("LicenseRef-")
-
-
 def audit_channel(
     policy: ChannelPolicy,
     licensing: Sequence[TargetLicensing],
@@ -384,7 +368,7 @@ def _audit_component(
     problems = _policy_problems(policy, expression, verdict, uses, text_present)
     unsourced = _source_problem(policy, name, uses)
     problems += unsourced
-    combination, combined_refused = _combination(policy, name, uses, shipping)
+    combination, combined_refused = combination_of(policy.combined, name, uses, shipping)
     if combined_refused:
         problems.insert(0, combination)
     claims = judge_claims(name, uses, lambda e: policy.evaluate(e, memo) == "allow", today)
@@ -439,46 +423,6 @@ def _policy_problems(
     if verdict == "review":
         problems.append(f"licence {expression} needs review on the {policy.name} channel")
     return problems
-
-
-def _combination(
-    policy: ChannelPolicy, name: str, uses: list[_Use], shipping: Shipping | None
-) -> tuple[str, bool]:
-    """How a component under a licence [obligations] combined names (GPL, AGPL) is combined
-    with the application, and whether that is refused: loaded into the application's process
-    from its main package it makes one program with it, which a proprietary application may
-    not be (refused whatever the waivers); in an add-on's own optional package, which the
-    application does not require, the distribution is an aggregate (allowed: its source ships
-    beside it). ("", False) when its licence binds nothing it is combined with."""
-    obliging = sorted(
-        {i for _, c in uses if not is_model(c) for i in obliging_ids(c.expression, policy.combined)}
-    )
-    if not obliging or shipping is None or shipping.license is None:
-        return "", False
-    ids = " AND ".join(obliging)
-    if shipping.addon_of is not None:
-        return (
-            f"aggregate: {name} ({ids}) ships in {shipping.package}, the add-on's own optional "
-            f"package, which {shipping.addon_of} does not require (its packages only suggest "
-            f"it); the {shipping.license} application is not conveyed combined with it, and "
-            f"its corresponding source ships beside it",
-            False,
-        )
-    if shipping.proprietary:
-        return (
-            f"{name} is {ids}, and {shipping.product}'s main package {shipping.package} loads "
-            f"it into the {shipping.license} application's process: one combined program, "
-            f"which {ids} requires to be under its terms (the FSF's GPL FAQ on plugins that "
-            f"share the process and its data structures); ship it in an add-on's own optional "
-            f'package (a product with addon_of = "{shipping.product}") instead',
-            True,
-        )
-    return (
-        f"combined: {name} ({ids}) is loaded into the {shipping.license} application's "
-        f"process from {shipping.package}; the application is not proprietary, so the "
-        f"combination is conveyed under {ids} (a person confirms the licences are compatible)",
-        False,
-    )
 
 
 def _source_problem(policy: ChannelPolicy, name: str, uses: list[_Use]) -> list[str]:

@@ -21,7 +21,7 @@ from ortbundle.config.products import Product
 from ortbundle.config.vocabulary import KIND_DIRECTORIES
 from ortbundle.licensing.attribution import ComponentUse, TargetLicensing
 from ortbundle.licensing.audit import ChannelAudit
-from ortbundle.licensing.incompatible import Incompatible
+from ortbundle.licensing.combining import Incompatible
 from ortbundle.licensing.obligations import is_model, obliging_ids
 
 __all__ = ["Clash", "clashes", "with_clashes"]
