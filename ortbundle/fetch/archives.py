@@ -19,16 +19,20 @@ import stat
 import struct
 import zipfile
 import zlib
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path, PurePosixPath
 from types import TracebackType
-from typing import IO, NoReturn, Protocol
+from typing import IO, TYPE_CHECKING, NoReturn, Protocol
 
 from ortbundle._core.errors import ArchiveError, DiskError, IntegrityError
 from ortbundle._core.fsio import check_member_name
 from ortbundle._core.oserrors import FILESYSTEM_ERRNOS, disk_error, writing
 from ortbundle._core.progress import notice_once
 from ortbundle.fetch.pe_unsigned import unsigned_sha256s
+
+if TYPE_CHECKING:  # tarfile itself is imported where a tarball is read
+    import tarfile
 
 CHUNK = 1 << 20
 MAX_MEMBER_SIZE = 4 << 30  # 4 GiB: far above any runtime library
@@ -425,22 +429,30 @@ def extract_member(path: Path, member: str, dest: Path, *, label: str, component
     )
 
 
-def _extract_tar_member(
-    path: Path, member: str, dest: Path, *, label: str, component: str
-) -> Extracted:
-    """Walk the whole tarball: every name is judged, the member must be one regular file."""
+def tar_refusal(path: Path, name: str, why: str, *, label: str, component: str) -> ArchiveError:
+    """A tarball member judged hostile or malformed: nothing of it was unpacked."""
+    return ArchiveError(
+        f"{label}: {why}: {name!r}",
+        component=component,
+        file=str(path),
+        fix="this archive is hostile or corrupt; it was not unpacked. Check the pin",
+    )
+
+
+def walk_tar(
+    path: Path,
+    visit: Callable[[str, tarfile.TarInfo, tarfile.TarFile], None],
+    *,
+    label: str,
+    component: str,
+    undo: Callable[[], None] = lambda: None,
+) -> None:
+    """Hand every member of the tarball at `path` to `visit` (its name without "./"), each name
+    judged first (no `..`, absolute path or control character) and the members' total sizes
+    bounded (a tar bomb). Whatever goes wrong, `undo` runs first: a tarball that cannot be read
+    (truncated, not a tar) is an ArchiveError naming it, as is a name or size refused here."""
     import tarfile
 
-    def refuse(name: str, why: str) -> ArchiveError:
-        dest.unlink(missing_ok=True)
-        return ArchiveError(
-            f"{label}: {why}: {name!r}",
-            component=component,
-            file=str(path),
-            fix="this archive is hostile or corrupt; it was not unpacked. Check the pin",
-        )
-
-    found: Extracted | None = None
     total = 0
     try:
         with tarfile.open(path, mode="r:*") as tar:
@@ -448,35 +460,19 @@ def _extract_tar_member(
                 name = info.name[2:] if info.name.startswith("./") else info.name
                 problem = check_member_name(name)
                 if problem:
-                    raise refuse(info.name, f"member name {problem}")
+                    raise tar_refusal(
+                        path, info.name, f"member name {problem}", label=label, component=component
+                    )
                 total += max(info.size, 0)
                 if total > MAX_TAR_TOTAL:
-                    raise refuse(info.name, "members inflate past any sane total (tar bomb?)")
-                if name != member:
-                    continue
-                if found is not None:
-                    raise refuse(name, "member name appears twice")
-                if not info.isreg():
-                    kind = "a symlink" if info.issym() else "a hard link" if info.islnk() else None
-                    raise refuse(name, f"member is {kind or 'not a regular file'}")
-                if info.size > MAX_MEMBER_SIZE:
-                    raise refuse(name, f"member is {info.size} bytes")
-                stream = tar.extractfile(info)
-                assert stream is not None  # a regular file always has data
-                with writing("an extracted archive member", dest):
-                    out = dest.open("wb")
-                with out:
-                    written, sha256 = copy_hashing(stream, out)
-                if written != info.size:
-                    raise refuse(name, "member is truncated")
-                found = Extracted(path=dest, size=written, sha256=sha256)
-    except ArchiveError:
-        raise
-    except DiskError:
-        dest.unlink(missing_ok=True)
+                    why = "members inflate past any sane total (tar bomb?)"
+                    raise tar_refusal(path, info.name, why, label=label, component=component)
+                visit(name, info, tar)
+    except (ArchiveError, DiskError):
+        undo()
         raise
     except (tarfile.TarError, *_ZIP_ERRORS) as exc:
-        dest.unlink(missing_ok=True)
+        undo()
         raise ArchiveError(
             f"{label} is not a readable tar archive ({type(exc).__name__}: {exc})",
             component=component,
@@ -484,11 +480,45 @@ def _extract_tar_member(
             fix="delete the cache entry and fetch again; if it persists, the upstream file is "
             "broken",
         ) from None
-    if found is None:
+
+
+def _extract_tar_member(
+    path: Path, member: str, dest: Path, *, label: str, component: str
+) -> Extracted:
+    """Walk the whole tarball: every name is judged, the member must be one regular file."""
+    found: list[Extracted] = []
+
+    def refuse(name: str, why: str) -> ArchiveError:
+        return tar_refusal(path, name, why, label=label, component=component)
+
+    def visit(name: str, info: tarfile.TarInfo, tar: tarfile.TarFile) -> None:
+        if name != member:
+            return
+        if found:
+            raise refuse(name, "member name appears twice")
+        if not info.isreg():
+            kind = "a symlink" if info.issym() else "a hard link" if info.islnk() else None
+            raise refuse(name, f"member is {kind or 'not a regular file'}")
+        if info.size > MAX_MEMBER_SIZE:
+            raise refuse(name, f"member is {info.size} bytes")
+        stream = tar.extractfile(info)
+        assert stream is not None  # a regular file always has data
+        with writing("an extracted archive member", dest):
+            out = dest.open("wb")
+        with out:
+            written, sha256 = copy_hashing(stream, out)
+        if written != info.size:
+            raise refuse(name, "member is truncated")
+        found.append(Extracted(path=dest, size=written, sha256=sha256))
+
+    walk_tar(
+        path, visit, label=label, component=component, undo=lambda: dest.unlink(missing_ok=True)
+    )
+    if not found:
         raise ArchiveError(
             f"{label} has no member {member!r}",
             component=component,
             file=str(path),
             fix="check the nested member path in the recipe against the archive's listing",
         )
-    return found
+    return found[0]

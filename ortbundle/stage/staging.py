@@ -13,7 +13,7 @@ import fnmatch
 import itertools
 import os
 import shutil
-from collections.abc import Mapping
+from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -241,7 +241,7 @@ def _apply_renames(
             )
         path = runtime_dir / new_name
         os.replace(runtime_dir / lib.name, path)
-        try:
+        with _naming(component, target):
             info = rename_library(
                 path,
                 soname=soname if lib.info.soname is not None else None,
@@ -249,10 +249,6 @@ def _apply_renames(
                 page_size=target.page_align or None,
                 label=f"{component}:{lib.member}",
             )
-        except BinaryError as exc:
-            exc.component = exc.component or component
-            exc.target = exc.target or target.name
-            raise
         kept.append(
             dataclasses.replace(
                 lib,
@@ -272,6 +268,18 @@ def _apply_renames(
         links=links,
         entry=new_names.get(closure.entry, closure.entry),
     )
+
+
+@contextlib.contextmanager
+def _naming(component: str, target: Target) -> Iterator[None]:
+    """A BinaryError from rewriting one of the runtime's libraries names the runtime and the
+    target where the rewriter did not."""
+    try:
+        yield
+    except BinaryError as exc:
+        exc.component = exc.component or component
+        exc.target = exc.target or target.name
+        raise
 
 
 def flat_runpath(runpath: tuple[str, ...]) -> tuple[str, ...] | None:
@@ -302,15 +310,11 @@ def _flatten_runpaths(
             kept.append(lib)
             continue
         path = runtime_dir / lib.name
-        try:
+        with _naming(component, target):
             info = rename_library(
                 path, runpath=runpath, page_size=target.page_align or None,
                 label=f"{component}:{lib.member}",
             )  # fmt: skip
-        except BinaryError as exc:
-            exc.component = exc.component or component
-            exc.target = exc.target or target.name
-            raise
         was = ":".join(lib.info.runpath)
         kept.append(
             dataclasses.replace(
@@ -335,14 +339,10 @@ def _fix_macho(
     for lib in closure.kept:
         path = runtime_dir / lib.name
         install_id = target.key(lib.info.soname) if lib.info.soname else lib.name
-        try:
+        with _naming(component, target):
             info = fix_macho(
                 path, install_id=install_id, label=f"{component}:{lib.member}", signer=signer
             )
-        except BinaryError as exc:
-            exc.component = exc.component or component
-            exc.target = exc.target or target.name
-            raise
         kept.append(
             dataclasses.replace(lib, info=info, size=path.stat().st_size, sha256=sha256_file(path))
         )

@@ -16,11 +16,14 @@ both digests said. The generated CI workflow runs it on a runner of the target's
 from __future__ import annotations
 
 import hashlib
+import io
 import os
+import shutil
 import stat
 import subprocess
 import tarfile
 import tempfile
+import time
 import zipfile
 from collections.abc import Mapping
 from dataclasses import dataclass
@@ -33,6 +36,7 @@ from ortbundle._core.progress import Reporter
 from ortbundle.config.project import Project
 from ortbundle.config.recipes import Recipe, load_recipe
 from ortbundle.config.sources import BuildRecipe, LocalCoordinates, Source
+from ortbundle.fetch.archives import tar_refusal, walk_tar
 from ortbundle.fetch.artifacts import Fetcher
 from ortbundle.fetch.cache import Cache
 
@@ -182,52 +186,38 @@ def _run(command: str, work: Path, env: dict[str, str], component: str, recipe: 
 
 
 def unpack_tarball(path: Path, dest: Path, *, label: str, component: str) -> None:
-    """Every member of a source tarball under `dest`, at its own path; a name that climbs out,
-    a hard link, a device, or a symbolic link that leads out of `dest` stops it."""
+    """Every member of a source tarball under `dest`, at its own path (walk_tar judges each
+    name and bounds the total); a hard link, a device, a name given twice or a symbolic link
+    that leads out of `dest` stops it."""
 
     def refuse(name: str, why: str) -> ArchiveError:
-        return ArchiveError(
-            f"{label}: {why}: {name!r}",
-            component=component,
-            file=str(path),
-            fix="this source archive is hostile or corrupt; check its pin",
-        )
+        return tar_refusal(path, name, why, label=label, component=component)
 
-    try:
-        with tarfile.open(path, mode="r:*") as tar:
-            for info in tar:
-                name = info.name.removeprefix("./")
-                if not name or name == ".":
-                    continue
-                if problem := check_member_name(name):
-                    raise refuse(info.name, f"member name {problem}")
-                target = dest / name
-                if info.isdir():
-                    target.mkdir(parents=True, exist_ok=True)
-                elif info.issym():
-                    landing = PurePosixPath(name).parent / info.linkname
-                    if info.linkname.startswith("/") or check_member_name(str(landing)):
-                        raise refuse(name, f"symbolic link leads out ({info.linkname})")
-                    target.parent.mkdir(parents=True, exist_ok=True)
-                    target.symlink_to(info.linkname)
-                elif info.isreg():
-                    target.parent.mkdir(parents=True, exist_ok=True)
-                    stream = tar.extractfile(info)
-                    assert stream is not None  # a regular file always has data
-                    with stream, target.open("xb") as out:
-                        out.write(stream.read())
-                    target.chmod(0o755 if info.mode & 0o111 else 0o644)
-                else:
-                    raise refuse(name, "member is a link or a device, not a file")
-    except (tarfile.TarError, EOFError, OSError) as exc:
-        if isinstance(exc, FileExistsError):
-            raise refuse(str(exc.filename), "member name appears twice") from None
-        raise ArchiveError(
-            f"{label} is not a readable tar archive ({type(exc).__name__}: {exc})",
-            component=component,
-            file=str(path),
-            fix="delete the cache entry and fetch again",
-        ) from None
+    def visit(name: str, info: tarfile.TarInfo, tar: tarfile.TarFile) -> None:
+        target = dest / name
+        if info.isdir():
+            target.mkdir(parents=True, exist_ok=True)
+        elif info.issym():
+            landing = PurePosixPath(name).parent / info.linkname
+            if info.linkname.startswith("/") or check_member_name(str(landing)):
+                raise refuse(name, f"symbolic link leads out ({info.linkname})")
+            target.parent.mkdir(parents=True, exist_ok=True)
+            target.symlink_to(info.linkname)
+        elif info.isreg():
+            target.parent.mkdir(parents=True, exist_ok=True)
+            stream = tar.extractfile(info)
+            assert stream is not None  # a regular file always has data
+            try:
+                out = target.open("xb")
+            except FileExistsError:
+                raise refuse(name, "member name appears twice") from None
+            with stream, out:
+                shutil.copyfileobj(stream, out)
+            target.chmod(0o755 if info.mode & 0o111 else 0o644)
+        else:
+            raise refuse(name, "member is a link or a device, not a file")
+
+    walk_tar(path, visit, label=label, component=component)
 
 
 def pack_outputs(
@@ -235,9 +225,6 @@ def pack_outputs(
 ) -> bytes:
     """The archive's bytes: each member from its file of the build, sorted, one timestamp
     (SOURCE_DATE_EPOCH, not before 1980), mode 0755 or 0644 from the file's."""
-    import io
-    import time
-
     moment = time.gmtime(max(epoch, _ZIP_EPOCH))[:6]
     raw = io.BytesIO()
     with zipfile.ZipFile(raw, "w", zipfile.ZIP_DEFLATED) as archive:
